@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Makes sure a libtorch for tch 0.24 (PyTorch 2.11.0) is available.
+#
+# - If LIBTORCH is set, it must point at a libtorch (a folder with lib/ and
+#   include/); nothing is installed.
+# - Otherwise PyTorch 2.11.0 is installed from the Python package registry into
+#   .venv/ inside the repository, and .venv/libtorch is linked to its torch/
+#   folder, which is what .cargo/config.toml points LIBTORCH at.
+#
+# Idempotent and quiet when everything is already in place.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+torch_version=2.11.0
+
+fail() {
+    echo "provision-libtorch: $*" >&2
+    exit 1
+}
+
+if [[ -n "${LIBTORCH:-}" ]]; then
+    [[ -e "$LIBTORCH/lib/libtorch_cpu.so" || -e "$LIBTORCH/lib/libtorch_cpu.dylib" ]] ||
+        fail "LIBTORCH=$LIBTORCH has no lib/libtorch_cpu.so; point LIBTORCH at a libtorch $torch_version folder (one with lib/ and include/), or unset it to install PyTorch $torch_version into .venv"
+    exit 0
+fi
+
+venv="$root/.venv"
+link="$venv/libtorch"
+if [[ -e "$link/lib/libtorch_cpu.so" ]]; then
+    exit 0
+fi
+
+python=${PYTHON:-python3}
+command -v "$python" >/dev/null 2>&1 ||
+    fail "no $python found; install Python 3.10+ (or set PYTHON=/path/to/python3), or set LIBTORCH=/path/to/libtorch"
+
+echo "provision-libtorch: installing PyTorch $torch_version into $venv (one-off, a few GB)..." >&2
+if [[ ! -x "$venv/bin/python" ]]; then
+    "$python" -m venv "$venv" ||
+        fail "'$python -m venv $venv' failed; install the venv module (Debian: apt-get install python3-venv) or set LIBTORCH=/path/to/libtorch"
+fi
+"$venv/bin/python" -m pip install --disable-pip-version-check --quiet "torch==$torch_version" ||
+    fail "'pip install torch==$torch_version' failed (network? disk space?); fix that and rerun, or set LIBTORCH=/path/to/libtorch"
+
+torch_dir=$("$venv/bin/python" -c 'import os, torch; print(os.path.dirname(torch.__file__))') ||
+    fail "PyTorch was installed but does not import; remove $venv and rerun, or set LIBTORCH=/path/to/libtorch"
+[[ -e "$torch_dir/lib/libtorch_cpu.so" ]] ||
+    fail "$torch_dir has no lib/libtorch_cpu.so; remove $venv and rerun, or set LIBTORCH=/path/to/libtorch"
+ln -sfn "$torch_dir" "$link"
+echo "provision-libtorch: libtorch ready at $link" >&2

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The whole test suite: provisions libtorch on first use, then runs every unit
+# and integration test. Extra arguments go to `cargo test`.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+"$root/scripts/provision-libtorch.sh"
+cd "$root"
+cargo test --all-targets "$@"

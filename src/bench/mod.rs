@@ -1,0 +1,5 @@
+//! Micro-benchmarks behind `lcx bench`: pure orchestration and reduction of
+//! timings; the timed work itself lives in the modules it measures.
+
+pub mod engine;
+pub mod forward;

@@ -1,0 +1,331 @@
+//! Reservoir memories of training samples (spec §7), stored compactly.
+//!
+//! Storage choice: info states are kept as f32 (bit-exact with what the
+//! traversal encoded, so recursive/interleaved parity can compare samples and
+//! training sees exactly the encoded values); legal masks are bit sets (u32);
+//! targets are f32. One classic sample (297-dim) costs 297·4 + 22·4 + 4 + 4 +
+//! 2 ≈ 1.3 KB, so the three default 2 M-sample memories peak at ≈ 7.6 GB —
+//! within the ~8 GiB budget — and only grow as samples arrive.
+
+use rand::seq::index;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::regret::ACTIONS;
+
+/// A sample on its way into memory (borrowed from the traversal's buffers).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SampleRef<'a> {
+    pub info_state: &'a [f32],
+    pub target: &'a [f32; ACTIONS],
+    pub mask: u32,
+    pub iteration: u32,
+    pub player: u8,
+    pub is_first_open: bool,
+}
+
+/// Errors of the memories.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum MemoryError {
+    #[error("cannot sample from an empty memory")]
+    Empty,
+    #[error("sample has {got} input features, memory holds {expected}")]
+    WrongDim { expected: usize, got: usize },
+}
+
+/// A fixed-capacity reservoir: after `seen` additions every sample so far had
+/// the same chance, capacity/seen, of being kept.
+#[derive(Debug, Clone)]
+pub struct Reservoir {
+    dim: usize,
+    capacity: usize,
+    seen: u64,
+    states: Vec<f32>,
+    targets: Vec<f32>,
+    masks: Vec<u32>,
+    iterations: Vec<u32>,
+    players: Vec<u8>,
+    first_open: Vec<bool>,
+    /// Slots holding first-open samples, kept in step with replacements.
+    first_open_slots: Vec<u32>,
+    /// Position of each slot in `first_open_slots` (u32::MAX = not there).
+    first_open_pos: Vec<u32>,
+    rng: ChaCha8Rng,
+}
+
+/// A training batch copied out of memory (row-major).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Batch {
+    pub rows: usize,
+    pub dim: usize,
+    pub states: Vec<f32>,
+    pub targets: Vec<f32>,
+    pub masks: Vec<u32>,
+    pub iterations: Vec<u32>,
+}
+
+impl Batch {
+    /// Legal mask of row `r` expanded to 0/1 floats.
+    pub fn mask_row_f32(&self, r: usize) -> [f32; ACTIONS] {
+        let mut out = [0.0; ACTIONS];
+        for (a, o) in out.iter_mut().enumerate() {
+            *o = f32::from(u8::from(self.masks[r] >> a & 1 == 1));
+        }
+        out
+    }
+}
+
+impl Reservoir {
+    /// An empty memory for `dim`-feature samples, seeded for replacement and
+    /// sampling decisions.
+    pub fn new(dim: usize, capacity: usize, seed: u64) -> Self {
+        Self {
+            dim,
+            capacity,
+            seen: 0,
+            states: Vec::new(),
+            targets: Vec::new(),
+            masks: Vec::new(),
+            iterations: Vec::new(),
+            players: Vec::new(),
+            first_open: Vec::new(),
+            first_open_slots: Vec::new(),
+            first_open_pos: Vec::new(),
+            rng: ChaCha8Rng::seed_from_u64(seed),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.masks.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.masks.is_empty()
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Additions so far, kept or not.
+    pub fn seen(&self) -> u64 {
+        self.seen
+    }
+
+    /// Stored samples flagged first-open.
+    pub fn first_open_count(&self) -> usize {
+        self.first_open_slots.len()
+    }
+
+    /// Adds a sample: appended while there is room, afterwards it replaces a
+    /// uniformly drawn slot j ∈ [0, seen) when j < capacity.
+    pub fn add(&mut self, s: SampleRef<'_>) -> Result<(), MemoryError> {
+        if s.info_state.len() != self.dim {
+            return Err(MemoryError::WrongDim {
+                expected: self.dim,
+                got: s.info_state.len(),
+            });
+        }
+        self.seen += 1;
+        if self.len() < self.capacity {
+            self.states.extend_from_slice(s.info_state);
+            self.targets.extend_from_slice(s.target);
+            self.masks.push(s.mask);
+            self.iterations.push(s.iteration);
+            self.players.push(s.player);
+            self.first_open.push(false);
+            self.first_open_pos.push(u32::MAX);
+            self.set_first_open(self.len() - 1, s.is_first_open);
+            return Ok(());
+        }
+        let j = self.rng.random_range(0..self.seen);
+        if let Ok(slot) = usize::try_from(j) {
+            if slot < self.capacity {
+                self.states[slot * self.dim..(slot + 1) * self.dim].copy_from_slice(s.info_state);
+                self.targets[slot * ACTIONS..(slot + 1) * ACTIONS].copy_from_slice(s.target);
+                self.masks[slot] = s.mask;
+                self.iterations[slot] = s.iteration;
+                self.players[slot] = s.player;
+                self.set_first_open(slot, s.is_first_open);
+            }
+        }
+        Ok(())
+    }
+
+    fn set_first_open(&mut self, slot: usize, flag: bool) {
+        let was = self.first_open[slot];
+        self.first_open[slot] = flag;
+        if was == flag {
+            return;
+        }
+        if flag {
+            self.first_open_pos[slot] = self.first_open_slots.len() as u32;
+            self.first_open_slots.push(slot as u32);
+        } else {
+            // Swap-remove keeps the index list dense in O(1).
+            let pos = self.first_open_pos[slot] as usize;
+            let last = self.first_open_slots.len() - 1;
+            self.first_open_slots.swap(pos, last);
+            let moved = self.first_open_slots[pos] as usize;
+            self.first_open_pos[moved] = pos as u32;
+            self.first_open_slots.pop();
+            self.first_open_pos[slot] = u32::MAX;
+        }
+    }
+
+    /// min(n, len) distinct slots drawn uniformly without replacement,
+    /// copied into a batch.
+    pub fn sample(&mut self, n: usize) -> Result<Batch, MemoryError> {
+        if self.is_empty() {
+            return Err(MemoryError::Empty);
+        }
+        let k = n.min(self.len());
+        let len = self.len();
+        let picks = index::sample(&mut self.rng, len, k);
+        let mut batch = Batch {
+            rows: k,
+            dim: self.dim,
+            states: Vec::with_capacity(k * self.dim),
+            targets: Vec::with_capacity(k * ACTIONS),
+            masks: Vec::with_capacity(k),
+            iterations: Vec::with_capacity(k),
+        };
+        for slot in picks.iter() {
+            batch
+                .states
+                .extend_from_slice(&self.states[slot * self.dim..(slot + 1) * self.dim]);
+            batch
+                .targets
+                .extend_from_slice(&self.targets[slot * ACTIONS..(slot + 1) * ACTIONS]);
+            batch.masks.push(self.masks[slot]);
+            batch.iterations.push(self.iterations[slot]);
+        }
+        Ok(batch)
+    }
+
+    /// Slot `i`'s stored values (for tests and inspection).
+    pub fn get(&self, i: usize) -> Option<SampleRef<'_>> {
+        if i >= self.len() {
+            return None;
+        }
+        let target: &[f32; ACTIONS] = self.targets[i * ACTIONS..(i + 1) * ACTIONS]
+            .try_into()
+            .ok()?;
+        Some(SampleRef {
+            info_state: &self.states[i * self.dim..(i + 1) * self.dim],
+            target,
+            mask: self.masks[i],
+            iteration: self.iterations[i],
+            player: self.players[i],
+            is_first_open: self.first_open[i],
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn add(m: &mut Reservoir, value: f32, first_open: bool) {
+        let state = [value; 3];
+        let target = [value; ACTIONS];
+        m.add(SampleRef {
+            info_state: &state,
+            target: &target,
+            mask: 0b101,
+            iteration: value as u32,
+            player: 0,
+            is_first_open: first_open,
+        })
+        .unwrap();
+    }
+
+    #[test]
+    fn keeps_capacity_and_counts_seen() {
+        let mut m = Reservoir::new(3, 3, 7);
+        for i in 0..10 {
+            add(&mut m, i as f32, false);
+        }
+        assert_eq!(m.len(), 3);
+        assert_eq!(m.seen(), 10);
+        for i in 0..3 {
+            let s = m.get(i).unwrap();
+            assert_eq!(s.info_state[0] as u32, s.iteration);
+            assert!(s.info_state.iter().all(|&x| x == s.info_state[0]));
+        }
+    }
+
+    #[test]
+    fn first_open_index_follows_replacement() {
+        let mut m = Reservoir::new(3, 4, 11);
+        for i in 0..200 {
+            add(&mut m, i as f32, i % 3 == 0);
+            let flagged = (0..m.len())
+                .filter(|&j| m.get(j).unwrap().is_first_open)
+                .count();
+            assert_eq!(m.first_open_count(), flagged, "after {i} adds");
+            for &slot in &m.first_open_slots {
+                assert!(m.get(slot as usize).unwrap().is_first_open);
+            }
+        }
+    }
+
+    #[test]
+    fn sampling_is_without_replacement_and_errors_when_empty() {
+        let mut m = Reservoir::new(3, 10, 1);
+        assert_eq!(m.sample(2), Err(MemoryError::Empty));
+        for i in 0..4 {
+            add(&mut m, i as f32, false);
+        }
+        // Oversampling returns every stored sample once.
+        let b = m.sample(10).unwrap();
+        assert_eq!(b.rows, 4);
+        let mut its = b.iterations.clone();
+        its.sort();
+        assert_eq!(its, vec![0, 1, 2, 3]);
+        assert_eq!(b.mask_row_f32(0)[..3], [1.0, 0.0, 1.0]);
+        let b = m.sample(2).unwrap();
+        assert_eq!(b.rows, 2);
+        assert_ne!(b.iterations[0], b.iterations[1]);
+        let wrong = m.add(SampleRef {
+            info_state: &[0.0; 2],
+            target: &[0.0; ACTIONS],
+            mask: 0,
+            iteration: 0,
+            player: 0,
+            is_first_open: false,
+        });
+        assert_eq!(
+            wrong,
+            Err(MemoryError::WrongDim {
+                expected: 3,
+                got: 2
+            })
+        );
+    }
+
+    #[test]
+    fn reservoir_keeps_early_and_late_samples_alike() {
+        // Over many seeds, each of 20 additions survives in a 5-slot memory
+        // about 5/20 of the time, whether it came early or late.
+        let mut early = 0;
+        let mut late = 0;
+        for seed in 0..400 {
+            let mut m = Reservoir::new(3, 5, seed);
+            for i in 0..20 {
+                add(&mut m, i as f32, false);
+            }
+            for j in 0..5 {
+                let it = m.get(j).unwrap().iteration;
+                if it < 5 {
+                    early += 1;
+                } else if it >= 15 {
+                    late += 1;
+                }
+            }
+        }
+        // Expected 400 · 5 · 5/20 = 500 each.
+        assert!((400..600).contains(&early), "early {early}");
+        assert!((400..600).contains(&late), "late {late}");
+    }
+}

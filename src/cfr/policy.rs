@@ -1,0 +1,29 @@
+//! How the CFR core reaches networks: a batch of encoded info states in, a
+//! batch of 22-vectors out. The trainer implements this over libtorch; tests
+//! implement it with tables, so `cfr/` never imports tch.
+
+/// Which network a query is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Net {
+    /// Player `p`'s advantage network (predicted regrets).
+    Advantage(u8),
+    /// The shared strategy network (logits).
+    Strategy,
+}
+
+/// A network query failed (the message says why, e.g. a libtorch error).
+#[derive(Debug, thiserror::Error)]
+#[error("policy evaluation failed: {0}")]
+pub struct PolicyError(pub String);
+
+/// A batched policy. `states` holds `rows` info states of the encoding's
+/// dimension, row-major; `out` receives `rows` × 22 outputs.
+pub trait Policy {
+    fn evaluate(
+        &self,
+        net: Net,
+        states: &[f32],
+        rows: usize,
+        out: &mut [f32],
+    ) -> Result<(), PolicyError>;
+}

@@ -1,0 +1,265 @@
+//! Traversal statistics (spec §5.8): counters summed across traversals and
+//! workers, exported as `traversal/*` metrics.
+
+use std::collections::BTreeMap;
+
+/// Counters of one or many traversals. `merge` sums them (max for depth).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TraversalStats {
+    pub nodes: u64,
+    pub terminals: u64,
+    pub depth_cutoffs: u64,
+    pub node_limit_cutoffs: u64,
+    pub max_depth_reached: u64,
+    pub endpoint_depth_sum: u64,
+    /// Endpoint counts keyed by bucket start (`u64::MAX` = the "plus" bucket).
+    pub endpoint_buckets: BTreeMap<u64, u64>,
+    pub advantage_samples: u64,
+    pub strategy_samples: u64,
+    pub sampled_actions: u64,
+    pub regret_matching_decisions: u64,
+    pub regret_fallback_count: u64,
+    pub regret_fallback_depth_sum: u64,
+    /// Fallback decisions keyed by depth bucket start (50 wide, 400 = plus).
+    pub regret_fallback_depth_buckets: BTreeMap<u64, u64>,
+    /// Fallback decisions keyed by the number of colours the actor opened.
+    pub regret_fallback_opened_colors: BTreeMap<u64, u64>,
+    pub regret_fallback_argmax_tie_count: u64,
+    pub regret_fallback_argmax_tie_size_sum: u64,
+    pub regret_fallback_argmax_full_tie_count: u64,
+    pub rollouts: u64,
+    pub rollout_steps: u64,
+    pub rollout_timeouts: u64,
+}
+
+/// Endpoint bucket settings (spec §11 `endpoint_depth_bucket_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Buckets {
+    pub width: u64,
+    pub max: u64,
+}
+
+impl Default for Buckets {
+    fn default() -> Self {
+        Self {
+            width: 100,
+            max: 1000,
+        }
+    }
+}
+
+fn bucket_start(depth: u64, width: u64, max: u64) -> u64 {
+    let start = depth / width.max(1) * width.max(1);
+    if start >= max {
+        u64::MAX
+    } else {
+        start
+    }
+}
+
+impl TraversalStats {
+    /// Counts an endpoint (terminal or cutoff) at `depth`.
+    pub fn endpoint(&mut self, depth: u64, buckets: Buckets) {
+        self.endpoint_depth_sum += depth;
+        *self
+            .endpoint_buckets
+            .entry(bucket_start(depth, buckets.width, buckets.max))
+            .or_insert(0) += 1;
+    }
+
+    pub fn endpoints(&self) -> u64 {
+        self.terminals + self.depth_cutoffs + self.node_limit_cutoffs
+    }
+
+    /// Counts a regret-matching decision and, when the fallback fired, its
+    /// diagnostics.
+    pub fn regret_decision(
+        &mut self,
+        depth: u64,
+        fallback: bool,
+        tie_size: u32,
+        full_tie: bool,
+        opened_colors: u64,
+    ) {
+        self.regret_matching_decisions += 1;
+        if !fallback {
+            return;
+        }
+        self.regret_fallback_count += 1;
+        self.regret_fallback_depth_sum += depth;
+        *self
+            .regret_fallback_depth_buckets
+            .entry(bucket_start(depth, 50, 400))
+            .or_insert(0) += 1;
+        *self
+            .regret_fallback_opened_colors
+            .entry(opened_colors)
+            .or_insert(0) += 1;
+        if tie_size > 1 {
+            self.regret_fallback_argmax_tie_count += 1;
+            self.regret_fallback_argmax_tie_size_sum += u64::from(tie_size);
+        }
+        if full_tie {
+            self.regret_fallback_argmax_full_tie_count += 1;
+        }
+    }
+
+    /// Adds `other`'s counters (max for the depth reached).
+    pub fn merge(&mut self, other: &TraversalStats) {
+        self.nodes += other.nodes;
+        self.terminals += other.terminals;
+        self.depth_cutoffs += other.depth_cutoffs;
+        self.node_limit_cutoffs += other.node_limit_cutoffs;
+        self.max_depth_reached = self.max_depth_reached.max(other.max_depth_reached);
+        self.endpoint_depth_sum += other.endpoint_depth_sum;
+        for (k, v) in &other.endpoint_buckets {
+            *self.endpoint_buckets.entry(*k).or_insert(0) += v;
+        }
+        self.advantage_samples += other.advantage_samples;
+        self.strategy_samples += other.strategy_samples;
+        self.sampled_actions += other.sampled_actions;
+        self.regret_matching_decisions += other.regret_matching_decisions;
+        self.regret_fallback_count += other.regret_fallback_count;
+        self.regret_fallback_depth_sum += other.regret_fallback_depth_sum;
+        for (k, v) in &other.regret_fallback_depth_buckets {
+            *self.regret_fallback_depth_buckets.entry(*k).or_insert(0) += v;
+        }
+        for (k, v) in &other.regret_fallback_opened_colors {
+            *self.regret_fallback_opened_colors.entry(*k).or_insert(0) += v;
+        }
+        self.regret_fallback_argmax_tie_count += other.regret_fallback_argmax_tie_count;
+        self.regret_fallback_argmax_tie_size_sum += other.regret_fallback_argmax_tie_size_sum;
+        self.regret_fallback_argmax_full_tie_count += other.regret_fallback_argmax_full_tie_count;
+        self.rollouts += other.rollouts;
+        self.rollout_steps += other.rollout_steps;
+        self.rollout_timeouts += other.rollout_timeouts;
+    }
+
+    /// The `traversal/*` metrics of spec §9 that these counters support.
+    /// Sample and rollout counters are not exported, as in the reference.
+    pub fn metrics(&self, buckets: Buckets) -> Vec<(String, f64)> {
+        let mut m: Vec<(String, f64)> = Vec::new();
+        let mut put = |k: &str, v: f64| m.push((format!("traversal/{k}"), v));
+        put("nodes", self.nodes as f64);
+        put("terminals", self.terminals as f64);
+        put("depth_cutoffs", self.depth_cutoffs as f64);
+        put("node_limit_cutoffs", self.node_limit_cutoffs as f64);
+        put("max_depth_reached", self.max_depth_reached as f64);
+        put("endpoint_depth_sum", self.endpoint_depth_sum as f64);
+        let endpoints = self.endpoints();
+        put("endpoints", endpoints as f64);
+        put(
+            "avg_endpoint_depth",
+            if endpoints > 0 {
+                self.endpoint_depth_sum as f64 / endpoints as f64
+            } else {
+                0.0
+            },
+        );
+        for (start, count) in &self.endpoint_buckets {
+            let key = if *start == u64::MAX {
+                format!("endpoint_depth_bucket_{}_plus", buckets.max)
+            } else {
+                format!(
+                    "endpoint_depth_bucket_{}_{}",
+                    start,
+                    start + buckets.width - 1
+                )
+            };
+            put(&key, *count as f64);
+        }
+        put("sampled_actions", self.sampled_actions as f64);
+        put(
+            "regret_matching_decisions",
+            self.regret_matching_decisions as f64,
+        );
+        let fb = self.regret_fallback_count;
+        put("regret_fallback_count", fb as f64);
+        let rate = |n: u64, d: u64| if d > 0 { n as f64 / d as f64 } else { 0.0 };
+        put(
+            "regret_fallback_rate",
+            rate(fb, self.regret_matching_decisions),
+        );
+        put(
+            "regret_fallback_avg_depth",
+            rate(self.regret_fallback_depth_sum, fb),
+        );
+        put(
+            "regret_fallback_argmax_tie_count",
+            self.regret_fallback_argmax_tie_count as f64,
+        );
+        put(
+            "regret_fallback_argmax_tie_rate",
+            rate(self.regret_fallback_argmax_tie_count, fb),
+        );
+        put(
+            "regret_fallback_argmax_tie_size_mean",
+            rate(
+                self.regret_fallback_argmax_tie_size_sum,
+                self.regret_fallback_argmax_tie_count,
+            ),
+        );
+        put(
+            "regret_fallback_argmax_full_tie_count",
+            self.regret_fallback_argmax_full_tie_count as f64,
+        );
+        put(
+            "regret_fallback_argmax_full_tie_rate",
+            rate(self.regret_fallback_argmax_full_tie_count, fb),
+        );
+        for (start, count) in &self.regret_fallback_depth_buckets {
+            let key = if *start == u64::MAX {
+                "regret_fallback_depth_bucket_400_plus".to_string()
+            } else {
+                format!("regret_fallback_depth_bucket_{}_{}", start, start + 49)
+            };
+            put(&key, *count as f64);
+        }
+        for (k, count) in &self.regret_fallback_opened_colors {
+            put(
+                &format!("regret_fallback_opened_colors_count_{k}"),
+                *count as f64,
+            );
+        }
+        m
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_and_merge() {
+        let b = Buckets {
+            width: 100,
+            max: 1000,
+        };
+        let mut s = TraversalStats::default();
+        s.endpoint(5, b);
+        s.endpoint(150, b);
+        s.endpoint(2000, b);
+        s.terminals = 3;
+        s.regret_decision(10, true, 3, false, 0);
+        s.regret_decision(420, true, 1, false, 2);
+        s.regret_decision(1, false, 0, false, 0);
+        let mut t = TraversalStats {
+            max_depth_reached: 7,
+            ..Default::default()
+        };
+        t.merge(&s);
+        t.merge(&s);
+        let m: BTreeMap<String, f64> = t.metrics(b).into_iter().collect();
+        assert_eq!(m["traversal/endpoints"], 6.0);
+        assert_eq!(m["traversal/endpoint_depth_bucket_0_99"], 2.0);
+        assert_eq!(m["traversal/endpoint_depth_bucket_100_199"], 2.0);
+        assert_eq!(m["traversal/endpoint_depth_bucket_1000_plus"], 2.0);
+        assert_eq!(m["traversal/regret_fallback_count"], 4.0);
+        assert!((m["traversal/regret_fallback_rate"] - 4.0 / 6.0).abs() < 1e-12);
+        assert_eq!(m["traversal/regret_fallback_depth_bucket_0_49"], 2.0);
+        assert_eq!(m["traversal/regret_fallback_depth_bucket_400_plus"], 2.0);
+        assert_eq!(m["traversal/regret_fallback_opened_colors_count_0"], 2.0);
+        assert_eq!(m["traversal/regret_fallback_argmax_tie_size_mean"], 3.0);
+        assert_eq!(m["traversal/max_depth_reached"], 7.0);
+    }
+}

@@ -1,0 +1,293 @@
+//! `lcx bench …`: micro-benchmarks of the engine and the networks.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use comfy_table::{presets::ASCII_MARKDOWN, Table};
+
+use crate::bench::forward::{self, ForwardOptions};
+use crate::cli::bad_input;
+use crate::config::{self, TrainerConfig};
+use crate::trainer::{device, probe::ForwardProbe};
+
+/// The trainer config used when `--config` is not given: configs/default.toml
+/// as shipped, so `lcx bench forward` works from any directory.
+const DEFAULT_CONFIG: &str = include_str!("../../configs/default.toml");
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    which: Which,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Which {
+    /// Time one network forward per batch size (the config's network).
+    Forward(ForwardArgs),
+    /// Time the rules engine on one thread: random games/s, clone, encode.
+    Engine(EngineArgs),
+    /// Time one advantage pass (both players) + one strategy pass, fp32 (and AMP).
+    Trainer(TrainerArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct EngineArgs {
+    /// Timed uniformly random full games.
+    #[arg(long, default_value_t = 20_000)]
+    games: u64,
+    /// Repetitions of each micro-measurement (clone, apply+undo, encode).
+    #[arg(long, default_value_t = 2_000_000)]
+    micro_iters: u64,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// table or json.
+    #[arg(long, default_value = "table", value_parser = ["table", "json"])]
+    format: String,
+}
+
+#[derive(Debug, clap::Args)]
+struct TrainerArgs {
+    /// Trainer config whose update counts, batch sizes and network are used
+    /// [default: configs/default.toml as shipped].
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Override a config key (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
+    /// Also time the AMP (fp16 autocast + grad scaler) trainer.
+    #[arg(long)]
+    amp: bool,
+    /// Timed runs per mode.
+    #[arg(long, default_value_t = 20)]
+    runs: usize,
+    /// Untimed runs first.
+    #[arg(long, default_value_t = 2)]
+    warmup: usize,
+    /// auto, cpu, cuda or cuda:N [default: the config's run.device].
+    #[arg(long)]
+    device: Option<String>,
+    /// Write one JSON object per timed run to PATH (`-` = stdout).
+    #[arg(long, value_name = "PATH")]
+    metrics_out: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+struct ForwardArgs {
+    /// Trainer config whose network is timed [default: configs/default.toml as shipped].
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Override a config key, e.g. `--set network.hidden_size=256` (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
+    /// Comma-separated batch sizes.
+    #[arg(long, value_delimiter = ',', default_value = "1,4,16,64,256,1024")]
+    batch_sizes: Vec<usize>,
+    /// auto, cpu, cuda or cuda:N [default: the config's run.device].
+    #[arg(long)]
+    device: Option<String>,
+    /// libtorch intra-op threads [default: libtorch's choice].
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Forwards per timed repetition [default: calibrated to ~0.1 s].
+    #[arg(long)]
+    iters: Option<usize>,
+    /// Timed repetitions per batch size (one JSON line each).
+    #[arg(long, default_value_t = 10)]
+    reps: usize,
+    /// Write one JSON object per timed repetition to PATH (`-` = stdout; the
+    /// table then goes to stderr).
+    #[arg(long, value_name = "PATH")]
+    metrics_out: Option<PathBuf>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    match args.which {
+        Which::Forward(a) => forward(a),
+        Which::Engine(a) => engine(a),
+        Which::Trainer(a) => trainer(a),
+    }
+}
+
+fn load_config(path: Option<&std::path::Path>, sets: &[String]) -> anyhow::Result<TrainerConfig> {
+    match path {
+        Some(p) => config::load(Some(p), sets).map_err(bad_input),
+        None => config::from_toml_str(DEFAULT_CONFIG, "configs/default.toml (built in)", sets)
+            .map_err(bad_input),
+    }
+}
+
+/// Opens `--metrics-out`: stdout for `-`, else a new file.
+fn metrics_sink(path: Option<&PathBuf>) -> anyhow::Result<Option<Box<dyn Write>>> {
+    Ok(match path {
+        None => None,
+        Some(p) if p.as_os_str() == "-" => Some(Box::new(std::io::stdout())),
+        Some(p) => Some(Box::new(std::io::BufWriter::new(
+            std::fs::File::create(p)
+                .with_context(|| format!("--metrics-out: cannot create {}", p.display()))?,
+        ))),
+    })
+}
+
+fn forward(args: ForwardArgs) -> anyhow::Result<u8> {
+    if args.batch_sizes.is_empty() || args.batch_sizes.contains(&0) {
+        return Err(bad_input(anyhow::anyhow!(
+            "--batch-sizes must be a comma-separated list of sizes ≥ 1"
+        )));
+    }
+    if args.reps == 0 || args.iters == Some(0) || args.threads == Some(0) {
+        return Err(bad_input(anyhow::anyhow!(
+            "--reps, --iters and --threads must be ≥ 1"
+        )));
+    }
+    let cfg = load_config(args.config.as_deref(), &args.sets)?;
+    let device_spec = args.device.unwrap_or_else(|| cfg.run.device.to_string());
+    let device = device::resolve(&device_spec)
+        .map_err(|e| bad_input(anyhow::Error::new(e).context("--device")))?;
+    if let Some(n) = args.threads {
+        device::set_torch_threads(n);
+    }
+    let input_dim = crate::encoding::input_dim_for(&cfg);
+    let spec = crate::trainer::network_spec(&cfg, input_dim);
+    let probe = ForwardProbe::new(spec, device, i64::try_from(cfg.run.seed).unwrap_or(0))?;
+    let options = ForwardOptions {
+        batch_sizes: args.batch_sizes,
+        reps: args.reps,
+        iters: args.iters,
+        ..ForwardOptions::default()
+    };
+    let mut sink = metrics_sink(args.metrics_out.as_ref())?;
+    let to_stdout = args
+        .metrics_out
+        .as_ref()
+        .is_some_and(|p| p.as_os_str() == "-");
+    let (intra, _) = device::torch_threads();
+    let header = format!(
+        "network {}→{}×{}→{} ({} parameters, {:?}), device {device:?}, {intra} intra-op thread(s)",
+        spec.input_dim,
+        spec.hidden_size,
+        spec.num_layers,
+        spec.outputs,
+        spec.parameter_count(),
+        spec.activation,
+    );
+    let mut write_err = None;
+    let rows = forward::run(&probe, &options, |sample| {
+        if let Some(out) = sink.as_mut() {
+            let line = serde_json::to_string(sample).unwrap_or_default();
+            if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush()) {
+                write_err.get_or_insert(e);
+            }
+        }
+    })?;
+    if let Some(e) = write_err {
+        return Err(anyhow::Error::new(e).context("writing --metrics-out"));
+    }
+    let mut table = Table::new();
+    table.load_preset(ASCII_MARKDOWN);
+    table.set_header(["batch", "µs/call", "µs/state", "speedup vs bs 1"]);
+    for row in &rows {
+        table.add_row([
+            row.batch_size.to_string(),
+            format!("{:.1}", row.us_per_call),
+            format!("{:.2}", row.us_per_state),
+            format!("{:.2}×", row.speedup_vs_first),
+        ]);
+    }
+    let text = format!("{header}\n{table}");
+    if to_stdout {
+        eprintln!("{text}");
+    } else {
+        println!("{text}");
+    }
+    Ok(0)
+}
+
+fn engine(args: EngineArgs) -> anyhow::Result<u8> {
+    if args.games == 0 || args.micro_iters == 0 {
+        return Err(bad_input(anyhow::anyhow!("--games and --micro-iters must be ≥ 1")));
+    }
+    let options = crate::bench::engine::EngineBenchOptions {
+        games: args.games,
+        micro_iters: args.micro_iters,
+        seed: args.seed,
+        ..Default::default()
+    };
+    let r = crate::bench::engine::run(&options)?;
+    if args.format == "json" {
+        println!("{}", serde_json::to_string(&r)?);
+        return Ok(0);
+    }
+    let mut table = Table::new();
+    table.load_preset(ASCII_MARKDOWN);
+    table.set_header(["measure", "value"]);
+    table.add_row(["random full games/s (one thread)".to_string(), format!("{:.0}", r.games_per_second)]);
+    table.add_row(["actions/s".to_string(), format!("{:.0}", r.actions_per_second)]);
+    table.add_row(["mean actions/game".to_string(), format!("{:.1}", r.mean_actions_per_game)]);
+    table.add_row(["ns/action".to_string(), format!("{:.1}", r.ns_per_action)]);
+    table.add_row([format!("clone ns ({} bytes)", r.state_bytes), format!("{:.1}", r.clone_ns)]);
+    table.add_row(["apply+undo ns".to_string(), format!("{:.1}", r.apply_undo_ns)]);
+    table.add_row([format!("encode µs ({} floats)", r.encode_dim), format!("{:.3}", r.encode_ns / 1000.0)]);
+    println!("{} games, {:.2} s\n{table}", r.games, r.seconds);
+    Ok(0)
+}
+
+fn trainer(args: TrainerArgs) -> anyhow::Result<u8> {
+    use crate::trainer::bench::{summarize, synthetic_trainer, time_training_call};
+    if args.runs == 0 {
+        return Err(bad_input(anyhow::anyhow!("--runs must be ≥ 1")));
+    }
+    let mut cfg = load_config(args.config.as_deref(), &args.sets)?;
+    if let Some(d) = &args.device {
+        cfg.run.device = d
+            .parse()
+            .map_err(|e: String| bad_input(anyhow::anyhow!("--device {d}: {e}")))?;
+    }
+    let device = device::resolve(&cfg.run.device.to_string()).map_err(|e| bad_input(anyhow::Error::new(e).context("--device")))?;
+    let mut sink = metrics_sink(args.metrics_out.as_ref())?;
+    let to_stdout = args.metrics_out.as_ref().is_some_and(|p| p.as_os_str() == "-");
+    let modes: &[(&str, bool)] = if args.amp { &[("fp32", false), ("amp", true)] } else { &[("fp32", false)] };
+    let mut rows = Vec::new();
+    let mut iteration = 0;
+    for &(mode, amp) in modes {
+        let mut t = synthetic_trainer(cfg.clone(), amp)?;
+        if amp && t.amp_falls_back_to_fp32() {
+            eprintln!("note: AMP needs CUDA; the amp mode on {device:?} trains in fp32");
+        }
+        for _ in 0..args.warmup {
+            time_training_call(&mut t)?;
+        }
+        let mut ms = Vec::with_capacity(args.runs);
+        for _ in 0..args.runs {
+            let v = time_training_call(&mut t)?;
+            iteration += 1;
+            if let Some(out) = sink.as_mut() {
+                let line = serde_json::json!({"iteration": iteration, "mode": mode, "bench/ms_per_call": v});
+                writeln!(out, "{line}").and_then(|()| out.flush()).context("writing --metrics-out")?;
+            }
+            ms.push(v);
+        }
+        rows.push((mode, summarize(&ms)));
+    }
+    let o = &cfg.optimization;
+    let mut table = Table::new();
+    table.load_preset(ASCII_MARKDOWN);
+    table.set_header(["mode", "mean ms", "p50 ms", "p95 ms"]);
+    for (mode, (mean, p50, p95)) in &rows {
+        table.add_row([mode.to_string(), format!("{mean:.2}"), format!("{p50:.2}"), format!("{p95:.2}")]);
+    }
+    let mut text = format!(
+        "device {device:?}, {} runs after {} warm-up; per run: advantage {}×{} (both players) + strategy {}×{}\n{table}",
+        args.runs, args.warmup, o.advantage_updates_per_iteration, o.advantage_batch_size,
+        o.strategy_updates_per_iteration, o.strategy_batch_size,
+    );
+    if rows.len() == 2 {
+        text.push_str(&format!("\nspeedup: {:.2}x", rows[0].1 .0 / rows[1].1 .0));
+    }
+    if to_stdout {
+        eprintln!("{text}");
+    } else {
+        println!("{text}");
+    }
+    Ok(0)
+}

@@ -1,0 +1,83 @@
+//! `lcx history NAME [--arm A] [--metric M]`: one arm's warm-up-excluded
+//! mean across every past experiment of that name, with changes marked.
+
+use std::path::PathBuf;
+
+use crate::report::stats::VerdictRule;
+use crate::report::{build, history};
+
+use super::report::{open_db, user_or_not};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The experiment name (as in the file's `name`).
+    name: String,
+    /// Only this arm (default: every arm).
+    #[arg(long)]
+    arm: Option<String>,
+    /// The metric (default: the gate's, else the first report column's).
+    #[arg(long)]
+    metric: Option<String>,
+    /// Minimum relative effect for a change marker.
+    #[arg(long, default_value_t = 0.05, value_name = "FRACTION")]
+    min_effect: f64,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// The SQLite database.
+    #[arg(long, env = "LCX_DB", default_value = "lcx.db")]
+    db: PathBuf,
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    let store = open_db(&args.db)?;
+    let experiments = store.experiments(Some(&args.name)).map_err(user_or_not)?;
+    let Some(latest) = experiments.first() else {
+        return Err(crate::cli::bad_input(anyhow::anyhow!(
+            "no experiment named `{}` in {} (see `lcx list`)",
+            args.name,
+            args.db.display()
+        )));
+    };
+    let plan = build::stored_plan(latest);
+    let metric = match &args.metric {
+        Some(m) => m.clone(),
+        None => plan
+            .as_ref()
+            .and_then(|p| p.gate.as_ref().map(|g| g.metric.clone()))
+            .or_else(|| {
+                plan.as_ref()
+                    .and_then(|p| p.columns.first().map(|c| c.metric.clone()))
+            })
+            .unwrap_or_else(|| "time/iteration_seconds".into()),
+    };
+    let runs = store
+        .history_runs(&args.name, args.arm.as_deref(), &metric)
+        .map_err(user_or_not)?;
+    if runs.is_empty() {
+        if let Some(arm) = &args.arm {
+            return Err(crate::cli::bad_input(anyhow::anyhow!(
+                "experiment `{}` has no arm named `{arm}`",
+                args.name
+            )));
+        }
+    }
+    let (direction, _) = build::metric_direction(plan.as_ref(), &metric);
+    let rule = VerdictRule {
+        alpha: 0.05,
+        min_effect: args.min_effect,
+    };
+    let rows = history::history_rows(&experiments, &runs, direction, rule);
+    if rows.iter().all(|r| r.summary.is_none()) {
+        eprintln!("note: no post-warm-up values of `{metric}` were recorded for these runs");
+    }
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&rows).unwrap_or_default()
+        );
+    } else {
+        print!("{}", history::render_history(&metric, &rows));
+    }
+    Ok(0)
+}

@@ -1,0 +1,202 @@
+//! `lcx report`: render an experiment's report (markdown, JSON, CSV),
+//! optionally archive it with plots, and `--check` its gate for CI.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use crate::experiment::plan::sha256_hex;
+use crate::report::{self, archive, build, model::ColumnKind};
+use crate::store::{Store, StoreError};
+
+/// Output format of `lcx report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Markdown,
+    Json,
+    Csv,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Which experiment: an id, an experiment name (its latest run) or `latest`.
+    #[arg(default_value = "latest", value_name = "ID|NAME|latest")]
+    experiment: String,
+    /// Report every experiment in the database, oldest first.
+    #[arg(long, conflicts_with = "experiment")]
+    all: bool,
+    #[arg(long, value_enum, default_value = "markdown")]
+    format: Format,
+    /// Also write archive/YYYY-MM-DD-<slug>.md (never overwriting) with SVG plots beside it.
+    #[arg(long)]
+    archive: bool,
+    /// Directory for --archive.
+    #[arg(long, default_value = "archive", value_name = "DIR")]
+    archive_dir: PathBuf,
+    /// Exit 1 when the experiment's gate FAILs, 0 when it passes or there is none.
+    #[arg(long)]
+    check: bool,
+    /// Minimum relative effect for a verdict (default: the gate's, else 0.05).
+    #[arg(long, value_name = "FRACTION")]
+    min_effect: Option<f64>,
+    /// The SQLite database.
+    #[arg(long, env = "LCX_DB", default_value = "lcx.db")]
+    db: PathBuf,
+}
+
+/// Opens the database read-only; a missing file or an unknown schema is
+/// the user's problem (exit 2).
+pub(super) fn open_db(path: &Path) -> anyhow::Result<Store> {
+    Store::open_read_only(path)
+        .map_err(user_or_not)
+        .with_context(|| format!("opening database {}", path.display()))
+}
+
+/// Store errors the user can fix (a selector, a path, a schema, a query)
+/// exit 2; database failures exit 1.
+pub(super) fn user_or_not(err: StoreError) -> anyhow::Error {
+    match err {
+        StoreError::Sql(_) | StoreError::Open { .. } | StoreError::Migration { .. } => err.into(),
+        _ => crate::cli::bad_input(err),
+    }
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    if let Some(m) = args.min_effect {
+        if !(0.0..1.0).contains(&m) {
+            return Err(crate::cli::bad_input(anyhow::anyhow!(
+                "--min-effect {m}: expected a fraction in [0, 1), e.g. 0.05 for 5%"
+            )));
+        }
+    }
+    let store = open_db(&args.db)?;
+    let ids = if args.all {
+        let mut ids: Vec<i64> = store
+            .experiments(None)
+            .map_err(user_or_not)?
+            .iter()
+            .map(|e| e.id)
+            .collect();
+        ids.reverse();
+        if ids.is_empty() {
+            return Err(crate::cli::bad_input(anyhow::anyhow!(
+                "{} holds no experiment yet",
+                args.db.display()
+            )));
+        }
+        ids
+    } else {
+        vec![
+            store
+                .find_experiment(&args.experiment)
+                .map_err(user_or_not)?
+                .id,
+        ]
+    };
+    let options = build::Options {
+        min_effect: args.min_effect,
+        alpha: None,
+    };
+    let mut reports = Vec::new();
+    for id in &ids {
+        let r = report::load(&store, *id, options)
+            .map_err(user_or_not)
+            .with_context(|| format!("building the report of experiment {id}"))?;
+        reports.push(r);
+    }
+    drop(store);
+
+    if args.archive {
+        // Archiving writes one row per file to `reports`; that needs the
+        // read-write open (which also migrates an older file).
+        let mut writer = Store::open(&args.db)
+            .with_context(|| format!("opening {} to record the archive", args.db.display()))?;
+        for r in reports.iter_mut() {
+            let mut plot_metrics: Vec<String> = vec![
+                "time/iteration_seconds".into(),
+                "time/traversal_seconds".into(),
+            ];
+            for c in r.columns.iter().filter(|c| c.kind == ColumnKind::Value) {
+                if !plot_metrics.contains(&c.metric) {
+                    plot_metrics.push(c.metric.clone());
+                }
+            }
+            let series = writer.iteration_series(r.experiment.id, &plot_metrics)?;
+            let plots = archive::plots_for(r, &series)?;
+            let written = archive::write(&args.archive_dir, r, &plots)?;
+            let md = written.markdown.to_string_lossy().into_owned();
+            writer.insert_report(
+                Some(r.experiment.id),
+                &md,
+                &sha256_hex(written.text.as_bytes()),
+                "markdown",
+            )?;
+            for p in &written.plots {
+                let text =
+                    std::fs::read(p).with_context(|| format!("reading back {}", p.display()))?;
+                writer.insert_report(
+                    Some(r.experiment.id),
+                    &p.to_string_lossy(),
+                    &sha256_hex(&text),
+                    "svg",
+                )?;
+            }
+            eprintln!("archived: {md} ({} plot(s))", written.plots.len());
+        }
+    }
+
+    match args.format {
+        Format::Markdown => {
+            let texts: Vec<String> = reports.iter().map(report::render_markdown).collect();
+            println!("{}", texts.join("\n\n---\n\n"));
+        }
+        Format::Json => {
+            if args.all {
+                // Plain data: cannot fail to serialise.
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&reports).unwrap_or_default()
+                );
+            } else if let Some(r) = reports.first() {
+                println!("{}", report::render_json(r));
+            }
+        }
+        Format::Csv => {
+            for (i, r) in reports.iter().enumerate() {
+                let csv = report::render_csv(r);
+                // One header for the whole output.
+                let body = if i == 0 {
+                    csv.as_str()
+                } else {
+                    csv.split_once('\n').map(|(_, rest)| rest).unwrap_or("")
+                };
+                print!("{body}");
+            }
+        }
+    }
+
+    if args.check {
+        let mut failed = false;
+        for r in &reports {
+            match &r.gate {
+                None => eprintln!(
+                    "note: experiment #{} ({}) has no [gate]; --check passes",
+                    r.experiment.id, r.experiment.name
+                ),
+                Some(g) if !g.pass => {
+                    failed = true;
+                    eprintln!(
+                        "check: FAIL for experiment #{} ({})",
+                        r.experiment.id, r.experiment.name
+                    );
+                }
+                Some(_) => eprintln!(
+                    "check: PASS for experiment #{} ({})",
+                    r.experiment.id, r.experiment.name
+                ),
+            }
+        }
+        return Ok(u8::from(failed));
+    }
+    Ok(0)
+}

@@ -1,0 +1,228 @@
+//! `lcx run FILE` / `lcx run --resume ID`: validate an experiment, record
+//! it, run its cells and keep every line in the store.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use anyhow::Context;
+
+use crate::experiment::reporter::{PlainReporter, ProgressReporter};
+use crate::experiment::runner::{self, Reporter, RunnerError, RunnerOptions, StopSignal};
+use crate::experiment::{plan, Plan};
+use crate::store::{ExperimentStatus, Store};
+
+/// Exit code after Ctrl-C / SIGTERM (128 + SIGINT, as shells report it).
+const EXIT_INTERRUPTED: u8 = 130;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The experiment file (TOML).
+    #[arg(required_unless_present = "resume", conflicts_with = "resume")]
+    file: Option<PathBuf>,
+    /// Run the missing, failed and interrupted cells of an earlier
+    /// experiment: an id, `latest`, or an experiment name.
+    #[arg(long, value_name = "ID|latest|NAME")]
+    resume: Option<String>,
+    /// Override a trainer config key for every arm (after the file's `set`,
+    /// before each arm's own); repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
+    /// Print the cells and their resolved configs; run and write nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Stop at the first failed cell (default: record it and go on).
+    #[arg(long)]
+    fail_fast: bool,
+    /// The SQLite database.
+    #[arg(long, env = "LCX_DB", default_value = "lcx.db")]
+    db: PathBuf,
+    /// Plain log lines even on a terminal (default: progress bars on a terminal).
+    #[arg(long)]
+    plain: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    if args.resume.is_some() && !args.sets.is_empty() {
+        return Err(crate::cli::bad_input(anyhow::anyhow!(
+            "--set cannot be combined with --resume: a resumed experiment keeps its recorded configs"
+        )));
+    }
+    // Validation comes first and completely: a bad file writes nothing, not
+    // even an empty database.
+    let (plan, text) = match &args.file {
+        Some(file) => {
+            let loaded = plan::load(file, &args.sets).map_err(crate::cli::bad_input)?;
+            (Some(loaded.0), Some(loaded.1))
+        }
+        None => (None, None),
+    };
+    if args.dry_run {
+        return match &plan {
+            Some(plan) => {
+                print_dry_run(plan);
+                Ok(0)
+            }
+            None => {
+                let store = Store::open_read_only(&args.db)
+                    .with_context(|| format!("opening {}", args.db.display()))?;
+                let selector = args.resume.as_deref().unwrap_or("latest");
+                let experiment = store
+                    .find_experiment(selector)
+                    .map_err(crate::cli::bad_input)?;
+                let plan = runner::stored_plan(&store, experiment.id)?;
+                print_dry_run(&plan);
+                Ok(0)
+            }
+        };
+    }
+
+    let mut store =
+        Store::open(&args.db).with_context(|| format!("opening database {}", args.db.display()))?;
+    let (plan, experiment_id) = match (plan, text) {
+        (Some(plan), Some(text)) => {
+            let cwd = std::env::current_dir().unwrap_or_default();
+            let git = crate::experiment::fingerprint::git_state(&cwd);
+            let fingerprint = crate::experiment::fingerprint::probe();
+            let argv: Vec<String> = std::env::args().collect();
+            let id = runner::create_experiment(&mut store, &plan, &text, argv, git, fingerprint)?;
+            (plan, id)
+        }
+        _ => {
+            let selector = args.resume.as_deref().unwrap_or("latest");
+            let experiment = store
+                .find_experiment(selector)
+                .map_err(crate::cli::bad_input)?;
+            if experiment.status == ExperimentStatus::Completed {
+                let err = RunnerError::NothingToResume {
+                    id: experiment.id,
+                    status: experiment.status.to_string(),
+                };
+                eprintln!("lcx: {err}");
+                return Ok(0);
+            }
+            (runner::stored_plan(&store, experiment.id)?, experiment.id)
+        }
+    };
+
+    let stop = StopSignal::new();
+    install_signal_handler(&stop)?;
+    let options = RunnerOptions {
+        fail_fast: args.fail_fast,
+        lcx_exe: std::env::current_exe().context("locating the lcx binary")?,
+        stop: Arc::clone(&stop),
+        cuda_available: None,
+    };
+    let mut reporter: Box<dyn Reporter> = if !args.plain && std::io::stderr().is_terminal() {
+        Box::new(ProgressReporter::new())
+    } else {
+        Box::new(PlainReporter::new(std::io::stderr()))
+    };
+    let summary = runner::run(
+        &mut store,
+        &plan,
+        experiment_id,
+        &options,
+        reporter.as_mut(),
+    )?;
+    drop(reporter);
+
+    let db = args.db.display();
+    match summary.status {
+        ExperimentStatus::Interrupted => {
+            eprintln!(
+                "lcx: experiment {experiment_id} interrupted; finished iterations are kept.\n\
+                 lcx: resume with: lcx run --resume {experiment_id} --db {db}"
+            );
+            Ok(EXIT_INTERRUPTED)
+        }
+        ExperimentStatus::Completed => {
+            println!(
+                "experiment {experiment_id} completed; see `lcx report {experiment_id} --db {db}`"
+            );
+            Ok(0)
+        }
+        _ => {
+            println!(
+                "experiment {experiment_id} finished with failed or unfinished cells; \
+                 rerun them with `lcx run --resume {experiment_id} --db {db}`"
+            );
+            Ok(1)
+        }
+    }
+}
+
+/// Ctrl-C / SIGTERM / SIGHUP: the first stops the running child (SIGTERM to
+/// its group, SIGKILL after a grace period) and lets the runner record the
+/// cell as interrupted; a second kills the child at once.
+fn install_signal_handler(stop: &Arc<StopSignal>) -> anyhow::Result<()> {
+    let stop = Arc::clone(stop);
+    let count = AtomicUsize::new(0);
+    ctrlc::set_handler(move || {
+        if count.fetch_add(1, Ordering::SeqCst) == 0 {
+            eprintln!("\nlcx: stopping (press Ctrl-C again to kill the running cell at once)");
+            stop.stop();
+        } else {
+            stop.force();
+        }
+    })
+    .context("installing the Ctrl-C handler")
+}
+
+fn print_dry_run(plan: &Plan) {
+    println!(
+        "experiment `{}` ({}): {} arms × {} repeats, {} iterations ({} warm-up), {} order, baseline `{}`",
+        plan.name,
+        plan.workload.as_str(),
+        plan.arms.len(),
+        plan.repeats,
+        plan.iterations,
+        plan.warmup,
+        match plan.order {
+            crate::experiment::Order::Interleaved => "interleaved",
+            crate::experiment::Order::Sequential => "sequential",
+        },
+        plan.baseline
+    );
+    for (i, cell) in plan.cells().into_iter().enumerate() {
+        let arm = &plan.arms[cell.arm];
+        let requires = match arm.requires {
+            Some(crate::experiment::Requirement::Cuda) => " (requires cuda)".to_string(),
+            None => String::new(),
+        };
+        println!(
+            "cell {}: {} #{} — {}{requires}",
+            i + 1,
+            arm.name,
+            cell.repeat,
+            shell_words(&arm.command_line())
+        );
+        for (k, v) in &arm.env {
+            println!("    env {k}={v}");
+        }
+    }
+    for arm in &plan.arms {
+        if let Some(config) = &arm.config_toml {
+            println!("\n# resolved config of arm `{}`", arm.name);
+            println!("{config}");
+        }
+    }
+}
+
+/// Quotes argv for display so it can be pasted into a shell.
+fn shell_words(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| {
+            if !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+            {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}

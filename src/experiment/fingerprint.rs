@@ -1,0 +1,151 @@
+//! Where an experiment ran: host and device fingerprint and the git state
+//! of the working directory. Every probe is best-effort: a missing `git`,
+//! `nvidia-smi` or `/proc` file leaves its field empty instead of failing.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use crate::store::Fingerprint;
+
+/// Probes the machine. Asks libtorch about CUDA (loads the CUDA runtime
+/// where present), so call it once per `lcx run`.
+pub fn probe() -> Fingerprint {
+    let (intra, inter) = crate::trainer::device::torch_threads();
+    let (gpu_name, gpu_driver, cuda_version) = nvidia_smi();
+    Fingerprint {
+        hostname: read_trimmed("/proc/sys/kernel/hostname"),
+        os: Some(os_description()),
+        cpu_model: cpu_model(),
+        cpu_cores: std::thread::available_parallelism()
+            .ok()
+            .map(|n| n.get() as i64),
+        memory_bytes: memory_bytes(),
+        gpu_name,
+        gpu_driver,
+        cuda_version,
+        cuda_available: Some(crate::trainer::device::cuda_available()),
+        torch_version: Some(crate::trainer::device::torch_version().to_string()),
+        torch_intra_threads: Some(i64::from(intra)),
+        torch_inter_threads: Some(i64::from(inter)),
+    }
+}
+
+/// `(commit, dirty)` of the git work tree containing `dir`; `(None, None)`
+/// outside a repository, without git, or before the first commit.
+pub fn git_state(dir: &Path) -> (Option<String>, Option<bool>) {
+    let commit = run(dir, &["rev-parse", "HEAD"]);
+    let Some(commit) = commit else {
+        // No commit yet (or no repo): a dirty flag alone still helps.
+        let dirty = run(dir, &["status", "--porcelain"]).map(|s| !s.is_empty());
+        return (None, dirty);
+    };
+    let dirty = run(dir, &["status", "--porcelain", "--untracked-files=no"]).map(|s| !s.is_empty());
+    (Some(commit), dirty)
+}
+
+fn run(dir: &Path, args: &[&str]) -> Option<String> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+fn read_trimmed(path: &str) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+fn os_description() -> String {
+    let pretty = std::fs::read_to_string("/etc/os-release")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+                .map(|v| v.trim_matches('"').to_string())
+        });
+    let kernel = read_trimmed("/proc/sys/kernel/osrelease");
+    let mut parts = vec![format!(
+        "{} {}",
+        std::env::consts::OS,
+        std::env::consts::ARCH
+    )];
+    parts.extend(pretty);
+    parts.extend(kernel.map(|k| format!("kernel {k}")));
+    parts.join(", ")
+}
+
+fn cpu_model() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    text.lines().find_map(|l| {
+        let (key, value) = l.split_once(':')?;
+        (key.trim() == "model name").then(|| value.trim().to_string())
+    })
+}
+
+fn memory_bytes() -> Option<i64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: i64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// GPU name, driver version and the driver's CUDA version from
+/// `nvidia-smi`; all `None` when it is absent or fails.
+fn nvidia_smi() -> (Option<String>, Option<String>, Option<String>) {
+    let query = Command::new("nvidia-smi")
+        .args(["--query-gpu=name,driver_version", "--format=csv,noheader"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output();
+    let Ok(out) = query else {
+        return (None, None, None);
+    };
+    if !out.status.success() {
+        return (None, None, None);
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let first = text.lines().next().unwrap_or_default();
+    let mut fields = first.split(',').map(|s| s.trim().to_string());
+    let name = fields.next().filter(|s| !s.is_empty());
+    let driver = fields.next().filter(|s| !s.is_empty());
+    // The banner of plain `nvidia-smi` carries "CUDA Version: 12.4".
+    let cuda = Command::new("nvidia-smi")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()
+        .and_then(|o| {
+            let text = String::from_utf8_lossy(&o.stdout).to_string();
+            let rest = text.split("CUDA Version:").nth(1)?;
+            rest.split_whitespace()
+                .next()
+                .map(|v| v.trim_end_matches('|').to_string())
+        });
+    (name, driver, cuda)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn git_state_outside_a_repo_is_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let (commit, _) = git_state(dir.path());
+        assert_eq!(commit, None);
+    }
+
+    #[test]
+    fn os_description_names_the_os() {
+        assert!(os_description().starts_with(std::env::consts::OS));
+    }
+}

@@ -1,0 +1,1168 @@
+//! Experiment file (TOML, design.md §5) → validated, resolved [`Plan`].
+//!
+//! Reading is strict and happens completely before anything runs or is
+//! written: unknown keys, wrong types, duplicate or empty arms, a baseline
+//! that names no arm, warm-up ≥ iterations and every arm's resolved trainer
+//! config are all checked here, and each error names the file, the key and
+//! (where there is one) the arm.
+//!
+//! Schema (all paths relative to the experiment file):
+//!
+//! | key | meaning |
+//! |---|---|
+//! | `name` | experiment name (required) |
+//! | `description`, `notes` | free text |
+//! | `workload` | `train` \| `bench-forward` \| `bench-trainer` \| `command` (required) |
+//! | `config` | trainer config file (lcx workloads; code defaults when absent) |
+//! | `iterations` | iterations (train), timed repetitions (bench), or expected lines (command); ≥ 1 |
+//! | `warmup` | leading iterations excluded from statistics (< iterations, default 0) |
+//! | `repeats` | cells per arm (default 1) |
+//! | `baseline` | arm the others are compared with (default: the first arm) |
+//! | `set` | `key=value` config overrides for every arm |
+//! | `order` | `interleaved` (A B A B, default) \| `sequential` (A A B B) |
+//! | `[[arms]]` | `name`, `label`, `set`, `requires = "cuda"`, `env` (table of strings), `args` (extra flags of lcx workloads, e.g. `["--amp"]`), `command` (command workload: array of strings, or a string run with `sh -c`) |
+//! | `[matrix]` | key → list of values; one arm per combination (crossed with `[[arms]]` when both are given). A dotted key is a config `--set`, a key starting with `--` is a flag appended to `args`, `env.NAME` sets an environment variable |
+//! | `[[columns]]` | report table columns: `metric`, `label`, `show` = `value` \| `speedup` \| `both`, `direction` = `lower` \| `higher` |
+//! | `[gate]` | decision rule for `lcx report --check`: `metric`, `min_speedup`, optional `min_effect` (minimum relative effect, e.g. 0.05) and `arm` (default: every non-baseline arm) |
+//!
+//! Command-line `--set` applies after the file's `set` and before the arm's.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Component, Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::config::ConfigError;
+
+/// Why an experiment file cannot be run. Every variant is the user's input.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error("cannot read experiment file {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: not valid TOML: {message}", path.display())]
+    Syntax { path: PathBuf, message: String },
+    #[error("{}: {key}: {message}", path.display())]
+    Invalid {
+        path: PathBuf,
+        key: String,
+        message: String,
+    },
+    // `error` is shown inline and deliberately not a `#[source]`: the config
+    // error already prints its own cause, and anyhow's `{:#}` would repeat it.
+    #[error("{}: arm `{arm}`: trainer config: {error}", path.display())]
+    Config {
+        path: PathBuf,
+        arm: String,
+        error: ConfigError,
+    },
+    #[error("--set {arg:?}: {message}")]
+    CliSet { arg: String, message: String },
+}
+
+/// What each cell's child process does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Workload {
+    Train,
+    BenchForward,
+    BenchTrainer,
+    Command,
+}
+
+impl Workload {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Workload::Train => "train",
+            Workload::BenchForward => "bench-forward",
+            Workload::BenchTrainer => "bench-trainer",
+            Workload::Command => "command",
+        }
+    }
+
+    fn parse(text: &str) -> Option<Workload> {
+        Some(match text {
+            "train" => Workload::Train,
+            "bench-forward" => Workload::BenchForward,
+            "bench-trainer" => Workload::BenchTrainer,
+            "command" => Workload::Command,
+            _ => return None,
+        })
+    }
+
+    /// Whether the cells are `lcx` subcommands fed a trainer config.
+    pub fn uses_config(self) -> bool {
+        self != Workload::Command
+    }
+}
+
+/// Cell order across repeats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Order {
+    /// A B C A B C …: drift hits every arm alike.
+    Interleaved,
+    /// A A B B C C.
+    Sequential,
+}
+
+/// A hardware requirement of an arm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Requirement {
+    Cuda,
+}
+
+/// What a report column shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Show {
+    Value,
+    Speedup,
+    Both,
+}
+
+/// Whether smaller or larger values of a metric are better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    Lower,
+    Higher,
+}
+
+/// A column of the report table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Column {
+    pub metric: String,
+    /// Defaults to the metric name.
+    pub label: String,
+    pub show: Show,
+    /// `None`: the report infers it from the metric name.
+    pub direction: Option<Direction>,
+}
+
+/// The experiment's decision rule (evaluated by the report side).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Gate {
+    pub metric: String,
+    /// Baseline mean / arm mean (inverted for higher-is-better) must reach this.
+    pub min_speedup: f64,
+    /// Minimum relative effect |Δ| / baseline for a verdict other than
+    /// "no significant change" (e.g. 0.05 = 5 %).
+    pub min_effect: Option<f64>,
+    /// The arm the gate applies to; `None`: every non-baseline arm.
+    pub arm: Option<String>,
+}
+
+/// Which program a cell runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Program {
+    /// This lcx binary (resolved at spawn time, so a resume uses the
+    /// current build).
+    Lcx,
+    /// An external program (argv[0]).
+    External(String),
+}
+
+/// A fully resolved arm.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Arm {
+    pub name: String,
+    pub label: String,
+    pub requires: Option<Requirement>,
+    /// The arm's own overrides (its `set` plus matrix values).
+    pub set: Vec<String>,
+    pub program: Program,
+    /// argv after the program.
+    pub args: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    /// Working directory of the child (`None`: the runner's).
+    pub workdir: Option<PathBuf>,
+    /// The resolved trainer config of lcx workloads.
+    pub config_toml: Option<String>,
+    pub config_sha256: Option<String>,
+}
+
+impl Arm {
+    /// The full argv, `lcx` standing for this binary.
+    pub fn command_line(&self) -> Vec<String> {
+        let program = match &self.program {
+            Program::Lcx => "lcx".to_string(),
+            Program::External(p) => p.clone(),
+        };
+        std::iter::once(program)
+            .chain(self.args.iter().cloned())
+            .collect()
+    }
+}
+
+/// A validated experiment, ready to run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub name: String,
+    pub description: String,
+    pub workload: Workload,
+    /// The experiment file (absolute).
+    pub file: PathBuf,
+    /// The trainer config file (absolute), if any.
+    pub config: Option<PathBuf>,
+    pub iterations: u32,
+    pub warmup: u32,
+    pub repeats: u32,
+    pub baseline: String,
+    pub order: Order,
+    /// The file's `set`.
+    pub file_set: Vec<String>,
+    /// `--set` from the command line.
+    pub cli_set: Vec<String>,
+    pub arms: Vec<Arm>,
+    pub columns: Vec<Column>,
+    pub gate: Option<Gate>,
+    pub notes: String,
+}
+
+/// One cell: an arm index into [`Plan::arms`] and a 1-based repeat.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CellSpec {
+    pub arm: usize,
+    pub repeat: u32,
+}
+
+impl Plan {
+    /// The cells in the order they run.
+    pub fn cells(&self) -> Vec<CellSpec> {
+        let mut cells = Vec::with_capacity(self.arms.len() * self.repeats as usize);
+        match self.order {
+            Order::Interleaved => {
+                for repeat in 1..=self.repeats {
+                    for arm in 0..self.arms.len() {
+                        cells.push(CellSpec { arm, repeat });
+                    }
+                }
+            }
+            Order::Sequential => {
+                for arm in 0..self.arms.len() {
+                    for repeat in 1..=self.repeats {
+                        cells.push(CellSpec { arm, repeat });
+                    }
+                }
+            }
+        }
+        cells
+    }
+
+    /// Position of an (arm index, repeat) pair in [`Plan::cells`] order,
+    /// used to sort a resume's leftover cells.
+    pub fn cell_rank(&self, arm: usize, repeat: u32) -> u64 {
+        let (arms, repeats) = (self.arms.len() as u64, u64::from(self.repeats));
+        match self.order {
+            Order::Interleaved => u64::from(repeat.saturating_sub(1)) * arms + arm as u64,
+            Order::Sequential => arm as u64 * repeats + u64::from(repeat.saturating_sub(1)),
+        }
+    }
+
+    pub fn to_json(&self) -> String {
+        // A plan is strings, numbers and maps: serialising cannot fail.
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+}
+
+/// Hex sha256 of some text.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Reads and validates an experiment file; `cli_set` is the command line's
+/// `--set`. Returns the plan and the file's text as written.
+pub fn load(path: &Path, cli_set: &[String]) -> Result<(Plan, String), PlanError> {
+    let text = std::fs::read_to_string(path).map_err(|source| PlanError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let plan = from_str(&text, path, cli_set)?;
+    Ok((plan, text))
+}
+
+/// Validates experiment text as if read from `path` (which anchors relative
+/// paths and names the file in errors).
+pub fn from_str(text: &str, path: &Path, cli_set: &[String]) -> Result<Plan, PlanError> {
+    let table: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| PlanError::Syntax {
+            path: path.to_path_buf(),
+            message: e.to_string().trim_end().to_string(),
+        })?;
+    Reader { path }.plan(&table, cli_set)
+}
+
+const TOP_KEYS: &[&str] = &[
+    "name",
+    "description",
+    "workload",
+    "config",
+    "iterations",
+    "warmup",
+    "repeats",
+    "baseline",
+    "set",
+    "order",
+    "arms",
+    "matrix",
+    "columns",
+    "gate",
+    "notes",
+];
+const ARM_KEYS: &[&str] = &["name", "label", "set", "requires", "command", "env", "args"];
+const COLUMN_KEYS: &[&str] = &["metric", "label", "show", "direction"];
+const GATE_KEYS: &[&str] = &["metric", "min_speedup", "min_effect", "arm"];
+
+/// A raw arm before matrix expansion and config resolution.
+struct RawArm {
+    name: String,
+    label: String,
+    key: String,
+    requires: Option<Requirement>,
+    set: Vec<String>,
+    args: Vec<String>,
+    env: BTreeMap<String, String>,
+    command: Option<Vec<String>>,
+}
+
+/// One `[matrix]` key: (key, short name for arm names, values as (raw
+/// text, TOML text)).
+type Axis = (String, String, Vec<(String, String)>);
+
+struct Reader<'a> {
+    path: &'a Path,
+}
+
+fn type_name(v: &toml::Value) -> &'static str {
+    v.type_str()
+}
+
+impl Reader<'_> {
+    fn err(&self, key: impl Into<String>, message: impl Into<String>) -> PlanError {
+        PlanError::Invalid {
+            path: self.path.to_path_buf(),
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+
+    fn check_keys(
+        &self,
+        table: &toml::Table,
+        prefix: &str,
+        allowed: &[&str],
+    ) -> Result<(), PlanError> {
+        for key in table.keys() {
+            if !allowed.contains(&key.as_str()) {
+                return Err(self.err(
+                    format!("{prefix}{key}"),
+                    format!("unknown key (expected one of: {})", allowed.join(", ")),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn string(
+        &self,
+        table: &toml::Table,
+        key: &str,
+        prefix: &str,
+    ) -> Result<Option<String>, PlanError> {
+        match table.get(key) {
+            None => Ok(None),
+            Some(toml::Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => Err(self.err(
+                format!("{prefix}{key}"),
+                format!("expected a string, found {}", type_name(other)),
+            )),
+        }
+    }
+
+    fn count(&self, table: &toml::Table, key: &str, min: i64) -> Result<Option<u32>, PlanError> {
+        match table.get(key) {
+            None => Ok(None),
+            Some(toml::Value::Integer(n)) if *n >= min && *n <= i64::from(u32::MAX) => {
+                Ok(Some(*n as u32))
+            }
+            Some(toml::Value::Integer(n)) => {
+                Err(self.err(key, format!("expected an integer ≥ {min}, found {n}")))
+            }
+            Some(other) => Err(self.err(
+                key,
+                format!("expected an integer ≥ {min}, found {}", type_name(other)),
+            )),
+        }
+    }
+
+    fn number(
+        &self,
+        table: &toml::Table,
+        key: &str,
+        prefix: &str,
+    ) -> Result<Option<f64>, PlanError> {
+        let value = match table.get(key) {
+            None => return Ok(None),
+            Some(toml::Value::Float(f)) => *f,
+            Some(toml::Value::Integer(i)) => *i as f64,
+            Some(other) => {
+                return Err(self.err(
+                    format!("{prefix}{key}"),
+                    format!("expected a number, found {}", type_name(other)),
+                ))
+            }
+        };
+        if !value.is_finite() {
+            return Err(self.err(format!("{prefix}{key}"), "expected a finite number"));
+        }
+        Ok(Some(value))
+    }
+
+    fn strings(
+        &self,
+        table: &toml::Table,
+        key: &str,
+        prefix: &str,
+    ) -> Result<Vec<String>, PlanError> {
+        match table.get(key) {
+            None => Ok(Vec::new()),
+            Some(toml::Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| match item {
+                    toml::Value::String(s) => Ok(s.clone()),
+                    other => Err(self.err(
+                        format!("{prefix}{key}[{i}]"),
+                        format!("expected a string, found {}", type_name(other)),
+                    )),
+                })
+                .collect(),
+            Some(other) => Err(self.err(
+                format!("{prefix}{key}"),
+                format!("expected an array of strings, found {}", type_name(other)),
+            )),
+        }
+    }
+
+    /// `set` lists: each entry must at least look like `key=value`; the
+    /// config reader checks keys and values when the arm is resolved.
+    fn sets(&self, table: &toml::Table, key: &str, prefix: &str) -> Result<Vec<String>, PlanError> {
+        let sets = self.strings(table, key, prefix)?;
+        for (i, set) in sets.iter().enumerate() {
+            if let Err(e) = crate::config::parse_set(set) {
+                return Err(self.err(format!("{prefix}{key}[{i}]"), e.to_string()));
+            }
+        }
+        Ok(sets)
+    }
+
+    fn tables<'t>(
+        &self,
+        table: &'t toml::Table,
+        key: &str,
+    ) -> Result<Vec<&'t toml::Table>, PlanError> {
+        match table.get(key) {
+            None => Ok(Vec::new()),
+            Some(toml::Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| match item {
+                    toml::Value::Table(t) => Ok(t),
+                    other => Err(self.err(
+                        format!("{key}[{i}]"),
+                        format!("expected a table, found {}", type_name(other)),
+                    )),
+                })
+                .collect(),
+            Some(other) => Err(self.err(
+                key,
+                format!(
+                    "expected an array of tables ([[{key}]]), found {}",
+                    type_name(other)
+                ),
+            )),
+        }
+    }
+
+    fn plan(&self, t: &toml::Table, cli_set: &[String]) -> Result<Plan, PlanError> {
+        self.check_keys(t, "", TOP_KEYS)?;
+        for (i, set) in cli_set.iter().enumerate() {
+            if let Err(e) = crate::config::parse_set(set) {
+                let _ = i;
+                return Err(PlanError::CliSet {
+                    arg: set.clone(),
+                    message: e.to_string(),
+                });
+            }
+        }
+        let name = self
+            .string(t, "name", "")?
+            .ok_or_else(|| self.err("name", "missing (every experiment needs a name)"))?;
+        if name.trim().is_empty() {
+            return Err(self.err("name", "must not be empty"));
+        }
+        let description = self.string(t, "description", "")?.unwrap_or_default();
+        let notes = self.string(t, "notes", "")?.unwrap_or_default();
+        let workload_text = self.string(t, "workload", "")?.ok_or_else(|| {
+            self.err(
+                "workload",
+                "missing (expected train, bench-forward, bench-trainer or command)",
+            )
+        })?;
+        let workload = Workload::parse(&workload_text).ok_or_else(|| {
+            self.err(
+                "workload",
+                format!(
+                    "unknown workload `{workload_text}` (expected train, bench-forward, bench-trainer or command)"
+                ),
+            )
+        })?;
+        let iterations = self
+            .count(t, "iterations", 1)?
+            .ok_or_else(|| self.err("iterations", "missing (expected an integer ≥ 1)"))?;
+        let warmup = self.count(t, "warmup", 0)?.unwrap_or(0);
+        if warmup >= iterations {
+            return Err(self.err(
+                "warmup",
+                format!(
+                    "warm-up ({warmup}) must be smaller than iterations ({iterations}), \
+                     or no iteration would be left for statistics"
+                ),
+            ));
+        }
+        let repeats = self.count(t, "repeats", 1)?.unwrap_or(1);
+        let order = match self.string(t, "order", "")?.as_deref() {
+            None | Some("interleaved") => Order::Interleaved,
+            Some("sequential") => Order::Sequential,
+            Some(other) => {
+                return Err(self.err(
+                    "order",
+                    format!("unknown order `{other}` (expected interleaved or sequential)"),
+                ))
+            }
+        };
+        let base_dir = self.base_dir();
+        let config = match self.string(t, "config", "")? {
+            None => None,
+            Some(_) if !workload.uses_config() => {
+                return Err(self.err(
+                    "config",
+                    "a command workload takes no trainer config (remove `config`)",
+                ))
+            }
+            Some(c) if c.trim().is_empty() => return Err(self.err("config", "must not be empty")),
+            Some(c) => Some(normalize(&base_dir.join(c))),
+        };
+        let file_set = self.sets(t, "set", "")?;
+        if !workload.uses_config() && !file_set.is_empty() {
+            return Err(self.err(
+                "set",
+                "a command workload has no trainer config to set (use an arm's `env` instead)",
+            ));
+        }
+        if !workload.uses_config() && !cli_set.is_empty() {
+            return Err(PlanError::CliSet {
+                arg: cli_set[0].clone(),
+                message: format!(
+                    "{}: a command workload has no trainer config to set",
+                    self.path.display()
+                ),
+            });
+        }
+
+        let raw_arms = self.arms(t, workload)?;
+        let arms = self.expand_matrix(t, workload, raw_arms)?;
+        if arms.is_empty() {
+            return Err(self.err(
+                "arms",
+                "no arms: give at least one [[arms]] table or a [matrix]",
+            ));
+        }
+        let mut seen = BTreeSet::new();
+        for arm in &arms {
+            if !seen.insert(arm.name.as_str()) {
+                return Err(self.err(
+                    arm.key.clone(),
+                    "duplicate arm name; arm names must be unique",
+                ));
+            }
+        }
+        let baseline = match self.string(t, "baseline", "")? {
+            None => arms[0].name.clone(),
+            Some(b) if seen.contains(b.as_str()) => b,
+            Some(b) => {
+                return Err(self.err(
+                    "baseline",
+                    format!(
+                        "`{b}` names no arm (arms: {})",
+                        arms.iter()
+                            .map(|a| a.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ))
+            }
+        };
+        let columns = self.columns(t)?;
+        let gate = self.gate(t, &seen, &baseline)?;
+
+        let mut plan = Plan {
+            name,
+            description,
+            workload,
+            file: normalize(&absolute(self.path)),
+            config,
+            iterations,
+            warmup,
+            repeats,
+            baseline,
+            order,
+            file_set,
+            cli_set: cli_set.to_vec(),
+            arms: Vec::with_capacity(arms.len()),
+            columns,
+            gate,
+            notes,
+        };
+        for raw in arms {
+            let arm = self.resolve_arm(&plan, raw, &base_dir)?;
+            plan.arms.push(arm);
+        }
+        Ok(plan)
+    }
+
+    fn base_dir(&self) -> PathBuf {
+        let abs = absolute(self.path);
+        abs.parent().map(Path::to_path_buf).unwrap_or_default()
+    }
+
+    fn arms(&self, t: &toml::Table, workload: Workload) -> Result<Vec<RawArm>, PlanError> {
+        let mut out = Vec::new();
+        for (i, arm) in self.tables(t, "arms")?.into_iter().enumerate() {
+            let name = self.string(arm, "name", &format!("arms[{i}]."))?;
+            let key = match &name {
+                Some(n) => format!("arms[{i}] (`{n}`)"),
+                None => format!("arms[{i}]"),
+            };
+            let prefix = format!("{key}.");
+            self.check_keys(arm, &prefix, ARM_KEYS)?;
+            let name = name.ok_or_else(|| self.err(format!("{prefix}name"), "missing"))?;
+            check_arm_name(&name).map_err(|m| self.err(format!("{prefix}name"), m))?;
+            let label = self
+                .string(arm, "label", &prefix)?
+                .unwrap_or_else(|| name.clone());
+            let requires = match self.string(arm, "requires", &prefix)?.as_deref() {
+                None => None,
+                Some("cuda") => Some(Requirement::Cuda),
+                Some(other) => {
+                    return Err(self.err(
+                        format!("{prefix}requires"),
+                        format!("unknown requirement `{other}` (expected cuda)"),
+                    ))
+                }
+            };
+            let set = self.sets(arm, "set", &prefix)?;
+            let args = self.strings(arm, "args", &prefix)?;
+            let env = match arm.get("env") {
+                None => BTreeMap::new(),
+                Some(toml::Value::Table(env)) => {
+                    let mut out = BTreeMap::new();
+                    for (k, v) in env {
+                        let value = match v {
+                            toml::Value::String(s) => s.clone(),
+                            toml::Value::Integer(_)
+                            | toml::Value::Float(_)
+                            | toml::Value::Boolean(_) => v.to_string(),
+                            other => {
+                                return Err(self.err(
+                                    format!("{prefix}env.{k}"),
+                                    format!("expected a string, found {}", type_name(other)),
+                                ))
+                            }
+                        };
+                        out.insert(k.clone(), value);
+                    }
+                    out
+                }
+                Some(other) => {
+                    return Err(self.err(
+                        format!("{prefix}env"),
+                        format!("expected a table of strings, found {}", type_name(other)),
+                    ))
+                }
+            };
+            let command = match arm.get("command") {
+                None => None,
+                Some(toml::Value::String(s)) if s.trim().is_empty() => {
+                    return Err(self.err(format!("{prefix}command"), "must not be empty"))
+                }
+                Some(toml::Value::String(s)) => {
+                    Some(vec!["sh".to_string(), "-c".to_string(), s.clone()])
+                }
+                Some(toml::Value::Array(_)) => {
+                    let argv = self.strings(arm, "command", &prefix)?;
+                    if argv.first().is_none_or(|p| p.is_empty()) {
+                        return Err(self.err(
+                            format!("{prefix}command"),
+                            "must name a program (a non-empty array whose first entry is the program)",
+                        ));
+                    }
+                    Some(argv)
+                }
+                Some(other) => {
+                    return Err(self.err(
+                        format!("{prefix}command"),
+                        format!(
+                            "expected an array of strings or a shell string, found {}",
+                            type_name(other)
+                        ),
+                    ))
+                }
+            };
+            match workload {
+                Workload::Command => {
+                    if command.is_none() {
+                        return Err(self.err(
+                            format!("{prefix}command"),
+                            "missing (a command workload arm runs this program)",
+                        ));
+                    }
+                    if !set.is_empty() {
+                        return Err(self.err(
+                            format!("{prefix}set"),
+                            "a command arm has no trainer config to set (use `env`)",
+                        ));
+                    }
+                    if !args.is_empty() {
+                        return Err(self.err(
+                            format!("{prefix}args"),
+                            "a command arm takes its arguments in `command`",
+                        ));
+                    }
+                }
+                _ => {
+                    if command.is_some() {
+                        return Err(self.err(
+                            format!("{prefix}command"),
+                            format!(
+                                "only `workload = \"command\"` arms run a command (this is {})",
+                                workload.as_str()
+                            ),
+                        ));
+                    }
+                }
+            }
+            out.push(RawArm {
+                name,
+                label,
+                key,
+                requires,
+                set,
+                args,
+                env,
+                command,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Crosses the arms with the `[matrix]` combinations.
+    fn expand_matrix(
+        &self,
+        t: &toml::Table,
+        workload: Workload,
+        arms: Vec<RawArm>,
+    ) -> Result<Vec<RawArm>, PlanError> {
+        let matrix = match t.get("matrix") {
+            None => return Ok(arms),
+            Some(toml::Value::Table(m)) => m,
+            Some(other) => {
+                return Err(self.err(
+                    "matrix",
+                    format!("expected a table of lists, found {}", type_name(other)),
+                ))
+            }
+        };
+        if matrix.is_empty() {
+            return Err(self.err(
+                "matrix",
+                "is empty (give at least one key with a list of values)",
+            ));
+        }
+        let mut axes: Vec<Axis> = Vec::new();
+        for (key, values) in matrix {
+            let full = format!("matrix.{key}");
+            let kind_ok = if let Some(var) = key.strip_prefix("env.") {
+                !var.is_empty()
+            } else if key.starts_with("--") {
+                workload.uses_config() && key.len() > 2
+            } else {
+                workload.uses_config()
+            };
+            if !kind_ok {
+                return Err(self.err(
+                    full,
+                    if workload.uses_config() {
+                        "expected a config key (traversal.scheduler), a flag (--batch-sizes) or env.NAME"
+                    } else {
+                        "a command workload only takes env.NAME matrix keys"
+                    },
+                ));
+            }
+            let items = match values {
+                toml::Value::Array(items) if !items.is_empty() => items,
+                toml::Value::Array(_) => return Err(self.err(full, "the list of values is empty")),
+                other => {
+                    return Err(self.err(
+                        full,
+                        format!("expected a list of values, found {}", type_name(other)),
+                    ))
+                }
+            };
+            let mut vals = Vec::new();
+            for (i, item) in items.iter().enumerate() {
+                let raw = match item {
+                    toml::Value::String(s) => s.clone(),
+                    toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::Boolean(_) => {
+                        item.to_string()
+                    }
+                    other => {
+                        return Err(self.err(
+                            format!("{full}[{i}]"),
+                            format!(
+                                "expected a string, number or boolean, found {}",
+                                type_name(other)
+                            ),
+                        ))
+                    }
+                };
+                vals.push((raw, item.to_string()));
+            }
+            let short = key
+                .trim_start_matches("--")
+                .rsplit('.')
+                .next()
+                .unwrap_or(key)
+                .to_lowercase();
+            axes.push((key.clone(), short, vals));
+        }
+        // Cartesian product, first key slowest.
+        let mut combos: Vec<Vec<usize>> = vec![Vec::new()];
+        for (_, _, vals) in &axes {
+            combos = combos
+                .into_iter()
+                .flat_map(|c| {
+                    (0..vals.len()).map(move |i| {
+                        let mut next = c.clone();
+                        next.push(i);
+                        next
+                    })
+                })
+                .collect();
+        }
+        let bases = if arms.is_empty() {
+            vec![None]
+        } else {
+            arms.into_iter().map(Some).collect()
+        };
+        let mut out = Vec::new();
+        for base in &bases {
+            for combo in &combos {
+                let mut name_parts = Vec::new();
+                let mut label_parts = Vec::new();
+                let mut set = Vec::new();
+                let mut args = Vec::new();
+                let mut env = BTreeMap::new();
+                for (axis, &i) in axes.iter().zip(combo) {
+                    let (key, short, vals) = axis;
+                    let (raw, toml_text) = &vals[i];
+                    name_parts.push(format!("{short}-{}", sanitize(raw)));
+                    label_parts.push(format!("{short} {raw}"));
+                    if let Some(var) = key.strip_prefix("env.") {
+                        env.insert(var.to_string(), raw.clone());
+                    } else if key.starts_with("--") {
+                        args.push(key.clone());
+                        args.push(raw.clone());
+                    } else {
+                        set.push(format!("{key}={toml_text}"));
+                    }
+                }
+                let combo_name = name_parts.join("_");
+                let combo_label = label_parts.join(", ");
+                let arm = match base {
+                    None => {
+                        if workload == Workload::Command {
+                            return Err(self.err(
+                                "arms",
+                                "a command matrix needs [[arms]] with a `command` to vary",
+                            ));
+                        }
+                        RawArm {
+                            name: combo_name.clone(),
+                            label: combo_label,
+                            key: format!("matrix ({combo_name})"),
+                            requires: None,
+                            set,
+                            args,
+                            env,
+                            command: None,
+                        }
+                    }
+                    Some(b) => {
+                        let mut arm_env = b.env.clone();
+                        arm_env.extend(env);
+                        RawArm {
+                            name: format!("{}-{combo_name}", b.name),
+                            label: format!("{}, {combo_label}", b.label),
+                            key: format!("{} × matrix ({combo_name})", b.key),
+                            requires: b.requires,
+                            set: b.set.iter().cloned().chain(set).collect(),
+                            args: b.args.iter().cloned().chain(args).collect(),
+                            env: arm_env,
+                            command: b.command.clone(),
+                        }
+                    }
+                };
+                out.push(arm);
+            }
+        }
+        Ok(out)
+    }
+
+    fn columns(&self, t: &toml::Table) -> Result<Vec<Column>, PlanError> {
+        let mut out = Vec::new();
+        for (i, c) in self.tables(t, "columns")?.into_iter().enumerate() {
+            let prefix = format!("columns[{i}].");
+            self.check_keys(c, &prefix, COLUMN_KEYS)?;
+            let metric = self
+                .string(c, "metric", &prefix)?
+                .filter(|m| !m.trim().is_empty())
+                .ok_or_else(|| self.err(format!("{prefix}metric"), "missing (the metric name)"))?;
+            let label = self
+                .string(c, "label", &prefix)?
+                .unwrap_or_else(|| metric.clone());
+            let show = match self.string(c, "show", &prefix)?.as_deref() {
+                None | Some("value") => Show::Value,
+                Some("speedup") => Show::Speedup,
+                Some("both") => Show::Both,
+                Some(other) => {
+                    return Err(self.err(
+                        format!("{prefix}show"),
+                        format!("unknown `{other}` (expected value, speedup or both)"),
+                    ))
+                }
+            };
+            let direction = match self.string(c, "direction", &prefix)?.as_deref() {
+                None => None,
+                Some("lower") => Some(Direction::Lower),
+                Some("higher") => Some(Direction::Higher),
+                Some(other) => {
+                    return Err(self.err(
+                        format!("{prefix}direction"),
+                        format!("unknown `{other}` (expected lower or higher)"),
+                    ))
+                }
+            };
+            out.push(Column {
+                metric,
+                label,
+                show,
+                direction,
+            });
+        }
+        Ok(out)
+    }
+
+    fn gate(
+        &self,
+        t: &toml::Table,
+        arms: &BTreeSet<&str>,
+        baseline: &str,
+    ) -> Result<Option<Gate>, PlanError> {
+        let g = match t.get("gate") {
+            None => return Ok(None),
+            Some(toml::Value::Table(g)) => g,
+            Some(other) => {
+                return Err(self.err(
+                    "gate",
+                    format!("expected a table ([gate]), found {}", type_name(other)),
+                ))
+            }
+        };
+        self.check_keys(g, "gate.", GATE_KEYS)?;
+        let metric = self
+            .string(g, "metric", "gate.")?
+            .filter(|m| !m.trim().is_empty())
+            .ok_or_else(|| self.err("gate.metric", "missing (the metric the gate judges)"))?;
+        let min_speedup = self
+            .number(g, "min_speedup", "gate.")?
+            .ok_or_else(|| self.err("gate.min_speedup", "missing (e.g. 1.5)"))?;
+        if min_speedup <= 0.0 {
+            return Err(self.err("gate.min_speedup", "must be > 0"));
+        }
+        let min_effect = self.number(g, "min_effect", "gate.")?;
+        if min_effect.is_some_and(|e| e < 0.0) {
+            return Err(self.err("gate.min_effect", "must be ≥ 0"));
+        }
+        let arm = self.string(g, "arm", "gate.")?;
+        if let Some(a) = &arm {
+            if !arms.contains(a.as_str()) {
+                return Err(self.err("gate.arm", format!("`{a}` names no arm")));
+            }
+            if a == baseline {
+                return Err(self.err(
+                    "gate.arm",
+                    format!("`{a}` is the baseline; the gate compares another arm with it"),
+                ));
+            }
+        }
+        Ok(Some(Gate {
+            metric,
+            min_speedup,
+            min_effect,
+            arm,
+        }))
+    }
+
+    /// Builds the child argv and, for lcx workloads, loads and validates the
+    /// arm's trainer config exactly as the child will see it.
+    fn resolve_arm(&self, plan: &Plan, raw: RawArm, base_dir: &Path) -> Result<Arm, PlanError> {
+        let iterations = plan.iterations.to_string();
+        if plan.workload == Workload::Command {
+            let mut argv = raw.command.unwrap_or_default();
+            let program = argv.remove(0);
+            return Ok(Arm {
+                name: raw.name,
+                label: raw.label,
+                requires: raw.requires,
+                set: raw.set,
+                program: Program::External(program),
+                args: argv,
+                env: raw.env,
+                workdir: Some(base_dir.to_path_buf()),
+                config_toml: None,
+                config_sha256: None,
+            });
+        }
+        let mut sets: Vec<String> = plan
+            .file_set
+            .iter()
+            .chain(&plan.cli_set)
+            .chain(&raw.set)
+            .cloned()
+            .collect();
+        let mut args: Vec<String> = match plan.workload {
+            Workload::Train => vec!["train".into()],
+            Workload::BenchForward => vec!["bench".into(), "forward".into()],
+            Workload::BenchTrainer => vec!["bench".into(), "trainer".into()],
+            Workload::Command => Vec::new(),
+        };
+        if plan.workload == Workload::Train {
+            sets.push(format!("run.max_iterations={iterations}"));
+        }
+        if let Some(config) = &plan.config {
+            args.push("--config".into());
+            args.push(config.display().to_string());
+        }
+        for s in &sets {
+            args.push("--set".into());
+            args.push(s.clone());
+        }
+        match plan.workload {
+            Workload::BenchForward => args.extend(["--reps".into(), iterations.clone()]),
+            Workload::BenchTrainer => args.extend([
+                "--runs".into(),
+                iterations.clone(),
+                "--warmup".into(),
+                "0".into(),
+            ]),
+            _ => {}
+        }
+        args.extend(raw.args.iter().cloned());
+        args.extend(["--metrics-out".into(), "-".into()]);
+
+        let config_err = |error| PlanError::Config {
+            path: self.path.to_path_buf(),
+            arm: raw.name.clone(),
+            error,
+        };
+        let config = crate::config::load(plan.config.as_deref(), &sets).map_err(config_err)?;
+        config.validate().map_err(config_err)?;
+        let toml_text = config.to_toml();
+        let sha = sha256_hex(toml_text.as_bytes());
+        Ok(Arm {
+            name: raw.name,
+            label: raw.label,
+            requires: raw.requires,
+            set: raw.set,
+            program: Program::Lcx,
+            args,
+            env: raw.env,
+            workdir: None,
+            config_toml: Some(toml_text),
+            config_sha256: Some(sha),
+        })
+    }
+}
+
+/// Arm names end up in commands, file names and SQL filters: keep them
+/// to a safe alphabet.
+fn check_arm_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("must not be empty".into());
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+    {
+        return Err(format!(
+            "`{name}` contains `{c}`; use letters, digits, `-`, `_` and `.`"
+        ));
+    }
+    Ok(())
+}
+
+fn sanitize(raw: &str) -> String {
+    raw.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '.') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Removes `.` and folds `..` lexically (the config may not exist yet when
+/// the error is reported, so no canonicalize).
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push("..");
+                }
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

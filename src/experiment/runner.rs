@@ -1,0 +1,645 @@
+//! Runs an experiment's cells as child processes and records them.
+//!
+//! The runner owns no terminal: it reports what happens as [`Event`]s to a
+//! [`Reporter`] (progress bar, plain log, or a test's recorder), in the
+//! manner of cargo-nextest. Every JSON line a child prints is committed to
+//! the store as soon as it has arrived: a line gets its own transaction
+//! unless further complete lines were already waiting in the pipe, in which
+//! case that burst shares one (up to [`MAX_BATCH`] lines). A trainer that
+//! prints once per iteration thus gets a transaction per line, while a child
+//! printing a million lines does not pay a million commits. A crash of the
+//! runner loses at most lines that had arrived but were not yet committed,
+//! and `--resume` picks up whatever cells are not completed.
+//!
+//! Memory stays flat however long an experiment runs: lines are streamed,
+//! the child's stderr and non-JSON stdout keep bounded tails, and events are
+//! handed to the reporter one by one.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::child::{self, Line, Tail};
+use super::plan::{Plan, Program, Requirement};
+use crate::store::{
+    ExperimentStatus, Fingerprint, MetricLine, NewExperiment, NewRun, Run, RunOutcome, RunStatus,
+    Store, StoreError,
+};
+
+/// Failures that stop the runner itself (a failing cell is not one).
+#[derive(Debug, thiserror::Error)]
+pub enum RunnerError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("experiment {experiment_id}: its recorded runs do not match its plan: {message}")]
+    Mismatch { experiment_id: i64, message: String },
+    #[error("experiment {id} is already {status}; nothing to resume")]
+    NothingToResume { id: i64, status: String },
+    #[error("the stored plan of experiment {id} cannot be read: {source}")]
+    BadPlan {
+        id: i64,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// How long a child has after SIGTERM before its group gets SIGKILL.
+const KILL_GRACE: Duration = Duration::from_secs(5);
+
+/// A stop request shared between a signal handler and the runner. The
+/// child of the running cell is in its own process group (so a terminal's
+/// Ctrl-C reaches only the runner); stopping signals that whole group.
+#[derive(Debug, Default)]
+pub struct StopSignal {
+    stopped: AtomicBool,
+    child_group: AtomicI32,
+}
+
+impl StopSignal {
+    pub fn new() -> Arc<StopSignal> {
+        Arc::new(StopSignal::default())
+    }
+
+    /// Asks the runner to stop: no new cell starts, the running child's
+    /// process group gets SIGTERM, and SIGKILL after a grace period.
+    pub fn stop(self: &Arc<Self>) {
+        self.stopped.store(true, Ordering::SeqCst);
+        let group = self.child_group.load(Ordering::SeqCst);
+        if group > 0 {
+            signal_group(group, libc::SIGTERM);
+            let this = Arc::clone(self);
+            std::thread::spawn(move || {
+                std::thread::sleep(KILL_GRACE);
+                if this.child_group.load(Ordering::SeqCst) == group {
+                    signal_group(group, libc::SIGKILL);
+                }
+            });
+        }
+    }
+
+    /// Kills the running child's group at once (a second Ctrl-C).
+    pub fn force(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
+        let group = self.child_group.load(Ordering::SeqCst);
+        if group > 0 {
+            signal_group(group, libc::SIGKILL);
+        }
+    }
+
+    pub fn is_stopped(&self) -> bool {
+        self.stopped.load(Ordering::SeqCst)
+    }
+
+    fn set_child(self: &Arc<Self>, group: i32) {
+        self.child_group.store(group, Ordering::SeqCst);
+        // A stop that raced with the spawn still reaches the new child.
+        if self.is_stopped() {
+            self.stop();
+        }
+    }
+
+    fn clear_child(&self) {
+        self.child_group.store(0, Ordering::SeqCst);
+    }
+}
+
+fn signal_group(group: i32, signal: i32) {
+    // SAFETY: kill(2) has no memory-safety preconditions; a negative pid
+    // addresses the process group we created for the child.
+    unsafe {
+        libc::kill(-group, signal);
+    }
+}
+
+/// Settings of one runner invocation.
+#[derive(Debug, Clone)]
+pub struct RunnerOptions {
+    /// Stop after the first failed cell.
+    pub fail_fast: bool,
+    /// The binary that `Program::Lcx` cells run (normally current_exe()).
+    pub lcx_exe: PathBuf,
+    pub stop: Arc<StopSignal>,
+    /// Whether CUDA is usable; `None` asks libtorch the first time an arm
+    /// requires it.
+    pub cuda_available: Option<bool>,
+}
+
+/// A cell as the reporter sees it.
+#[derive(Debug, Clone)]
+pub struct CellInfo {
+    pub run_id: i64,
+    pub arm: String,
+    pub label: String,
+    pub repeat: u32,
+    pub repeats: u32,
+    /// 1-based position among the cells this invocation runs.
+    pub position: usize,
+    pub cells: usize,
+    /// Expected iterations (the plan's `iterations`).
+    pub iterations: u32,
+    pub attempt: i64,
+}
+
+/// What the runner reports, in order.
+#[derive(Debug)]
+pub enum Event<'a> {
+    Started {
+        experiment_id: i64,
+        name: &'a str,
+        /// Cells this invocation will run (all of them, or a resume's rest).
+        cells: usize,
+        total_cells: usize,
+        resumed: bool,
+    },
+    CellSkipped {
+        cell: &'a CellInfo,
+        reason: &'a str,
+    },
+    CellStarted {
+        cell: &'a CellInfo,
+    },
+    Iteration {
+        cell: &'a CellInfo,
+        iteration: i64,
+        /// Metric lines received so far in this cell.
+        lines: u64,
+        elapsed: Duration,
+    },
+    /// A problem with one line that does not fail the cell.
+    Warning {
+        cell: &'a CellInfo,
+        message: String,
+    },
+    CellFinished {
+        cell: &'a CellInfo,
+        outcome: &'a RunOutcome,
+        lines: u64,
+    },
+    Finished {
+        experiment_id: i64,
+        summary: &'a Summary,
+    },
+}
+
+/// Consumes runner events (progress bar, plain log, test recorder).
+pub trait Reporter {
+    fn report(&mut self, event: &Event<'_>);
+}
+
+/// Outcome of one runner invocation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    pub experiment_id: i64,
+    pub status: ExperimentStatus,
+    pub completed: usize,
+    pub failed: usize,
+    pub skipped: usize,
+    pub interrupted: usize,
+    /// Cells not run yet (after a stop or --fail-fast).
+    pub pending: usize,
+    pub wall_seconds: f64,
+}
+
+/// Records a new experiment and its cells (all `pending`); returns its id.
+pub fn create_experiment(
+    store: &mut Store,
+    plan: &Plan,
+    file_text: &str,
+    command_line: Vec<String>,
+    git: (Option<String>, Option<bool>),
+    fingerprint: Fingerprint,
+) -> Result<i64, RunnerError> {
+    let id = store.insert_experiment(&NewExperiment {
+        name: plan.name.clone(),
+        description: plan.description.clone(),
+        workload: plan.workload.as_str().to_string(),
+        file_path: plan.file.display().to_string(),
+        file_text: file_text.to_string(),
+        file_sha256: super::plan::sha256_hex(file_text.as_bytes()),
+        plan_json: plan.to_json(),
+        iterations: i64::from(plan.iterations),
+        warmup: i64::from(plan.warmup),
+        repeats: i64::from(plan.repeats),
+        baseline: Some(plan.baseline.clone()),
+        lcx_version: env!("CARGO_PKG_VERSION").to_string(),
+        git_commit: git.0,
+        git_dirty: git.1,
+        command_line,
+        runner_pid: Some(i64::from(std::process::id())),
+        fingerprint,
+    })?;
+    let runs: Vec<NewRun> = plan
+        .cells()
+        .into_iter()
+        .map(|cell| {
+            let arm = &plan.arms[cell.arm];
+            NewRun {
+                arm: arm.name.clone(),
+                arm_label: arm.label.clone(),
+                arm_index: cell.arm as i64,
+                repeat: i64::from(cell.repeat),
+                config_toml: arm.config_toml.clone(),
+                config_sha256: arm.config_sha256.clone(),
+                command: arm.command_line(),
+                env: arm.env.clone(),
+            }
+        })
+        .collect();
+    store.insert_runs(id, &runs)?;
+    Ok(id)
+}
+
+/// Reads back the plan an experiment was started with (for `--resume`).
+pub fn stored_plan(store: &Store, experiment_id: i64) -> Result<Plan, RunnerError> {
+    let experiment = store
+        .experiment(experiment_id)?
+        .ok_or_else(|| StoreError::ExperimentNotFound(experiment_id.to_string()))?;
+    serde_json::from_str(&experiment.plan_json).map_err(|source| RunnerError::BadPlan {
+        id: experiment_id,
+        source,
+    })
+}
+
+/// Runs every cell of the experiment that is not completed yet, in plan
+/// order. A new experiment runs everything; a resumed one runs the
+/// missing, failed and interrupted cells (each from iteration 1, its
+/// earlier rows kept but superseded).
+pub fn run(
+    store: &mut Store,
+    plan: &Plan,
+    experiment_id: i64,
+    options: &RunnerOptions,
+    reporter: &mut dyn Reporter,
+) -> Result<Summary, RunnerError> {
+    let started = Instant::now();
+    let runs = store.runs(experiment_id)?;
+    let mut todo: Vec<(usize, Run)> = Vec::new();
+    let mut resumed = false;
+    for run in &runs {
+        let arm = plan
+            .arms
+            .iter()
+            .position(|a| a.name == run.arm)
+            .ok_or_else(|| RunnerError::Mismatch {
+                experiment_id,
+                message: format!("run {} has arm `{}`, which the plan lacks", run.id, run.arm),
+            })?;
+        if run.status != RunStatus::Pending {
+            resumed = true;
+        }
+        if run.status != RunStatus::Completed {
+            todo.push((arm, run.clone()));
+        }
+    }
+    todo.sort_by_key(|(arm, run)| plan.cell_rank(*arm, run.repeat.max(1) as u32));
+    store.set_runner_pid(experiment_id, i64::from(std::process::id()))?;
+    store.set_experiment_status(experiment_id, ExperimentStatus::Running)?;
+    reporter.report(&Event::Started {
+        experiment_id,
+        name: &plan.name,
+        cells: todo.len(),
+        total_cells: runs.len(),
+        resumed,
+    });
+
+    let mut cuda = options.cuda_available;
+    let mut failed_fast = false;
+    let cells = todo.len();
+    for (position, (arm_index, run)) in todo.into_iter().enumerate() {
+        if options.stop.is_stopped() || failed_fast {
+            break;
+        }
+        let arm = &plan.arms[arm_index];
+        let mut info = CellInfo {
+            run_id: run.id,
+            arm: arm.name.clone(),
+            label: arm.label.clone(),
+            repeat: run.repeat.max(1) as u32,
+            repeats: plan.repeats,
+            position: position + 1,
+            cells,
+            iterations: plan.iterations,
+            attempt: run.attempt,
+        };
+        if arm.requires == Some(Requirement::Cuda) {
+            let available = *cuda.get_or_insert_with(crate::trainer::device::cuda_available);
+            if !available {
+                let reason = "requires CUDA, and no CUDA device is available";
+                store.skip_run(run.id, reason)?;
+                reporter.report(&Event::CellSkipped {
+                    cell: &info,
+                    reason,
+                });
+                continue;
+            }
+        }
+        info.attempt = store.start_run(run.id)?;
+        let outcome = run_cell(store, plan, arm_index, &info, options, reporter)?;
+        if outcome.status == RunStatus::Failed && options.fail_fast {
+            failed_fast = true;
+        }
+    }
+
+    // The experiment's status comes from all its cells, including those an
+    // earlier invocation ran.
+    let runs = store.runs(experiment_id)?;
+    let count = |s: RunStatus| runs.iter().filter(|r| r.status == s).count();
+    let mut summary = Summary {
+        experiment_id,
+        status: ExperimentStatus::Completed,
+        completed: count(RunStatus::Completed),
+        failed: count(RunStatus::Failed),
+        skipped: count(RunStatus::Skipped),
+        interrupted: count(RunStatus::Interrupted) + count(RunStatus::Running),
+        pending: count(RunStatus::Pending),
+        wall_seconds: started.elapsed().as_secs_f64(),
+    };
+    summary.status = if options.stop.is_stopped() {
+        ExperimentStatus::Interrupted
+    } else if summary.failed > 0 || summary.pending > 0 || summary.interrupted > 0 {
+        ExperimentStatus::Failed
+    } else {
+        ExperimentStatus::Completed
+    };
+    store.set_experiment_status(experiment_id, summary.status)?;
+    reporter.report(&Event::Finished {
+        experiment_id,
+        summary: &summary,
+    });
+    Ok(summary)
+}
+
+/// Most lines committed in one transaction.
+const MAX_BATCH: usize = 4096;
+
+#[derive(Debug, Default)]
+struct LineCounts {
+    /// JSON object lines seen (numbers lines without `iteration`).
+    json_lines: u64,
+    /// Lines stored.
+    stored: u64,
+    /// Lines refused because their iteration was already recorded.
+    duplicates: u64,
+}
+
+/// Commits the pending lines in one transaction. A duplicate iteration
+/// aborts that transaction, so the batch is then retried line by line and
+/// only the offending lines are dropped (with a warning).
+fn flush(
+    store: &mut Store,
+    info: &CellInfo,
+    batch: &mut Vec<MetricLine>,
+    counts: &mut LineCounts,
+    reporter: &mut dyn Reporter,
+    started: Instant,
+) -> Result<(), StoreError> {
+    if batch.is_empty() {
+        return Ok(());
+    }
+    match store.insert_lines(info.run_id, info.attempt, batch) {
+        Ok(()) => counts.stored += batch.len() as u64,
+        Err(StoreError::DuplicateIteration { .. }) => {
+            for line in batch.iter() {
+                match store.insert_lines(info.run_id, info.attempt, std::slice::from_ref(line)) {
+                    Ok(()) => counts.stored += 1,
+                    Err(StoreError::DuplicateIteration { name, .. }) => {
+                        counts.duplicates += 1;
+                        if counts.duplicates <= 3 {
+                            reporter.report(&Event::Warning {
+                                cell: info,
+                                message: format!(
+                                    "iteration {} of `{name}` was already recorded; line ignored",
+                                    line.iteration
+                                ),
+                            });
+                        }
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Err(e) => return Err(e),
+    }
+    if let Some(last) = batch.last() {
+        reporter.report(&Event::Iteration {
+            cell: info,
+            iteration: last.iteration,
+            lines: counts.stored,
+            elapsed: started.elapsed(),
+        });
+    }
+    batch.clear();
+    Ok(())
+}
+
+/// Environment every child gets, so external commands can see which cell
+/// they are.
+fn cell_env(plan: &Plan, info: &CellInfo) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        ("LCX_EXPERIMENT".to_string(), plan.name.clone()),
+        ("LCX_ARM".to_string(), info.arm.clone()),
+        ("LCX_REPEAT".to_string(), info.repeat.to_string()),
+        ("LCX_ITERATIONS".to_string(), plan.iterations.to_string()),
+        ("LCX_RUN_ID".to_string(), info.run_id.to_string()),
+    ])
+}
+
+fn run_cell(
+    store: &mut Store,
+    plan: &Plan,
+    arm_index: usize,
+    info: &CellInfo,
+    options: &RunnerOptions,
+    reporter: &mut dyn Reporter,
+) -> Result<RunOutcome, RunnerError> {
+    let arm = &plan.arms[arm_index];
+    reporter.report(&Event::CellStarted { cell: info });
+    let started = Instant::now();
+    let program = match &arm.program {
+        Program::Lcx => options.lcx_exe.clone(),
+        Program::External(p) => PathBuf::from(p),
+    };
+    let mut command = Command::new(&program);
+    command
+        .args(&arm.args)
+        .envs(cell_env(plan, info))
+        .envs(&arm.env)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Own process group: a terminal's Ctrl-C goes to the runner only,
+        // which then stops the whole group (grandchildren included).
+        .process_group(0);
+    if let Some(dir) = &arm.workdir {
+        command.current_dir(dir);
+    }
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl is async-signal-safe and only touches the child's own
+    // process state between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            // If the runner dies (even by SIGKILL), its children die too
+            // instead of running on unobserved.
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            let outcome = RunOutcome {
+                status: RunStatus::Failed,
+                exit_code: None,
+                signal: None,
+                error: Some(format!("cannot start `{}`: {e}", program.display())),
+                stderr_tail: None,
+                wall_seconds: started.elapsed().as_secs_f64(),
+            };
+            store.finish_run(info.run_id, &outcome)?;
+            reporter.report(&Event::CellFinished {
+                cell: info,
+                outcome: &outcome,
+                lines: 0,
+            });
+            return Ok(outcome);
+        }
+    };
+    options.stop.set_child(child.id() as i32);
+    let (stderr_tail, stderr_thread) = match child.stderr.take() {
+        Some(stderr) => {
+            let (tail, handle) = child::collect_tail(stderr);
+            (tail, Some(handle))
+        }
+        None => (Default::default(), None),
+    };
+    let mut stdout_log = Tail::default();
+    let mut counts = LineCounts::default();
+    let mut store_error = None;
+    if let Some(stdout) = child.stdout.take() {
+        let mut reader = BufReader::with_capacity(64 * 1024, stdout);
+        let mut buf = Vec::with_capacity(1024);
+        let mut batch: Vec<MetricLine> = Vec::new();
+        loop {
+            buf.clear();
+            let eof = !matches!(reader.read_until(b'\n', &mut buf), Ok(n) if n > 0);
+            if !eof {
+                let text = String::from_utf8_lossy(&buf);
+                match child::parse_line(&text) {
+                    Line::Log(line) => {
+                        if !line.trim().is_empty() {
+                            stdout_log.push(&line);
+                        }
+                    }
+                    Line::Metrics {
+                        iteration,
+                        numbers,
+                        texts,
+                    } => {
+                        counts.json_lines += 1;
+                        batch.push(MetricLine {
+                            iteration: iteration.unwrap_or(counts.json_lines as i64),
+                            numbers,
+                            texts,
+                        });
+                    }
+                }
+            }
+            // Commit as soon as no further complete line is already waiting:
+            // a child printing one line per iteration gets one transaction
+            // per line; a burst that arrived together shares one.
+            let more_waiting = reader.buffer().contains(&b'\n');
+            if eof || !more_waiting || batch.len() >= MAX_BATCH {
+                let result = flush(store, info, &mut batch, &mut counts, reporter, started);
+                if let Err(e) = result {
+                    // The store is unusable: stop the child, record what we
+                    // can, and give up.
+                    signal_group(child.id() as i32, libc::SIGKILL);
+                    store_error = Some(e);
+                    break;
+                }
+            }
+            if eof {
+                break;
+            }
+        }
+    }
+    let (lines, duplicates) = (counts.stored, counts.duplicates);
+    let status = child.wait();
+    options.stop.clear_child();
+    if let Some(handle) = stderr_thread {
+        let _ = handle.join();
+    }
+    let stderr = stderr_tail
+        .lock()
+        .map(|t| (t.text(), t.last_line().map(str::to_string)));
+    let (mut tail_text, last_line) = stderr.unwrap_or_default();
+    if !stdout_log.is_empty() {
+        if !tail_text.is_empty() {
+            tail_text.push('\n');
+        }
+        tail_text.push_str("--- stdout (non-JSON lines) ---\n");
+        tail_text.push_str(&stdout_log.text());
+    }
+    let wall_seconds = started.elapsed().as_secs_f64();
+    let mut outcome = match status {
+        Err(e) => RunOutcome {
+            status: RunStatus::Failed,
+            exit_code: None,
+            signal: None,
+            error: Some(format!("waiting for the child failed: {e}")),
+            stderr_tail: None,
+            wall_seconds,
+        },
+        Ok(status) => {
+            let (exit_code, signal, how) = child::describe_exit(&status);
+            let state = if status.success() {
+                RunStatus::Completed
+            } else if options.stop.is_stopped() {
+                RunStatus::Interrupted
+            } else {
+                RunStatus::Failed
+            };
+            let error = match state {
+                RunStatus::Completed => None,
+                RunStatus::Interrupted => Some(format!("interrupted ({how})")),
+                _ => Some(match &last_line {
+                    Some(line) => format!("{how}: {line}"),
+                    None => how,
+                }),
+            };
+            RunOutcome {
+                status: state,
+                exit_code,
+                signal,
+                error,
+                stderr_tail: None,
+                wall_seconds,
+            }
+        }
+    };
+    if duplicates > 0 && outcome.error.is_none() {
+        outcome.error = Some(format!(
+            "{duplicates} line(s) repeated an iteration and were ignored"
+        ));
+    }
+    outcome.stderr_tail = (!tail_text.is_empty()).then_some(tail_text);
+    if let Some(e) = store_error {
+        outcome.status = RunStatus::Failed;
+        outcome.error = Some(format!("recording failed: {e}"));
+        // Best effort: the store just failed, this may fail too.
+        let _ = store.finish_run(info.run_id, &outcome);
+        return Err(e.into());
+    }
+    store.finish_run(info.run_id, &outcome)?;
+    reporter.report(&Event::CellFinished {
+        cell: info,
+        outcome: &outcome,
+        lines,
+    });
+    Ok(outcome)
+}

@@ -1,0 +1,684 @@
+//! Stored rows → [`Report`]: column choice, per-arm statistics, verdicts,
+//! the gate, reproduce commands and the environment.
+//!
+//! [`load`] asks the store for SQL aggregates only (per-run moments and
+//! per-arm medians of the metrics the report shows), then [`assemble`] does
+//! the arithmetic. `assemble` is pure so it can be tested without SQLite.
+
+use std::collections::BTreeMap;
+
+use crate::experiment::{self, Plan, Show};
+use crate::store::report_read::RunMoments;
+use crate::store::{Experiment, Run, RunStatus, Store, StoreError};
+
+use super::model::*;
+use super::stats::{compare, direction_for, replicates, Direction, Summary, Verdict, VerdictRule};
+
+/// Knobs of a report that come from the command line.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// Overrides the gate's and the default (5%) minimum effect.
+    pub min_effect: Option<f64>,
+    /// Overrides the 0.05 significance level.
+    pub alpha: Option<f64>,
+}
+
+/// Everything [`assemble`] needs, as read from the store.
+#[derive(Debug, Clone)]
+pub struct Input {
+    pub experiment: Experiment,
+    pub runs: Vec<Run>,
+    /// Distinct metric names recorded (for default columns).
+    pub metric_names: Vec<String>,
+    /// Warm-up-excluded per-run moments of the report's metrics.
+    pub moments: Vec<RunMoments>,
+    /// (arm, metric, median) over the runs the statistics use.
+    pub medians: Vec<(String, String, f64)>,
+}
+
+/// The plan stored with the experiment, if this lcx can read it.
+pub fn stored_plan(e: &Experiment) -> Option<Plan> {
+    serde_json::from_str(&e.plan_json).ok()
+}
+
+fn plan_direction(d: experiment::Direction) -> Direction {
+    match d {
+        experiment::Direction::Lower => Direction::LowerIsBetter,
+        experiment::Direction::Higher => Direction::HigherIsBetter,
+    }
+}
+
+/// The direction of a metric: the file's `direction` on any column of that
+/// metric, else the name table.
+pub fn metric_direction(plan: Option<&Plan>, metric: &str) -> (Direction, bool) {
+    let explicit = plan.and_then(|p| {
+        p.columns
+            .iter()
+            .filter(|c| c.metric == metric)
+            .find_map(|c| c.direction)
+    });
+    match explicit {
+        Some(d) => (plan_direction(d), true),
+        None => direction_for(metric),
+    }
+}
+
+/// Label of a speedup column derived from a value label: `iter s` →
+/// `iter speedup`, `nodes/s` → `nodes/s speedup`.
+fn speedup_label(label: &str) -> String {
+    let base = label.strip_suffix(" s").unwrap_or(label);
+    format!("{base} speedup")
+}
+
+/// Columns when the file has none, per workload; optional ones only when
+/// the metric was recorded.
+fn default_columns(workload: &str, present: &[String]) -> Vec<(String, String, ColumnKind)> {
+    let has = |m: &str| present.iter().any(|p| p == m);
+    let v = |m: &str, l: &str| (m.to_string(), l.to_string(), ColumnKind::Value);
+    let s = |m: &str, l: &str| (m.to_string(), l.to_string(), ColumnKind::Speedup);
+    let mut cols = Vec::new();
+    match workload {
+        "train" => {
+            cols.push(v("time/iteration_seconds", "iter s"));
+            cols.push(v("time/traversal_seconds", "traversal s"));
+            cols.push(s("time/traversal_seconds", "traversal speedup"));
+            cols.push(s("time/iteration_seconds", "iter speedup"));
+            cols.push(v("traversal/nodes_per_second", "nodes/s"));
+            if has("interleaved/avg_batch_size") {
+                cols.push(v("interleaved/avg_batch_size", "batch mean"));
+            }
+            if has("interleaved/max_batch_size") {
+                cols.push(v("interleaved/max_batch_size", "batch max"));
+            }
+        }
+        "bench-forward" => {
+            cols.push(v("bench/us_per_call", "µs/call"));
+            cols.push(v("bench/us_per_state", "µs/state"));
+            cols.push(s("bench/us_per_call", "µs/call speedup"));
+        }
+        "bench-trainer" => {
+            // The trainer bench reports per step; accept a per-call name too.
+            let metric = if has("bench/ms_per_call") && !has("bench/ms_per_step") {
+                "bench/ms_per_call"
+            } else {
+                "bench/ms_per_step"
+            };
+            cols.push(v(metric, "ms/call"));
+            cols.push(s(metric, "ms/call speedup"));
+        }
+        _ => {
+            if has("time/iteration_seconds") {
+                cols.push(v("time/iteration_seconds", "iter s"));
+                cols.push(s("time/iteration_seconds", "iter speedup"));
+            }
+            if has("time/traversal_seconds") {
+                cols.push(v("time/traversal_seconds", "traversal s"));
+                cols.push(s("time/traversal_seconds", "traversal speedup"));
+            }
+            if cols.is_empty() {
+                // An unknown command: show what it printed, up to six metrics.
+                for m in present.iter().filter(|m| *m != "iteration").take(6) {
+                    cols.push(v(m, m));
+                }
+            }
+        }
+    }
+    cols
+}
+
+/// The report's columns: the file's `[[columns]]` (a `both` column becomes
+/// a value and a speedup column), else the workload's defaults.
+pub fn resolve_columns(
+    e: &Experiment,
+    plan: Option<&Plan>,
+    present: &[String],
+) -> Vec<ReportColumn> {
+    let specs: Vec<(String, String, ColumnKind)> = match plan {
+        Some(p) if !p.columns.is_empty() => p
+            .columns
+            .iter()
+            .flat_map(|c| {
+                let label = if c.label.is_empty() {
+                    c.metric.clone()
+                } else {
+                    c.label.clone()
+                };
+                match c.show {
+                    Show::Value => vec![(c.metric.clone(), label, ColumnKind::Value)],
+                    Show::Speedup => vec![(c.metric.clone(), label, ColumnKind::Speedup)],
+                    Show::Both => vec![
+                        (c.metric.clone(), label.clone(), ColumnKind::Value),
+                        (c.metric.clone(), speedup_label(&label), ColumnKind::Speedup),
+                    ],
+                }
+            })
+            .collect(),
+        _ => default_columns(&e.workload, present),
+    };
+    specs
+        .into_iter()
+        .map(|(metric, label, kind)| {
+            let (direction, direction_known) = metric_direction(plan, &metric);
+            ReportColumn {
+                metric,
+                label,
+                kind,
+                direction,
+                direction_known,
+            }
+        })
+        .collect()
+}
+
+/// The metrics a report needs from the store: its columns' and the gate's.
+pub fn needed_metrics(columns: &[ReportColumn], plan: Option<&Plan>) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    let gate = plan.and_then(|p| p.gate.as_ref()).map(|g| g.metric.clone());
+    for m in columns.iter().map(|c| c.metric.clone()).chain(gate) {
+        if !names.contains(&m) {
+            names.push(m);
+        }
+    }
+    names
+}
+
+/// The runs whose numbers count: completed ones, or for an arm without any
+/// completed run, whatever it has (the arm is then marked partial).
+pub fn counted_runs(runs: &[Run]) -> Vec<i64> {
+    let mut by_arm: BTreeMap<&str, Vec<&Run>> = BTreeMap::new();
+    for r in runs {
+        by_arm.entry(&r.arm).or_default().push(r);
+    }
+    let mut ids = Vec::new();
+    for arm_runs in by_arm.values() {
+        let done: Vec<i64> = arm_runs
+            .iter()
+            .filter(|r| r.status == RunStatus::Completed)
+            .map(|r| r.id)
+            .collect();
+        if done.is_empty() {
+            ids.extend(arm_runs.iter().map(|r| r.id));
+        } else {
+            ids.extend(done);
+        }
+    }
+    ids.sort_unstable();
+    ids
+}
+
+/// Reads an experiment's rows and builds its report.
+pub fn load(store: &Store, experiment_id: i64, options: Options) -> Result<Report, StoreError> {
+    let experiment = store
+        .experiment(experiment_id)?
+        .ok_or_else(|| StoreError::ExperimentNotFound(experiment_id.to_string()))?;
+    let runs = store.runs(experiment_id)?;
+    let metric_names = store.metric_names(experiment_id)?;
+    let plan = stored_plan(&experiment);
+    let columns = resolve_columns(&experiment, plan.as_ref(), &metric_names);
+    let needed = needed_metrics(&columns, plan.as_ref());
+    let counted = counted_runs(&runs);
+    let moments = store.run_moments(experiment_id, &needed, &counted)?;
+    let medians = store.arm_medians(experiment_id, &needed, &counted)?;
+    Ok(assemble(
+        Input {
+            experiment,
+            runs,
+            metric_names,
+            moments,
+            medians,
+        },
+        options,
+    ))
+}
+
+fn short_date(ts: &str) -> String {
+    ts.get(..10).unwrap_or(ts).to_string()
+}
+
+/// Program name for display: the lcx binary's path becomes `lcx`.
+fn pretty_argv(argv: &[String]) -> Vec<String> {
+    let mut out = argv.to_vec();
+    if let Some(first) = out.first_mut() {
+        let file = std::path::Path::new(first.as_str())
+            .file_name()
+            .and_then(|f| f.to_str())
+            .unwrap_or("");
+        if file == "lcx" || file.starts_with("lcx-") {
+            *first = "lcx".into();
+        }
+    }
+    out
+}
+
+fn environment(e: &Experiment) -> Vec<(String, String)> {
+    let mut env = vec![("lcx".to_string(), e.lcx_version.clone())];
+    match (&e.git_commit, e.git_dirty) {
+        (Some(c), Some(true)) => env.push(("git commit".into(), format!("{c} (dirty)"))),
+        (Some(c), _) => env.push(("git commit".into(), c.clone())),
+        (None, _) => env.push(("git commit".into(), "not a git checkout".into())),
+    }
+    let sha: String = e.file_sha256.chars().take(12).collect();
+    env.push((
+        "experiment file".into(),
+        format!("{} (sha256 {sha}…)", e.file_path),
+    ));
+    let f = &e.fingerprint;
+    let mut push = |k: &str, v: Option<String>| {
+        if let Some(v) = v {
+            env.push((k.to_string(), v));
+        }
+    };
+    push("host", f.hostname.clone());
+    push("os", f.os.clone());
+    push(
+        "cpu",
+        match (&f.cpu_model, f.cpu_cores) {
+            (Some(m), Some(c)) => Some(format!("{m}, {c} cores")),
+            (Some(m), None) => Some(m.clone()),
+            (None, Some(c)) => Some(format!("{c} cores")),
+            (None, None) => None,
+        },
+    );
+    push(
+        "memory",
+        f.memory_bytes
+            .map(|b| format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)),
+    );
+    push("gpu", f.gpu_name.clone());
+    push("gpu driver", f.gpu_driver.clone());
+    push("cuda (driver)", f.cuda_version.clone());
+    push(
+        "cuda available to libtorch",
+        f.cuda_available
+            .map(|b| if b { "yes" } else { "no" }.to_string()),
+    );
+    push("torch", f.torch_version.clone());
+    push(
+        "torch threads (intra/inter)",
+        match (f.torch_intra_threads, f.torch_inter_threads) {
+            (None, None) => None,
+            (a, b) => Some(format!(
+                "{}/{}",
+                a.map(|x| x.to_string()).unwrap_or_else(|| "?".into()),
+                b.map(|x| x.to_string()).unwrap_or_else(|| "?".into())
+            )),
+        },
+    );
+    env
+}
+
+/// Pools per-run moments into one summary (median from SQL).
+fn pooled(moments: &[&RunMoments], median: Option<f64>) -> Option<Summary> {
+    let n: i64 = moments.iter().map(|m| m.n).sum();
+    if n <= 0 {
+        return None;
+    }
+    let sum: f64 = moments.iter().map(|m| m.sum).sum();
+    let sum_sq: f64 = moments.iter().map(|m| m.sum_sq).sum();
+    let min = moments.iter().map(|m| m.min).fold(f64::INFINITY, f64::min);
+    let max = moments
+        .iter()
+        .map(|m| m.max)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let mut s = Summary::from_moments(n as usize, sum, sum_sq, min, max)?;
+    s.median = median;
+    Some(s)
+}
+
+/// The summary the test uses: the pooled one for a single run, the
+/// distribution of run means for several (each repeat one replicate).
+fn replicate_summary(moments: &[&RunMoments], pooled: &Summary) -> (Summary, usize, &'static str) {
+    if moments.len() <= 1 {
+        return (*pooled, pooled.n, "iterations");
+    }
+    let means: Vec<Vec<f64>> = moments.iter().map(|m| vec![m.sum / m.n as f64]).collect();
+    let values = replicates(&means);
+    match Summary::from_values(&values) {
+        Some(s) => (s, values.len(), "repeats"),
+        None => (*pooled, pooled.n, "iterations"),
+    }
+}
+
+/// Builds the report from rows; pure.
+pub fn assemble(input: Input, options: Options) -> Report {
+    let e = &input.experiment;
+    let plan = stored_plan(e);
+    let mut remarks = Vec::new();
+    if plan.is_none() {
+        remarks.push(
+            "The stored plan could not be read by this lcx version; default columns are \
+             shown and no gate is evaluated."
+                .to_string(),
+        );
+    }
+    let columns = resolve_columns(e, plan.as_ref(), &input.metric_names);
+    let needed = needed_metrics(&columns, plan.as_ref());
+    let gate = plan.as_ref().and_then(|p| p.gate.clone());
+    let rule = VerdictRule {
+        alpha: options.alpha.unwrap_or(0.05),
+        min_effect: options
+            .min_effect
+            .or(gate.as_ref().and_then(|g| g.min_effect))
+            .unwrap_or(0.05),
+    };
+
+    // Arms in plan order (runs carry arm_index), labels from the runs.
+    let mut arm_order: Vec<(i64, String, String)> = Vec::new();
+    for r in &input.runs {
+        if !arm_order.iter().any(|(_, name, _)| name == &r.arm) {
+            arm_order.push((r.arm_index, r.arm.clone(), r.arm_label.clone()));
+        }
+    }
+    arm_order.sort_by_key(|(i, _, _)| *i);
+    let baseline = e
+        .baseline
+        .clone()
+        .or_else(|| arm_order.first().map(|(_, n, _)| n.clone()))
+        .unwrap_or_default();
+    let counted = counted_runs(&input.runs);
+
+    // Statistics per arm and metric, before comparisons.
+    struct Stat {
+        pooled: Option<Summary>,
+        replicate: Option<Summary>,
+        replicates: usize,
+        unit: &'static str,
+        excluded: i64,
+    }
+    let mut stats: BTreeMap<(String, String), Stat> = BTreeMap::new();
+    for (_, arm, _) in &arm_order {
+        for metric in &needed {
+            let ms: Vec<&RunMoments> = input
+                .moments
+                .iter()
+                .filter(|m| &m.arm == arm && &m.name == metric && counted.contains(&m.run_id))
+                .collect();
+            let excluded = ms.iter().map(|m| m.excluded).sum();
+            let with_data: Vec<&RunMoments> = ms.iter().copied().filter(|m| m.n > 0).collect();
+            let median = input
+                .medians
+                .iter()
+                .find(|(a, n, _)| a == arm && n == metric)
+                .map(|(_, _, v)| *v);
+            let pooled = pooled(&with_data, median);
+            let (replicate, replicates, unit) = match &pooled {
+                Some(p) => {
+                    let (s, k, u) = replicate_summary(&with_data, p);
+                    (Some(s), k, u)
+                }
+                None => (None, 0, "iterations"),
+            };
+            stats.insert(
+                (arm.clone(), metric.clone()),
+                Stat {
+                    pooled,
+                    replicate,
+                    replicates,
+                    unit,
+                    excluded,
+                },
+            );
+        }
+    }
+
+    let mut arms = Vec::new();
+    for (_, arm, label) in &arm_order {
+        let arm_runs: Vec<&Run> = input.runs.iter().filter(|r| &r.arm == arm).collect();
+        let completed = arm_runs
+            .iter()
+            .filter(|r| r.status == RunStatus::Completed)
+            .count();
+        let is_baseline = arm == &baseline;
+        let metrics = needed
+            .iter()
+            .map(|metric| {
+                let (direction, _) = metric_direction(plan.as_ref(), metric);
+                let st = &stats[&(arm.clone(), metric.clone())];
+                let base = &stats
+                    .get(&(baseline.clone(), metric.clone()))
+                    .and_then(|b| b.replicate);
+                let comparison = match (is_baseline, base, &st.replicate) {
+                    (false, Some(b), Some(a)) => Some(compare(b, a, direction, rule)),
+                    _ => None,
+                };
+                MetricResult {
+                    metric: metric.clone(),
+                    direction,
+                    summary: st.pooled,
+                    replicate: st.replicate,
+                    replicates: st.replicates,
+                    replicate_unit: st.unit.to_string(),
+                    excluded_warmup: st.excluded,
+                    comparison,
+                }
+            })
+            .collect();
+        let partial = completed == 0 && arm_runs.iter().any(|r| r.iterations_done > 0);
+        if partial {
+            remarks.push(format!(
+                "Arm `{arm}` has no completed cell; its numbers come from incomplete cells."
+            ));
+        }
+        arms.push(ArmResult {
+            name: arm.clone(),
+            label: label.clone(),
+            is_baseline,
+            cells: arm_runs.len(),
+            completed,
+            partial,
+            metrics,
+        });
+    }
+    if !arm_order.iter().any(|(_, n, _)| n == &baseline) && !arm_order.is_empty() {
+        remarks.push(format!(
+            "The baseline `{baseline}` has no cells; no speedups or verdicts."
+        ));
+    }
+
+    let label_of = |metric: &str| -> String {
+        columns
+            .iter()
+            .find(|c| c.metric == metric && c.kind == ColumnKind::Value)
+            .or_else(|| columns.iter().find(|c| c.metric == metric))
+            .map(|c| c.label.clone())
+            .unwrap_or_else(|| metric.to_string())
+    };
+
+    let gate_outcome = gate.as_ref().map(|g| {
+        let targets: Vec<String> = match &g.arm {
+            Some(a) => vec![a.clone()],
+            None => arms
+                .iter()
+                .filter(|a| !a.is_baseline)
+                .map(|a| a.name.clone())
+                .collect(),
+        };
+        let gate_arms: Vec<GateArm> = targets
+            .iter()
+            .map(|name| {
+                let cmp = arms
+                    .iter()
+                    .find(|a| &a.name == name)
+                    .and_then(|a| a.metric(&g.metric))
+                    .and_then(|m| m.comparison);
+                let Some(c) = cmp else {
+                    return GateArm {
+                        arm: name.clone(),
+                        speedup: None,
+                        verdict: Verdict::Inconclusive,
+                        pass: false,
+                        why: Some(if arms.iter().any(|a| &a.name == name) {
+                            "no data".into()
+                        } else {
+                            "no such arm".into()
+                        }),
+                    };
+                };
+                let ratio = c.speedup.map(|s| s.ratio).unwrap_or(f64::NAN);
+                let p = c.welch.map(|w| w.p_value).unwrap_or(f64::NAN);
+                let why = if c.speedup.is_none() {
+                    Some("no speedup (zero or negative mean)".to_string())
+                } else if c.verdict == Verdict::Regressed {
+                    Some("regressed".into())
+                } else if ratio.is_nan() || ratio < g.min_speedup {
+                    Some(format!("below {:.2}×", g.min_speedup))
+                } else if g.min_speedup > 1.0 && (p.is_nan() || p >= rule.alpha) {
+                    Some(format!("not significant, {}", super::render::p_text(p)))
+                } else {
+                    None
+                };
+                GateArm {
+                    arm: name.clone(),
+                    speedup: c.speedup,
+                    verdict: c.verdict,
+                    pass: why.is_none(),
+                    why,
+                }
+            })
+            .collect();
+        GateOutcome {
+            metric: g.metric.clone(),
+            label: label_of(&g.metric),
+            min_speedup: g.min_speedup,
+            pass: !gate_arms.is_empty() && gate_arms.iter().all(|a| a.pass),
+            arms: gate_arms,
+        }
+    });
+
+    // Net result on the primary metric.
+    let primary = gate
+        .as_ref()
+        .map(|g| g.metric.clone())
+        .or_else(|| {
+            columns
+                .iter()
+                .find(|c| c.kind == ColumnKind::Speedup)
+                .map(|c| c.metric.clone())
+        })
+        .or_else(|| columns.first().map(|c| c.metric.clone()));
+    let net_result = net_result(&arms, primary.as_deref(), &label_of);
+
+    let incomplete: Vec<CellNote> = input
+        .runs
+        .iter()
+        .filter(|r| r.status != RunStatus::Completed)
+        .map(|r| CellNote {
+            run_id: r.id,
+            arm: r.arm.clone(),
+            repeat: r.repeat,
+            status: r.status.to_string(),
+            exit_code: r.exit_code,
+            signal: r.signal,
+            reason: r.error.clone().or_else(|| r.skip_reason.clone()),
+            iterations_done: r.iterations_done,
+        })
+        .collect();
+
+    let mut exp_cmd = vec!["lcx".to_string(), "run".to_string(), e.file_path.clone()];
+    if let Some(p) = &plan {
+        for s in &p.cli_set {
+            exp_cmd.push("--set".into());
+            exp_cmd.push(s.clone());
+        }
+    }
+    let mut cells = Vec::new();
+    for (_, arm, _) in &arm_order {
+        if let Some(r) = input.runs.iter().find(|r| &r.arm == arm) {
+            let mut words: Vec<String> = r
+                .env
+                .iter()
+                .map(|(k, v)| format!("{k}={}", shell_quote(v)))
+                .collect();
+            words.push(shell_line(&pretty_argv(&r.command)));
+            cells.push((arm.clone(), words.join(" ")));
+        }
+    }
+
+    let mut runs_sorted: Vec<&Run> = input.runs.iter().collect();
+    runs_sorted.sort_by_key(|r| (r.arm_index, r.repeat, r.id));
+
+    Report {
+        experiment: Meta {
+            id: e.id,
+            name: e.name.clone(),
+            description: e.description.clone(),
+            workload: e.workload.clone(),
+            date: short_date(&e.created_at),
+            created_at: e.created_at.clone(),
+            finished_at: e.finished_at.clone(),
+            status: e.status.to_string(),
+            iterations: e.iterations,
+            warmup: e.warmup,
+            repeats: e.repeats,
+            file_path: e.file_path.clone(),
+        },
+        baseline,
+        rule,
+        columns,
+        arms,
+        incomplete,
+        total_cells: input.runs.len(),
+        gate: gate_outcome,
+        net_result,
+        reproduce: Reproduce {
+            experiment: shell_line(&exp_cmd),
+            cells,
+        },
+        environment: environment(e),
+        runs: runs_sorted
+            .iter()
+            .map(|r| RunRef {
+                run_id: r.id,
+                arm: r.arm.clone(),
+                repeat: r.repeat,
+                status: r.status.to_string(),
+                iterations_done: r.iterations_done,
+                wall_seconds: r.wall_seconds,
+            })
+            .collect(),
+        notes: plan.map(|p| p.notes).unwrap_or_default(),
+        remarks,
+        plots: Vec::new(),
+    }
+}
+
+fn net_result(
+    arms: &[ArmResult],
+    primary: Option<&str>,
+    label_of: &dyn Fn(&str) -> String,
+) -> String {
+    let Some(metric) = primary else {
+        return "no metrics to compare".into();
+    };
+    let label = label_of(metric);
+    let others: Vec<&ArmResult> = arms.iter().filter(|a| !a.is_baseline).collect();
+    if others.is_empty() {
+        return "a single arm, nothing to compare".into();
+    }
+    let mut improved = Vec::new();
+    let mut regressed = Vec::new();
+    for a in &others {
+        let Some(c) = a.metric(metric).and_then(|m| m.comparison) else {
+            continue;
+        };
+        let s = c
+            .speedup
+            .map(|s| super::render::speedup_text(&s))
+            .unwrap_or_default();
+        match c.verdict {
+            Verdict::Improved => improved.push(format!("{} {s}", a.name)),
+            Verdict::Regressed => regressed.push(format!("{} {s}", a.name)),
+            _ => {}
+        }
+    }
+    match (improved.is_empty(), regressed.is_empty()) {
+        (true, true) => format!("no significant change on {label}"),
+        (false, true) => format!("improvement on {label}: {}", improved.join("; ")),
+        (true, false) => format!("regression on {label}: {}", regressed.join("; ")),
+        (false, false) => format!(
+            "mixed on {label}: improved {}; regressed {}",
+            improved.join("; "),
+            regressed.join("; ")
+        ),
+    }
+}

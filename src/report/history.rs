@@ -1,0 +1,399 @@
+//! `lcx history` and `lcx compare`, as pure functions over store rows:
+//! one arm's warm-up-excluded mean across past experiments (with a marker
+//! where it changed significantly from the previous comparable run), and
+//! two experiments or runs side by side.
+
+use std::fmt::Write as _;
+
+use comfy_table::{presets::ASCII_MARKDOWN, Table};
+use serde::Serialize;
+
+use crate::store::report_read::{HistoryRun, RunMoments};
+use crate::store::{Experiment, Fingerprint};
+
+use super::model::Report;
+use super::render::{mean_sd, p_text, speedup_text};
+use super::stats::{compare, Comparison, Direction, Summary, Verdict, VerdictRule};
+
+/// What must match for two timings to be comparable: host, CPU, GPU, torch
+/// and its thread counts.
+pub fn fingerprint_key(f: &Fingerprint) -> String {
+    format!(
+        "{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}",
+        f.hostname,
+        f.cpu_model,
+        f.cpu_cores,
+        f.gpu_name,
+        f.cuda_available,
+        f.torch_version,
+        f.torch_intra_threads,
+        f.torch_inter_threads
+    )
+}
+
+/// `Example CPU ×16, RTX 4090, torch 2.11.0`.
+pub fn fingerprint_summary(f: &Fingerprint) -> String {
+    let mut parts = Vec::new();
+    match (&f.cpu_model, f.cpu_cores) {
+        (Some(m), Some(c)) => parts.push(format!("{m} ×{c}")),
+        (Some(m), None) => parts.push(m.clone()),
+        (None, Some(c)) => parts.push(format!("{c} cores")),
+        (None, None) => {}
+    }
+    if let Some(g) = &f.gpu_name {
+        parts.push(g.clone());
+    }
+    if let Some(t) = &f.torch_version {
+        parts.push(format!("torch {t}"));
+    }
+    if parts.is_empty() {
+        f.hostname.clone().unwrap_or_else(|| "unknown host".into())
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// The replicate summary of some runs' moments: iterations for one run,
+/// run means for several.
+pub fn replicate_summary(moments: &[&RunMoments]) -> Option<Summary> {
+    let with: Vec<&&RunMoments> = moments.iter().filter(|m| m.n > 0).collect();
+    match with.as_slice() {
+        [] => None,
+        [one] => Summary::from_moments(one.n as usize, one.sum, one.sum_sq, one.min, one.max),
+        many => {
+            let means: Vec<f64> = many.iter().map(|m| m.sum / m.n as f64).collect();
+            Summary::from_values(&means)
+        }
+    }
+}
+
+/// One line of `lcx history`.
+#[derive(Debug, Clone, Serialize)]
+pub struct HistoryRow {
+    pub experiment_id: i64,
+    pub date: String,
+    pub arm: String,
+    pub commit: String,
+    pub fingerprint: String,
+    pub runs: usize,
+    pub summary: Option<Summary>,
+    /// Against the previous row of this arm with the same fingerprint.
+    pub change: Option<Comparison>,
+    /// Id of that previous experiment.
+    pub compared_with: Option<i64>,
+}
+
+/// Builds history rows (oldest first) from `experiments` (any order) and
+/// their runs' moments.
+pub fn history_rows(
+    experiments: &[Experiment],
+    runs: &[HistoryRun],
+    direction: Direction,
+    rule: VerdictRule,
+) -> Vec<HistoryRow> {
+    let mut rows: Vec<HistoryRow> = Vec::new();
+    // (arm, fingerprint key) → (experiment id, replicate summary) of the last row.
+    let mut last: Vec<((String, String), (i64, Summary))> = Vec::new();
+    let mut exps: Vec<&Experiment> = experiments.iter().collect();
+    exps.sort_by_key(|e| e.id);
+    let mut arms: Vec<&str> = Vec::new();
+    for r in runs {
+        if !arms.contains(&r.arm.as_str()) {
+            arms.push(&r.arm);
+        }
+    }
+    for e in exps {
+        let key = fingerprint_key(&e.fingerprint);
+        for arm in &arms {
+            let these: Vec<&HistoryRun> = runs
+                .iter()
+                .filter(|r| r.experiment_id == e.id && r.arm == *arm)
+                .collect();
+            if these.is_empty() {
+                continue;
+            }
+            let counted: Vec<&RunMoments> = these
+                .iter()
+                .filter(|r| r.status == "completed")
+                .filter_map(|r| r.moments.as_ref())
+                .collect();
+            let summary = replicate_summary(&counted);
+            let slot = (arm.to_string(), key.clone());
+            let prev = last.iter().find(|(k, _)| *k == slot).map(|(_, v)| *v);
+            let (change, compared_with) = match (&prev, &summary) {
+                (Some((id, p)), Some(s)) => (Some(compare(p, s, direction, rule)), Some(*id)),
+                _ => (None, None),
+            };
+            if let Some(s) = summary {
+                last.retain(|(k, _)| *k != slot);
+                last.push((slot, (e.id, s)));
+            }
+            rows.push(HistoryRow {
+                experiment_id: e.id,
+                date: e.created_at.get(..10).unwrap_or(&e.created_at).to_string(),
+                arm: arm.to_string(),
+                commit: match (&e.git_commit, e.git_dirty) {
+                    (Some(c), Some(true)) => format!("{}+dirty", short(c)),
+                    (Some(c), _) => short(c),
+                    (None, _) => "—".into(),
+                },
+                fingerprint: fingerprint_summary(&e.fingerprint),
+                runs: counted.len(),
+                summary,
+                change,
+                compared_with,
+            });
+        }
+    }
+    rows
+}
+
+fn short(commit: &str) -> String {
+    commit.chars().take(10).collect()
+}
+
+fn marker(c: &Comparison) -> &'static str {
+    match c.verdict {
+        Verdict::Improved => "▲ improved",
+        Verdict::Regressed => "▼ regressed",
+        _ => "",
+    }
+}
+
+/// The history as a markdown table.
+pub fn render_history(metric: &str, rows: &[HistoryRow]) -> String {
+    let mut t = Table::new();
+    t.load_preset(ASCII_MARKDOWN);
+    t.set_header(vec![
+        "Date",
+        "Exp",
+        "Arm",
+        "Commit",
+        "Fingerprint",
+        "Runs",
+        metric,
+        "Change vs previous",
+    ]);
+    for r in rows {
+        let change = match (&r.change, r.compared_with) {
+            (Some(c), Some(id)) => {
+                let m = marker(c);
+                let rel = if c.relative_change.is_finite() {
+                    format!("{:+.1}%", c.relative_change * 100.0)
+                } else {
+                    String::new()
+                };
+                let p = c.welch.map(|w| p_text(w.p_value)).unwrap_or_default();
+                let m = if m.is_empty() { "" } else { m };
+                format!("{m} {rel} vs #{id} ({p})").trim().to_string()
+            }
+            _ => "—".into(),
+        };
+        t.add_row(vec![
+            r.date.clone(),
+            format!("#{}", r.experiment_id),
+            r.arm.clone(),
+            r.commit.clone(),
+            r.fingerprint.clone(),
+            r.runs.to_string(),
+            r.summary
+                .as_ref()
+                .map(mean_sd)
+                .unwrap_or_else(|| "no data".into()),
+            change,
+        ]);
+    }
+    let mut out = t.to_string();
+    out.push_str(
+        "\n\nWarm-up-excluded mean ± spread (sd over iterations for one run, over repeat \
+         means for several). Changes are marked against the previous experiment of the \
+         same arm on the same fingerprint (Welch's t-test and the minimum effect).\n",
+    );
+    out
+}
+
+/// One row of `lcx compare`.
+#[derive(Debug, Clone, Serialize)]
+pub struct CompareRow {
+    pub arm: String,
+    pub metric: String,
+    pub label: String,
+    pub a: Option<Summary>,
+    pub b: Option<Summary>,
+    /// B against A (A is the reference).
+    pub comparison: Option<Comparison>,
+}
+
+/// Side by side on shared arms and metrics of two reports' arms.
+pub fn compare_reports(a: &Report, b: &Report, rule: VerdictRule) -> Vec<CompareRow> {
+    let mut rows = Vec::new();
+    let mut metrics: Vec<(String, String)> = Vec::new();
+    for c in &a.columns {
+        if !metrics.iter().any(|(m, _)| m == &c.metric) {
+            metrics.push((c.metric.clone(), c.label.clone()));
+        }
+    }
+    for arm_a in &a.arms {
+        let Some(arm_b) = b.arms.iter().find(|x| x.name == arm_a.name) else {
+            continue;
+        };
+        for (metric, label) in &metrics {
+            let (Some(ma), Some(mb)) = (arm_a.metric(metric), arm_b.metric(metric)) else {
+                continue;
+            };
+            let comparison = match (&ma.replicate, &mb.replicate) {
+                (Some(x), Some(y)) => Some(compare(x, y, ma.direction, rule)),
+                _ => None,
+            };
+            rows.push(CompareRow {
+                arm: arm_a.name.clone(),
+                metric: metric.clone(),
+                label: label.clone(),
+                a: ma.summary,
+                b: mb.summary,
+                comparison,
+            });
+        }
+    }
+    rows
+}
+
+/// The compare table plus warnings (mismatched fingerprints or configs).
+pub fn render_compare(
+    a_name: &str,
+    b_name: &str,
+    rows: &[CompareRow],
+    warnings: &[String],
+) -> String {
+    let mut t = Table::new();
+    t.load_preset(ASCII_MARKDOWN);
+    t.set_header(vec![
+        "Arm".to_string(),
+        "Metric".to_string(),
+        format!("A: {a_name}"),
+        format!("B: {b_name}"),
+        "B vs A".to_string(),
+        "Verdict".to_string(),
+    ]);
+    for r in rows {
+        let fmt = |s: &Option<Summary>| s.as_ref().map(mean_sd).unwrap_or_else(|| "—".into());
+        let (ratio, verdict) = match &r.comparison {
+            Some(c) => (
+                c.speedup
+                    .as_ref()
+                    .map(speedup_text)
+                    .unwrap_or_else(|| "—".into()),
+                match c.welch {
+                    Some(w) => format!("{} ({})", c.verdict.text(), p_text(w.p_value)),
+                    None => c.verdict.text().to_string(),
+                },
+            ),
+            None => ("—".into(), "no data".into()),
+        };
+        t.add_row(vec![
+            r.arm.clone(),
+            r.label.clone(),
+            fmt(&r.a),
+            fmt(&r.b),
+            ratio,
+            verdict,
+        ]);
+    }
+    let mut out = String::new();
+    if rows.is_empty() {
+        out.push_str("No shared arm and metric to compare.\n");
+    } else {
+        let _ = writeln!(out, "{t}");
+        out.push_str("\nWarm-up-excluded mean ± sd. B vs A is a speedup (> 1: B is better).\n");
+    }
+    for w in warnings {
+        let _ = writeln!(out, "Warning: {w}");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exp(id: i64, host: &str) -> Experiment {
+        Experiment {
+            id,
+            name: "x".into(),
+            description: String::new(),
+            workload: "command".into(),
+            file_path: String::new(),
+            file_text: String::new(),
+            file_sha256: String::new(),
+            plan_json: String::new(),
+            iterations: 10,
+            warmup: 0,
+            repeats: 1,
+            baseline: None,
+            status: crate::store::ExperimentStatus::Completed,
+            created_at: format!("2025-01-{id:02}T00:00:00Z"),
+            finished_at: None,
+            lcx_version: "0".into(),
+            git_commit: Some("0123456789abcdef".into()),
+            git_dirty: Some(false),
+            command_line: vec![],
+            runner_pid: None,
+            fingerprint: Fingerprint {
+                hostname: Some(host.into()),
+                ..Fingerprint::default()
+            },
+        }
+    }
+
+    fn hrun(exp: i64, mean: f64) -> HistoryRun {
+        let values: Vec<f64> = [0.99, 1.01, 1.0, 0.98, 1.02, 1.0]
+            .iter()
+            .map(|k| k * mean)
+            .collect();
+        HistoryRun {
+            experiment_id: exp,
+            run_id: exp * 10,
+            arm: "a".into(),
+            repeat: 1,
+            status: "completed".into(),
+            moments: Some(RunMoments {
+                run_id: exp * 10,
+                arm: "a".into(),
+                repeat: 1,
+                name: "t".into(),
+                n: values.len() as i64,
+                sum: values.iter().sum(),
+                sum_sq: values.iter().map(|v| v * v).sum(),
+                min: 0.0,
+                max: 0.0,
+                excluded: 0,
+            }),
+        }
+    }
+
+    #[test]
+    fn marks_significant_changes_against_same_fingerprint_only() {
+        let exps = vec![exp(1, "h"), exp(2, "h"), exp(3, "other"), exp(4, "h")];
+        let runs = vec![hrun(1, 1.0), hrun(2, 1.0), hrun(3, 5.0), hrun(4, 1.5)];
+        let rows = history_rows(
+            &exps,
+            &runs,
+            Direction::LowerIsBetter,
+            VerdictRule::default(),
+        );
+        assert_eq!(rows.len(), 4);
+        assert!(rows[0].change.is_none());
+        assert_eq!(
+            rows[1].change.unwrap().verdict,
+            Verdict::NoSignificantChange
+        );
+        // A different host starts its own line of comparison.
+        assert!(rows[2].change.is_none());
+        // Experiment 4 compares with 2 (same host), not 3: 50% slower.
+        assert_eq!(rows[3].compared_with, Some(2));
+        assert_eq!(rows[3].change.unwrap().verdict, Verdict::Regressed);
+        let text = render_history("t", &rows);
+        assert!(text.contains("▼ regressed +50.0% vs #2"), "{text}");
+        assert!(text.contains("0123456789"));
+    }
+}

@@ -1,0 +1,21 @@
+//! Reports: statistics and verdicts over stored runs, pure renderers
+//! (markdown, JSON, CSV, SVG plots) and the dated archive.
+//!
+//! Nothing here touches SQLite or clap: [`build::load`] asks the store for
+//! SQL aggregates, [`build::assemble`] turns them into a [`model::Report`],
+//! and the renderers turn that into text.
+
+pub mod archive;
+pub mod build;
+pub mod history;
+pub mod model;
+pub mod plots;
+pub mod render;
+pub mod stats;
+
+#[cfg(test)]
+mod fixture;
+
+pub use build::{load, Options};
+pub use model::Report;
+pub use render::{render_csv, render_json, render_markdown};

@@ -1,0 +1,216 @@
+//! Plain report data: what a report says, independent of how it is shown.
+//!
+//! [`super::build`] fills a [`Report`] from stored rows; the pure renderers
+//! in [`super::render`] turn it into markdown, JSON or CSV. Keeping the data
+//! separate lets the renderers be snapshot-tested on hand-built reports.
+
+use serde::Serialize;
+
+use super::stats::{Comparison, Direction, Speedup, Summary, Verdict, VerdictRule};
+
+/// Everything one experiment's report says.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub experiment: Meta,
+    /// The arm the others are compared with.
+    pub baseline: String,
+    pub rule: VerdictRule,
+    /// Table columns, in order.
+    pub columns: Vec<ReportColumn>,
+    /// One row per arm, in plan order (baseline included).
+    pub arms: Vec<ArmResult>,
+    /// Cells that did not complete (failed, interrupted, skipped, pending).
+    pub incomplete: Vec<CellNote>,
+    pub total_cells: usize,
+    pub gate: Option<GateOutcome>,
+    /// The one-line summary without a gate (also shown with one).
+    pub net_result: String,
+    pub reproduce: Reproduce,
+    /// lcx version, git commit, file hash, host and device fingerprint.
+    pub environment: Vec<(String, String)>,
+    pub runs: Vec<RunRef>,
+    /// The experiment file's `notes`.
+    pub notes: String,
+    /// What lcx itself wants the reader to know (unknown metric directions,
+    /// partial arms, a plan it could not read).
+    pub remarks: Vec<String>,
+    /// Plots written beside an archived report: (title, relative path).
+    pub plots: Vec<(String, String)>,
+}
+
+/// Experiment metadata.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Meta {
+    pub id: i64,
+    pub name: String,
+    pub description: String,
+    pub workload: String,
+    /// `YYYY-MM-DD` of `created_at`.
+    pub date: String,
+    pub created_at: String,
+    pub finished_at: Option<String>,
+    pub status: String,
+    pub iterations: i64,
+    pub warmup: i64,
+    pub repeats: i64,
+    pub file_path: String,
+}
+
+/// What a table column shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ColumnKind {
+    /// Warm-up-excluded mean ± sd.
+    Value,
+    /// Speedup over the baseline ± standard error.
+    Speedup,
+}
+
+/// One column of the arm table.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReportColumn {
+    pub metric: String,
+    pub label: String,
+    pub kind: ColumnKind,
+    pub direction: Direction,
+    /// False when the direction was guessed (unknown metric name, no
+    /// `direction` in the file).
+    pub direction_known: bool,
+}
+
+/// One metric of one arm.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MetricResult {
+    pub metric: String,
+    pub direction: Direction,
+    /// Pooled over every post-warm-up iteration of the arm's runs.
+    pub summary: Option<Summary>,
+    /// What the test used: the pooled summary with one run, the summary of
+    /// the run means with several.
+    pub replicate: Option<Summary>,
+    /// Number of replicates the test used (iterations with one run, runs
+    /// with several).
+    pub replicates: usize,
+    /// `iterations` or `repeats`.
+    pub replicate_unit: String,
+    /// Iterations excluded as warm-up, summed over runs.
+    pub excluded_warmup: i64,
+    /// Against the baseline; `None` for the baseline itself or without data.
+    pub comparison: Option<Comparison>,
+}
+
+/// One arm's row.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ArmResult {
+    pub name: String,
+    pub label: String,
+    pub is_baseline: bool,
+    /// Cells of this arm and how many completed.
+    pub cells: usize,
+    pub completed: usize,
+    /// Statistics come from runs that did not complete (no completed run).
+    pub partial: bool,
+    pub metrics: Vec<MetricResult>,
+}
+
+impl ArmResult {
+    pub fn metric(&self, name: &str) -> Option<&MetricResult> {
+        self.metrics.iter().find(|m| m.metric == name)
+    }
+}
+
+/// A cell that did not complete, never silently missing.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CellNote {
+    pub run_id: i64,
+    pub arm: String,
+    pub repeat: i64,
+    pub status: String,
+    pub exit_code: Option<i64>,
+    pub signal: Option<i64>,
+    /// The error, or the skip reason.
+    pub reason: Option<String>,
+    pub iterations_done: i64,
+}
+
+/// The gate's decision for one arm.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GateArm {
+    pub arm: String,
+    pub speedup: Option<Speedup>,
+    pub verdict: Verdict,
+    pub pass: bool,
+    /// Why it failed, when it did.
+    pub why: Option<String>,
+}
+
+/// The experiment's gate, evaluated.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GateOutcome {
+    pub metric: String,
+    pub label: String,
+    pub min_speedup: f64,
+    pub arms: Vec<GateArm>,
+    pub pass: bool,
+}
+
+/// Commands that reproduce the experiment.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Reproduce {
+    /// `lcx run <file> --set …`.
+    pub experiment: String,
+    /// (arm, command of its first cell), shell-quoted.
+    pub cells: Vec<(String, String)>,
+}
+
+/// A run id and what became of it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunRef {
+    pub run_id: i64,
+    pub arm: String,
+    pub repeat: i64,
+    pub status: String,
+    pub iterations_done: i64,
+    pub wall_seconds: Option<f64>,
+}
+
+/// Quotes one argument for a POSIX shell, only when it needs it.
+pub fn shell_quote(arg: &str) -> String {
+    let safe = !arg.is_empty()
+        && arg
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
+    if safe {
+        arg.to_string()
+    } else {
+        format!("'{}'", arg.replace('\'', r"'\''"))
+    }
+}
+
+/// Joins an argv into one shell-quoted line.
+pub fn shell_line(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| shell_quote(a))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting() {
+        assert_eq!(
+            shell_quote("traversal.num_workers=8"),
+            "traversal.num_workers=8"
+        );
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+        assert_eq!(shell_quote(""), "''");
+        assert_eq!(
+            shell_line(&["sh".into(), "-c".into(), "echo $X".into()]),
+            "sh -c 'echo $X'"
+        );
+    }
+}

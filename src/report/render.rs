@@ -1,0 +1,523 @@
+//! Pure renderers: [`Report`] → markdown, JSON or CSV text.
+//!
+//! Like hyperfine's exporters these only serialise; they never touch the
+//! database or the file system, so they are snapshot-tested on hand-built
+//! reports.
+
+use std::fmt::Write as _;
+
+use comfy_table::{presets::ASCII_MARKDOWN, Table};
+
+use super::model::{ColumnKind, Report};
+use super::stats::{Comparison, Direction, Speedup, Summary, Verdict};
+
+/// Decimals that show about four significant digits of `x`.
+fn decimals_for(x: f64) -> usize {
+    let a = x.abs();
+    if !a.is_finite() || a == 0.0 {
+        return 3;
+    }
+    // The nudge keeps 0.99999999 (a mean of values around 1) at 1's precision.
+    let mag = (a * (1.0 + 1e-9)).log10().floor() as i32;
+    (3 - mag).clamp(0, 9) as usize
+}
+
+/// A number with about four significant digits.
+pub fn num(x: f64) -> String {
+    if x.is_nan() {
+        return "—".into();
+    }
+    format!("{:.*}", decimals_for(x), x)
+}
+
+/// `5` for 5.0, `2.5` for 2.5.
+fn trim_number(x: f64) -> String {
+    let t = format!("{x:.3}");
+    t.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// `mean ± sd`, both at the mean's precision.
+pub fn mean_sd(s: &Summary) -> String {
+    let d = decimals_for(s.mean);
+    if s.n < 2 {
+        format!("{:.*}", d, s.mean)
+    } else {
+        format!("{:.*} ± {:.*}", d, s.mean, d, s.sd)
+    }
+}
+
+/// `3.20× ± 0.10`.
+pub fn speedup_text(s: &Speedup) -> String {
+    if s.se.is_finite() && s.se > 0.0 {
+        format!("{:.2}× ± {:.2}", s.ratio, s.se)
+    } else {
+        format!("{:.2}×", s.ratio)
+    }
+}
+
+/// `p < 0.001` / `p = 0.034`.
+pub fn p_text(p: f64) -> String {
+    if p < 0.001 {
+        "p < 0.001".into()
+    } else {
+        format!("p = {p:.3}")
+    }
+}
+
+fn comparison_detail(c: &Comparison) -> String {
+    let mut parts = Vec::new();
+    if let Some(s) = &c.speedup {
+        let mut t = speedup_text(s);
+        if s.ci_low.is_finite() && s.ci_high.is_finite() {
+            let _ = write!(t, " [95% CI {:.2}–{:.2}]", s.ci_low, s.ci_high);
+        }
+        parts.push(t);
+    }
+    if let Some(w) = &c.welch {
+        parts.push(p_text(w.p_value));
+    }
+    if c.relative_change.is_finite() {
+        parts.push(format!("mean {:+.1}%", c.relative_change * 100.0));
+    }
+    parts.join(", ")
+}
+
+/// The arm table (markdown, via comfy-table's ASCII_MARKDOWN preset).
+pub fn arm_table(report: &Report) -> String {
+    let mut table = Table::new();
+    table.load_preset(ASCII_MARKDOWN);
+    let mut header = vec!["Mode".to_string()];
+    header.extend(report.columns.iter().map(|c| c.label.clone()));
+    table.set_header(header);
+    for arm in &report.arms {
+        let mut label = if arm.label.is_empty() || arm.label == arm.name {
+            arm.name.clone()
+        } else {
+            format!("{} ({})", arm.label, arm.name)
+        };
+        if arm.is_baseline {
+            label.push_str(" [baseline]");
+        }
+        if arm.partial {
+            label.push_str(" [partial]");
+        } else if arm.completed == 0 && arm.cells > 0 {
+            label.push_str(" [no data]");
+        }
+        let mut row = vec![label];
+        for col in &report.columns {
+            let m = arm.metric(&col.metric);
+            let cell = match (col.kind, m) {
+                (_, None) => "—".to_string(),
+                (ColumnKind::Value, Some(m)) => m
+                    .summary
+                    .as_ref()
+                    .map(mean_sd)
+                    .unwrap_or_else(|| "—".into()),
+                (ColumnKind::Speedup, Some(m)) => {
+                    if arm.is_baseline {
+                        if m.summary.is_some() {
+                            "1.00×".into()
+                        } else {
+                            "—".into()
+                        }
+                    } else {
+                        m.comparison
+                            .as_ref()
+                            .and_then(|c| c.speedup.as_ref())
+                            .map(speedup_text)
+                            .unwrap_or_else(|| "—".into())
+                    }
+                }
+            };
+            row.push(cell);
+        }
+        table.add_row(row);
+    }
+    table.to_string()
+}
+
+/// The gate line, e.g. `Verdict: PASS for the gate on traversal s (min
+/// speedup 1.50×): interleaved 3.20× ± 0.10`.
+pub fn verdict_line(report: &Report) -> Option<String> {
+    let gate = report.gate.as_ref()?;
+    let arms: Vec<String> = gate
+        .arms
+        .iter()
+        .map(|a| {
+            let s = a
+                .speedup
+                .as_ref()
+                .map(speedup_text)
+                .unwrap_or_else(|| "no data".into());
+            match &a.why {
+                Some(why) if !a.pass => format!("{} {s} ({why})", a.arm),
+                _ => format!("{} {s}", a.arm),
+            }
+        })
+        .collect();
+    Some(format!(
+        "Verdict: {} for the {} gate (min speedup {:.2}×): {}",
+        if gate.pass { "PASS" } else { "FAIL" },
+        gate.label,
+        gate.min_speedup,
+        if arms.is_empty() {
+            "no arm to judge".to_string()
+        } else {
+            arms.join("; ")
+        }
+    ))
+}
+
+fn direction_word(d: Direction) -> &'static str {
+    match d {
+        Direction::LowerIsBetter => "lower is better",
+        Direction::HigherIsBetter => "higher is better",
+    }
+}
+
+/// The whole report as markdown in the shape of a hand-written record.
+pub fn render_markdown(report: &Report) -> String {
+    let e = &report.experiment;
+    let mut out = String::new();
+    let _ = writeln!(out, "# {}\n", e.name);
+    let finished = e
+        .finished_at
+        .as_deref()
+        .map(|f| format!(", finished {f}"))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "Date: {} (experiment #{}, {}{finished})\n",
+        e.date, e.id, e.status
+    );
+    if !e.description.trim().is_empty() {
+        let _ = writeln!(out, "{}\n", e.description.trim());
+    }
+    let _ = writeln!(
+        out,
+        "Workload `{}`, {} iterations, {} repeat{} per arm, baseline `{}`.\n",
+        e.workload,
+        e.iterations,
+        e.repeats,
+        if e.repeats == 1 { "" } else { "s" },
+        report.baseline
+    );
+
+    if report.columns.is_empty() || report.arms.is_empty() {
+        out.push_str("No metrics were recorded for this experiment.\n\n");
+    } else {
+        out.push_str(&arm_table(report));
+        out.push_str("\n\n");
+        let unit = if e.repeats > 1 {
+            "each repeat's mean is one replicate"
+        } else {
+            "each iteration is one replicate"
+        };
+        let _ = writeln!(
+            out,
+            "Warm-up-excluded means (first {} iteration{} excluded) ± standard deviation; \
+             {unit}. Speedup = baseline mean / arm mean (arm / baseline for \
+             higher-is-better metrics), so > 1 is better; ± is its standard error.\n",
+            e.warmup,
+            if e.warmup == 1 { "" } else { "s" }
+        );
+    }
+
+    if let Some(line) = verdict_line(report) {
+        let _ = writeln!(out, "{line}\n");
+    }
+    let _ = writeln!(out, "Net result: {}\n", report.net_result);
+
+    // Per-arm verdicts on every metric of the table.
+    let mut metrics: Vec<(&str, &str)> = Vec::new();
+    for c in &report.columns {
+        if !metrics.iter().any(|(m, _)| *m == c.metric) {
+            metrics.push((&c.metric, &c.label));
+        }
+    }
+    let others: Vec<_> = report.arms.iter().filter(|a| !a.is_baseline).collect();
+    if !others.is_empty() && !metrics.is_empty() {
+        let _ = writeln!(
+            out,
+            "## Verdicts vs `{}`\n\nWelch's t-test (α = {}) and a minimum effect of {}% of the \
+             baseline mean.\n",
+            report.baseline,
+            report.rule.alpha,
+            trim_number(report.rule.min_effect * 100.0)
+        );
+        let baseline = report.arms.iter().find(|a| a.is_baseline);
+        for arm in others {
+            let has_data = arm.metrics.iter().any(|m| m.summary.is_some());
+            if !has_data {
+                let why = report
+                    .incomplete
+                    .iter()
+                    .find(|c| c.arm == arm.name)
+                    .map(|c| {
+                        let reason = c
+                            .reason
+                            .as_deref()
+                            .map(|r| format!(": {r}"))
+                            .unwrap_or_default();
+                        format!(" ({}{reason})", c.status)
+                    })
+                    .unwrap_or_default();
+                let _ = writeln!(out, "- **{}**: no data{why}", arm.name);
+                continue;
+            }
+            let _ = writeln!(out, "- **{}**", arm.name);
+            for (metric, label) in &metrics {
+                let m = arm.metric(metric);
+                let text = match m.and_then(|m| m.comparison.as_ref()) {
+                    Some(c) => format!("{} ({})", c.verdict.text(), comparison_detail(c)),
+                    None if m.and_then(|m| m.summary.as_ref()).is_none() => "no data".into(),
+                    None if baseline
+                        .and_then(|b| b.metric(metric))
+                        .and_then(|m| m.summary.as_ref())
+                        .is_none() =>
+                    {
+                        "no baseline data".into()
+                    }
+                    None => Verdict::Inconclusive.text().to_string(),
+                };
+                let _ = writeln!(out, "  - {label}: {text}");
+            }
+        }
+        out.push('\n');
+    }
+
+    out.push_str("## Cells\n\n");
+    if report.incomplete.is_empty() {
+        let _ = writeln!(out, "All {} cells completed.\n", report.total_cells);
+    } else {
+        let _ = writeln!(
+            out,
+            "{} of {} cells did not complete; statistics use completed cells only \
+             (an arm without any completed cell is marked partial).\n",
+            report.incomplete.len(),
+            report.total_cells
+        );
+        let mut t = Table::new();
+        t.load_preset(ASCII_MARKDOWN);
+        t.set_header(vec![
+            "Run",
+            "Arm",
+            "Repeat",
+            "Status",
+            "Exit",
+            "Iterations",
+            "Reason",
+        ]);
+        for c in &report.incomplete {
+            let exit = match (c.exit_code, c.signal) {
+                (Some(code), _) => code.to_string(),
+                (None, Some(sig)) => format!("signal {sig}"),
+                (None, None) => "—".into(),
+            };
+            t.add_row(vec![
+                c.run_id.to_string(),
+                c.arm.clone(),
+                c.repeat.to_string(),
+                c.status.clone(),
+                exit,
+                c.iterations_done.to_string(),
+                c.reason.clone().unwrap_or_else(|| "—".into()),
+            ]);
+        }
+        let _ = writeln!(out, "{t}\n");
+    }
+
+    out.push_str("## Reproduce\n\n```sh\n");
+    let _ = writeln!(out, "{}", report.reproduce.experiment);
+    out.push_str("```\n\n");
+    if !report.reproduce.cells.is_empty() {
+        out.push_str("One cell of each arm:\n\n```sh\n");
+        for (arm, cmd) in &report.reproduce.cells {
+            let _ = writeln!(out, "# {arm}\n{cmd}");
+        }
+        out.push_str("```\n\n");
+    }
+
+    out.push_str("## Environment\n\n");
+    for (k, v) in &report.environment {
+        let _ = writeln!(out, "- {k}: {v}");
+    }
+    out.push('\n');
+
+    out.push_str("## Runs\n\n");
+    let mut t = Table::new();
+    t.load_preset(ASCII_MARKDOWN);
+    t.set_header(vec![
+        "Run",
+        "Arm",
+        "Repeat",
+        "Status",
+        "Iterations",
+        "Wall s",
+    ]);
+    for r in &report.runs {
+        t.add_row(vec![
+            r.run_id.to_string(),
+            r.arm.clone(),
+            r.repeat.to_string(),
+            r.status.clone(),
+            r.iterations_done.to_string(),
+            r.wall_seconds.map(num).unwrap_or_else(|| "—".into()),
+        ]);
+    }
+    let _ = writeln!(out, "{t}\n");
+
+    let unknown: Vec<&str> = report
+        .columns
+        .iter()
+        .filter(|c| !c.direction_known)
+        .map(|c| c.metric.as_str())
+        .collect();
+    if !report.notes.trim().is_empty() || !report.remarks.is_empty() || !unknown.is_empty() {
+        out.push_str("## Notes\n\n");
+        if !report.notes.trim().is_empty() {
+            let _ = writeln!(out, "{}\n", report.notes.trim());
+        }
+        for r in &report.remarks {
+            let _ = writeln!(out, "- {r}");
+        }
+        let mut seen = Vec::new();
+        for c in report.columns.iter().filter(|c| !c.direction_known) {
+            if seen.contains(&c.metric) {
+                continue;
+            }
+            seen.push(c.metric.clone());
+            let _ = writeln!(
+                out,
+                "- `{}`: direction unknown, treated as {} (set `direction` in `[[columns]]`).",
+                c.metric,
+                direction_word(c.direction)
+            );
+        }
+        out.push('\n');
+    }
+
+    if !report.plots.is_empty() {
+        out.push_str("## Plots\n\n");
+        for (title, path) in &report.plots {
+            let _ = writeln!(out, "![{title}]({path})\n");
+        }
+    }
+    while out.ends_with("\n\n") {
+        out.pop();
+    }
+    out
+}
+
+/// The whole report as pretty JSON.
+pub fn render_json(report: &Report) -> String {
+    // The report is plain data (strings, numbers, options): serialising
+    // cannot fail; non-finite floats become null.
+    serde_json::to_string_pretty(report).unwrap_or_default()
+}
+
+/// Quotes a CSV field when needed (RFC 4180).
+pub fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn opt(x: Option<f64>) -> String {
+    match x {
+        Some(v) if v.is_finite() => v.to_string(),
+        _ => String::new(),
+    }
+}
+
+/// One row per arm × metric, full precision.
+pub fn render_csv(report: &Report) -> String {
+    let mut out = String::from(
+        "experiment_id,experiment,arm,baseline,metric,direction,n,replicates,replicate_unit,\
+         excluded_warmup,mean,median,sd,min,max,speedup,speedup_se,speedup_ci_low,\
+         speedup_ci_high,p_value,verdict\n",
+    );
+    for arm in &report.arms {
+        for m in &arm.metrics {
+            let s = m.summary.as_ref();
+            let c = m.comparison.as_ref();
+            let sp = c.and_then(|c| c.speedup.as_ref());
+            let fields = [
+                report.experiment.id.to_string(),
+                csv_field(&report.experiment.name),
+                csv_field(&arm.name),
+                arm.is_baseline.to_string(),
+                csv_field(&m.metric),
+                m.direction.word().to_string(),
+                s.map(|s| s.n.to_string()).unwrap_or_default(),
+                m.replicates.to_string(),
+                m.replicate_unit.clone(),
+                m.excluded_warmup.to_string(),
+                opt(s.map(|s| s.mean)),
+                opt(s.and_then(|s| s.median)),
+                opt(s.map(|s| s.sd)),
+                opt(s.map(|s| s.min)),
+                opt(s.map(|s| s.max)),
+                opt(sp.map(|s| s.ratio)),
+                opt(sp.map(|s| s.se)),
+                opt(sp.map(|s| s.ci_low)),
+                opt(sp.map(|s| s.ci_high)),
+                opt(c.and_then(|c| c.welch.as_ref()).map(|w| w.p_value)),
+                c.map(|c| c.verdict.text().to_string()).unwrap_or_default(),
+            ];
+            out.push_str(&fields.join(","));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixture;
+    use super::*;
+
+    #[test]
+    fn markdown_pass() {
+        let report = fixture::report(1.5, true);
+        let md = render_markdown(&report);
+        assert!(md.contains("Verdict: PASS"), "{md}");
+        insta::assert_snapshot!("markdown_pass", md);
+    }
+
+    #[test]
+    fn markdown_fail_with_default_columns() {
+        let report = fixture::report(4.0, false);
+        let md = render_markdown(&report);
+        assert!(md.contains("Verdict: FAIL"), "{md}");
+        assert!(md.contains("below 4.00×"), "{md}");
+        insta::assert_snapshot!("markdown_fail_default_columns", md);
+    }
+
+    #[test]
+    fn json_and_csv() {
+        let report = fixture::report(1.5, true);
+        let json = render_json(&report);
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["gate"]["pass"], true);
+        insta::assert_snapshot!("json", json);
+        let csv = render_csv(&report);
+        // Header + 3 arms × 4 metrics.
+        assert_eq!(csv.lines().count(), 1 + 3 * 4);
+        insta::assert_snapshot!("csv", csv);
+    }
+
+    #[test]
+    fn number_formats() {
+        assert_eq!(num(1234.5678), "1235");
+        assert_eq!(num(2.5), "2.500");
+        assert_eq!(num(0.0123456), "0.01235");
+        assert_eq!(num(f64::NAN), "—");
+        assert_eq!(p_text(0.0001), "p < 0.001");
+        assert_eq!(p_text(0.0345), "p = 0.035");
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+    }
+}

@@ -1,0 +1,205 @@
+//! The run store: one SQLite file (WAL, foreign keys on) that holds every
+//! experiment, cell and metric lcx records. This is the only module that
+//! imports `rusqlite`; the rest of lcx talks to the database through
+//! [`Store`]'s typed functions.
+//!
+//! The schema lives in `migrations/NNNN_*.sql` (documented there); the files
+//! are compiled in and applied in order on open, and `PRAGMA user_version`
+//! records how many were applied.
+
+mod migrate;
+mod read;
+pub mod report_read;
+mod types;
+mod write;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags};
+
+pub use migrate::LATEST_VERSION;
+pub use read::{QueryResult, SqlValue};
+pub use types::*;
+
+/// How long a writer waits for another lcx process's transaction before it
+/// gives up. Transactions are one metric line each, so waits are short; the
+/// generous bound only matters when many processes share one file.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Everything that can go wrong in the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database {path}: {source}")]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error(
+        "database {path} has schema version {found}, newer than this lcx understands \
+         (up to {supported}); use a newer lcx. The file was not changed."
+    )]
+    TooNew {
+        path: PathBuf,
+        found: i64,
+        supported: i64,
+    },
+    #[error(
+        "database {path} has schema version {found}, older than this lcx ({supported}); \
+         open it once for writing (e.g. `lcx run`) to upgrade it"
+    )]
+    TooOld {
+        path: PathBuf,
+        found: i64,
+        supported: i64,
+    },
+    #[error("no database at {0}")]
+    Missing(PathBuf),
+    #[error("applying migration {name}: {source}")]
+    Migration {
+        name: &'static str,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error("no experiment matches `{0}` (expected an id, `latest` or an experiment name)")]
+    ExperimentNotFound(String),
+    #[error("run {run_id}: iteration {iteration} of `{name}` was already recorded")]
+    DuplicateIteration {
+        run_id: i64,
+        iteration: i64,
+        name: String,
+    },
+    #[error("only read-only statements are allowed here: {0}")]
+    NotReadOnly(String),
+    #[error("database column {column} holds an unexpected value `{value}`")]
+    BadValue { column: &'static str, value: String },
+    #[error("JSON column {column}: {source}")]
+    Json {
+        column: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error(transparent)]
+    Sql(#[from] rusqlite::Error),
+}
+
+/// An open run store.
+pub struct Store {
+    conn: Connection,
+    path: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path` for reading and
+    /// writing, and brings its schema up to date. A database with a newer
+    /// schema than this lcx knows is refused before anything is written.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        let open_err = |source| StoreError::Open {
+            path: path.to_path_buf(),
+            source,
+        };
+        let conn = Connection::open(path).map_err(open_err)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
+        // Read the version before any pragma that writes (journal_mode=WAL
+        // rewrites the header), so a too-new file stays byte-for-byte intact.
+        let found = migrate::user_version(&conn).map_err(open_err)?;
+        if found > LATEST_VERSION {
+            return Err(StoreError::TooNew {
+                path: path.to_path_buf(),
+                found,
+                supported: LATEST_VERSION,
+            });
+        }
+        conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get::<_, String>(0))
+            .map_err(open_err)?;
+        configure(&conn).map_err(open_err)?;
+        let mut store = Store {
+            conn,
+            path: Some(path.to_path_buf()),
+        };
+        migrate::migrate(&mut store.conn, path)?;
+        Ok(store)
+    }
+
+    /// Opens an existing database for reading only (reports, queries): never
+    /// creates the file, never migrates, refuses other schema versions.
+    pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
+        if !path.exists() {
+            return Err(StoreError::Missing(path.to_path_buf()));
+        }
+        let open_err = |source| StoreError::Open {
+            path: path.to_path_buf(),
+            source,
+        };
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags).map_err(open_err)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
+        let found = migrate::user_version(&conn).map_err(open_err)?;
+        if found > LATEST_VERSION {
+            return Err(StoreError::TooNew {
+                path: path.to_path_buf(),
+                found,
+                supported: LATEST_VERSION,
+            });
+        }
+        if found < LATEST_VERSION {
+            return Err(StoreError::TooOld {
+                path: path.to_path_buf(),
+                found,
+                supported: LATEST_VERSION,
+            });
+        }
+        Ok(Store {
+            conn,
+            path: Some(path.to_path_buf()),
+        })
+    }
+
+    /// A fresh in-memory database with the current schema (tests, dry runs).
+    pub fn open_in_memory() -> Result<Store, StoreError> {
+        let conn = Connection::open_in_memory()?;
+        configure(&conn)?;
+        let mut store = Store { conn, path: None };
+        migrate::migrate(&mut store.conn, Path::new(":memory:"))?;
+        Ok(store)
+    }
+
+    /// The file this store was opened from (`None` in memory).
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// The schema version recorded in the file (`PRAGMA user_version`).
+    pub fn schema_version(&self) -> Result<i64, StoreError> {
+        Ok(migrate::user_version(&self.conn)?)
+    }
+
+    /// `PRAGMA integrity_check`; `"ok"` for a healthy file.
+    pub fn integrity_check(&self) -> Result<String, StoreError> {
+        Ok(self
+            .conn
+            .query_row("PRAGMA integrity_check", [], |row| row.get(0))?)
+    }
+}
+
+/// Per-connection settings. synchronous=NORMAL under WAL keeps commits
+/// durable against process crashes (only an OS crash can lose the last
+/// transactions) while making a commit per metric line cheap.
+fn configure(conn: &Connection) -> rusqlite::Result<()> {
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    // 32 MiB of page cache (default 2 MiB) keeps the metrics index hot
+    // during large ingests; a fixed bound, so memory stays flat.
+    conn.pragma_update(None, "cache_size", -32768)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

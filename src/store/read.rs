@@ -1,0 +1,388 @@
+//! Reads shaped for reports: an experiment by id, name or recency, its runs,
+//! per-run metric series, warm-up-excluded aggregates, and read-only SQL.
+//! (The report side's own aggregate queries live in `report_read.rs`.)
+
+use rusqlite::types::ValueRef;
+use rusqlite::{params, OptionalExtension, Row};
+use serde::de::DeserializeOwned;
+
+use super::types::*;
+use super::{Store, StoreError};
+
+const EXPERIMENT_COLUMNS: &str = "id, name, description, workload, file_path, file_text,
+    file_sha256, plan_json, iterations, warmup, repeats, baseline, status, created_at,
+    finished_at, lcx_version, git_commit, git_dirty, command_line, runner_pid, hostname, os,
+    cpu_model, cpu_cores, memory_bytes, gpu_name, gpu_driver, cuda_version, cuda_available,
+    torch_version, torch_intra_threads, torch_inter_threads";
+
+const RUN_COLUMNS: &str = "id, experiment_id, arm, arm_label, arm_index, repeat, attempt,
+    config_toml, config_sha256, command_json, env_json, status, skip_reason, exit_code, signal,
+    error, stderr_tail, iterations_done, started_at, finished_at, wall_seconds";
+
+/// A value of a read-only query's result (serialises untagged, so
+/// `lcx query --format json` prints plain JSON values).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(untagged)]
+pub enum SqlValue {
+    Null,
+    Integer(i64),
+    Real(f64),
+    Text(String),
+    Blob(Vec<u8>),
+}
+
+/// The result of [`Store::query`].
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct QueryResult {
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<SqlValue>>,
+}
+
+fn parse_json<T: DeserializeOwned + Default>(
+    column: &'static str,
+    text: Option<String>,
+) -> Result<T, StoreError> {
+    match text {
+        None => Ok(T::default()),
+        Some(text) => {
+            serde_json::from_str(&text).map_err(|source| StoreError::Json { column, source })
+        }
+    }
+}
+
+type RawExperiment = (Experiment, String, Option<String>);
+
+/// Raw row → struct in two steps so JSON/enum parse errors surface as
+/// [`StoreError`] rather than being squeezed through rusqlite's error type.
+fn experiment_from_row(row: &Row<'_>) -> rusqlite::Result<RawExperiment> {
+    let status: String = row.get(12)?;
+    let command_line: Option<String> = row.get(18)?;
+    let experiment = Experiment {
+        id: row.get(0)?,
+        name: row.get(1)?,
+        description: row.get(2)?,
+        workload: row.get(3)?,
+        file_path: row.get(4)?,
+        file_text: row.get(5)?,
+        file_sha256: row.get(6)?,
+        plan_json: row.get(7)?,
+        iterations: row.get(8)?,
+        warmup: row.get(9)?,
+        repeats: row.get(10)?,
+        baseline: row.get(11)?,
+        status: ExperimentStatus::Running,
+        created_at: row.get(13)?,
+        finished_at: row.get(14)?,
+        lcx_version: row.get(15)?,
+        git_commit: row.get(16)?,
+        git_dirty: row.get(17)?,
+        command_line: Vec::new(),
+        runner_pid: row.get(19)?,
+        fingerprint: Fingerprint {
+            hostname: row.get(20)?,
+            os: row.get(21)?,
+            cpu_model: row.get(22)?,
+            cpu_cores: row.get(23)?,
+            memory_bytes: row.get(24)?,
+            gpu_name: row.get(25)?,
+            gpu_driver: row.get(26)?,
+            cuda_version: row.get(27)?,
+            cuda_available: row.get(28)?,
+            torch_version: row.get(29)?,
+            torch_intra_threads: row.get(30)?,
+            torch_inter_threads: row.get(31)?,
+        },
+    };
+    Ok((experiment, status, command_line))
+}
+
+fn finish_experiment(raw: RawExperiment) -> Result<Experiment, StoreError> {
+    let (mut experiment, status, command_line) = raw;
+    experiment.status = status.parse()?;
+    experiment.command_line = parse_json("experiments.command_line", command_line)?;
+    Ok(experiment)
+}
+
+type RawRun = (Run, String, Option<String>, Option<String>);
+
+fn run_from_row(row: &Row<'_>) -> rusqlite::Result<RawRun> {
+    let run = Run {
+        id: row.get(0)?,
+        experiment_id: row.get(1)?,
+        arm: row.get(2)?,
+        arm_label: row.get(3)?,
+        arm_index: row.get(4)?,
+        repeat: row.get(5)?,
+        attempt: row.get(6)?,
+        config_toml: row.get(7)?,
+        config_sha256: row.get(8)?,
+        command: Vec::new(),
+        env: Default::default(),
+        status: RunStatus::Pending,
+        skip_reason: row.get(12)?,
+        exit_code: row.get(13)?,
+        signal: row.get(14)?,
+        error: row.get(15)?,
+        stderr_tail: row.get(16)?,
+        iterations_done: row.get(17)?,
+        started_at: row.get(18)?,
+        finished_at: row.get(19)?,
+        wall_seconds: row.get(20)?,
+    };
+    Ok((run, row.get(11)?, row.get(9)?, row.get(10)?))
+}
+
+fn finish_run(raw: RawRun) -> Result<Run, StoreError> {
+    let (mut run, status, command, env) = raw;
+    run.status = status.parse()?;
+    run.command = parse_json("runs.command_json", command)?;
+    run.env = parse_json("runs.env_json", env)?;
+    Ok(run)
+}
+
+fn stats_from_row(row: &Row<'_>, per_run: bool) -> rusqlite::Result<MetricStats> {
+    Ok(MetricStats {
+        experiment_id: row.get("experiment_id")?,
+        arm: row.get("arm")?,
+        run_id: if per_run { row.get("run_id")? } else { None },
+        repeat: if per_run { row.get("repeat")? } else { None },
+        name: row.get("name")?,
+        n: row.get("n")?,
+        mean: row.get("mean")?,
+        min: row.get("min")?,
+        max: row.get("max")?,
+        variance: row.get("variance")?,
+    })
+}
+
+impl Store {
+    /// The experiment with this id.
+    pub fn experiment(&self, id: i64) -> Result<Option<Experiment>, StoreError> {
+        let sql = format!("SELECT {EXPERIMENT_COLUMNS} FROM experiments WHERE id = ?1");
+        self.conn
+            .query_row(&sql, [id], experiment_from_row)
+            .optional()?
+            .map(finish_experiment)
+            .transpose()
+    }
+
+    /// The most recent experiment, or the most recent one with this name.
+    pub fn latest_experiment(&self, name: Option<&str>) -> Result<Option<Experiment>, StoreError> {
+        let sql = format!(
+            "SELECT {EXPERIMENT_COLUMNS} FROM experiments
+             WHERE ?1 IS NULL OR name = ?1 ORDER BY id DESC LIMIT 1"
+        );
+        self.conn
+            .query_row(&sql, [name], experiment_from_row)
+            .optional()?
+            .map(finish_experiment)
+            .transpose()
+    }
+
+    /// Resolves a user's experiment selector: a numeric id, `latest`, or a
+    /// name (the latest experiment with that name).
+    pub fn find_experiment(&self, selector: &str) -> Result<Experiment, StoreError> {
+        let found = if selector == "latest" {
+            self.latest_experiment(None)?
+        } else if let Ok(id) = selector.parse::<i64>() {
+            self.experiment(id)?
+        } else {
+            self.latest_experiment(Some(selector))?
+        };
+        found.ok_or_else(|| StoreError::ExperimentNotFound(selector.to_string()))
+    }
+
+    /// All experiments, newest first (optionally only those with a name).
+    pub fn experiments(&self, name: Option<&str>) -> Result<Vec<Experiment>, StoreError> {
+        let sql = format!(
+            "SELECT {EXPERIMENT_COLUMNS} FROM experiments
+             WHERE ?1 IS NULL OR name = ?1 ORDER BY id DESC"
+        );
+        let mut stmt = self.conn.prepare(&sql)?;
+        let raws = stmt
+            .query_map([name], experiment_from_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        raws.into_iter().map(finish_experiment).collect()
+    }
+
+    /// The cells of an experiment in plan order (arm, then repeat).
+    pub fn runs(&self, experiment_id: i64) -> Result<Vec<Run>, StoreError> {
+        let sql = format!(
+            "SELECT {RUN_COLUMNS} FROM runs WHERE experiment_id = ?1 ORDER BY arm_index, repeat"
+        );
+        let mut stmt = self.conn.prepare(&sql)?;
+        let raws = stmt
+            .query_map([experiment_id], run_from_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        raws.into_iter().map(finish_run).collect()
+    }
+
+    /// One run by id.
+    pub fn run(&self, run_id: i64) -> Result<Option<Run>, StoreError> {
+        let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1");
+        self.conn
+            .query_row(&sql, [run_id], run_from_row)
+            .optional()?
+            .map(finish_run)
+            .transpose()
+    }
+
+    /// A run's live values of one metric in iteration order, warm-up
+    /// iterations included (filter with `iteration > experiment.warmup`).
+    pub fn metric_series(&self, run_id: i64, name: &str) -> Result<Vec<(i64, f64)>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT iteration, value FROM metrics
+             WHERE run_id = ?1 AND name = ?2 AND superseded = 0 ORDER BY iteration",
+        )?;
+        let rows = stmt
+            .query_map(params![run_id, name], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    /// Every live numeric value of a run, by iteration then name.
+    pub fn run_metrics(&self, run_id: i64) -> Result<Vec<MetricPoint>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT iteration, name, value FROM metrics
+             WHERE run_id = ?1 AND superseded = 0 ORDER BY iteration, name",
+        )?;
+        let rows = stmt
+            .query_map([run_id], |r| {
+                Ok(MetricPoint {
+                    iteration: r.get(0)?,
+                    name: r.get(1)?,
+                    value: r.get(2)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    /// A run's live text fields (e.g. `mode`), as (iteration, name, value).
+    pub fn run_texts(&self, run_id: i64) -> Result<Vec<(i64, String, String)>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT iteration, name, value FROM metric_text
+             WHERE run_id = ?1 AND superseded = 0 ORDER BY iteration, name",
+        )?;
+        let rows = stmt
+            .query_map([run_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    /// Names of all metrics recorded for an experiment, sorted.
+    pub fn metric_names(&self, experiment_id: i64) -> Result<Vec<String>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT DISTINCT m.name FROM metrics m JOIN runs r ON r.id = m.run_id
+             WHERE r.experiment_id = ?1 AND m.superseded = 0 ORDER BY m.name",
+        )?;
+        let rows = stmt
+            .query_map([experiment_id], |r| r.get(0))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    /// Warm-up-excluded per-run aggregates (view `run_metric_stats`).
+    pub fn run_stats(&self, experiment_id: i64) -> Result<Vec<MetricStats>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT * FROM run_metric_stats WHERE experiment_id = ?1
+             ORDER BY run_id, name",
+        )?;
+        let rows = stmt
+            .query_map([experiment_id], |r| stats_from_row(r, true))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    /// Warm-up-excluded per-arm aggregates over all repeats (view
+    /// `arm_metric_stats`).
+    pub fn arm_stats(&self, experiment_id: i64) -> Result<Vec<MetricStats>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT * FROM arm_metric_stats WHERE experiment_id = ?1 ORDER BY arm, name",
+        )?;
+        let rows = stmt
+            .query_map([experiment_id], |r| stats_from_row(r, false))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    /// One arm's aggregate of one metric across every experiment of a name,
+    /// oldest first, paired with the experiment (for `lcx history`).
+    pub fn arm_history(
+        &self,
+        experiment_name: &str,
+        arm: &str,
+        metric: &str,
+    ) -> Result<Vec<(Experiment, MetricStats)>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT s.* FROM arm_metric_stats s JOIN experiments e ON e.id = s.experiment_id
+             WHERE e.name = ?1 AND s.arm = ?2 AND s.name = ?3 ORDER BY e.id",
+        )?;
+        let stats = stmt
+            .query_map(params![experiment_name, arm, metric], |r| {
+                stats_from_row(r, false)
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let mut out = Vec::with_capacity(stats.len());
+        for s in stats {
+            if let Some(e) = self.experiment(s.experiment_id)? {
+                out.push((e, s));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Reports recorded for an experiment, oldest first.
+    pub fn reports(&self, experiment_id: i64) -> Result<Vec<ReportRecord>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT id, experiment_id, path, sha256, format, created_at FROM reports
+             WHERE experiment_id = ?1 ORDER BY id",
+        )?;
+        let rows = stmt
+            .query_map([experiment_id], |r| {
+                Ok(ReportRecord {
+                    id: r.get(0)?,
+                    experiment_id: r.get(1)?,
+                    path: r.get(2)?,
+                    sha256: r.get(3)?,
+                    format: r.get(4)?,
+                    created_at: r.get(5)?,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    /// Runs one read-only SQL statement (for `lcx query`). Statements that
+    /// would write are refused before they run, and the connection is put
+    /// in `query_only` mode meanwhile as a second guard.
+    pub fn query(&self, sql: &str) -> Result<QueryResult, StoreError> {
+        let mut stmt = self.conn.prepare(sql)?;
+        if !stmt.readonly() {
+            return Err(StoreError::NotReadOnly(sql.trim().to_string()));
+        }
+        self.conn.pragma_update(None, "query_only", "ON")?;
+        let result = (|| {
+            let columns: Vec<String> = stmt.column_names().map(str::to_string).collect();
+            let width = columns.len();
+            let mut rows = Vec::new();
+            let mut cursor = stmt.query([])?;
+            while let Some(row) = cursor.next()? {
+                let mut values = Vec::with_capacity(width);
+                for i in 0..width {
+                    values.push(match row.get_ref(i)? {
+                        ValueRef::Null => SqlValue::Null,
+                        ValueRef::Integer(v) => SqlValue::Integer(v),
+                        ValueRef::Real(v) => SqlValue::Real(v),
+                        ValueRef::Text(t) => SqlValue::Text(String::from_utf8_lossy(t).into()),
+                        ValueRef::Blob(b) => SqlValue::Blob(b.to_vec()),
+                    });
+                }
+                rows.push(values);
+            }
+            Ok::<_, StoreError>(QueryResult { columns, rows })
+        })();
+        self.conn.pragma_update(None, "query_only", "OFF")?;
+        result
+    }
+}

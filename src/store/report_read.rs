@@ -1,0 +1,431 @@
+//! Read-side queries for `lcx report`, `history`, `compare`, `list` and
+//! `query` (owned by the report side; the rest of the store is in read.rs /
+//! write.rs).
+//!
+//! Everything that aggregates does so in SQL (warm-up-excluded counts, sums
+//! and sums of squares per run, medians by window functions, per-iteration
+//! means for plots), so a report over a million metric rows moves a few
+//! hundred numbers into Rust rather than a million.
+
+use std::path::Path;
+
+use rusqlite::params_from_iter;
+use rusqlite::types::Value;
+
+use super::{Store, StoreError};
+
+/// Warm-up-excluded moments of one metric in one run.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RunMoments {
+    pub run_id: i64,
+    pub arm: String,
+    pub repeat: i64,
+    pub name: String,
+    /// Iterations after the warm-up.
+    pub n: i64,
+    pub sum: f64,
+    pub sum_sq: f64,
+    /// NaN when n = 0.
+    pub min: f64,
+    pub max: f64,
+    /// Live iterations of this metric that the warm-up excluded.
+    pub excluded: i64,
+}
+
+/// Mean over repeats of one metric at one iteration of one arm (warm-up
+/// included: plots shade it).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct IterationPoint {
+    pub arm: String,
+    pub name: String,
+    pub iteration: i64,
+    pub mean: f64,
+}
+
+/// One line of `lcx list`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ListRow {
+    pub id: i64,
+    pub name: String,
+    pub created_at: String,
+    pub status: String,
+    pub workload: String,
+    /// Arm names in plan order.
+    pub arms: Vec<String>,
+    pub cells: i64,
+    pub completed: i64,
+    /// Failed or interrupted.
+    pub failed: i64,
+    pub skipped: i64,
+}
+
+/// One run of an arm in one experiment, for `lcx history`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct HistoryRun {
+    pub experiment_id: i64,
+    pub run_id: i64,
+    pub arm: String,
+    pub repeat: i64,
+    pub status: String,
+    /// `None` when the run recorded no post-warm-up value of the metric.
+    pub moments: Option<RunMoments>,
+}
+
+/// `?, ?, ?` for an IN list.
+fn placeholders(n: usize) -> String {
+    vec!["?"; n].join(", ")
+}
+
+/// The shared SELECT list of the per-run moment queries; columns 5..=10.
+const MOMENTS: &str = "SUM(m.iteration > e.warmup), \
+     TOTAL(CASE WHEN m.iteration > e.warmup THEN m.value END), \
+     TOTAL(CASE WHEN m.iteration > e.warmup THEN m.value * m.value END), \
+     MIN(CASE WHEN m.iteration > e.warmup THEN m.value END), \
+     MAX(CASE WHEN m.iteration > e.warmup THEN m.value END), \
+     SUM(m.iteration <= e.warmup)";
+
+fn moments_at(
+    row: &rusqlite::Row<'_>,
+    run_id: i64,
+    arm: &str,
+    repeat: i64,
+    name: String,
+    first: usize,
+) -> rusqlite::Result<RunMoments> {
+    Ok(RunMoments {
+        run_id,
+        arm: arm.to_string(),
+        repeat,
+        name,
+        n: row.get::<_, Option<i64>>(first)?.unwrap_or(0),
+        sum: row.get::<_, Option<f64>>(first + 1)?.unwrap_or(0.0),
+        sum_sq: row.get::<_, Option<f64>>(first + 2)?.unwrap_or(0.0),
+        min: row.get::<_, Option<f64>>(first + 3)?.unwrap_or(f64::NAN),
+        max: row.get::<_, Option<f64>>(first + 4)?.unwrap_or(f64::NAN),
+        excluded: row.get::<_, Option<i64>>(first + 5)?.unwrap_or(0),
+    })
+}
+
+impl Store {
+    /// Opens an existing database for `lcx query`: read-only at the SQLite
+    /// level (`SQLITE_OPEN_READ_ONLY`) and, belt and braces, with
+    /// `PRAGMA query_only`, so no statement can change the file.
+    pub fn open_query_only(path: &Path) -> Result<Store, StoreError> {
+        let store = Store::open_read_only(path)?;
+        store.conn.pragma_update(None, "query_only", true)?;
+        Ok(store)
+    }
+
+    /// Warm-up-excluded moments per (run, metric) for `names`, aggregated in
+    /// SQL; `runs` restricts to some run ids (all of the experiment when
+    /// empty). Ordered by plan position, repeat, metric.
+    pub fn run_moments(
+        &self,
+        experiment_id: i64,
+        names: &[String],
+        runs: &[i64],
+    ) -> Result<Vec<RunMoments>, StoreError> {
+        if names.is_empty() {
+            return Ok(Vec::new());
+        }
+        let run_filter = if runs.is_empty() {
+            String::new()
+        } else {
+            format!(" AND r.id IN ({})", placeholders(runs.len()))
+        };
+        let sql = format!(
+            "SELECT r.id, r.arm, r.repeat, m.name, 0, {MOMENTS} \
+             FROM experiments e \
+             JOIN runs r ON r.experiment_id = e.id \
+             JOIN metrics m ON m.run_id = r.id AND m.superseded = 0 \
+             WHERE e.id = ? AND m.name IN ({}){run_filter} \
+             GROUP BY r.id, m.name ORDER BY r.arm_index, r.repeat, m.name",
+            placeholders(names.len())
+        );
+        let mut params: Vec<Value> = vec![experiment_id.into()];
+        params.extend(names.iter().map(|n| Value::from(n.clone())));
+        params.extend(runs.iter().map(|&r| Value::from(r)));
+        let mut st = self.conn.prepare(&sql)?;
+        let rows = st
+            .query_map(params_from_iter(params), |r| {
+                let arm: String = r.get(1)?;
+                moments_at(r, r.get(0)?, &arm, r.get(2)?, r.get(3)?, 5)
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+
+    /// Warm-up-excluded median per (arm, metric) over every iteration of
+    /// the arm's runs (only `runs` when not empty), by window functions in
+    /// SQL: (arm, metric, median).
+    pub fn arm_medians(
+        &self,
+        experiment_id: i64,
+        names: &[String],
+        runs: &[i64],
+    ) -> Result<Vec<(String, String, f64)>, StoreError> {
+        if names.is_empty() {
+            return Ok(Vec::new());
+        }
+        let run_filter = if runs.is_empty() {
+            String::new()
+        } else {
+            format!(" AND r.id IN ({})", placeholders(runs.len()))
+        };
+        let sql = format!(
+            "WITH v AS ( \
+               SELECT r.arm AS arm, m.name AS name, m.value AS value, \
+                      ROW_NUMBER() OVER (PARTITION BY r.arm, m.name ORDER BY m.value) AS k, \
+                      COUNT(*) OVER (PARTITION BY r.arm, m.name) AS cnt \
+               FROM experiments e \
+               JOIN runs r ON r.experiment_id = e.id \
+               JOIN metrics m ON m.run_id = r.id AND m.superseded = 0 \
+               WHERE e.id = ? AND m.name IN ({}) AND m.iteration > e.warmup{run_filter}) \
+             SELECT arm, name, AVG(value) FROM v \
+             WHERE k IN ((cnt + 1) / 2, (cnt + 2) / 2) GROUP BY arm, name",
+            placeholders(names.len())
+        );
+        let mut params: Vec<Value> = vec![experiment_id.into()];
+        params.extend(names.iter().map(|n| Value::from(n.clone())));
+        params.extend(runs.iter().map(|&r| Value::from(r)));
+        let mut st = self.conn.prepare(&sql)?;
+        let rows = st
+            .query_map(params_from_iter(params), |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+
+    /// Per-arm, per-iteration means over repeats (warm-up included), for
+    /// plots, in plan order.
+    pub fn iteration_series(
+        &self,
+        experiment_id: i64,
+        names: &[String],
+    ) -> Result<Vec<IterationPoint>, StoreError> {
+        if names.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "SELECT r.arm, m.name, m.iteration, AVG(m.value) \
+             FROM runs r JOIN metrics m ON m.run_id = r.id AND m.superseded = 0 \
+             WHERE r.experiment_id = ? AND m.name IN ({}) \
+             GROUP BY r.arm, m.name, m.iteration \
+             ORDER BY MIN(r.arm_index), m.name, m.iteration",
+            placeholders(names.len())
+        );
+        let mut params: Vec<Value> = vec![experiment_id.into()];
+        params.extend(names.iter().map(|n| Value::from(n.clone())));
+        let mut st = self.conn.prepare(&sql)?;
+        let rows = st
+            .query_map(params_from_iter(params), |r| {
+                Ok(IterationPoint {
+                    arm: r.get(0)?,
+                    name: r.get(1)?,
+                    iteration: r.get(2)?,
+                    mean: r.get(3)?,
+                })
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+
+    /// Experiments with their arms and cell counts, newest first.
+    pub fn experiment_list(&self, limit: Option<usize>) -> Result<Vec<ListRow>, StoreError> {
+        let sql = "SELECT e.id, e.name, e.created_at, e.status, e.workload, \
+                   (SELECT group_concat(arm, char(31)) FROM \
+                        (SELECT arm FROM runs WHERE experiment_id = e.id \
+                         GROUP BY arm ORDER BY MIN(arm_index))), \
+                   (SELECT COUNT(*) FROM runs WHERE experiment_id = e.id), \
+                   (SELECT COUNT(*) FROM runs WHERE experiment_id = e.id \
+                        AND status = 'completed'), \
+                   (SELECT COUNT(*) FROM runs WHERE experiment_id = e.id \
+                        AND status IN ('failed', 'interrupted')), \
+                   (SELECT COUNT(*) FROM runs WHERE experiment_id = e.id \
+                        AND status = 'skipped') \
+                   FROM experiments e ORDER BY e.id DESC LIMIT ?1";
+        let limit = limit.map(|l| l as i64).unwrap_or(-1);
+        let mut st = self.conn.prepare(sql)?;
+        let rows = st
+            .query_map([limit], |r| {
+                let arms: Option<String> = r.get(5)?;
+                Ok(ListRow {
+                    id: r.get(0)?,
+                    name: r.get(1)?,
+                    created_at: r.get(2)?,
+                    status: r.get(3)?,
+                    workload: r.get(4)?,
+                    arms: arms
+                        .map(|a| a.split('\u{1f}').map(str::to_string).collect())
+                        .unwrap_or_default(),
+                    cells: r.get(6)?,
+                    completed: r.get(7)?,
+                    failed: r.get(8)?,
+                    skipped: r.get(9)?,
+                })
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+
+    /// Every run of the experiments named `name` (optionally of one arm)
+    /// with the warm-up-excluded moments of `metric`, oldest experiment
+    /// first. One query, aggregated in SQL.
+    pub fn history_runs(
+        &self,
+        name: &str,
+        arm: Option<&str>,
+        metric: &str,
+    ) -> Result<Vec<HistoryRun>, StoreError> {
+        let sql = format!(
+            "SELECT e.id, r.id, r.arm, r.repeat, r.status, {MOMENTS} \
+             FROM experiments e \
+             JOIN runs r ON r.experiment_id = e.id AND (?2 IS NULL OR r.arm = ?2) \
+             LEFT JOIN metrics m ON m.run_id = r.id AND m.superseded = 0 AND m.name = ?3 \
+             WHERE e.name = ?1 \
+             GROUP BY r.id ORDER BY e.id, r.arm_index, r.repeat"
+        );
+        let mut st = self.conn.prepare(&sql)?;
+        let rows = st
+            .query_map(rusqlite::params![name, arm, metric], |r| {
+                let run_id: i64 = r.get(1)?;
+                let arm: String = r.get(2)?;
+                let repeat: i64 = r.get(3)?;
+                let m = moments_at(r, run_id, &arm, repeat, metric.to_string(), 5)?;
+                Ok(HistoryRun {
+                    experiment_id: r.get(0)?,
+                    run_id,
+                    arm,
+                    repeat,
+                    status: r.get(4)?,
+                    moments: (m.n > 0).then_some(m),
+                })
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::super::types::*;
+    use super::*;
+
+    fn seed(store: &mut Store) -> (i64, Vec<i64>) {
+        let id = store
+            .insert_experiment(&NewExperiment {
+                name: "exp".into(),
+                description: String::new(),
+                workload: "command".into(),
+                file_path: "x.toml".into(),
+                file_text: String::new(),
+                file_sha256: String::new(),
+                plan_json: "{}".into(),
+                iterations: 4,
+                warmup: 1,
+                repeats: 2,
+                baseline: Some("a".into()),
+                lcx_version: "0".into(),
+                git_commit: None,
+                git_dirty: None,
+                command_line: vec![],
+                runner_pid: None,
+                fingerprint: Fingerprint::default(),
+            })
+            .unwrap();
+        let new = |arm: &str, index, repeat| NewRun {
+            arm: arm.into(),
+            arm_label: arm.into(),
+            arm_index: index,
+            repeat,
+            config_toml: None,
+            config_sha256: None,
+            command: vec!["true".into()],
+            env: BTreeMap::new(),
+        };
+        let runs = store
+            .insert_runs(id, &[new("a", 0, 1), new("b", 1, 1), new("a", 0, 2)])
+            .unwrap();
+        for (k, &run) in runs.iter().enumerate() {
+            let attempt = store.start_run(run).unwrap();
+            for it in 1..=4 {
+                // Warm-up iteration 1 is an outlier that must not count.
+                let v = if it == 1 {
+                    100.0
+                } else {
+                    (k + 1) as f64 * it as f64
+                };
+                store
+                    .insert_line(run, attempt, it, &[("t".into(), v)], &[])
+                    .unwrap();
+            }
+        }
+        (id, runs)
+    }
+
+    #[test]
+    fn moments_medians_series_exclude_warmup_in_sql() {
+        let mut store = Store::open_in_memory().unwrap();
+        let (id, runs) = seed(&mut store);
+        let names = vec!["t".to_string()];
+        let m = store.run_moments(id, &names, &[]).unwrap();
+        assert_eq!(m.len(), 3);
+        // Plan order: a#1, a#2, b#1.
+        assert_eq!(
+            (m[0].run_id, m[1].run_id, m[2].run_id),
+            (runs[0], runs[2], runs[1])
+        );
+        // Run a#1: values 2, 3, 4 after warm-up.
+        assert_eq!((m[0].n, m[0].sum, m[0].sum_sq), (3, 9.0, 29.0));
+        assert_eq!((m[0].min, m[0].max, m[0].excluded), (2.0, 4.0, 1));
+        let only = store.run_moments(id, &names, &[runs[1]]).unwrap();
+        assert_eq!(only.len(), 1);
+        assert_eq!(only[0].arm, "b");
+
+        let mut med = store.arm_medians(id, &names, &[]).unwrap();
+        med.sort_by(|x, y| x.0.cmp(&y.0));
+        // Arm a: {2,3,4} ∪ {6,9,12} → median (4 + 6) / 2; arm b: {4,6,8} → 6.
+        assert_eq!(med[0], ("a".into(), "t".into(), 5.0));
+        assert_eq!(med[1], ("b".into(), "t".into(), 6.0));
+        let first_only = store.arm_medians(id, &names, &[runs[0]]).unwrap();
+        assert_eq!(first_only, vec![("a".into(), "t".into(), 3.0)]);
+
+        let series = store.iteration_series(id, &names).unwrap();
+        assert_eq!(series.len(), 8);
+        assert_eq!(series[0].arm, "a");
+        assert_eq!(series[0].mean, 100.0);
+        assert_eq!(series[1].mean, (2.0 + 6.0) / 2.0);
+    }
+
+    #[test]
+    fn list_and_history() {
+        let mut store = Store::open_in_memory().unwrap();
+        let (id, runs) = seed(&mut store);
+        store.skip_run(runs[1], "requires cuda").unwrap();
+        let list = store.experiment_list(None).unwrap();
+        assert_eq!(list.len(), 1);
+        assert_eq!(list[0].id, id);
+        assert_eq!(list[0].arms, vec!["a", "b"]);
+        assert_eq!((list[0].cells, list[0].skipped), (3, 1));
+
+        let h = store.history_runs("exp", Some("a"), "t").unwrap();
+        assert_eq!(h.len(), 2);
+        assert!(h.iter().all(|r| r.arm == "a"));
+        assert_eq!(h[1].moments.as_ref().unwrap().sum, 27.0);
+        let none = store.history_runs("exp", Some("a"), "missing").unwrap();
+        assert!(none.iter().all(|r| r.moments.is_none()));
+    }
+
+    #[test]
+    fn query_only_connection_refuses_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("q.db");
+        drop(Store::open(&path).unwrap());
+        let store = Store::open_query_only(&path).unwrap();
+        assert!(store.query("DELETE FROM experiments").is_err());
+        assert!(store.query("SELECT COUNT(*) FROM runs").is_ok());
+    }
+}

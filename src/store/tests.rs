@@ -1,0 +1,284 @@
+//! Unit tests of the store against in-memory and temp-file databases.
+
+use std::collections::BTreeMap;
+
+use super::*;
+
+fn new_experiment(name: &str, warmup: i64) -> NewExperiment {
+    NewExperiment {
+        name: name.into(),
+        description: "d".into(),
+        workload: "command".into(),
+        file_path: "x.toml".into(),
+        file_text: "name = \"x\"".into(),
+        file_sha256: "ab".into(),
+        plan_json: "{}".into(),
+        iterations: 4,
+        warmup,
+        repeats: 2,
+        baseline: Some("a".into()),
+        lcx_version: "0.1.0".into(),
+        git_commit: None,
+        git_dirty: Some(true),
+        command_line: vec!["lcx".into(), "run".into()],
+        runner_pid: Some(7),
+        fingerprint: Fingerprint {
+            cpu_cores: Some(2),
+            cuda_available: Some(false),
+            ..Fingerprint::default()
+        },
+    }
+}
+
+fn new_run(arm: &str, index: i64, repeat: i64) -> NewRun {
+    NewRun {
+        arm: arm.into(),
+        arm_label: arm.to_uppercase(),
+        arm_index: index,
+        repeat,
+        config_toml: None,
+        config_sha256: None,
+        command: vec!["sh".into(), "-c".into(), "true".into()],
+        env: BTreeMap::from([("K".to_string(), "v".to_string())]),
+    }
+}
+
+fn line(store: &mut Store, run: i64, attempt: i64, iteration: i64, value: f64) {
+    store
+        .insert_line(
+            run,
+            attempt,
+            iteration,
+            &[("t".to_string(), value)],
+            &[("mode".to_string(), "fp32".to_string())],
+        )
+        .unwrap();
+}
+
+#[test]
+fn fresh_store_has_latest_schema() {
+    let store = Store::open_in_memory().unwrap();
+    assert_eq!(store.schema_version().unwrap(), LATEST_VERSION);
+    const { assert!(LATEST_VERSION >= 1) };
+}
+
+#[test]
+fn round_trips_experiment_and_runs() {
+    let mut store = Store::open_in_memory().unwrap();
+    let id = store.insert_experiment(&new_experiment("exp", 1)).unwrap();
+    let ids = store
+        .insert_runs(id, &[new_run("a", 0, 1), new_run("b", 1, 1)])
+        .unwrap();
+    let e = store.experiment(id).unwrap().unwrap();
+    assert_eq!(e.name, "exp");
+    assert_eq!(e.status, ExperimentStatus::Running);
+    assert_eq!(e.git_dirty, Some(true));
+    assert_eq!(e.command_line, vec!["lcx", "run"]);
+    assert_eq!(e.fingerprint.cpu_cores, Some(2));
+    let runs = store.runs(id).unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0].id, ids[0]);
+    assert_eq!(runs[1].arm_label, "B");
+    assert_eq!(runs[0].status, RunStatus::Pending);
+    assert_eq!(runs[0].env.get("K").map(String::as_str), Some("v"));
+    assert_eq!(runs[0].command[0], "sh");
+
+    store
+        .set_experiment_status(id, ExperimentStatus::Completed)
+        .unwrap();
+    let e = store.experiment(id).unwrap().unwrap();
+    assert_eq!(e.status, ExperimentStatus::Completed);
+    assert!(e.finished_at.is_some());
+}
+
+#[test]
+fn find_experiment_by_id_name_and_latest() {
+    let mut store = Store::open_in_memory().unwrap();
+    let a1 = store.insert_experiment(&new_experiment("a", 0)).unwrap();
+    let b = store.insert_experiment(&new_experiment("b", 0)).unwrap();
+    let a2 = store.insert_experiment(&new_experiment("a", 0)).unwrap();
+    assert_eq!(store.find_experiment("latest").unwrap().id, a2);
+    assert_eq!(store.find_experiment("a").unwrap().id, a2);
+    assert_eq!(store.find_experiment("b").unwrap().id, b);
+    assert_eq!(store.find_experiment(&a1.to_string()).unwrap().id, a1);
+    assert!(matches!(
+        store.find_experiment("nope"),
+        Err(StoreError::ExperimentNotFound(_))
+    ));
+    assert_eq!(store.experiments(Some("a")).unwrap().len(), 2);
+    assert_eq!(store.experiments(None).unwrap()[0].id, a2);
+}
+
+#[test]
+fn lines_views_and_warmup_exclusion() {
+    let mut store = Store::open_in_memory().unwrap();
+    let id = store.insert_experiment(&new_experiment("exp", 1)).unwrap();
+    let runs = store
+        .insert_runs(id, &[new_run("a", 0, 1), new_run("a", 0, 2)])
+        .unwrap();
+    for &run in &runs {
+        let attempt = store.start_run(run).unwrap();
+        assert_eq!(attempt, 1);
+        // Iteration 1 is warm-up and deliberately an outlier.
+        line(&mut store, run, attempt, 1, 100.0);
+        line(&mut store, run, attempt, 2, 1.0);
+        line(&mut store, run, attempt, 3, 3.0);
+    }
+    let per_run = store.run_stats(id).unwrap();
+    assert_eq!(per_run.len(), 2);
+    assert_eq!(per_run[0].n, 2);
+    assert_eq!(per_run[0].mean, 2.0);
+    assert_eq!(per_run[0].variance, Some(2.0));
+    let per_arm = store.arm_stats(id).unwrap();
+    assert_eq!(per_arm.len(), 1);
+    assert_eq!(
+        (per_arm[0].n, per_arm[0].min, per_arm[0].max),
+        (4, 1.0, 3.0)
+    );
+    // Sample variance of [1, 3, 1, 3] = 4/3.
+    let var = per_arm[0].variance.unwrap();
+    assert!((var - 4.0 / 3.0).abs() < 1e-12, "{var}");
+    assert_eq!(
+        store.metric_series(runs[0], "t").unwrap(),
+        vec![(1, 100.0), (2, 1.0), (3, 3.0)]
+    );
+    assert_eq!(store.run_texts(runs[0]).unwrap().len(), 3);
+    assert_eq!(store.metric_names(id).unwrap(), vec!["t"]);
+    assert_eq!(store.run(runs[0]).unwrap().unwrap().iterations_done, 3);
+}
+
+#[test]
+fn duplicate_iteration_is_refused_whole() {
+    let mut store = Store::open_in_memory().unwrap();
+    let id = store.insert_experiment(&new_experiment("exp", 0)).unwrap();
+    let run = store.insert_runs(id, &[new_run("a", 0, 1)]).unwrap()[0];
+    let attempt = store.start_run(run).unwrap();
+    line(&mut store, run, attempt, 1, 1.0);
+    let err = store
+        .insert_line(
+            run,
+            attempt,
+            1,
+            &[("u".into(), 5.0), ("t".into(), 2.0)],
+            &[],
+        )
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        StoreError::DuplicateIteration { iteration: 1, .. }
+    ));
+    // Nothing of the refused line landed: `u` was rolled back with it.
+    assert_eq!(store.run_metrics(run).unwrap().len(), 1);
+    assert_eq!(store.run(run).unwrap().unwrap().iterations_done, 1);
+}
+
+#[test]
+fn restart_supersedes_earlier_attempt() {
+    let mut store = Store::open_in_memory().unwrap();
+    let id = store.insert_experiment(&new_experiment("exp", 0)).unwrap();
+    let run = store.insert_runs(id, &[new_run("a", 0, 1)]).unwrap()[0];
+    let first = store.start_run(run).unwrap();
+    line(&mut store, run, first, 1, 9.0);
+    line(&mut store, run, first, 2, 9.0);
+    store
+        .finish_run(
+            run,
+            &RunOutcome {
+                status: RunStatus::Interrupted,
+                exit_code: None,
+                signal: Some(15),
+                error: Some("interrupted".into()),
+                stderr_tail: Some("bye".into()),
+                wall_seconds: 0.5,
+            },
+        )
+        .unwrap();
+    let interrupted = store.run(run).unwrap().unwrap();
+    assert_eq!(interrupted.status, RunStatus::Interrupted);
+    assert_eq!(interrupted.signal, Some(15));
+    assert!(interrupted.status.needs_rerun());
+
+    let second = store.start_run(run).unwrap();
+    assert_eq!(second, first + 1);
+    // Iteration 1 again: allowed, because the old row is superseded.
+    line(&mut store, run, second, 1, 1.0);
+    assert_eq!(store.metric_series(run, "t").unwrap(), vec![(1, 1.0)]);
+    let total = store.query("SELECT COUNT(*) FROM metrics").unwrap();
+    assert_eq!(total.rows[0][0], SqlValue::Integer(3));
+    let again = store.run(run).unwrap().unwrap();
+    assert_eq!((again.status, again.signal), (RunStatus::Running, None));
+}
+
+#[test]
+fn query_refuses_writes() {
+    let store = Store::open_in_memory().unwrap();
+    assert!(matches!(
+        store.query("DELETE FROM experiments"),
+        Err(StoreError::NotReadOnly(_))
+    ));
+    let r = store
+        .query("SELECT 1 AS one, 'x' AS s, NULL AS n, 2.5 AS f")
+        .unwrap();
+    assert_eq!(r.columns, vec!["one", "s", "n", "f"]);
+    assert_eq!(
+        r.rows[0],
+        vec![
+            SqlValue::Integer(1),
+            SqlValue::Text("x".into()),
+            SqlValue::Null,
+            SqlValue::Real(2.5)
+        ]
+    );
+}
+
+#[test]
+fn skip_and_reports() {
+    let mut store = Store::open_in_memory().unwrap();
+    let id = store.insert_experiment(&new_experiment("exp", 0)).unwrap();
+    let run = store.insert_runs(id, &[new_run("gpu", 0, 1)]).unwrap()[0];
+    store.skip_run(run, "requires cuda").unwrap();
+    let r = store.run(run).unwrap().unwrap();
+    assert_eq!(r.status, RunStatus::Skipped);
+    assert_eq!(r.skip_reason.as_deref(), Some("requires cuda"));
+    let rep = store
+        .insert_report(Some(id), "archive/x.md", "ff", "markdown")
+        .unwrap();
+    assert_eq!(store.reports(id).unwrap()[0].id, rep);
+}
+
+#[test]
+fn file_store_refuses_newer_schema_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.db");
+    {
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.integrity_check().unwrap(), "ok");
+        store
+            .conn
+            .execute_batch(&format!("PRAGMA user_version = {}", LATEST_VERSION + 1))
+            .unwrap();
+    }
+    let before = std::fs::read(&path).unwrap();
+    let err = Store::open(&path).unwrap_err();
+    assert!(matches!(err, StoreError::TooNew { .. }), "{err}");
+    assert!(err.to_string().contains("newer"), "{err}");
+    assert!(matches!(
+        Store::open_read_only(&path),
+        Err(StoreError::TooNew { .. })
+    ));
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+}
+
+#[test]
+fn read_only_open_needs_an_existing_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("none.db");
+    assert!(matches!(
+        Store::open_read_only(&path),
+        Err(StoreError::Missing(_))
+    ));
+    assert!(!path.exists());
+    drop(Store::open(&path).unwrap());
+    let ro = Store::open_read_only(&path).unwrap();
+    assert_eq!(ro.schema_version().unwrap(), LATEST_VERSION);
+}

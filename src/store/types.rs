@@ -1,0 +1,235 @@
+//! Plain data that goes into and comes out of the store.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// Lifecycle of an experiment row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExperimentStatus {
+    Running,
+    Completed,
+    Failed,
+    Interrupted,
+}
+
+/// Lifecycle of a run (cell) row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    Pending,
+    Running,
+    Completed,
+    Failed,
+    Interrupted,
+    Skipped,
+}
+
+macro_rules! string_enum {
+    ($ty:ident, $column:literal, $($variant:ident => $text:literal),+ $(,)?) => {
+        impl $ty {
+            /// The spelling stored in the database.
+            pub fn as_str(self) -> &'static str {
+                match self { $($ty::$variant => $text),+ }
+            }
+        }
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+        impl FromStr for $ty {
+            type Err = super::StoreError;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                match s {
+                    $($text => Ok($ty::$variant),)+
+                    other => Err(super::StoreError::BadValue {
+                        column: $column,
+                        value: other.to_string(),
+                    }),
+                }
+            }
+        }
+    };
+}
+
+string_enum!(ExperimentStatus, "experiments.status",
+    Running => "running", Completed => "completed", Failed => "failed",
+    Interrupted => "interrupted");
+string_enum!(RunStatus, "runs.status",
+    Pending => "pending", Running => "running", Completed => "completed",
+    Failed => "failed", Interrupted => "interrupted", Skipped => "skipped");
+
+impl RunStatus {
+    /// Whether `lcx run --resume` runs this cell again.
+    pub fn needs_rerun(self) -> bool {
+        !matches!(self, RunStatus::Completed | RunStatus::Skipped)
+    }
+}
+
+/// The machine an experiment ran on. Every field is optional because each
+/// probe (nvidia-smi, /proc, libtorch) may be unavailable.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Fingerprint {
+    pub hostname: Option<String>,
+    pub os: Option<String>,
+    pub cpu_model: Option<String>,
+    pub cpu_cores: Option<i64>,
+    pub memory_bytes: Option<i64>,
+    pub gpu_name: Option<String>,
+    pub gpu_driver: Option<String>,
+    pub cuda_version: Option<String>,
+    pub cuda_available: Option<bool>,
+    pub torch_version: Option<String>,
+    pub torch_intra_threads: Option<i64>,
+    pub torch_inter_threads: Option<i64>,
+}
+
+/// What the runner knows about an experiment when it starts it.
+#[derive(Debug, Clone)]
+pub struct NewExperiment {
+    pub name: String,
+    pub description: String,
+    pub workload: String,
+    pub file_path: String,
+    pub file_text: String,
+    pub file_sha256: String,
+    pub plan_json: String,
+    pub iterations: i64,
+    pub warmup: i64,
+    pub repeats: i64,
+    pub baseline: Option<String>,
+    pub lcx_version: String,
+    pub git_commit: Option<String>,
+    pub git_dirty: Option<bool>,
+    /// The runner's own argv.
+    pub command_line: Vec<String>,
+    pub runner_pid: Option<i64>,
+    pub fingerprint: Fingerprint,
+}
+
+/// An experiment row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Experiment {
+    pub id: i64,
+    pub name: String,
+    pub description: String,
+    pub workload: String,
+    pub file_path: String,
+    pub file_text: String,
+    pub file_sha256: String,
+    pub plan_json: String,
+    pub iterations: i64,
+    pub warmup: i64,
+    pub repeats: i64,
+    pub baseline: Option<String>,
+    pub status: ExperimentStatus,
+    pub created_at: String,
+    pub finished_at: Option<String>,
+    pub lcx_version: String,
+    pub git_commit: Option<String>,
+    pub git_dirty: Option<bool>,
+    pub command_line: Vec<String>,
+    pub runner_pid: Option<i64>,
+    pub fingerprint: Fingerprint,
+}
+
+/// A cell to be recorded as `pending` when the experiment starts.
+#[derive(Debug, Clone)]
+pub struct NewRun {
+    pub arm: String,
+    pub arm_label: String,
+    pub arm_index: i64,
+    /// 1-based.
+    pub repeat: i64,
+    pub config_toml: Option<String>,
+    pub config_sha256: Option<String>,
+    pub command: Vec<String>,
+    pub env: BTreeMap<String, String>,
+}
+
+/// A run (cell) row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Run {
+    pub id: i64,
+    pub experiment_id: i64,
+    pub arm: String,
+    pub arm_label: String,
+    pub arm_index: i64,
+    pub repeat: i64,
+    pub attempt: i64,
+    pub config_toml: Option<String>,
+    pub config_sha256: Option<String>,
+    pub command: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    pub status: RunStatus,
+    pub skip_reason: Option<String>,
+    pub exit_code: Option<i64>,
+    pub signal: Option<i64>,
+    pub error: Option<String>,
+    pub stderr_tail: Option<String>,
+    pub iterations_done: i64,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    pub wall_seconds: Option<f64>,
+}
+
+/// How a cell's child process ended, as recorded on its run row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunOutcome {
+    pub status: RunStatus,
+    pub exit_code: Option<i64>,
+    pub signal: Option<i64>,
+    pub error: Option<String>,
+    pub stderr_tail: Option<String>,
+    pub wall_seconds: f64,
+}
+
+/// One JSON line of a child, ready to store: its iteration, numeric
+/// fields and text fields.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricLine {
+    pub iteration: i64,
+    pub numbers: Vec<(String, f64)>,
+    pub texts: Vec<(String, String)>,
+}
+
+/// One live numeric metric value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricPoint {
+    pub iteration: i64,
+    pub name: String,
+    pub value: f64,
+}
+
+/// Warm-up-excluded aggregate of one metric (a row of `run_metric_stats` or
+/// `arm_metric_stats`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricStats {
+    pub experiment_id: i64,
+    pub arm: String,
+    /// `None` for per-arm aggregates.
+    pub run_id: Option<i64>,
+    pub repeat: Option<i64>,
+    pub name: String,
+    pub n: i64,
+    pub mean: f64,
+    pub min: f64,
+    pub max: f64,
+    /// Sample variance (n - 1); `None` when n < 2.
+    pub variance: Option<f64>,
+}
+
+/// A row of the `reports` table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportRecord {
+    pub id: i64,
+    pub experiment_id: Option<i64>,
+    pub path: String,
+    pub sha256: String,
+    pub format: String,
+    pub created_at: String,
+}

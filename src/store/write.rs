@@ -1,0 +1,283 @@
+//! Writes: experiments, cells, metric lines, reports. Every write is its own
+//! `BEGIN IMMEDIATE` transaction, so another lcx process on the same file
+//! waits on the busy timeout instead of failing half-way.
+
+use rusqlite::{params, ErrorCode, TransactionBehavior};
+
+use super::types::*;
+use super::{Store, StoreError};
+
+const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
+
+fn to_json<T: serde::Serialize>(value: &T) -> String {
+    // Serialising strings, string maps and plain structs cannot fail.
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+impl Store {
+    /// Records a new experiment with status `running`; returns its id.
+    pub fn insert_experiment(&mut self, e: &NewExperiment) -> Result<i64, StoreError> {
+        let fp = &e.fingerprint;
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute(
+            "INSERT INTO experiments (
+                name, description, workload, file_path, file_text, file_sha256, plan_json,
+                iterations, warmup, repeats, baseline, status, lcx_version, git_commit,
+                git_dirty, command_line, runner_pid, hostname, os, cpu_model, cpu_cores,
+                memory_bytes, gpu_name, gpu_driver, cuda_version, cuda_available,
+                torch_version, torch_intra_threads, torch_inter_threads, fingerprint_json)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'running', ?12, ?13, ?14,
+                ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)",
+            params![
+                e.name,
+                e.description,
+                e.workload,
+                e.file_path,
+                e.file_text,
+                e.file_sha256,
+                e.plan_json,
+                e.iterations,
+                e.warmup,
+                e.repeats,
+                e.baseline,
+                e.lcx_version,
+                e.git_commit,
+                e.git_dirty,
+                to_json(&e.command_line),
+                e.runner_pid,
+                fp.hostname,
+                fp.os,
+                fp.cpu_model,
+                fp.cpu_cores,
+                fp.memory_bytes,
+                fp.gpu_name,
+                fp.gpu_driver,
+                fp.cuda_version,
+                fp.cuda_available,
+                fp.torch_version,
+                fp.torch_intra_threads,
+                fp.torch_inter_threads,
+                to_json(fp),
+            ],
+        )?;
+        let id = tx.last_insert_rowid();
+        tx.commit()?;
+        Ok(id)
+    }
+
+    /// Records every cell of an experiment as `pending`, in plan order;
+    /// returns their run ids in the same order.
+    pub fn insert_runs(
+        &mut self,
+        experiment_id: i64,
+        runs: &[NewRun],
+    ) -> Result<Vec<i64>, StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut ids = Vec::with_capacity(runs.len());
+        {
+            let mut stmt = tx.prepare(
+                "INSERT INTO runs (experiment_id, arm, arm_label, arm_index, repeat,
+                    config_toml, config_sha256, command_json, env_json)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )?;
+            for r in runs {
+                stmt.execute(params![
+                    experiment_id,
+                    r.arm,
+                    r.arm_label,
+                    r.arm_index,
+                    r.repeat,
+                    r.config_toml,
+                    r.config_sha256,
+                    to_json(&r.command),
+                    to_json(&r.env),
+                ])?;
+                ids.push(tx.last_insert_rowid());
+            }
+        }
+        tx.commit()?;
+        Ok(ids)
+    }
+
+    /// Sets an experiment's status; a final status also stamps `finished_at`.
+    pub fn set_experiment_status(
+        &mut self,
+        experiment_id: i64,
+        status: ExperimentStatus,
+    ) -> Result<(), StoreError> {
+        let sql = format!(
+            "UPDATE experiments SET status = ?1,
+                finished_at = CASE WHEN ?1 = 'running' THEN NULL ELSE {NOW} END
+             WHERE id = ?2"
+        );
+        self.conn
+            .execute(&sql, params![status.as_str(), experiment_id])?;
+        Ok(())
+    }
+
+    /// Records which process is running the experiment now (set again on
+    /// resume, so a stale pid never blocks a later resume).
+    pub fn set_runner_pid(&mut self, experiment_id: i64, pid: i64) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE experiments SET runner_pid = ?1 WHERE id = ?2",
+            params![pid, experiment_id],
+        )?;
+        Ok(())
+    }
+
+    /// Marks a cell `running` and returns the attempt number its metric
+    /// rows must carry. A cell that ran before (failed, interrupted, or left
+    /// `running` by a killed runner) gets a new attempt, and the rows of its
+    /// earlier attempts are marked superseded, in the same transaction.
+    pub fn start_run(&mut self, run_id: i64) -> Result<i64, StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute(
+            "UPDATE metrics SET superseded = 1 WHERE run_id = ?1 AND superseded = 0",
+            [run_id],
+        )?;
+        tx.execute(
+            "UPDATE metric_text SET superseded = 1 WHERE run_id = ?1 AND superseded = 0",
+            [run_id],
+        )?;
+        let sql = format!(
+            "UPDATE runs SET
+                attempt = CASE WHEN status = 'pending' THEN attempt ELSE attempt + 1 END,
+                status = 'running', skip_reason = NULL, exit_code = NULL, signal = NULL,
+                error = NULL, stderr_tail = NULL, iterations_done = 0,
+                started_at = {NOW}, finished_at = NULL, wall_seconds = NULL
+             WHERE id = ?1"
+        );
+        tx.execute(&sql, [run_id])?;
+        let attempt = tx.query_row("SELECT attempt FROM runs WHERE id = ?1", [run_id], |r| {
+            r.get(0)
+        })?;
+        tx.commit()?;
+        Ok(attempt)
+    }
+
+    /// Writes one metric line (all its fields) in one transaction and counts
+    /// it on the run. A second value for an (iteration, name) already live
+    /// in this run is refused with [`StoreError::DuplicateIteration`] and
+    /// nothing of the line is written.
+    pub fn insert_line(
+        &mut self,
+        run_id: i64,
+        attempt: i64,
+        iteration: i64,
+        numbers: &[(String, f64)],
+        texts: &[(String, String)],
+    ) -> Result<(), StoreError> {
+        let line = MetricLine {
+            iteration,
+            numbers: numbers.to_vec(),
+            texts: texts.to_vec(),
+        };
+        self.insert_lines(run_id, attempt, std::slice::from_ref(&line))
+    }
+
+    /// Writes several metric lines in one transaction (all or nothing) and
+    /// counts them on the run. The runner passes the lines that had already
+    /// arrived together, so a slow child still gets one transaction per line.
+    pub fn insert_lines(
+        &mut self,
+        run_id: i64,
+        attempt: i64,
+        lines: &[MetricLine],
+    ) -> Result<(), StoreError> {
+        if lines.is_empty() {
+            return Ok(());
+        }
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let duplicate =
+            |err: rusqlite::Error, iteration: i64, name: &str| match err.sqlite_error_code() {
+                Some(ErrorCode::ConstraintViolation) => StoreError::DuplicateIteration {
+                    run_id,
+                    iteration,
+                    name: name.to_string(),
+                },
+                _ => StoreError::Sql(err),
+            };
+        {
+            let mut numbers = tx.prepare_cached(
+                "INSERT INTO metrics (run_id, attempt, iteration, name, value)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?;
+            let mut texts = tx.prepare_cached(
+                "INSERT INTO metric_text (run_id, attempt, iteration, name, value)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?;
+            for line in lines {
+                let iteration = line.iteration;
+                for (name, value) in &line.numbers {
+                    numbers
+                        .execute(params![run_id, attempt, iteration, name, value])
+                        .map_err(|e| duplicate(e, iteration, name))?;
+                }
+                for (name, value) in &line.texts {
+                    texts
+                        .execute(params![run_id, attempt, iteration, name, value])
+                        .map_err(|e| duplicate(e, iteration, name))?;
+                }
+            }
+        }
+        tx.prepare_cached("UPDATE runs SET iterations_done = iterations_done + ?1 WHERE id = ?2")?
+            .execute(params![lines.len() as i64, run_id])?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Records how a cell ended.
+    pub fn finish_run(&mut self, run_id: i64, outcome: &RunOutcome) -> Result<(), StoreError> {
+        let sql = format!(
+            "UPDATE runs SET status = ?1, exit_code = ?2, signal = ?3, error = ?4,
+                stderr_tail = ?5, wall_seconds = ?6, finished_at = {NOW}
+             WHERE id = ?7"
+        );
+        self.conn.execute(
+            &sql,
+            params![
+                outcome.status.as_str(),
+                outcome.exit_code,
+                outcome.signal,
+                outcome.error,
+                outcome.stderr_tail,
+                outcome.wall_seconds,
+                run_id
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Marks a cell `skipped` with the reason shown to the user.
+    pub fn skip_run(&mut self, run_id: i64, reason: &str) -> Result<(), StoreError> {
+        let sql = format!(
+            "UPDATE runs SET status = 'skipped', skip_reason = ?1, finished_at = {NOW}
+             WHERE id = ?2"
+        );
+        self.conn.execute(&sql, params![reason, run_id])?;
+        Ok(())
+    }
+
+    /// Records a report file written for an experiment; returns its id.
+    pub fn insert_report(
+        &mut self,
+        experiment_id: Option<i64>,
+        path: &str,
+        sha256: &str,
+        format: &str,
+    ) -> Result<i64, StoreError> {
+        self.conn.execute(
+            "INSERT INTO reports (experiment_id, path, sha256, format) VALUES (?1, ?2, ?3, ?4)",
+            params![experiment_id, path, sha256, format],
+        )?;
+        Ok(self.conn.last_insert_rowid())
+    }
+}

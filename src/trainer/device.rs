@@ -1,0 +1,108 @@
+//! Which libtorch we run on and which devices it can reach.
+
+use super::TrainerError;
+
+/// The PyTorch/libtorch version lcx was built against, read by `build.rs`
+/// from the libtorch folder (`version.py` of a pip install, or
+/// `build-version` of a standalone libtorch).
+pub fn torch_version() -> &'static str {
+    env!("LCX_TORCH_VERSION")
+}
+
+/// True when libtorch can see at least one CUDA device. This loads the CUDA
+/// runtime (when linked), so it is not free; call it once per process.
+pub fn cuda_available() -> bool {
+    tch::Cuda::is_available()
+}
+
+/// Number of visible CUDA devices (0 without CUDA).
+pub fn cuda_device_count() -> usize {
+    usize::try_from(tch::Cuda::device_count()).unwrap_or(0)
+}
+
+/// libtorch's (intra-op, inter-op) thread counts for this process.
+pub fn torch_threads() -> (i32, i32) {
+    (tch::get_num_threads(), tch::get_num_interop_threads())
+}
+
+/// Sets libtorch's intra-op thread count for this process.
+pub fn set_torch_threads(n: usize) {
+    tch::set_num_threads(i32::try_from(n.max(1)).unwrap_or(i32::MAX));
+}
+
+/// Resolves `auto | cpu | cuda | cuda:N` (case-insensitive) to a device;
+/// `auto` is CUDA when available. Asking for CUDA without it is an error.
+pub fn resolve(spec: &str) -> Result<tch::Device, TrainerError> {
+    let lower = spec.trim().to_ascii_lowercase();
+    let index = match lower.as_str() {
+        "cpu" => return Ok(tch::Device::Cpu),
+        "auto" => {
+            return Ok(if cuda_available() {
+                tch::Device::Cuda(0)
+            } else {
+                tch::Device::Cpu
+            })
+        }
+        "cuda" => 0,
+        other => match other.strip_prefix("cuda:").map(str::parse::<usize>) {
+            Some(Ok(i)) => i,
+            _ => return Err(TrainerError::BadDevice(spec.to_string())),
+        },
+    };
+    let available = if cuda_available() {
+        cuda_device_count()
+    } else {
+        0
+    };
+    if index >= available {
+        return Err(TrainerError::CudaUnavailable {
+            requested: spec.to_string(),
+            available,
+        });
+    }
+    Ok(tch::Device::Cuda(index))
+}
+
+/// Waits for queued kernels on `device` so that wall-clock timings are real.
+pub fn synchronize(device: tch::Device) {
+    if let tch::Device::Cuda(i) = device {
+        tch::Cuda::synchronize(i64::try_from(i).unwrap_or(0));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn libtorch_is_linked_and_computes() {
+        // A real tensor op through tch proves libtorch is linked and loads.
+        let a = tch::Tensor::from_slice(&[1.0f32, 2.0, 3.0]);
+        let b = tch::Tensor::from_slice(&[4.0f32, 5.0, 6.0]);
+        let dot = f64::try_from(a.dot(&b)).expect("a scalar tensor converts to f64");
+        assert_eq!(dot, 32.0);
+    }
+
+    #[test]
+    fn torch_version_is_the_one_tch_pairs_with() {
+        assert!(
+            torch_version().starts_with("2.11.0"),
+            "built against torch {}",
+            torch_version()
+        );
+    }
+
+    #[test]
+    fn device_strings_resolve_or_fail_clearly() {
+        assert_eq!(resolve("cpu").unwrap(), tch::Device::Cpu);
+        assert_eq!(resolve(" CPU ").unwrap(), tch::Device::Cpu);
+        let err = resolve("gpu").unwrap_err().to_string();
+        assert!(err.contains("`gpu`") && err.contains("cuda:N"), "{err}");
+        assert!(matches!(resolve("cuda:x"), Err(TrainerError::BadDevice(_))));
+        if !cuda_available() {
+            assert_eq!(resolve("auto").unwrap(), tch::Device::Cpu);
+            let err = resolve("cuda").unwrap_err().to_string();
+            assert!(err.contains("0 CUDA device"), "{err}");
+        }
+    }
+}

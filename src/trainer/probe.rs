@@ -1,0 +1,59 @@
+//! Timed forwards of a freshly initialised network, for `lcx bench forward`.
+
+use std::time::{Duration, Instant};
+
+use tch::nn::{Module, VarStore};
+use tch::{Device, Kind, Tensor};
+
+use super::network::{Mlp, MlpSpec};
+use super::{device, TrainerError};
+
+/// A network plus the device it runs on, ready to be timed.
+#[derive(Debug)]
+pub struct ForwardProbe {
+    // Owns the parameters `mlp` refers to.
+    _vs: VarStore,
+    mlp: Mlp,
+    spec: MlpSpec,
+    device: Device,
+}
+
+impl ForwardProbe {
+    /// Builds the network on `device` from `seed` (parameters as at init).
+    pub fn new(spec: MlpSpec, device: Device, seed: i64) -> Result<Self, TrainerError> {
+        tch::manual_seed(seed);
+        let vs = VarStore::new(device);
+        let mlp = Mlp::new(&vs.root(), spec)?;
+        Ok(Self {
+            _vs: vs,
+            mlp,
+            spec,
+            device,
+        })
+    }
+
+    /// The network's shape.
+    pub fn spec(&self) -> MlpSpec {
+        self.spec
+    }
+
+    /// Runs `iters` inference-mode forwards of one random `batch × input_dim`
+    /// input already on the device and returns the wall time, with the device
+    /// synchronised before and after so queued GPU work is counted.
+    pub fn time_forwards(&self, batch: usize, iters: usize) -> Result<Duration, TrainerError> {
+        let _no_grad = tch::no_grad_guard();
+        let rows = i64::try_from(batch)
+            .map_err(|_| TrainerError::BadShape(format!("batch size {batch}")))?;
+        let cols = i64::try_from(self.spec.input_dim)
+            .map_err(|_| TrainerError::BadShape(format!("input dim {}", self.spec.input_dim)))?;
+        let input = Tensor::f_randn([rows, cols], (Kind::Float, self.device))?;
+        device::synchronize(self.device);
+        let start = Instant::now();
+        for _ in 0..iters {
+            let out = self.mlp.forward(&input);
+            std::hint::black_box(&out);
+        }
+        device::synchronize(self.device);
+        Ok(start.elapsed())
+    }
+}

@@ -1,0 +1,526 @@
+//! The Deep CFR training loop (spec §8): traversals for both players,
+//! advantage training (warm start), strategy training, evaluation, memory
+//! metrics, checkpoints, and one metrics object per iteration.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use tch::{Device, Kind, Tensor};
+
+use super::checkpoint::{self, CheckpointError, CheckpointMeta};
+use super::eval::{self, EvalSpec};
+use super::network::MlpSpec;
+use super::optim::{self, AdamWConfig, GradScaler, NetTrainer, Weighting};
+use super::policy::TorchPolicy;
+use super::{device, TrainerError};
+use crate::cfr::memory::{Batch, Reservoir};
+use crate::cfr::regret::{Fallback, ACTIONS};
+use crate::cfr::stats::Buckets;
+use crate::cfr::traversal::{
+    Cutoff, Opponent, RecursiveTraverser, Sampling, TraversalError, TraversalOutput,
+    TraversalParams,
+};
+use crate::config::{self as cfg, TrainerConfig};
+use crate::encoding::Encoding;
+use crate::game::GameState;
+
+/// Errors of a training run.
+#[derive(Debug, thiserror::Error)]
+pub enum TrainError {
+    #[error(transparent)]
+    Torch(#[from] TrainerError),
+    #[error("traversal: {0}")]
+    Traversal(#[from] TraversalError),
+    #[error("memory: {0}")]
+    Memory(#[from] crate::cfr::memory::MemoryError),
+    #[error("checkpoint {0}")]
+    Checkpoint(#[from] CheckpointError),
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+/// One iteration's metrics, keyed by the names of design.md §8.
+pub type Metrics = BTreeMap<String, f64>;
+
+/// Resolves the traversal settings of a trainer config.
+pub fn traversal_params(c: &TrainerConfig) -> TraversalParams {
+    let t = &c.traversal;
+    TraversalParams {
+        sampling: match t.sampling_mode {
+            cfg::SamplingMode::Outcome => Sampling::Outcome,
+            cfg::SamplingMode::External => Sampling::External,
+        },
+        max_depth: t.max_depth.map(u64::from),
+        max_nodes: t.max_nodes_per_traversal,
+        rm_epsilon: t.regret_matching_epsilon,
+        explore_epsilon: t.outcome_sampling_epsilon,
+        value_clip: t.outcome_sampling_value_clip,
+        unsampled_zero: t.outcome_unsampled_regret == cfg::UnsampledRegret::Zero,
+        cutoff: match t.cutoff_value_mode {
+            cfg::CutoffValueMode::ScoreDiff => Cutoff::ScoreDiff,
+            cfg::CutoffValueMode::RandomRollout => Cutoff::Rollout {
+                rollouts: t.cutoff_rollouts,
+                heuristic: t.cutoff_rollout_policy == cfg::RolloutPolicy::HeuristicBalanced,
+                max_steps: t.cutoff_rollout_max_steps,
+            },
+        },
+        opponent: match t.opponent_policy {
+            cfg::OpponentPolicy::Network => Opponent::Network,
+            cfg::OpponentPolicy::AverageStrategy => Opponent::AverageStrategy,
+            cfg::OpponentPolicy::DiscardOnly => Opponent::DiscardOnly,
+            cfg::OpponentPolicy::HeuristicBalanced => Opponent::Heuristic,
+        },
+        strategy_interval: u64::from(t.strategy_sample_interval),
+        store_traverser: t.store_strategy_on_traverser_nodes,
+        store_opponent: t.store_strategy_on_opponent_nodes,
+        fallback: match c.regret_matching.all_negative_fallback {
+            cfg::AllNegativeFallback::Uniform => Fallback::Uniform,
+            cfg::AllNegativeFallback::ArgmaxTiebreak => Fallback::ArgmaxTiebreak,
+        },
+        encoding: Encoding::from(&c.encoding),
+        buckets: Buckets {
+            width: u64::from(t.endpoint_depth_bucket_width),
+            max: u64::from(t.endpoint_depth_bucket_max),
+        },
+    }
+}
+
+fn weighting(c: &TrainerConfig) -> (Weighting, Weighting) {
+    let w = &c.training_weighting;
+    match w.mode {
+        cfg::WeightingMode::None => (Weighting::None, Weighting::None),
+        cfg::WeightingMode::Lcfr => {
+            let l = Weighting::Lcfr {
+                alpha: w.lcfr_alpha,
+            };
+            (l, l)
+        }
+        cfg::WeightingMode::Dcfr => {
+            let d = Weighting::Dcfr {
+                alpha: w.dcfr_alpha,
+                beta: w.dcfr_beta,
+                gamma: w.dcfr_gamma,
+            };
+            (d, d)
+        }
+    }
+}
+
+/// A trainer: networks, optimisers, memories and the iteration counter.
+pub struct Trainer {
+    pub config: TrainerConfig,
+    pub device: Device,
+    encoding: Encoding,
+    dim: usize,
+    params: TraversalParams,
+    pub nets: [NetTrainer; 3],
+    scaler: GradScaler,
+    pub(crate) adv_mem: [Reservoir; 2],
+    pub(crate) strat_mem: Reservoir,
+    /// The last completed iteration (0 before the first).
+    pub iteration: u64,
+    nonfinite_losses: u64,
+    amp_warned: bool,
+}
+
+impl Trainer {
+    /// Builds networks (seeded from `run.seed`, in the order adv0, adv1,
+    /// strategy) on the configured device.
+    pub fn new(config: TrainerConfig) -> Result<Self, TrainError> {
+        let device = device::resolve(&config.run.device.to_string())?;
+        if config.network.jit != cfg::JitMode::None {
+            return Err(TrainError::Unsupported(
+                "network.jit = \"trace\" is not supported by the trainer yet".into(),
+            ));
+        }
+        if config.traversal.scheduler != cfg::Scheduler::Recursive {
+            return Err(TrainError::Unsupported(
+                "traversal.scheduler = \"interleaved\" is not supported by the trainer yet".into(),
+            ));
+        }
+        let encoding = Encoding::from(&config.encoding);
+        let dim = encoding.input_dim(&config.rules);
+        let spec: MlpSpec = super::network_spec(&config, dim);
+        let adam = AdamWConfig {
+            learning_rate: config.optimization.learning_rate,
+            weight_decay: config.optimization.weight_decay,
+        };
+        tch::manual_seed(config.run.seed as i64);
+        let nets = [
+            NetTrainer::new(spec, device, adam)?,
+            NetTrainer::new(spec, device, adam)?,
+            NetTrainer::new(spec, device, adam)?,
+        ];
+        let use_scaler = config.run.use_amp && device != Device::Cpu;
+        let mem_seed = config.run.seed + 101;
+        let adv_cap = config.memory.advantage_capacity as usize;
+        Ok(Self {
+            params: traversal_params(&config),
+            scaler: GradScaler::new(use_scaler, device)?,
+            adv_mem: [
+                Reservoir::new(dim, adv_cap, mem_seed),
+                Reservoir::new(dim, adv_cap, mem_seed + 1),
+            ],
+            strat_mem: Reservoir::new(dim, config.memory.strategy_capacity as usize, mem_seed + 2),
+            encoding,
+            dim,
+            device,
+            nets,
+            config,
+            iteration: 0,
+            nonfinite_losses: 0,
+            amp_warned: false,
+        })
+    }
+
+    /// Input features per info state.
+    pub fn input_dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Whether AMP was asked for on a device that cannot do it; the caller
+    /// says so once.
+    pub fn amp_falls_back_to_fp32(&mut self) -> bool {
+        let fallback = self.config.run.use_amp && !self.scaler.enabled() && !self.amp_warned;
+        self.amp_warned = true;
+        fallback
+    }
+
+    fn traverse(&self, t: u64) -> Result<TraversalOutput, TrainError> {
+        let seed = self.config.run.seed;
+        let policy = TorchPolicy {
+            advantage: [&self.nets[0].net, &self.nets[1].net],
+            strategy: &self.nets[2].net,
+            device: self.device,
+            dim: self.dim,
+        };
+        let mut total = TraversalOutput::new(self.dim);
+        for p in 0..2u64 {
+            let mut traverser =
+                RecursiveTraverser::new(&self.params, &policy, seed + 1_000_003 * t + p, self.dim);
+            for i in 0..u64::from(self.config.traversal.traversals_per_player) {
+                let game_seed = seed + 10_000 * t + 10 * i + p;
+                let mut state = GameState::new(&self.config.rules, game_seed)
+                    .map_err(|e| TrainError::Traversal(TraversalError::Game(e)))?;
+                traverser.traverse(&mut state, p as usize, t as u32)?;
+            }
+            total.merge(&traverser.finish());
+        }
+        Ok(total)
+    }
+
+    fn batch_tensors(&self, b: &Batch) -> Result<(Tensor, Tensor, Tensor, Tensor), TrainerError> {
+        let rows = b.rows as i64;
+        let x = Tensor::f_from_slice(&b.states)?
+            .f_view([rows, self.dim as i64])?
+            .f_to_device(self.device)?;
+        let y = Tensor::f_from_slice(&b.targets)?
+            .f_view([rows, ACTIONS as i64])?
+            .f_to_device(self.device)?;
+        let mut mask = Vec::with_capacity(b.rows * ACTIONS);
+        for r in 0..b.rows {
+            mask.extend_from_slice(&b.mask_row_f32(r));
+        }
+        let m = Tensor::f_from_slice(&mask)?
+            .f_view([rows, ACTIONS as i64])?
+            .f_to_device(self.device)?;
+        let its: Vec<i64> = b.iterations.iter().map(|&i| i64::from(i)).collect();
+        let it = Tensor::f_from_slice(&its)?.f_to_device(self.device)?;
+        Ok((x, y, m, it))
+    }
+
+    /// `updates` steps on network `net` from memory `mem`; the mean loss over
+    /// steps with a finite loss, or None when the memory is empty.
+    pub(crate) fn train_net(
+        &mut self,
+        net: usize,
+        advantage: bool,
+        t: u64,
+    ) -> Result<Option<f64>, TrainError> {
+        let o = &self.config.optimization;
+        let (updates, batch) = if advantage {
+            (o.advantage_updates_per_iteration, o.advantage_batch_size)
+        } else {
+            (o.strategy_updates_per_iteration, o.strategy_batch_size)
+        };
+        let grad_clip = o.grad_clip;
+        let (adv_w, strat_w) = weighting(&self.config);
+        let mem_empty = if advantage {
+            self.adv_mem[net].is_empty()
+        } else {
+            self.strat_mem.is_empty()
+        };
+        if mem_empty || updates == 0 {
+            return Ok(None);
+        }
+        let mut sum = 0.0;
+        let mut n = 0u32;
+        for _ in 0..updates {
+            let b = if advantage {
+                self.adv_mem[net].sample(batch as usize)?
+            } else {
+                self.strat_mem.sample(batch as usize)?
+            };
+            let (x, y, m, it) = self.batch_tensors(&b)?;
+            let amp = self.scaler.enabled();
+            let trainer = &self.nets[net];
+            let out = tch::autocast(amp, || trainer.forward(&x));
+            let loss = if advantage {
+                optim::advantage_loss(&out, &y, &m, &it, t, adv_w)?
+            } else {
+                optim::strategy_loss(&out, &y, &m, &it, t, strat_w)?
+            };
+            let outcome = optim::step(&mut self.nets[net], &mut self.scaler, &loss, grad_clip)?;
+            if outcome.nonfinite_loss {
+                self.nonfinite_losses += 1;
+            } else {
+                sum += outcome.loss;
+                n += 1;
+            }
+        }
+        Ok(Some(if n > 0 { sum / f64::from(n) } else { f64::NAN }))
+    }
+
+    /// Runs iteration `self.iteration + 1` and returns its metrics (the
+    /// caller adds checkpoint time and writes them).
+    pub fn run_iteration(&mut self) -> Result<Metrics, TrainError> {
+        let t = self.iteration + 1;
+        let start = Instant::now();
+        let mut m = Metrics::new();
+        m.insert("iteration".into(), t as f64);
+
+        let trav_start = Instant::now();
+        let out = self.traverse(t)?;
+        let traversal_seconds = trav_start.elapsed().as_secs_f64();
+
+        let add_start = Instant::now();
+        for i in 0..out.advantage.len() {
+            let s = out.advantage.get(i);
+            self.adv_mem[usize::from(s.player).min(1)].add(s)?;
+        }
+        for i in 0..out.strategy.len() {
+            self.strat_mem.add(out.strategy.get(i))?;
+        }
+        let add_seconds = add_start.elapsed().as_secs_f64();
+
+        let adv_start = Instant::now();
+        let mut adv_losses = Vec::new();
+        for p in 0..2 {
+            if let Some(l) = self.train_net(p, true, t)? {
+                adv_losses.push(l);
+            }
+        }
+        device::synchronize(self.device);
+        let adv_seconds = adv_start.elapsed().as_secs_f64();
+        let strat_start = Instant::now();
+        let strat_loss = self.train_net(2, false, t)?;
+        device::synchronize(self.device);
+        let strat_seconds = strat_start.elapsed().as_secs_f64();
+
+        let eval_start = Instant::now();
+        let ev = &self.config.evaluation;
+        let opponents = ev.opponents_for_iteration(t);
+        let eval_spec = EvalSpec {
+            games: ev.games as usize,
+            base_seed: self.config.run.seed + 1000 * t,
+            max_steps: u64::from(ev.max_steps),
+            batch_size: ev.batch_size as usize,
+        };
+        for opp in &opponents {
+            let name = opp.to_string();
+            let r = eval::evaluate(
+                &self.nets[2].net,
+                self.device,
+                &self.config.rules,
+                self.encoding,
+                &name,
+                &eval_spec,
+            )?;
+            m.extend(r.metrics(&name));
+        }
+        if !opponents.is_empty() {
+            m.insert(
+                "time/evaluation_seconds".into(),
+                eval_start.elapsed().as_secs_f64(),
+            );
+        }
+
+        let nodes = out.stats.nodes as f64;
+        m.insert("time/traversal_seconds".into(), traversal_seconds);
+        m.insert("time/memory_add_seconds".into(), add_seconds);
+        m.insert("time/advantage_train_seconds".into(), adv_seconds);
+        m.insert("time/strategy_train_seconds".into(), strat_seconds);
+        m.insert(
+            "traversal/nodes_per_second".into(),
+            if traversal_seconds > 0.0 {
+                nodes / traversal_seconds
+            } else {
+                0.0
+            },
+        );
+        m.extend(out.stats.metrics(self.params.buckets));
+        let mean = |v: &[f64]| {
+            if v.is_empty() {
+                0.0
+            } else {
+                v.iter().sum::<f64>() / v.len() as f64
+            }
+        };
+        m.insert("loss/advantage".into(), mean(&adv_losses));
+        m.insert("loss/strategy".into(), strat_loss.unwrap_or(0.0));
+        let sizes = [self.adv_mem[0].len(), self.adv_mem[1].len()];
+        m.insert("samples/advantage".into(), (sizes[0] + sizes[1]) as f64);
+        m.insert("samples/strategy".into(), self.strat_mem.len() as f64);
+        for p in 0..2 {
+            m.insert(format!("samples/advantage_player_{p}"), sizes[p] as f64);
+            m.insert(
+                format!("samples/advantage_player_{p}_first_open"),
+                self.adv_mem[p].first_open_count() as f64,
+            );
+            m.insert(
+                format!("memory/advantage_player_{p}"),
+                self.adv_mem[p].seen() as f64,
+            );
+        }
+        m.insert(
+            "memory/advantage".into(),
+            (self.adv_mem[0].seen() + self.adv_mem[1].seen()) as f64,
+        );
+        m.insert("memory/strategy".into(), self.strat_mem.seen() as f64);
+        if self.config.run.use_amp {
+            m.insert("amp/grad_scale".into(), self.scaler.scale_value()?);
+            m.insert(
+                "amp/nonfinite_loss_count".into(),
+                self.nonfinite_losses as f64,
+            );
+        }
+        let iteration_seconds = start.elapsed().as_secs_f64();
+        m.insert("time/iteration_seconds".into(), iteration_seconds);
+        m.insert(
+            "time/nodes_per_second".into(),
+            if iteration_seconds > 0.0 {
+                nodes / iteration_seconds
+            } else {
+                0.0
+            },
+        );
+        self.iteration = t;
+        Ok(m)
+    }
+
+    /// Writes checkpoint `stem` in `dir` for the current iteration.
+    pub fn save_checkpoint(&self, dir: &std::path::Path, stem: &str) -> Result<(), TrainError> {
+        let meta = CheckpointMeta {
+            iteration: self.iteration,
+            input_dim: self.dim,
+            action_size: ACTIONS,
+            resume_semantics: "networks_optimizers_iteration_only".into(),
+            config: self.config.to_toml(),
+            lcx_version: env!("CARGO_PKG_VERSION").into(),
+        };
+        checkpoint::save(
+            dir,
+            stem,
+            [&self.nets[0], &self.nets[1], &self.nets[2]],
+            &meta,
+        )?;
+        Ok(())
+    }
+
+    /// Restores networks, optimiser states and the iteration from a
+    /// checkpoint; memories, RNGs and the scaler start fresh.
+    pub fn load_checkpoint(&mut self, path: &std::path::Path) -> Result<u64, TrainError> {
+        let (meta, weights) = checkpoint::read_meta(path)?;
+        let [a, b, c] = &mut self.nets;
+        checkpoint::load_into(&weights, [a, b, c])?;
+        self.iteration = meta.iteration;
+        Ok(meta.iteration)
+    }
+}
+
+/// Parameters of every network, flattened (for tests comparing weights).
+pub fn flat_parameters(nets: &[NetTrainer; 3]) -> Vec<f32> {
+    let mut out = Vec::new();
+    for n in nets {
+        let mut vars: Vec<(String, Tensor)> = n.vs.variables().into_iter().collect();
+        vars.sort_by(|a, b| a.0.cmp(&b.0));
+        for (_, v) in vars {
+            let flat = v
+                .detach()
+                .to_kind(Kind::Float)
+                .to_device(Device::Cpu)
+                .flatten(0, -1);
+            out.extend(Vec::<f32>::try_from(&flat).unwrap_or_default());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn smoke() -> TrainerConfig {
+        crate::config::from_toml_str(include_str!("../../configs/smoke.toml"), "smoke.toml", &[])
+            .unwrap()
+    }
+
+    #[test]
+    fn smoke_config_trains_with_finite_losses_and_every_metric() {
+        let mut c = smoke();
+        c.run.max_iterations = Some(2);
+        let mut trainer = Trainer::new(c).unwrap();
+        let m1 = trainer.run_iteration().unwrap();
+        let m2 = trainer.run_iteration().unwrap();
+        for key in [
+            "iteration",
+            "time/iteration_seconds",
+            "time/traversal_seconds",
+            "time/advantage_train_seconds",
+            "time/strategy_train_seconds",
+            "traversal/nodes",
+            "traversal/nodes_per_second",
+            "loss/advantage",
+            "loss/strategy",
+            "samples/advantage",
+            "samples/strategy",
+        ] {
+            assert!(m2.contains_key(key), "missing {key}");
+            assert!(m2[key].is_finite(), "{key} = {}", m2[key]);
+        }
+        assert_eq!(m1["iteration"], 1.0);
+        assert_eq!(m2["iteration"], 2.0);
+        assert!(m2["traversal/nodes"] > 0.0);
+        assert!(m2["samples/advantage"] >= m1["samples/advantage"]);
+    }
+
+    #[test]
+    fn amp_on_cpu_trains_in_fp32_with_scale_one() {
+        let mut c = smoke();
+        c.run.use_amp = true;
+        let mut trainer = Trainer::new(c).unwrap();
+        assert!(trainer.amp_falls_back_to_fp32());
+        assert!(!trainer.amp_falls_back_to_fp32(), "said once");
+        let m = trainer.run_iteration().unwrap();
+        assert_eq!(m["amp/grad_scale"], 1.0);
+        assert_eq!(m["amp/nonfinite_loss_count"], 0.0);
+    }
+
+    #[test]
+    fn checkpoint_resume_restores_weights_and_iteration() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut a = Trainer::new(smoke()).unwrap();
+        a.run_iteration().unwrap();
+        a.save_checkpoint(dir.path(), "latest").unwrap();
+        let mut c = smoke();
+        c.run.seed = 999; // different init: everything must come from the file
+        let mut b = Trainer::new(c).unwrap();
+        assert_ne!(flat_parameters(&a.nets), flat_parameters(&b.nets));
+        let it = b.load_checkpoint(&dir.path().join("latest.json")).unwrap();
+        assert_eq!(it, 1);
+        assert_eq!(flat_parameters(&a.nets), flat_parameters(&b.nets));
+        assert_eq!(a.nets[0].opt.step, b.nets[0].opt.step);
+        let m = b.run_iteration().unwrap();
+        assert_eq!(m["iteration"], 2.0);
+    }
+}

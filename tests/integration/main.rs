@@ -1,0 +1,7 @@
+mod config;
+mod golden;
+mod play;
+mod report;
+mod runner;
+mod store;
+mod train;

@@ -1,0 +1,297 @@
+//! `lcx report`, `history`, `compare`, `list` and `query` end to end, on
+//! databases written by a real `lcx run` of small `sh` command arms.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn lcx(db: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lcx"));
+    cmd.env("LCX_DB", db);
+    cmd
+}
+
+fn text(out: &[u8]) -> String {
+    String::from_utf8_lossy(out).into_owned()
+}
+
+fn run_lcx(db: &Path, dir: &Path, args: &[&str]) -> Output {
+    lcx(db).current_dir(dir).args(args).output().unwrap()
+}
+
+fn ok(db: &Path, dir: &Path, args: &[&str]) -> String {
+    let out = run_lcx(db, dir, args);
+    assert!(
+        out.status.success(),
+        "lcx {args:?} failed ({:?}):\n{}\n{}",
+        out.status.code(),
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
+/// A command arm printing 8 iterations: traversal seconds `<trav><i>`,
+/// iteration seconds `<iter><i>` (e.g. 1.01 … 1.08: a little spread).
+fn arm(name: &str, trav: &str, iter: &str) -> String {
+    let command = format!(
+        r#"i=1; while [ $i -le 8 ]; do echo "{{\"iteration\":$i,\"time/iteration_seconds\":{iter}$i,\"time/traversal_seconds\":{trav}$i}}"; i=$((i+1)); done"#
+    );
+    let quoted = toml_string(&command);
+    format!("\n[[arms]]\nname = \"{name}\"\ncommand = {quoted}\n")
+}
+
+fn toml_string(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// Writes and runs an experiment: `slow` (1.055 s after warm-up) vs `fast`
+/// (0.355 s, a 2.97× traversal speedup), gated at `min_speedup`.
+fn experiment(dir: &Path, db: &Path, name: &str, min_speedup: f64, more_arms: &str) -> PathBuf {
+    let mut body = format!(
+        "name = \"{name}\"\ndescription = \"slow vs fast\"\nworkload = \"command\"\n\
+         iterations = 8\nwarmup = 2\nbaseline = \"slow\"\n\
+         notes = \"Synthetic arms for the report tests.\"\n"
+    );
+    body.push_str(&arm("slow", "1.0", "2.0"));
+    body.push_str(&arm("fast", "0.3", "0.6"));
+    body.push_str(more_arms);
+    body.push_str(
+        "\n[[columns]]\nmetric = \"time/iteration_seconds\"\nlabel = \"iter s\"\n\
+         \n[[columns]]\nmetric = \"time/traversal_seconds\"\nlabel = \"traversal s\"\nshow = \"both\"\n",
+    );
+    body.push_str(&format!(
+        "\n[gate]\nmetric = \"time/traversal_seconds\"\nmin_speedup = {min_speedup}\narm = \"fast\"\n"
+    ));
+    let file = dir.join(format!("{name}.toml"));
+    std::fs::write(&file, body).unwrap();
+    let out = run_lcx(db, dir, &["run", "--plain", file.to_str().unwrap()]);
+    // A failing arm makes `lcx run` exit non-zero; the data is still there.
+    assert!(
+        db.exists(),
+        "lcx run wrote no database: {}\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    file
+}
+
+#[test]
+fn report_renders_table_verdict_and_check_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("lcx.db");
+    experiment(dir.path(), &db, "gate-pass", 1.5, "");
+    let md = ok(&db, dir.path(), &["report"]);
+    assert!(md.starts_with("# gate-pass"), "{md}");
+    assert!(md.contains("| Mode"), "{md}");
+    assert!(md.contains("traversal speedup"), "{md}");
+    assert!(md.contains("first 2 iterations excluded"), "{md}");
+    assert!(
+        md.contains("Verdict: PASS for the traversal s gate (min speedup 1.50×): fast 2.97×"),
+        "{md}"
+    );
+    assert!(
+        md.contains("lcx run gate-pass.toml") || md.contains("gate-pass.toml"),
+        "{md}"
+    );
+    assert!(md.contains("Synthetic arms for the report tests."), "{md}");
+    assert!(md.contains("All 2 cells completed."), "{md}");
+
+    let check = run_lcx(&db, dir.path(), &["report", "latest", "--check"]);
+    assert_eq!(check.status.code(), Some(0), "{}", text(&check.stderr));
+
+    let json: serde_json::Value = serde_json::from_str(&ok(
+        &db,
+        dir.path(),
+        &["report", "gate-pass", "--format", "json"],
+    ))
+    .unwrap();
+    assert_eq!(json["gate"]["pass"], true);
+    let fast = &json["arms"][1];
+    assert_eq!(fast["name"], "fast");
+    // Warm-up excluded: 6 of 8 iterations count, 2 excluded.
+    assert_eq!(fast["metrics"][0]["summary"]["n"], 6);
+    assert_eq!(fast["metrics"][0]["excluded_warmup"], 2);
+
+    let csv = ok(&db, dir.path(), &["report", "1", "--format", "csv"]);
+    assert!(csv.starts_with("experiment_id,experiment,arm"), "{csv}");
+    assert_eq!(csv.lines().count(), 1 + 2 * 2, "{csv}");
+}
+
+#[test]
+fn check_fails_on_failed_gate_and_lists_failed_cells() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("lcx.db");
+    let broken = format!(
+        "\n[[arms]]\nname = \"broken\"\ncommand = {}\n",
+        toml_string(
+            r#"echo '{"iteration":1,"time/traversal_seconds":2.0}'; echo boom >&2; exit 3"#
+        )
+    );
+    experiment(dir.path(), &db, "gate-fail", 10.0, &broken);
+    let check = run_lcx(&db, dir.path(), &["report", "--check"]);
+    assert_eq!(check.status.code(), Some(1), "{}", text(&check.stderr));
+    let md = text(&check.stdout);
+    assert!(md.contains("Verdict: FAIL"), "{md}");
+    assert!(md.contains("below 10.00×"), "{md}");
+    assert!(md.contains("1 of 3 cells did not complete"), "{md}");
+    assert!(md.contains("| broken | 1"), "{md}");
+    assert!(md.contains("failed"), "{md}");
+    // An unknown experiment is the user's mistake.
+    let missing = run_lcx(&db, dir.path(), &["report", "no-such-experiment"]);
+    assert_eq!(missing.status.code(), Some(2));
+}
+
+#[test]
+fn archive_twice_writes_two_files_and_records_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("lcx.db");
+    experiment(dir.path(), &db, "Archive Me", 1.5, "");
+    ok(&db, dir.path(), &["report", "--archive"]);
+    ok(&db, dir.path(), &["report", "--archive"]);
+    let archive = dir.path().join("archive");
+    let mut md: Vec<String> = std::fs::read_dir(&archive)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".md"))
+        .collect();
+    md.sort();
+    assert_eq!(md.len(), 2, "{md:?}");
+    assert!(md[0].ends_with("-archive-me-2.md") || md[1].ends_with("-archive-me-2.md"));
+    let first = md.iter().find(|n| n.ends_with("-archive-me.md")).unwrap();
+    let body = std::fs::read_to_string(archive.join(first)).unwrap();
+    let stem = first.trim_end_matches(".md");
+    let svg = format!("{stem}-time-iteration-seconds-per-iteration.svg");
+    assert!(body.contains(&format!("]({svg})")), "{body}");
+    assert!(archive.join(&svg).is_file());
+    assert!(std::fs::read_to_string(archive.join(&svg))
+        .unwrap()
+        .starts_with("<svg"));
+    let recorded = ok(
+        &db,
+        dir.path(),
+        &[
+            "query",
+            "SELECT COUNT(*) FROM reports WHERE format = 'markdown'",
+            "--format",
+            "csv",
+        ],
+    );
+    assert_eq!(recorded.lines().nth(1), Some("2"), "{recorded}");
+    // --archive-dir elsewhere.
+    let other = dir.path().join("elsewhere");
+    ok(
+        &db,
+        dir.path(),
+        &[
+            "report",
+            "--archive",
+            "--archive-dir",
+            other.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        std::fs::read_dir(&other)
+            .unwrap()
+            .filter(|e| e
+                .as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "md"))
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn query_is_read_only_and_formats() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("lcx.db");
+    experiment(dir.path(), &db, "q", 1.5, "");
+    let count = "SELECT COUNT(*) AS n FROM metrics";
+    let before = ok(&db, dir.path(), &["query", count, "--format", "csv"]);
+    assert_eq!(before.trim(), "n\n32");
+    let bytes_before = std::fs::read(&db).unwrap();
+    for write in [
+        "DELETE FROM metrics",
+        "UPDATE experiments SET name = 'x'",
+        "DROP TABLE runs",
+        "INSERT INTO reports (path, sha256) VALUES ('a', 'b')",
+    ] {
+        let out = run_lcx(&db, dir.path(), &["query", write]);
+        assert_eq!(out.status.code(), Some(2), "{write}: {}", text(&out.stderr));
+        let err = text(&out.stderr);
+        assert!(err.contains("read-only"), "{write}: {err}");
+    }
+    assert_eq!(
+        ok(&db, dir.path(), &["query", count, "--format", "csv"]),
+        before
+    );
+    assert_eq!(std::fs::read(&db).unwrap(), bytes_before);
+
+    let json: serde_json::Value = serde_json::from_str(&ok(
+        &db,
+        dir.path(),
+        &["query", "SELECT arm, n FROM arm_metric_stats WHERE name = 'time/traversal_seconds' ORDER BY arm", "--format", "json"],
+    ))
+    .unwrap();
+    assert_eq!(json[0]["arm"], "fast");
+    assert_eq!(json[0]["n"], 6);
+    let table = ok(&db, dir.path(), &["query", "SELECT name FROM experiments"]);
+    assert!(
+        table.contains("| name |") && table.contains("| q "),
+        "{table}"
+    );
+    let bad = run_lcx(&db, dir.path(), &["query", "SELEC nonsense"]);
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
+fn list_history_and_compare() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("lcx.db");
+    experiment(dir.path(), &db, "again", 1.5, "");
+    experiment(dir.path(), &db, "again", 1.5, "");
+    let list = ok(&db, dir.path(), &["list"]);
+    assert!(list.contains("| 2 ") && list.contains("| 1 "), "{list}");
+    assert!(list.contains("slow, fast"), "{list}");
+    assert!(list.contains("2/2"), "{list}");
+
+    let history = ok(
+        &db,
+        dir.path(),
+        &[
+            "history",
+            "again",
+            "--arm",
+            "fast",
+            "--metric",
+            "time/traversal_seconds",
+        ],
+    );
+    assert!(
+        history.contains("#1") && history.contains("#2"),
+        "{history}"
+    );
+    // Identical data: no change marker.
+    assert!(
+        !history.contains("▲") && !history.contains("▼"),
+        "{history}"
+    );
+    assert!(history.contains("0.3550 ± 0.0187"), "{history}");
+
+    let cmp = ok(&db, dir.path(), &["compare", "1", "2"]);
+    assert!(cmp.contains("| fast"), "{cmp}");
+    assert!(cmp.contains("1.00×"), "{cmp}");
+    assert!(cmp.contains("no significant change"), "{cmp}");
+    let runs = ok(&db, dir.path(), &["compare", "run:1", "run:2"]);
+    assert!(
+        runs.contains("run 1 (slow)") && runs.contains("run 2 (fast)"),
+        "{runs}"
+    );
+    assert!(runs.contains("improved"), "{runs}");
+    let mixed = run_lcx(&db, dir.path(), &["compare", "1", "run:2"]);
+    assert_eq!(mixed.status.code(), Some(2));
+    let unknown = run_lcx(&db, dir.path(), &["history", "nope"]);
+    assert_eq!(unknown.status.code(), Some(2));
+}

@@ -1,0 +1,544 @@
+//! `lcx run` end to end: real child processes (small `sh` commands), real
+//! SQLite files in a temp dir, real signals.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use lcx::store::{ExperimentStatus, RunStatus, SqlValue, Store};
+
+fn lcx() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lcx"));
+    cmd.env_remove("LCX_DB");
+    cmd
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn run_ok(args: &[&str]) -> Output {
+    let out = lcx().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "lcx {args:?} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// A shell loop printing `n` metric lines, `pause` seconds apart.
+fn counting(n: u32, pause: &str) -> String {
+    format!(
+        r#"i=1; while [ $i -le {n} ]; do echo "{{\"iteration\":$i,\"time/iteration_seconds\":0.0$i,\"mode\":\"fp32\"}}"; sleep {pause}; i=$((i+1)); done"#
+    )
+}
+
+fn experiment(name: &str, iterations: u32, arms: &[(&str, String)], extra: &str) -> String {
+    let mut text = format!(
+        "name = \"{name}\"\nworkload = \"command\"\niterations = {iterations}\nwarmup = 1\n{extra}\n"
+    );
+    for (arm, command) in arms {
+        let quoted = toml::Value::String(command.clone()).to_string();
+        text.push_str(&format!(
+            "\n[[arms]]\nname = \"{arm}\"\ncommand = {quoted}\n"
+        ));
+    }
+    text
+}
+
+fn count(store: &Store, sql: &str) -> i64 {
+    match store.query(sql).unwrap().rows[0][0] {
+        SqlValue::Integer(n) => n,
+        ref other => panic!("{sql}: {other:?}"),
+    }
+}
+
+/// Waits until `sql` counts at least `n` (the runner writes as lines arrive).
+fn wait_for_rows(db: &Path, sql: &str, n: i64) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if db.exists() {
+            if let Ok(store) = Store::open_read_only(db) {
+                if store.query(sql).is_ok() && count(&store, sql) >= n {
+                    return;
+                }
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {sql} >= {n}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn signal(child: &Child, sig: i32) {
+    // SAFETY: kill(2) on a child we spawned and have not reaped yet.
+    let rc = unsafe { libc::kill(child.id() as i32, sig) };
+    assert_eq!(rc, 0);
+}
+
+#[test]
+fn command_arms_run_interleaved_and_every_line_is_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = experiment(
+        "two-arms",
+        3,
+        &[
+            ("a", counting(3, "0")),
+            // Non-JSON output is log, not an error; lines without
+            // `iteration` are numbered by position.
+            (
+                "b",
+                r#"echo hello; echo '{"t": 1}'; echo '{"t": 2, "nested": {"x": 5}}'; echo '{"t": 3}'"#
+                    .to_string(),
+            ),
+        ],
+        "repeats = 2",
+    );
+    let file = write(dir.path(), "e.toml", &text);
+    let db = dir.path().join("x.db");
+    let out = run_ok(&["run", file.to_str().unwrap(), "--db", db.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("completed"), "{stdout}");
+
+    let store = Store::open(&db).unwrap();
+    let e = store.find_experiment("latest").unwrap();
+    assert_eq!(e.status, ExperimentStatus::Completed);
+    assert_eq!(e.file_text, text);
+    assert_eq!(e.file_sha256.len(), 64);
+    assert!(e.fingerprint.cpu_cores.unwrap_or(0) >= 1);
+    let runs = store.runs(e.id).unwrap();
+    assert_eq!(runs.len(), 4);
+    for r in &runs {
+        assert_eq!(r.status, RunStatus::Completed, "{r:?}");
+        assert_eq!(r.exit_code, Some(0));
+        assert_eq!(r.iterations_done, 3);
+    }
+    // Interleaved: a#1 b#1 a#2 b#2 by start time.
+    let mut by_start: Vec<_> = runs.iter().collect();
+    by_start.sort_by(|x, y| x.started_at.cmp(&y.started_at));
+    let order: Vec<_> = by_start
+        .iter()
+        .map(|r| (r.arm.as_str(), r.repeat))
+        .collect();
+    assert_eq!(order, vec![("a", 1), ("b", 1), ("a", 2), ("b", 2)]);
+
+    let a1 = runs.iter().find(|r| r.arm == "a").unwrap();
+    assert_eq!(
+        store
+            .metric_series(a1.id, "time/iteration_seconds")
+            .unwrap(),
+        vec![(1, 0.01), (2, 0.02), (3, 0.03)]
+    );
+    assert_eq!(store.run_texts(a1.id).unwrap()[0].2, "fp32");
+    let b1 = runs.iter().find(|r| r.arm == "b").unwrap();
+    assert_eq!(
+        store.metric_series(b1.id, "t").unwrap(),
+        vec![(1, 1.0), (2, 2.0), (3, 3.0)]
+    );
+    assert_eq!(
+        store.metric_series(b1.id, "nested/x").unwrap(),
+        vec![(2, 5.0)]
+    );
+    assert!(b1.stderr_tail.as_deref().unwrap_or("").contains("hello"));
+    // The views drop warm-up iteration 1: b has t = 2, 3 in each repeat.
+    let b = store
+        .arm_stats(e.id)
+        .unwrap()
+        .into_iter()
+        .find(|s| s.arm == "b" && s.name == "t")
+        .unwrap();
+    assert_eq!((b.n, b.mean, b.min, b.max), (4, 2.5, 2.0, 3.0));
+    assert_eq!(store.integrity_check().unwrap(), "ok");
+}
+
+#[test]
+fn a_failing_cell_is_recorded_and_the_others_still_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = experiment(
+        "failing",
+        3,
+        &[
+            (
+                "bad",
+                r#"echo '{"iteration":1,"t":1}'; echo 'something broke' >&2; exit 3"#.to_string(),
+            ),
+            ("good", counting(3, "0")),
+        ],
+        "",
+    );
+    let file = write(dir.path(), "e.toml", &text);
+    let db = dir.path().join("x.db");
+    let out = lcx()
+        .args(["run", file.to_str().unwrap(), "--db", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("FAILED") && stderr.contains("something broke"),
+        "{stderr}"
+    );
+
+    let store = Store::open(&db).unwrap();
+    let e = store.find_experiment("failing").unwrap();
+    assert_eq!(e.status, ExperimentStatus::Failed);
+    let runs = store.runs(e.id).unwrap();
+    let bad = &runs[0];
+    assert_eq!(bad.status, RunStatus::Failed);
+    assert_eq!(bad.exit_code, Some(3));
+    assert!(
+        bad.error.as_deref().unwrap().contains("exit code 3"),
+        "{bad:?}"
+    );
+    assert!(bad
+        .stderr_tail
+        .as_deref()
+        .unwrap()
+        .contains("something broke"));
+    // The line before the failure is kept.
+    assert_eq!(store.metric_series(bad.id, "t").unwrap(), vec![(1, 1.0)]);
+    assert_eq!(runs[1].status, RunStatus::Completed);
+
+    // --fail-fast: the good arm never starts.
+    let out = lcx()
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--db",
+            db.to_str().unwrap(),
+            "--fail-fast",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let e = store.find_experiment("latest").unwrap();
+    let runs = store.runs(e.id).unwrap();
+    assert_eq!(runs[0].status, RunStatus::Failed);
+    assert_eq!(runs[1].status, RunStatus::Pending);
+}
+
+#[test]
+fn kill_9_then_resume_completes_every_cell_without_duplicates() {
+    let dir = tempfile::tempdir().unwrap();
+    let arms: Vec<(&str, String)> = vec![
+        ("a", counting(6, "0.05")),
+        ("b", counting(6, "0.05")),
+        ("c", counting(6, "0.05")),
+    ];
+    let file = write(dir.path(), "e.toml", &experiment("crash", 6, &arms, ""));
+    let db = dir.path().join("x.db");
+    let mut child = lcx()
+        .args(["run", file.to_str().unwrap(), "--db", db.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill in the middle of the second cell.
+    wait_for_rows(&db, "SELECT COUNT(*) FROM metrics", 8);
+    signal(&child, libc::SIGKILL);
+    child.wait().unwrap();
+
+    {
+        let store = Store::open_read_only(&db).unwrap();
+        let e = store.find_experiment("latest").unwrap();
+        assert_eq!(
+            e.status,
+            ExperimentStatus::Running,
+            "left as the killed runner left it"
+        );
+    }
+    let out = run_ok(&["run", "--resume", "latest", "--db", db.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("resuming"), "{stderr}");
+
+    let store = Store::open(&db).unwrap();
+    let e = store.find_experiment("crash").unwrap();
+    assert_eq!(e.status, ExperimentStatus::Completed);
+    assert_eq!(
+        store.experiments(None).unwrap().len(),
+        1,
+        "resume adds no experiment"
+    );
+    for r in store.runs(e.id).unwrap() {
+        assert_eq!(r.status, RunStatus::Completed, "{r:?}");
+        let series = store.metric_series(r.id, "time/iteration_seconds").unwrap();
+        let iterations: Vec<i64> = series.iter().map(|p| p.0).collect();
+        assert_eq!(iterations, (1..=6).collect::<Vec<_>>(), "arm {}", r.arm);
+    }
+    assert_eq!(
+        count(
+            &store,
+            "SELECT COUNT(*) FROM (SELECT run_id, name, iteration FROM metrics
+             WHERE superseded = 0 GROUP BY 1, 2, 3 HAVING COUNT(*) > 1)"
+        ),
+        0
+    );
+    assert_eq!(store.integrity_check().unwrap(), "ok");
+}
+
+#[test]
+fn sigint_marks_the_running_cell_interrupted_and_says_how_to_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let arms: Vec<(&str, String)> = vec![("slow", counting(20, "0.1")), ("next", counting(2, "0"))];
+    let file = write(dir.path(), "e.toml", &experiment("sigint", 20, &arms, ""));
+    let db = dir.path().join("x.db");
+    let child = lcx()
+        .args(["run", file.to_str().unwrap(), "--db", db.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_rows(&db, "SELECT COUNT(*) FROM metrics", 2);
+    signal(&child, libc::SIGINT);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("lcx run --resume"), "{stderr}");
+
+    let store = Store::open(&db).unwrap();
+    let e = store.find_experiment("sigint").unwrap();
+    assert_eq!(e.status, ExperimentStatus::Interrupted);
+    let runs = store.runs(e.id).unwrap();
+    assert_eq!(runs[0].status, RunStatus::Interrupted);
+    assert!(runs[0].iterations_done >= 2, "finished iterations are kept");
+    assert_eq!(
+        runs[1].status,
+        RunStatus::Pending,
+        "no new cell starts after Ctrl-C"
+    );
+    let kept = store
+        .metric_series(runs[0].id, "time/iteration_seconds")
+        .unwrap()
+        .len();
+    assert!(kept >= 2);
+
+    // Resuming reruns the interrupted cell from iteration 1: its old rows
+    // stay, superseded.
+    // The stored plan is what resumes; editing the file must not matter.
+    let text = experiment("sigint", 3, &[("slow", counting(3, "0"))], "");
+    write(dir.path(), "e.toml", &text);
+    let resumed = lcx()
+        .args([
+            "run",
+            "--resume",
+            &e.id.to_string(),
+            "--db",
+            db.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        resumed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    let runs = store.runs(e.id).unwrap();
+    assert_eq!(runs[0].status, RunStatus::Completed);
+    assert_eq!(runs[0].iterations_done, 20);
+    assert_eq!(runs[1].status, RunStatus::Completed);
+    assert_eq!(runs[0].attempt, 2);
+    assert_eq!(
+        count(
+            &store,
+            &format!(
+                "SELECT COUNT(*) FROM metrics WHERE run_id = {} AND superseded = 1",
+                runs[0].id
+            )
+        ),
+        kept as i64
+    );
+}
+
+#[test]
+fn two_runners_on_one_database_both_complete() {
+    let dir = tempfile::tempdir().unwrap();
+    let arms: Vec<(&str, String)> = vec![("a", counting(20, "0.01")), ("b", counting(20, "0.01"))];
+    let file = write(dir.path(), "e.toml", &experiment("shared", 20, &arms, ""));
+    let db = dir.path().join("x.db");
+    let spawn = || {
+        lcx()
+            .args(["run", file.to_str().unwrap(), "--db", db.to_str().unwrap()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (first, second) = (spawn(), spawn());
+    for child in [first, second] {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let store = Store::open(&db).unwrap();
+    let experiments = store.experiments(Some("shared")).unwrap();
+    assert_eq!(experiments.len(), 2);
+    for e in experiments {
+        assert_eq!(e.status, ExperimentStatus::Completed);
+        for r in store.runs(e.id).unwrap() {
+            assert_eq!(r.iterations_done, 20);
+        }
+    }
+    assert_eq!(count(&store, "SELECT COUNT(*) FROM metrics"), 2 * 2 * 20);
+    assert_eq!(store.integrity_check().unwrap(), "ok");
+}
+
+#[test]
+fn malformed_experiments_exit_2_and_create_no_database() {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/experiments");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&corpus)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 20, "only {} malformed files", files.len());
+    let dir = tempfile::tempdir().unwrap();
+    // Each lcx start loads libtorch; run the corpus a few files at a time.
+    for (batch, chunk) in files.chunks(8).enumerate() {
+        let children: Vec<_> = chunk
+            .iter()
+            .enumerate()
+            .map(|(i, file)| {
+                let db = dir.path().join(format!("never-{batch}-{i}.db"));
+                let child = lcx()
+                    .args(["run", file.to_str().unwrap(), "--db", db.to_str().unwrap()])
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                (file, db, child)
+            })
+            .collect();
+        for (file, db, child) in children {
+            let out = child.wait_with_output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{}: {stderr}", file.display());
+            let stem = file.file_name().unwrap().to_str().unwrap();
+            assert!(
+                stderr.starts_with("error:") && stderr.contains(stem),
+                "{}: the error should name the file: {stderr}",
+                file.display()
+            );
+            assert!(!db.exists(), "{}: created the database", file.display());
+        }
+    }
+    assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
+}
+
+#[test]
+fn a_newer_database_is_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("x.db");
+    {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute_batch("CREATE TABLE future (x); PRAGMA user_version = 999;")
+            .unwrap();
+    }
+    let before = std::fs::read(&db).unwrap();
+    let file = write(
+        dir.path(),
+        "e.toml",
+        &experiment("new", 2, &[("a", counting(2, "0"))], ""),
+    );
+    let out = lcx()
+        .args(["run", file.to_str().unwrap(), "--db", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("newer") && stderr.contains("999"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(&db).unwrap(), before);
+}
+
+#[test]
+fn dry_run_prints_cells_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        dir.path(),
+        "e.toml",
+        &experiment(
+            "dry",
+            2,
+            &[("a", "true".into()), ("b", "true".into())],
+            "repeats = 2",
+        ),
+    );
+    let db = dir.path().join("x.db");
+    let out = run_ok(&[
+        "run",
+        file.to_str().unwrap(),
+        "--db",
+        db.to_str().unwrap(),
+        "--dry-run",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.matches("cell ").count(), 4, "{stdout}");
+    assert!(stdout.contains("b #2"), "{stdout}");
+    assert!(!db.exists());
+}
+
+#[test]
+fn cuda_arms_are_skipped_visibly_without_a_gpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = experiment("gpu", 2, &[("cpu", counting(2, "0"))], "");
+    text.push_str(&format!(
+        "\n[[arms]]\nname = \"gpu\"\nrequires = \"cuda\"\ncommand = {}\n",
+        toml::Value::String(counting(2, "0"))
+    ));
+    let file = write(dir.path(), "e.toml", &text);
+    let db = dir.path().join("x.db");
+    let out = run_ok(&["run", file.to_str().unwrap(), "--db", db.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let store = Store::open(&db).unwrap();
+    let e = store.find_experiment("gpu").unwrap();
+    let gpu = store
+        .runs(e.id)
+        .unwrap()
+        .into_iter()
+        .find(|r| r.arm == "gpu")
+        .unwrap();
+    if e.fingerprint.cuda_available == Some(true) {
+        assert_eq!(gpu.status, RunStatus::Completed);
+    } else {
+        assert_eq!(gpu.status, RunStatus::Skipped);
+        assert!(gpu.skip_reason.unwrap().contains("CUDA"));
+        assert!(stderr.contains("SKIPPED"), "{stderr}");
+    }
+    assert_eq!(e.status, ExperimentStatus::Completed);
+}
+
+#[test]
+fn seed_experiments_validate() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut seen = 0;
+    for entry in std::fs::read_dir(root.join("experiments")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|x| x != "toml") {
+            continue;
+        }
+        seen += 1;
+        let out = lcx()
+            .args(["run", path.to_str().unwrap(), "--dry-run"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert!(seen >= 5, "expected the seed experiments, found {seen}");
+}
