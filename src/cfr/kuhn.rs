@@ -3,6 +3,9 @@
 //! average strategy must approach the game's known value of −1/18 for the
 //! first player. Tests only.
 
+// Two-action arrays indexed by action read plainest as index loops.
+#![allow(clippy::needless_range_loop)]
+
 use std::collections::HashMap;
 
 use super::regret::{self, Fallback};

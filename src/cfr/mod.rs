@@ -3,12 +3,14 @@
 //! networks are reached through the batched [`policy::Policy`] trait, so
 //! everything can be tested with table policies.
 
+pub mod interleaved;
 pub mod memory;
 pub mod policy;
 pub mod regret;
 pub mod rng;
 pub mod stats;
 pub mod traversal;
+pub mod workers;
 
 #[cfg(test)]
 mod kuhn;

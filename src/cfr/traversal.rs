@@ -283,7 +283,7 @@ pub fn stores_strategy(
     } else {
         params.store_opponent
     };
-    allowed && depth % params.strategy_interval.max(1) == 0
+    allowed && depth.is_multiple_of(params.strategy_interval.max(1))
 }
 
 /// The recursive (depth-first) scheduler: every non-fixed decision is a
@@ -336,6 +336,21 @@ impl<'a, P: Policy> RecursiveTraverser<'a, P> {
         self.iteration = iteration;
         self.nodes_this_game = 0;
         self.node(state, 0)
+    }
+
+    /// Like [`traverse`](Self::traverse), but the RNG restarts from
+    /// `game_rng_seed` for this game. This is the per-game seeding the
+    /// interleaved scheduler uses (one RNG per context), so with the same
+    /// seeds both schedulers make the same draws and produce the same output.
+    pub fn traverse_seeded(
+        &mut self,
+        state: &mut GameState,
+        traverser: usize,
+        iteration: u32,
+        game_rng_seed: u64,
+    ) -> Result<f64, TraversalError> {
+        self.rng = Lcg::new(game_rng_seed);
+        self.traverse(state, traverser, iteration)
     }
 
     /// The samples and statistics gathered so far.

@@ -205,7 +205,9 @@ fn forward(args: ForwardArgs) -> anyhow::Result<u8> {
 
 fn engine(args: EngineArgs) -> anyhow::Result<u8> {
     if args.games == 0 || args.micro_iters == 0 {
-        return Err(bad_input(anyhow::anyhow!("--games and --micro-iters must be ≥ 1")));
+        return Err(bad_input(anyhow::anyhow!(
+            "--games and --micro-iters must be ≥ 1"
+        )));
     }
     let options = crate::bench::engine::EngineBenchOptions {
         games: args.games,
@@ -221,13 +223,31 @@ fn engine(args: EngineArgs) -> anyhow::Result<u8> {
     let mut table = Table::new();
     table.load_preset(ASCII_MARKDOWN);
     table.set_header(["measure", "value"]);
-    table.add_row(["random full games/s (one thread)".to_string(), format!("{:.0}", r.games_per_second)]);
-    table.add_row(["actions/s".to_string(), format!("{:.0}", r.actions_per_second)]);
-    table.add_row(["mean actions/game".to_string(), format!("{:.1}", r.mean_actions_per_game)]);
+    table.add_row([
+        "random full games/s (one thread)".to_string(),
+        format!("{:.0}", r.games_per_second),
+    ]);
+    table.add_row([
+        "actions/s".to_string(),
+        format!("{:.0}", r.actions_per_second),
+    ]);
+    table.add_row([
+        "mean actions/game".to_string(),
+        format!("{:.1}", r.mean_actions_per_game),
+    ]);
     table.add_row(["ns/action".to_string(), format!("{:.1}", r.ns_per_action)]);
-    table.add_row([format!("clone ns ({} bytes)", r.state_bytes), format!("{:.1}", r.clone_ns)]);
-    table.add_row(["apply+undo ns".to_string(), format!("{:.1}", r.apply_undo_ns)]);
-    table.add_row([format!("encode µs ({} floats)", r.encode_dim), format!("{:.3}", r.encode_ns / 1000.0)]);
+    table.add_row([
+        format!("clone ns ({} bytes)", r.state_bytes),
+        format!("{:.1}", r.clone_ns),
+    ]);
+    table.add_row([
+        "apply+undo ns".to_string(),
+        format!("{:.1}", r.apply_undo_ns),
+    ]);
+    table.add_row([
+        format!("encode µs ({} floats)", r.encode_dim),
+        format!("{:.3}", r.encode_ns / 1000.0),
+    ]);
     println!("{} games, {:.2} s\n{table}", r.games, r.seconds);
     Ok(0)
 }
@@ -243,10 +263,18 @@ fn trainer(args: TrainerArgs) -> anyhow::Result<u8> {
             .parse()
             .map_err(|e: String| bad_input(anyhow::anyhow!("--device {d}: {e}")))?;
     }
-    let device = device::resolve(&cfg.run.device.to_string()).map_err(|e| bad_input(anyhow::Error::new(e).context("--device")))?;
+    let device = device::resolve(&cfg.run.device.to_string())
+        .map_err(|e| bad_input(anyhow::Error::new(e).context("--device")))?;
     let mut sink = metrics_sink(args.metrics_out.as_ref())?;
-    let to_stdout = args.metrics_out.as_ref().is_some_and(|p| p.as_os_str() == "-");
-    let modes: &[(&str, bool)] = if args.amp { &[("fp32", false), ("amp", true)] } else { &[("fp32", false)] };
+    let to_stdout = args
+        .metrics_out
+        .as_ref()
+        .is_some_and(|p| p.as_os_str() == "-");
+    let modes: &[(&str, bool)] = if args.amp {
+        &[("fp32", false), ("amp", true)]
+    } else {
+        &[("fp32", false)]
+    };
     let mut rows = Vec::new();
     let mut iteration = 0;
     for &(mode, amp) in modes {
@@ -263,7 +291,9 @@ fn trainer(args: TrainerArgs) -> anyhow::Result<u8> {
             iteration += 1;
             if let Some(out) = sink.as_mut() {
                 let line = serde_json::json!({"iteration": iteration, "mode": mode, "bench/ms_per_call": v});
-                writeln!(out, "{line}").and_then(|()| out.flush()).context("writing --metrics-out")?;
+                writeln!(out, "{line}")
+                    .and_then(|()| out.flush())
+                    .context("writing --metrics-out")?;
             }
             ms.push(v);
         }
@@ -274,7 +304,12 @@ fn trainer(args: TrainerArgs) -> anyhow::Result<u8> {
     table.load_preset(ASCII_MARKDOWN);
     table.set_header(["mode", "mean ms", "p50 ms", "p95 ms"]);
     for (mode, (mean, p50, p95)) in &rows {
-        table.add_row([mode.to_string(), format!("{mean:.2}"), format!("{p50:.2}"), format!("{p95:.2}")]);
+        table.add_row([
+            mode.to_string(),
+            format!("{mean:.2}"),
+            format!("{p50:.2}"),
+            format!("{p95:.2}"),
+        ]);
     }
     let mut text = format!(
         "device {device:?}, {} runs after {} warm-up; per run: advantage {}×{} (both players) + strategy {}×{}\n{table}",

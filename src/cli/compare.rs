@@ -124,7 +124,7 @@ fn compare_runs(store: &Store, a: &str, b: &str, rule: VerdictRule) -> anyhow::R
     };
     let (ea, eb) = (exp(run_a.experiment_id)?, exp(run_b.experiment_id)?);
     let plan_a = build::stored_plan(&ea);
-    let names_a = store.metric_names(ea.id).map_err(user_or_not)?;
+    let names_a = store.metric_names_fast(ea.id).map_err(user_or_not)?;
     let columns = build::resolve_columns(&ea, plan_a.as_ref(), &names_a);
     let metrics = build::needed_metrics(&columns, plan_a.as_ref());
     let ma = store

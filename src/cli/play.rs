@@ -22,7 +22,8 @@ enum Format {
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// First bot; it plays seat 0 in even games and seat 1 in odd games.
+    /// First bot (random, discard-only, heuristic-balanced, heuristic-aggressive,
+    /// heuristic-cautious, heuristic-noisy); seat 0 in even games, seat 1 in odd ones.
     #[arg(long)]
     p0: String,
     /// Second bot.

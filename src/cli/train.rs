@@ -44,9 +44,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let metrics_out: Option<Box<dyn Write>> = match &args.metrics_out {
         None => None,
         Some(p) if p.as_os_str() == "-" => Some(Box::new(std::io::stdout())),
-        Some(p) => Some(Box::new(
-            std::fs::File::create(p).with_context(|| format!("--metrics-out: cannot create {}", p.display()))?,
-        )),
+        Some(p) => Some(Box::new(std::fs::File::create(p).with_context(|| {
+            format!("--metrics-out: cannot create {}", p.display())
+        })?)),
     };
     let dir = session::run(
         config,

@@ -731,12 +731,12 @@ impl EvaluationConfig {
     /// appended without duplicates when extended_eval_every also divides t.
     pub fn opponents_for_iteration(&self, t: u64) -> Vec<EvalOpponent> {
         let every = u64::from(self.eval_every);
-        if every == 0 || t == 0 || t % every != 0 {
+        if every == 0 || t == 0 || !t.is_multiple_of(every) {
             return Vec::new();
         }
         let mut out = self.opponents.clone();
         let ext = u64::from(self.extended_eval_every);
-        if ext > 0 && t % ext == 0 {
+        if ext > 0 && t.is_multiple_of(ext) {
             for o in &self.extended_opponents {
                 if !out.contains(o) {
                     out.push(*o);

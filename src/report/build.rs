@@ -212,7 +212,7 @@ pub fn load(store: &Store, experiment_id: i64, options: Options) -> Result<Repor
         .experiment(experiment_id)?
         .ok_or_else(|| StoreError::ExperimentNotFound(experiment_id.to_string()))?;
     let runs = store.runs(experiment_id)?;
-    let metric_names = store.metric_names(experiment_id)?;
+    let metric_names = store.metric_names_fast(experiment_id)?;
     let plan = stored_plan(&experiment);
     let columns = resolve_columns(&experiment, plan.as_ref(), &metric_names);
     let needed = needed_metrics(&columns, plan.as_ref());

@@ -48,7 +48,10 @@ pub fn mean_sd(s: &Summary) -> String {
 
 /// `3.20× ± 0.10`.
 pub fn speedup_text(s: &Speedup) -> String {
-    if s.se.is_finite() && s.se > 0.0 {
+    if s.se.is_finite() && s.se > 0.0 && s.se < 0.005 {
+        // Keep one significant digit rather than printing "± 0.00".
+        format!("{:.2}× ± {:.1e}", s.ratio, s.se)
+    } else if s.se.is_finite() && s.se > 0.0 {
         format!("{:.2}× ± {:.2}", s.ratio, s.se)
     } else {
         format!("{:.2}×", s.ratio)

@@ -11,6 +11,9 @@ use crate::cfr::memory::SampleRef;
 use crate::cfr::regret::ACTIONS;
 use crate::config::TrainerConfig;
 
+/// One synthetic sample: info state, target, legal mask bits.
+type Row = (Vec<f32>, [f32; ACTIONS], u32);
+
 /// A trainer whose memories hold `batch × updates` synthetic samples each,
 /// drawn from a torch generator seeded `run.seed + 909`: inputs ~ N(0, 1),
 /// advantage targets ~ N(0, 20²), masks legal with probability 0.75 (one
@@ -23,7 +26,8 @@ pub fn synthetic_trainer(mut config: TrainerConfig, amp: bool) -> Result<Trainer
     config.checkpoint.save_every = 0;
     config.checkpoint.save_latest = false;
     let o = &config.optimization;
-    let n_adv = (o.advantage_batch_size as usize * o.advantage_updates_per_iteration as usize).max(1);
+    let n_adv =
+        (o.advantage_batch_size as usize * o.advantage_updates_per_iteration as usize).max(1);
     let n_str = (o.strategy_batch_size as usize * o.strategy_updates_per_iteration as usize).max(1);
     config.memory.advantage_capacity = config.memory.advantage_capacity.max(n_adv as u64);
     config.memory.strategy_capacity = config.memory.strategy_capacity.max(n_str as u64);
@@ -31,17 +35,25 @@ pub fn synthetic_trainer(mut config: TrainerConfig, amp: bool) -> Result<Trainer
     let mut trainer = Trainer::new(config)?;
     let dim = trainer.input_dim();
     tch::manual_seed(seed);
-    let fill = |n: usize, strategy: bool| -> Result<Vec<(Vec<f32>, [f32; ACTIONS], u32)>, TrainerError> {
+    let fill = |n: usize, strategy: bool| -> Result<Vec<Row>, TrainerError> {
         let opts = (Kind::Float, Device::Cpu);
-        let x = Vec::<f32>::try_from(Tensor::f_randn([n as i64, dim as i64], opts)?.f_flatten(0, -1)?)?;
+        let x =
+            Vec::<f32>::try_from(Tensor::f_randn([n as i64, dim as i64], opts)?.f_flatten(0, -1)?)?;
         let legal = Tensor::f_rand([n as i64, ACTIONS as i64], opts)?.f_lt(0.75)?;
         let always = Tensor::f_randint(ACTIONS as i64, [n as i64], (Kind::Int64, Device::Cpu))?;
-        let legal = legal.f_scatter_value(1, &always.f_unsqueeze(1)?, 1)?.f_to_kind(Kind::Float)?;
+        let legal = legal
+            .f_scatter_value(1, &always.f_unsqueeze(1)?, 1)?
+            .f_to_kind(Kind::Float)?;
         let y = if strategy {
             let w = Tensor::f_rand([n as i64, ACTIONS as i64], opts)?.f_mul(&legal)?;
-            w.f_div(&w.f_sum_dim_intlist(1, true, Kind::Float)?.f_clamp_min(1e-12)?)?
+            w.f_div(
+                &w.f_sum_dim_intlist(1, true, Kind::Float)?
+                    .f_clamp_min(1e-12)?,
+            )?
         } else {
-            Tensor::f_randn([n as i64, ACTIONS as i64], opts)?.f_mul_scalar(20.0)?.f_mul(&legal)?
+            Tensor::f_randn([n as i64, ACTIONS as i64], opts)?
+                .f_mul_scalar(20.0)?
+                .f_mul(&legal)?
         };
         let y = Vec::<f32>::try_from(y.f_flatten(0, -1)?)?;
         let m = Vec::<f32>::try_from(legal.f_flatten(0, -1)?)?;
@@ -49,7 +61,9 @@ pub fn synthetic_trainer(mut config: TrainerConfig, amp: bool) -> Result<Trainer
         for i in 0..n {
             let mut target = [0.0f32; ACTIONS];
             target.copy_from_slice(&y[i * ACTIONS..(i + 1) * ACTIONS]);
-            let mask = (0..ACTIONS).filter(|&a| m[i * ACTIONS + a] > 0.5).fold(0u32, |acc, a| acc | 1 << a);
+            let mask = (0..ACTIONS)
+                .filter(|&a| m[i * ACTIONS + a] > 0.5)
+                .fold(0u32, |acc, a| acc | 1 << a);
             rows.push((x[i * dim..(i + 1) * dim].to_vec(), target, mask));
         }
         Ok(rows)
@@ -111,7 +125,9 @@ mod tests {
 
     #[test]
     fn synthetic_memories_are_full_and_a_call_trains() {
-        let c = crate::config::from_toml_str(include_str!("../../configs/smoke.toml"), "smoke", &[]).unwrap();
+        let c =
+            crate::config::from_toml_str(include_str!("../../configs/smoke.toml"), "smoke", &[])
+                .unwrap();
         let mut t = synthetic_trainer(c, false).unwrap();
         assert_eq!(t.adv_mem[0].len(), 2);
         assert_eq!(t.strat_mem.len(), 2);

@@ -12,6 +12,7 @@ pub mod policy;
 pub mod probe;
 pub mod session;
 pub mod train;
+pub mod workers;
 
 pub use error::TrainerError;
 
@@ -25,7 +26,7 @@ pub fn network_spec(cfg: &TrainerConfig, input_dim: usize) -> MlpSpec {
         input_dim,
         hidden_size: cfg.network.hidden_size as usize,
         num_layers: cfg.network.num_layers as usize,
-        outputs: cfg.rules.action_size() as usize,
+        outputs: cfg.rules.action_size(),
         activation: match cfg.network.activation {
             ConfigActivation::Relu => Activation::Relu,
             ConfigActivation::Gelu => Activation::Gelu,

@@ -94,7 +94,8 @@ fn json_line(m: &Metrics) -> String {
         let value = if k == "iteration" {
             serde_json::Value::from(*v as u64)
         } else {
-            serde_json::Number::from_f64(*v).map_or(serde_json::Value::Null, serde_json::Value::Number)
+            serde_json::Number::from_f64(*v)
+                .map_or(serde_json::Value::Null, serde_json::Value::Number)
         };
         obj.insert(k.clone(), value);
     }
@@ -110,13 +111,22 @@ pub fn run(config: TrainerConfig, mut opts: SessionOptions) -> Result<PathBuf, S
     let dir = match &opts.resume {
         Some(path) => {
             let it = trainer.load_checkpoint(path)?;
-            let dir = path.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-            eprintln!("resumed from {} at iteration {it}; memories, RNGs and the grad scaler start fresh", path.display());
+            let dir = path
+                .parent()
+                .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+            eprintln!(
+                "resumed from {} at iteration {it}; memories, RNGs and the grad scaler start fresh",
+                path.display()
+            );
             dir
         }
         None => {
             let stamp = chrono::Local::now().format("%Y-%m-%d_%H%M%S");
-            let base = if opts.keep { opts.runs_root.clone() } else { opts.runs_root.join("tmp") };
+            let base = if opts.keep {
+                opts.runs_root.clone()
+            } else {
+                opts.runs_root.join("tmp")
+            };
             let mut dir = base.join(format!("{stamp}_{}", slug(&config.run.experiment_name)));
             let mut n = 2;
             while dir.exists() {
@@ -141,16 +151,26 @@ pub fn run(config: TrainerConfig, mut opts: SessionOptions) -> Result<PathBuf, S
         .map_err(io(&metrics_path))?;
     let log_path = dir.join("train.log");
     let mut log = Log {
-        file: OpenOptions::new().create(true).append(true).open(&log_path).map_err(io(&log_path))?,
+        file: OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .map_err(io(&log_path))?,
         path: log_path,
     };
     log.event(&format!("run directory {}", dir.display()))?;
     if trainer.amp_falls_back_to_fp32() {
-        log.event("run.use_amp needs CUDA; training in fp32 on the CPU (amp/grad_scale stays 1.0)")?;
+        log.event(
+            "run.use_amp needs CUDA; training in fp32 on the CPU (amp/grad_scale stays 1.0)",
+        )?;
     }
     let max_iterations = config.run.max_iterations;
     if let Some(max) = max_iterations {
-        if eval_never_runs(trainer.iteration, u64::from(config.evaluation.eval_every), max) {
+        if eval_never_runs(
+            trainer.iteration,
+            u64::from(config.evaluation.eval_every),
+            max,
+        ) {
             log.event("warning: evaluation.eval_every is beyond run.max_iterations; no evaluation will run")?;
         }
     }
@@ -177,10 +197,14 @@ pub fn run(config: TrainerConfig, mut opts: SessionOptions) -> Result<PathBuf, S
             }
         }
         let line = json_line(&m);
-        metrics_file.write_all(line.as_bytes()).map_err(io(&metrics_path))?;
+        metrics_file
+            .write_all(line.as_bytes())
+            .map_err(io(&metrics_path))?;
         metrics_file.flush().map_err(io(&metrics_path))?;
         if let Some(out) = opts.metrics_out.as_mut() {
-            out.write_all(line.as_bytes()).and_then(|()| out.flush()).map_err(io(Path::new("--metrics-out")))?;
+            out.write_all(line.as_bytes())
+                .and_then(|()| out.flush())
+                .map_err(io(Path::new("--metrics-out")))?;
         }
         let iter_s = m.get("time/iteration_seconds").copied().unwrap_or(0.0);
         let mut summary = format!(
@@ -193,7 +217,10 @@ pub fn run(config: TrainerConfig, mut opts: SessionOptions) -> Result<PathBuf, S
             if iter_s > 0.0 { 3600.0 / iter_s } else { 0.0 },
         );
         if let Some(e) = m.get("time/evaluation_seconds") {
-            summary.push_str(&format!(" eval_seconds={e:.2}({:.0}%)", 100.0 * e / iter_s.max(1e-9)));
+            summary.push_str(&format!(
+                " eval_seconds={e:.2}({:.0}%)",
+                100.0 * e / iter_s.max(1e-9)
+            ));
             for (k, v) in &m {
                 if k.ends_with("/win_rate0") || k.ends_with("/avg_score_diff0") {
                     summary.push_str(&format!(" {k}={v:.3}"));

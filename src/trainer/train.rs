@@ -16,13 +16,9 @@ use super::{device, TrainerError};
 use crate::cfr::memory::{Batch, Reservoir};
 use crate::cfr::regret::{Fallback, ACTIONS};
 use crate::cfr::stats::Buckets;
-use crate::cfr::traversal::{
-    Cutoff, Opponent, RecursiveTraverser, Sampling, TraversalError, TraversalOutput,
-    TraversalParams,
-};
+use crate::cfr::traversal::{Cutoff, Opponent, Sampling, TraversalError, TraversalParams};
 use crate::config::{self as cfg, TrainerConfig};
 use crate::encoding::Encoding;
-use crate::game::GameState;
 
 /// Errors of a training run.
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +33,8 @@ pub enum TrainError {
     Checkpoint(#[from] CheckpointError),
     #[error("{0}")]
     Unsupported(String),
+    #[error(transparent)]
+    Workers(#[from] super::workers::WorkerError),
 }
 
 /// One iteration's metrics, keyed by the names of design.md §8.
@@ -133,11 +131,6 @@ impl Trainer {
                 "network.jit = \"trace\" is not supported by the trainer yet".into(),
             ));
         }
-        if config.traversal.scheduler != cfg::Scheduler::Recursive {
-            return Err(TrainError::Unsupported(
-                "traversal.scheduler = \"interleaved\" is not supported by the trainer yet".into(),
-            ));
-        }
         let encoding = Encoding::from(&config.encoding);
         let dim = encoding.input_dim(&config.rules);
         let spec: MlpSpec = super::network_spec(&config, dim);
@@ -186,27 +179,23 @@ impl Trainer {
         fallback
     }
 
-    fn traverse(&self, t: u64) -> Result<TraversalOutput, TrainError> {
-        let seed = self.config.run.seed;
+    /// Runs iteration `t`'s traversals for both players with the configured
+    /// scheduler and workers (see `super::workers`); the batching metrics
+    /// come back for the interleaved scheduler.
+    fn traverse(&self, t: u64) -> Result<super::workers::TraversalResult, TrainError> {
         let policy = TorchPolicy {
             advantage: [&self.nets[0].net, &self.nets[1].net],
             strategy: &self.nets[2].net,
             device: self.device,
             dim: self.dim,
         };
-        let mut total = TraversalOutput::new(self.dim);
-        for p in 0..2u64 {
-            let mut traverser =
-                RecursiveTraverser::new(&self.params, &policy, seed + 1_000_003 * t + p, self.dim);
-            for i in 0..u64::from(self.config.traversal.traversals_per_player) {
-                let game_seed = seed + 10_000 * t + 10 * i + p;
-                let mut state = GameState::new(&self.config.rules, game_seed)
-                    .map_err(|e| TrainError::Traversal(TraversalError::Game(e)))?;
-                traverser.traverse(&mut state, p as usize, t as u32)?;
-            }
-            total.merge(&traverser.finish());
-        }
-        Ok(total)
+        Ok(super::workers::run_traversals(
+            &self.config,
+            &self.params,
+            policy,
+            self.dim,
+            t,
+        )?)
     }
 
     fn batch_tensors(&self, b: &Batch) -> Result<(Tensor, Tensor, Tensor, Tensor), TrainerError> {
@@ -290,7 +279,8 @@ impl Trainer {
         m.insert("iteration".into(), t as f64);
 
         let trav_start = Instant::now();
-        let out = self.traverse(t)?;
+        let traversal = self.traverse(t)?;
+        let out = traversal.output;
         let traversal_seconds = trav_start.elapsed().as_secs_f64();
 
         let add_start = Instant::now();
@@ -359,6 +349,9 @@ impl Trainer {
             },
         );
         m.extend(out.stats.metrics(self.params.buckets));
+        if let Some(sched) = traversal.scheduler {
+            m.extend(sched.metrics());
+        }
         let mean = |v: &[f64]| {
             if v.is_empty() {
                 0.0
@@ -371,8 +364,8 @@ impl Trainer {
         let sizes = [self.adv_mem[0].len(), self.adv_mem[1].len()];
         m.insert("samples/advantage".into(), (sizes[0] + sizes[1]) as f64);
         m.insert("samples/strategy".into(), self.strat_mem.len() as f64);
-        for p in 0..2 {
-            m.insert(format!("samples/advantage_player_{p}"), sizes[p] as f64);
+        for (p, size) in sizes.iter().enumerate() {
+            m.insert(format!("samples/advantage_player_{p}"), *size as f64);
             m.insert(
                 format!("samples/advantage_player_{p}_first_open"),
                 self.adv_mem[p].first_open_count() as f64,

@@ -25,29 +25,61 @@ fn iterations(jsonl: &str) -> Vec<u64> {
 fn train_streams_metrics_and_writes_the_run_directory() {
     let dir = tempfile::tempdir().unwrap();
     let out = lcx()
-        .args(["train", "--config", &smoke(), "--set", "run.max_iterations=2", "--metrics-out", "-", "--keep"])
+        .args([
+            "train",
+            "--config",
+            &smoke(),
+            "--set",
+            "run.max_iterations=2",
+            "--metrics-out",
+            "-",
+            "--keep",
+        ])
         .arg("--runs-dir")
         .arg(dir.path())
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert_eq!(iterations(&stdout), vec![1, 2]);
     for line in stdout.lines() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
-        for key in ["time/iteration_seconds", "time/traversal_seconds", "traversal/nodes_per_second", "loss/advantage", "loss/strategy"] {
-            assert!(v[key].as_f64().is_some_and(f64::is_finite), "{key} in {line}");
+        for key in [
+            "time/iteration_seconds",
+            "time/traversal_seconds",
+            "traversal/nodes_per_second",
+            "loss/advantage",
+            "loss/strategy",
+        ] {
+            assert!(
+                v[key].as_f64().is_some_and(f64::is_finite),
+                "{key} in {line}"
+            );
         }
     }
-    let runs: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().path()).collect();
+    let runs: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     assert_eq!(runs.len(), 1, "{runs:?}");
     let run = &runs[0];
-    assert!(run.file_name().unwrap().to_string_lossy().ends_with("_smoke"));
+    assert!(run
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .ends_with("_smoke"));
     for f in ["config.toml", "metrics.jsonl", "train.log"] {
         assert!(run.join(f).exists(), "missing {f}");
     }
     let file = std::fs::read_to_string(run.join("metrics.jsonl")).unwrap();
-    assert_eq!(file, stdout, "metrics.jsonl and the stream carry the same lines");
+    assert_eq!(
+        file, stdout,
+        "metrics.jsonl and the stream carry the same lines"
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("[i=2] Iteration complete"), "{stderr}");
 }
@@ -56,31 +88,61 @@ fn train_streams_metrics_and_writes_the_run_directory() {
 fn resume_continues_at_the_next_iteration() {
     let dir = tempfile::tempdir().unwrap();
     let first = lcx()
-        .args(["train", "--config", &smoke(), "--set", "checkpoint.save_latest=true", "--keep"])
+        .args([
+            "train",
+            "--config",
+            &smoke(),
+            "--set",
+            "checkpoint.save_latest=true",
+            "--keep",
+        ])
         .arg("--runs-dir")
         .arg(dir.path())
         .output()
         .unwrap();
-    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
-    let run = std::fs::read_dir(dir.path()).unwrap().next().unwrap().unwrap().path();
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let run = std::fs::read_dir(dir.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
     let latest = run.join("latest.json");
     assert!(latest.exists() && run.join("latest.safetensors").exists());
     let second = lcx()
-        .args(["train", "--config", &smoke(), "--set", "run.max_iterations=3"])
+        .args([
+            "train",
+            "--config",
+            &smoke(),
+            "--set",
+            "run.max_iterations=3",
+        ])
         .args(["--set", "checkpoint.save_latest=true", "--resume"])
         .arg(&latest)
         .output()
         .unwrap();
-    assert!(second.status.success(), "{}", String::from_utf8_lossy(&second.stderr));
+    assert!(
+        second.status.success(),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
     let metrics = std::fs::read_to_string(run.join("metrics.jsonl")).unwrap();
     assert_eq!(iterations(&metrics), vec![1, 2, 3]);
-    let meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&latest).unwrap()).unwrap();
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&latest).unwrap()).unwrap();
     assert_eq!(meta["iteration"], 3);
 }
 
 #[test]
 fn bad_config_key_and_missing_checkpoint_exit_2() {
-    let out = lcx().args(["train", "--config", &smoke(), "--set", "traversal.bogus=1"]).output().unwrap();
+    let out = lcx()
+        .args(["train", "--config", &smoke(), "--set", "traversal.bogus=1"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("traversal.bogus"));
     let out = lcx()

@@ -1,0 +1,913 @@
+//! The interleaved (batched) traversal scheduler (spec §6.2).
+//!
+//! Many traversals are in flight at once. Each game is a *context* with its
+//! own state, RNG and an explicit frame stack instead of recursion, so a
+//! context can stop at a network query and resume when the answer arrives.
+//! Pending queries of all contexts in the window are gathered and evaluated
+//! in one batched forward per network, which is what makes this scheduler
+//! fast on CPUs and GPUs alike.
+//!
+//! A context performs exactly the operations of the recursive scheduler's
+//! node procedure, in the same order and with the same random draws, and
+//! statistics are order-independent sums, so with the same per-game RNG
+//! seeds ([`RecursiveTraverser::traverse_seeded`]) both schedulers produce
+//! identical statistics and samples (samples are emitted in job order).
+//! Which contexts share a batch changes nothing but speed.
+//!
+//! [`RecursiveTraverser::traverse_seeded`]: super::traversal::RecursiveTraverser::traverse_seeded
+
+use std::time::Instant;
+
+use super::policy::{Net, Policy};
+use super::regret::{self, RegretInfo, ACTIONS};
+use super::rng::Lcg;
+use super::stats::TraversalStats;
+use super::traversal::{
+    has_legal_first_open, opened_colors, outcome_target, outcome_values, resample_deck,
+    stores_strategy, unswap_deck, Cutoff, Opponent, SampleBuffer, Sampling, TraversalError,
+    TraversalOutput, TraversalParams,
+};
+use crate::bots::{DiscardOnlyBot, HeuristicBot, HeuristicParams};
+use crate::game::{GameState, Undo};
+
+/// Window and batch settings (`traversal.interleave_*`, `run.deterministic`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InterleaveConfig {
+    /// Games in flight at once (`interleave_width`).
+    pub width: usize,
+    /// Most requests forwarded per round (`interleave_max_batch`).
+    pub max_batch: usize,
+    /// Start a new game as soon as one finishes; `false` runs waves of
+    /// `width` games like the reference.
+    pub refill: bool,
+    /// Forward every request on its own (`run.deterministic`): results then
+    /// cannot depend on how rows were batched.
+    pub single_row_forwards: bool,
+}
+
+impl Default for InterleaveConfig {
+    fn default() -> Self {
+        Self {
+            width: 64,
+            max_batch: 128,
+            refill: true,
+            single_row_forwards: false,
+        }
+    }
+}
+
+/// Batching counters and timings (`interleaved/*` metrics). `merge` sums
+/// counts and seconds across workers and keeps the largest batch.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SchedulerMetrics {
+    /// Rounds that forwarded at least one request.
+    pub batches: u64,
+    /// Requests forwarded.
+    pub requests: u64,
+    /// Most requests forwarded in one round.
+    pub max_batch_size: u64,
+    /// Building inputs, forwarding and copying outputs back.
+    pub forward_seconds: f64,
+    /// Advancing contexts and collecting requests.
+    pub scheduler_seconds: f64,
+}
+
+impl SchedulerMetrics {
+    /// Sums counts and seconds; the max batch size is a max.
+    pub fn merge(&mut self, other: &SchedulerMetrics) {
+        self.batches += other.batches;
+        self.requests += other.requests;
+        self.max_batch_size = self.max_batch_size.max(other.max_batch_size);
+        self.forward_seconds += other.forward_seconds;
+        self.scheduler_seconds += other.scheduler_seconds;
+    }
+
+    /// requests / batches (0 without batches), recomputed after merging.
+    pub fn avg_batch_size(&self) -> f64 {
+        if self.batches == 0 {
+            0.0
+        } else {
+            self.requests as f64 / self.batches as f64
+        }
+    }
+
+    /// The `interleaved/*` metrics.
+    pub fn metrics(&self) -> Vec<(String, f64)> {
+        [
+            ("batches", self.batches as f64),
+            ("requests", self.requests as f64),
+            ("avg_batch_size", self.avg_batch_size()),
+            ("max_batch_size", self.max_batch_size as f64),
+            ("forward_seconds", self.forward_seconds),
+            ("scheduler_seconds", self.scheduler_seconds),
+        ]
+        .into_iter()
+        .map(|(k, v)| (format!("interleaved/{k}"), v))
+        .collect()
+    }
+}
+
+/// One traversal to run: a freshly dealt game, the traverser, the CFR
+/// iteration stamped on its samples, and the seed of the game's own RNG.
+#[derive(Clone)]
+pub struct GameJob {
+    pub state: GameState,
+    pub traverser: usize,
+    pub iteration: u32,
+    pub rng_seed: u64,
+}
+
+/// What a context is waiting for after a node posted a network query.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    net: Net,
+    depth: u64,
+    player: usize,
+    mask: u64,
+}
+
+/// The post-order half of a non-fixed node: everything steps 5–8 of
+/// spec §5.2 need once the child's value is known. The info state (needed
+/// only for the traverser's advantage sample) lives in the context's
+/// `saved` arena, so frames stay small.
+#[derive(Debug, Clone, Copy)]
+struct AfterChild {
+    depth: u64,
+    player: usize,
+    action: usize,
+    mask: u64,
+    q_a: f64,
+    sigma_a: f64,
+    info: RegretInfo,
+    undo: Undo,
+    swapped: Option<usize>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Frame {
+    /// Steps 1–3 of a node at this depth.
+    Enter(u64),
+    /// Undo a fixed-opponent move; the child's value passes through.
+    Fixed(Undo, Option<usize>),
+    AfterChild(AfterChild),
+}
+
+/// One game in flight.
+struct Context {
+    /// Position of the game in the job order (samples are emitted in it).
+    job: usize,
+    state: GameState,
+    rng: Lcg,
+    traverser: usize,
+    iteration: u32,
+    /// Nodes visited in this game (for `max_nodes`).
+    nodes: u64,
+    stack: Vec<Frame>,
+    /// Info states of the traverser's open nodes, `dim` floats each, in
+    /// stack order.
+    saved: Vec<f32>,
+    last_value: f64,
+    pending: Option<Pending>,
+    /// The encoded info state of the pending request.
+    query: Vec<f32>,
+    advantage: SampleBuffer,
+    strategy: SampleBuffer,
+}
+
+impl Context {
+    fn new(job: usize, spec: GameJob, dim: usize) -> Self {
+        let mut stack = Vec::with_capacity(64);
+        stack.push(Frame::Enter(0));
+        Self {
+            job,
+            state: spec.state,
+            rng: Lcg::new(spec.rng_seed),
+            traverser: spec.traverser,
+            iteration: spec.iteration,
+            nodes: 0,
+            stack,
+            saved: Vec::new(),
+            last_value: 0.0,
+            pending: None,
+            query: vec![0.0; dim],
+            advantage: SampleBuffer::new(dim),
+            strategy: SampleBuffer::new(dim),
+        }
+    }
+
+    /// Reuses this context's allocations for another game.
+    fn restart(&mut self, job: usize, spec: GameJob, dim: usize) {
+        self.job = job;
+        self.state = spec.state;
+        self.rng = Lcg::new(spec.rng_seed);
+        self.traverser = spec.traverser;
+        self.iteration = spec.iteration;
+        self.nodes = 0;
+        self.stack.clear();
+        self.stack.push(Frame::Enter(0));
+        self.saved.clear();
+        self.last_value = 0.0;
+        self.pending = None;
+        self.advantage = SampleBuffer::new(dim);
+        self.strategy = SampleBuffer::new(dim);
+    }
+
+    fn score_diff(&self) -> f64 {
+        f64::from(self.state.score_diff(self.traverser))
+    }
+}
+
+/// The node logic, shared by all contexts (stats are order-independent
+/// sums, so one set serves every game).
+struct Core<'a> {
+    params: &'a TraversalParams,
+    heuristic: HeuristicBot,
+    stats: TraversalStats,
+}
+
+impl Core<'_> {
+    /// Runs `ctx` until it posts a request (true) or its game is done (false).
+    fn advance(&mut self, ctx: &mut Context) -> Result<bool, TraversalError> {
+        debug_assert!(ctx.pending.is_none());
+        while let Some(frame) = ctx.stack.pop() {
+            match frame {
+                Frame::Enter(depth) => {
+                    if self.enter(ctx, depth)? {
+                        return Ok(true);
+                    }
+                }
+                Frame::Fixed(undo, swapped) => {
+                    ctx.state.undo(&undo);
+                    unswap_deck(&mut ctx.state, swapped)?;
+                }
+                Frame::AfterChild(a) => self.after_child(ctx, a)?,
+            }
+        }
+        Ok(false)
+    }
+
+    /// Steps 1–3 of spec §5.2; true when a network query was posted.
+    fn enter(&mut self, ctx: &mut Context, depth: u64) -> Result<bool, TraversalError> {
+        let params = self.params;
+        let stats = &mut self.stats;
+        stats.nodes += 1;
+        ctx.nodes += 1;
+        stats.max_depth_reached = stats.max_depth_reached.max(depth);
+        // Only the score-difference cutoff is supported here (checked in
+        // `InterleavedTraverser::new`), so every endpoint is worth it.
+        if params.max_nodes.is_some_and(|m| ctx.nodes >= m) {
+            stats.node_limit_cutoffs += 1;
+            stats.endpoint(depth, params.buckets);
+            ctx.last_value = ctx.score_diff();
+            return Ok(false);
+        }
+        if ctx.state.is_terminal() {
+            stats.terminals += 1;
+            stats.endpoint(depth, params.buckets);
+            ctx.last_value = ctx.score_diff();
+            return Ok(false);
+        }
+        if params.max_depth.is_some_and(|m| depth >= m) {
+            stats.depth_cutoffs += 1;
+            stats.endpoint(depth, params.buckets);
+            ctx.last_value = ctx.score_diff();
+            return Ok(false);
+        }
+        let player = ctx.state.current_player();
+        let mask = ctx.state.legal_mask();
+        let net = if player != ctx.traverser && params.opponent != Opponent::Network {
+            match params.opponent {
+                Opponent::Heuristic => {
+                    let action = self.heuristic.choose(&ctx.state);
+                    Self::fixed_move(ctx, action, depth)?;
+                    return Ok(false);
+                }
+                Opponent::DiscardOnly => {
+                    let action = DiscardOnlyBot::choose(&ctx.state);
+                    Self::fixed_move(ctx, action, depth)?;
+                    return Ok(false);
+                }
+                _ => Net::Strategy,
+            }
+        } else {
+            Net::Advantage(player as u8)
+        };
+        params.encoding.encode(&ctx.state, player, &mut ctx.query);
+        ctx.pending = Some(Pending {
+            net,
+            depth,
+            player,
+            mask,
+        });
+        Ok(true)
+    }
+
+    /// A fixed-opponent move: resample a deck draw, apply, and visit the
+    /// child; no move at all (no legal action) is worth the score difference.
+    fn fixed_move(
+        ctx: &mut Context,
+        action: Option<usize>,
+        depth: u64,
+    ) -> Result<(), TraversalError> {
+        let Some(action) = action else {
+            ctx.last_value = ctx.score_diff();
+            return Ok(());
+        };
+        let swapped = resample_deck(&mut ctx.state, action, &mut ctx.rng)?;
+        let undo = ctx.state.apply(action)?;
+        ctx.stack.push(Frame::Fixed(undo, swapped));
+        ctx.stack.push(Frame::Enter(depth + 1));
+        Ok(())
+    }
+
+    /// Hands the network's output row for `ctx`'s pending request back.
+    fn deliver(&mut self, ctx: &mut Context, output: &[f32]) -> Result<(), TraversalError> {
+        let Some(req) = ctx.pending.take() else {
+            return Ok(());
+        };
+        let params = self.params;
+        let mask = req.mask;
+        if req.net == Net::Strategy {
+            let mut probs = [0.0f64; ACTIONS];
+            regret::strategy_policy(output, mask, &mut probs);
+            let action = regret::sample_action(&probs, mask, ctx.rng.next_double());
+            return Self::fixed_move(ctx, action, req.depth);
+        }
+        let p = ctx.traverser;
+        let mut sigma = [0.0f64; ACTIONS];
+        let info = regret::regret_matching(
+            output,
+            mask,
+            params.rm_epsilon,
+            params.fallback,
+            &mut ctx.rng,
+            &mut sigma,
+        );
+        if stores_strategy(params, req.player, p, req.depth) {
+            let target = sigma.map(|x| x as f32);
+            ctx.strategy
+                .push(&ctx.query, target, mask, ctx.iteration, req.player, false);
+            self.stats.strategy_samples += 1;
+        }
+        if mask == 0 {
+            self.stats.terminals += 1;
+            self.stats.endpoint(req.depth, params.buckets);
+            ctx.last_value = ctx.score_diff();
+            return Ok(());
+        }
+        let mut q = [0.0f64; ACTIONS];
+        regret::explore(&sigma, mask, params.explore_epsilon, &mut q);
+        let u_draw = ctx.rng.next_double();
+        let Some(action) = regret::sample_action(&q, mask, u_draw) else {
+            ctx.last_value = ctx.score_diff();
+            return Ok(());
+        };
+        let swapped = resample_deck(&mut ctx.state, action, &mut ctx.rng)?;
+        let undo = ctx.state.apply(action)?;
+        if req.player == p {
+            ctx.saved.extend_from_slice(&ctx.query);
+        }
+        ctx.stack.push(Frame::AfterChild(AfterChild {
+            depth: req.depth,
+            player: req.player,
+            action,
+            mask,
+            q_a: q[action],
+            sigma_a: sigma[action],
+            info,
+            undo,
+            swapped,
+        }));
+        ctx.stack.push(Frame::Enter(req.depth + 1));
+        Ok(())
+    }
+
+    /// Steps 5.3–8 of spec §5.2 once the child's value is `ctx.last_value`.
+    fn after_child(&mut self, ctx: &mut Context, a: AfterChild) -> Result<(), TraversalError> {
+        ctx.state.undo(&a.undo);
+        unswap_deck(&mut ctx.state, a.swapped)?;
+        let stats = &mut self.stats;
+        stats.sampled_actions += 1;
+        let opened = opened_colors(&ctx.state, a.player);
+        stats.regret_decision(
+            a.depth,
+            a.info.fallback,
+            a.info.tie_size,
+            a.info.full_tie,
+            opened,
+        );
+        let (v_tilde, u) = outcome_values(self.params, ctx.last_value, a.q_a, a.sigma_a);
+        if a.player == ctx.traverser {
+            let target = outcome_target(a.mask, a.action, v_tilde, u, self.params.unsampled_zero);
+            let first_open = has_legal_first_open(&ctx.state, a.player, a.mask);
+            let dim = ctx.query.len();
+            let start = ctx.saved.len() - dim;
+            ctx.advantage.push(
+                &ctx.saved[start..],
+                target,
+                a.mask,
+                ctx.iteration,
+                a.player,
+                first_open,
+            );
+            ctx.saved.truncate(start);
+            stats.advantage_samples += 1;
+        }
+        ctx.last_value = u;
+        Ok(())
+    }
+}
+
+/// Position of a network in the sorted group order (adv0, adv1, strategy).
+fn group_of(net: Net) -> usize {
+    match net {
+        Net::Advantage(p) => usize::from(p).min(1),
+        Net::Strategy => 2,
+    }
+}
+
+const GROUPS: [Net; 3] = [Net::Advantage(0), Net::Advantage(1), Net::Strategy];
+
+/// The interleaved scheduler over a batched [`Policy`].
+pub struct InterleavedTraverser<'a, P: Policy> {
+    core: Core<'a>,
+    config: InterleaveConfig,
+    policy: &'a P,
+    dim: usize,
+    metrics: SchedulerMetrics,
+}
+
+impl<'a, P: Policy> InterleavedTraverser<'a, P> {
+    /// A scheduler for info states of `dim` floats. Settings the interleaved
+    /// scheduler cannot run (external sampling, rollout cutoffs) are
+    /// rejected; config validation rejects them earlier with a key name.
+    pub fn new(
+        params: &'a TraversalParams,
+        config: InterleaveConfig,
+        policy: &'a P,
+        dim: usize,
+    ) -> Result<Self, TraversalError> {
+        if params.sampling != Sampling::Outcome {
+            return Err(TraversalError::Unsupported(
+                "the interleaved scheduler supports only outcome sampling".into(),
+            ));
+        }
+        if !matches!(
+            params.cutoff,
+            Cutoff::ScoreDiff | Cutoff::Rollout { rollouts: 0, .. }
+        ) {
+            return Err(TraversalError::Unsupported(
+                "the interleaved scheduler supports only the score_diff cutoff".into(),
+            ));
+        }
+        Ok(Self {
+            core: Core {
+                params,
+                heuristic: HeuristicBot::new(HeuristicParams::balanced()),
+                stats: TraversalStats::default(),
+            },
+            config: InterleaveConfig {
+                width: config.width.max(1),
+                max_batch: config.max_batch.max(1),
+                ..config
+            },
+            policy,
+            dim,
+            metrics: SchedulerMetrics::default(),
+        })
+    }
+
+    /// Batching counters and timings so far.
+    pub fn metrics(&self) -> SchedulerMetrics {
+        self.metrics
+    }
+
+    /// Runs every job; samples come out in job order, statistics summed.
+    /// Jobs are pulled lazily, as window slots free up.
+    pub fn run<I>(&mut self, jobs: I) -> Result<TraversalOutput, TraversalError>
+    where
+        I: IntoIterator<Item = Result<GameJob, TraversalError>>,
+    {
+        let start = Instant::now();
+        let forward_before = self.metrics.forward_seconds;
+        let dim = self.dim;
+        let width = self.config.width;
+        let max_batch = self.config.max_batch;
+        let mut jobs = jobs.into_iter().fuse();
+        let mut next_job = 0usize;
+        // Finished games' samples, by job index.
+        let mut done: Vec<Option<(SampleBuffer, SampleBuffer)>> = Vec::new();
+        let mut slots: Vec<Context> = Vec::new();
+        let mut free: Vec<usize> = Vec::new();
+        // Slots in flight, in the order their games started.
+        let mut window: Vec<usize> = Vec::with_capacity(width);
+        let mut batch: Vec<usize> = Vec::with_capacity(max_batch);
+        let mut inputs: [Vec<f32>; 3] = Default::default();
+        let mut outputs: [Vec<f32>; 3] = Default::default();
+        let mut members: [Vec<usize>; 3] = Default::default();
+
+        loop {
+            // Fill the window: always under refill, only once it has
+            // drained in wave mode.
+            if self.config.refill || window.is_empty() {
+                while window.len() < width {
+                    let Some(job) = jobs.next() else { break };
+                    let job = job?;
+                    let slot = if let Some(s) = free.pop() {
+                        slots[s].restart(next_job, job, dim);
+                        s
+                    } else {
+                        slots.push(Context::new(next_job, job, dim));
+                        slots.len() - 1
+                    };
+                    done.push(None);
+                    next_job += 1;
+                    if self.core.advance(&mut slots[slot])? {
+                        window.push(slot);
+                    } else {
+                        Self::retire(&mut slots[slot], &mut done);
+                        free.push(slot);
+                    }
+                }
+            }
+            if window.is_empty() {
+                break;
+            }
+
+            // Every context in the window has a pending request; the first
+            // `max_batch` of them in window order go this round.
+            batch.clear();
+            batch.extend(window.iter().copied().take(max_batch));
+            for g in 0..3 {
+                inputs[g].clear();
+                members[g].clear();
+            }
+            for &slot in &batch {
+                let ctx = &slots[slot];
+                if let Some(req) = ctx.pending {
+                    let g = group_of(req.net);
+                    inputs[g].extend_from_slice(&ctx.query);
+                    members[g].push(slot);
+                }
+            }
+            let forward_start = Instant::now();
+            for g in 0..3 {
+                let rows = members[g].len();
+                if rows == 0 {
+                    continue;
+                }
+                outputs[g].clear();
+                outputs[g].resize(rows * ACTIONS, 0.0);
+                if self.config.single_row_forwards {
+                    for r in 0..rows {
+                        self.policy.evaluate(
+                            GROUPS[g],
+                            &inputs[g][r * dim..(r + 1) * dim],
+                            1,
+                            &mut outputs[g][r * ACTIONS..(r + 1) * ACTIONS],
+                        )?;
+                    }
+                } else {
+                    self.policy
+                        .evaluate(GROUPS[g], &inputs[g], rows, &mut outputs[g])?;
+                }
+            }
+            self.metrics.forward_seconds += forward_start.elapsed().as_secs_f64();
+            let n = batch.len() as u64;
+            self.metrics.batches += 1;
+            self.metrics.requests += n;
+            self.metrics.max_batch_size = self.metrics.max_batch_size.max(n);
+
+            // Hand results back and run each context to its next request.
+            let mut finished = false;
+            for g in 0..3 {
+                for (r, &slot) in members[g].iter().enumerate() {
+                    let ctx = &mut slots[slot];
+                    self.core
+                        .deliver(ctx, &outputs[g][r * ACTIONS..(r + 1) * ACTIONS])?;
+                    if !self.core.advance(ctx)? {
+                        Self::retire(ctx, &mut done);
+                        free.push(slot);
+                        finished = true;
+                    }
+                }
+            }
+            if finished {
+                window.retain(|&s| slots[s].pending.is_some());
+            }
+        }
+
+        let mut out = TraversalOutput::new(dim);
+        out.stats = std::mem::take(&mut self.core.stats);
+        for (advantage, strategy) in done.into_iter().flatten() {
+            out.advantage.extend(&advantage);
+            out.strategy.extend(&strategy);
+        }
+        let elapsed = start.elapsed().as_secs_f64();
+        let forward = self.metrics.forward_seconds - forward_before;
+        self.metrics.scheduler_seconds += (elapsed - forward).max(0.0);
+        Ok(out)
+    }
+
+    /// Moves a finished context's samples to `done`.
+    fn retire(ctx: &mut Context, done: &mut [Option<(SampleBuffer, SampleBuffer)>]) {
+        let dim = ctx.query.len();
+        let advantage = std::mem::replace(&mut ctx.advantage, SampleBuffer::new(dim));
+        let strategy = std::mem::replace(&mut ctx.strategy, SampleBuffer::new(dim));
+        done[ctx.job] = Some((advantage, strategy));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cfr::policy::PolicyError;
+    use crate::cfr::regret::Fallback;
+    use crate::cfr::traversal::tests::{params, HashPolicy};
+    use crate::cfr::traversal::RecursiveTraverser;
+    use crate::game::Rules;
+    use proptest::prelude::*;
+    use std::cell::RefCell;
+
+    /// Wraps a policy and records every batch's (net, rows).
+    struct Recording<'a, P: Policy> {
+        inner: &'a P,
+        calls: RefCell<Vec<(Net, usize)>>,
+    }
+
+    impl<P: Policy> Policy for Recording<'_, P> {
+        fn evaluate(
+            &self,
+            net: Net,
+            states: &[f32],
+            rows: usize,
+            out: &mut [f32],
+        ) -> Result<(), PolicyError> {
+            self.calls.borrow_mut().push((net, rows));
+            self.inner.evaluate(net, states, rows, out)
+        }
+    }
+
+    fn jobs(rules: &Rules, games: u64, deal_base: u64, rng_base: u64) -> Vec<GameJob> {
+        (0..games)
+            .map(|k| GameJob {
+                state: GameState::new(rules, deal_base + 7 * k).unwrap(),
+                traverser: (k % 2) as usize,
+                iteration: 1 + (k % 3) as u32,
+                rng_seed: rng_base.wrapping_add(k.wrapping_mul(1_000_003)),
+            })
+            .collect()
+    }
+
+    fn recursive(
+        params: &TraversalParams,
+        policy: &HashPolicy,
+        jobs: &[GameJob],
+    ) -> TraversalOutput {
+        let dim = params.encoding.input_dim(&Rules::default());
+        let mut t = RecursiveTraverser::new(params, policy, 0, dim);
+        for j in jobs {
+            let mut state = j.state.clone();
+            t.traverse_seeded(&mut state, j.traverser, j.iteration, j.rng_seed)
+                .unwrap();
+            assert!(state == j.state);
+        }
+        t.finish()
+    }
+
+    fn interleaved<P: Policy>(
+        params: &TraversalParams,
+        config: InterleaveConfig,
+        policy: &P,
+        jobs: &[GameJob],
+    ) -> (TraversalOutput, SchedulerMetrics) {
+        let dim = params.encoding.input_dim(&Rules::default());
+        let mut t = InterleavedTraverser::new(params, config, policy, dim).unwrap();
+        let out = t.run(jobs.iter().cloned().map(Ok)).unwrap();
+        (out, t.metrics())
+    }
+
+    fn assert_same(a: &TraversalOutput, b: &TraversalOutput, what: &str) {
+        assert_eq!(a.stats, b.stats, "{what}: stats differ");
+        assert_eq!(a.advantage, b.advantage, "{what}: advantage samples differ");
+        assert_eq!(a.strategy, b.strategy, "{what}: strategy samples differ");
+    }
+
+    #[derive(Debug, Clone, Copy)]
+    enum Cut {
+        None,
+        Nodes(u64),
+        Depth(u64),
+    }
+
+    fn case_params(
+        opponent: Opponent,
+        fallback: Fallback,
+        cut: Cut,
+        store_opponent: bool,
+    ) -> TraversalParams {
+        let mut p = params();
+        p.opponent = opponent;
+        p.fallback = fallback;
+        p.store_opponent = store_opponent;
+        p.strategy_interval = 2;
+        (p.max_nodes, p.max_depth) = match cut {
+            Cut::None => (None, None),
+            Cut::Nodes(n) => (Some(n), None),
+            Cut::Depth(d) => (Some(1000), Some(d)),
+        };
+        p
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
+
+        /// Recursive (per-game seeds) and interleaved agree exactly, whatever
+        /// the window, batch cap and refill mode, for every opponent and
+        /// fallback, with or without cutoffs, and with a zeroed network (every
+        /// decision takes the fallback and argmax ties fire).
+        #[test]
+        fn recursive_and_interleaved_agree(
+            seed in 0u64..1_000_000,
+            opponent in prop::sample::select(vec![
+                Opponent::Network, Opponent::AverageStrategy, Opponent::Heuristic,
+            ]),
+            argmax in any::<bool>(),
+            zeroed in any::<bool>(),
+            cut in prop::sample::select(vec![
+                Cut::None, Cut::Nodes(40), Cut::Nodes(300), Cut::Depth(25),
+            ]),
+            store_opponent in any::<bool>(),
+            width in 1usize..6,
+            max_batch in 1usize..5,
+            refill in any::<bool>(),
+        ) {
+            let fallback = if argmax { Fallback::ArgmaxTiebreak } else { Fallback::Uniform };
+            let params = case_params(opponent, fallback, cut, store_opponent);
+            let policy = HashPolicy { scale: if zeroed { 0.0 } else { 1.0 } };
+            let jobs = jobs(&Rules::default(), 3, seed, seed.wrapping_mul(31));
+            let expected = recursive(&params, &policy, &jobs);
+            let config = InterleaveConfig { width, max_batch, refill, single_row_forwards: false };
+            let (got, metrics) = interleaved(&params, config, &policy, &jobs);
+            assert_same(&expected, &got, "interleaved");
+            prop_assert!(metrics.max_batch_size as usize <= width.min(max_batch));
+            prop_assert!(expected.stats.nodes > 0);
+        }
+    }
+
+    #[test]
+    fn zeroed_network_parity_exercises_argmax_ties() {
+        let policy = HashPolicy { scale: 0.0 };
+        let params = case_params(Opponent::Network, Fallback::ArgmaxTiebreak, Cut::None, true);
+        let jobs = jobs(&Rules::default(), 4, 5, 17);
+        let expected = recursive(&params, &policy, &jobs);
+        assert!(expected.stats.regret_fallback_argmax_tie_count > 0);
+        assert_eq!(
+            expected.stats.regret_fallback_count,
+            expected.stats.regret_matching_decisions
+        );
+        let config = InterleaveConfig {
+            width: 3,
+            max_batch: 2,
+            ..InterleaveConfig::default()
+        };
+        let (got, _) = interleaved(&params, config, &policy, &jobs);
+        assert_same(&expected, &got, "zeroed");
+    }
+
+    #[test]
+    fn batches_group_by_sorted_network_and_respect_the_caps() {
+        let policy = HashPolicy { scale: 1.0 };
+        let rec = Recording {
+            inner: &policy,
+            calls: RefCell::new(Vec::new()),
+        };
+        let params = case_params(
+            Opponent::AverageStrategy,
+            Fallback::Uniform,
+            Cut::Nodes(200),
+            false,
+        );
+        let jobs = jobs(&Rules::default(), 9, 40, 3);
+        let config = InterleaveConfig {
+            width: 6,
+            max_batch: 4,
+            ..InterleaveConfig::default()
+        };
+        let (out, metrics) = interleaved(&params, config, &rec, &jobs);
+        let calls = rec.calls.borrow();
+        assert!(calls.iter().all(|&(_, rows)| (1..=4).contains(&rows)));
+        assert_eq!(
+            calls.iter().map(|&(_, r)| r as u64).sum::<u64>(),
+            metrics.requests
+        );
+        assert_eq!(metrics.max_batch_size, 4);
+        assert!(metrics.batches > 0 && metrics.batches <= calls.len() as u64);
+        assert!(metrics.avg_batch_size() > 1.0);
+        assert!(calls.iter().any(|&(n, _)| n == Net::Strategy));
+        // Every non-endpoint node queried exactly once (no heuristic moves).
+        assert_eq!(metrics.requests, out.stats.nodes - out.stats.endpoints());
+    }
+
+    #[test]
+    fn waves_and_refill_give_the_same_output_but_refill_batches_more() {
+        let policy = HashPolicy { scale: 1.0 };
+        let params = case_params(
+            Opponent::Network,
+            Fallback::ArgmaxTiebreak,
+            Cut::None,
+            false,
+        );
+        let jobs = jobs(&Rules::default(), 12, 900, 77);
+        let wave = InterleaveConfig {
+            width: 4,
+            max_batch: 64,
+            refill: false,
+            single_row_forwards: false,
+        };
+        let (a, ma) = interleaved(&params, wave, &policy, &jobs);
+        let (b, mb) = interleaved(
+            &params,
+            InterleaveConfig {
+                refill: true,
+                ..wave
+            },
+            &policy,
+            &jobs,
+        );
+        let single = InterleaveConfig {
+            single_row_forwards: true,
+            ..wave
+        };
+        let (c, _) = interleaved(&params, single, &policy, &jobs);
+        assert_same(&a, &b, "refill");
+        assert_same(&a, &c, "single-row forwards");
+        assert_eq!(ma.requests, mb.requests);
+        assert!(
+            mb.batches < ma.batches,
+            "refill {} vs waves {}",
+            mb.batches,
+            ma.batches
+        );
+    }
+
+    #[test]
+    fn discard_only_opponent_runs_and_stores_only_traverser_samples() {
+        let policy = HashPolicy { scale: 1.0 };
+        let mut params = case_params(Opponent::DiscardOnly, Fallback::Uniform, Cut::None, true);
+        params.strategy_interval = 1;
+        let jobs = jobs(&Rules::default(), 4, 3, 9);
+        let (out, _) = interleaved(&params, InterleaveConfig::default(), &policy, &jobs);
+        assert_eq!(out.stats.endpoints(), 4);
+        assert_eq!(
+            out.stats.regret_matching_decisions as usize,
+            out.advantage.len()
+        );
+        assert_eq!(out.strategy.players, out.advantage.players);
+        // Game k has traverser k % 2, and samples come out in job order.
+        let mut seen = out.advantage.players.clone();
+        seen.dedup();
+        assert_eq!(seen, vec![0, 1, 0, 1]);
+    }
+
+    #[test]
+    fn unsupported_settings_are_rejected() {
+        let policy = HashPolicy { scale: 1.0 };
+        let mut p = params();
+        p.sampling = Sampling::External;
+        assert!(InterleavedTraverser::new(&p, InterleaveConfig::default(), &policy, 297).is_err());
+        let mut p = params();
+        p.cutoff = Cutoff::Rollout {
+            rollouts: 2,
+            heuristic: false,
+            max_steps: 10,
+        };
+        assert!(InterleavedTraverser::new(&p, InterleaveConfig::default(), &policy, 297).is_err());
+    }
+
+    #[test]
+    fn metrics_merge_sums_and_recomputes_the_average() {
+        let mut a = SchedulerMetrics {
+            batches: 2,
+            requests: 10,
+            max_batch_size: 7,
+            forward_seconds: 1.0,
+            scheduler_seconds: 0.5,
+        };
+        let b = SchedulerMetrics {
+            batches: 3,
+            requests: 5,
+            max_batch_size: 4,
+            forward_seconds: 2.0,
+            scheduler_seconds: 0.25,
+        };
+        a.merge(&b);
+        let m: std::collections::BTreeMap<String, f64> = a.metrics().into_iter().collect();
+        assert_eq!(m["interleaved/batches"], 5.0);
+        assert_eq!(m["interleaved/requests"], 15.0);
+        assert_eq!(m["interleaved/avg_batch_size"], 3.0);
+        assert_eq!(m["interleaved/max_batch_size"], 7.0);
+        assert_eq!(m["interleaved/forward_seconds"], 3.0);
+        assert_eq!(m["interleaved/scheduler_seconds"], 0.75);
+    }
+}
