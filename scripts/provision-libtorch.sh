@@ -42,7 +42,8 @@ fi
 "$venv/bin/python" -m pip install --disable-pip-version-check --quiet "torch==$torch_version" ||
     fail "'pip install torch==$torch_version' failed (network? disk space?); fix that and rerun, or set LIBTORCH=/path/to/libtorch"
 
-torch_dir=$("$venv/bin/python" -c 'import os, torch; print(os.path.dirname(torch.__file__))') ||
+# stderr dropped: importing torch without numpy prints a harmless warning.
+torch_dir=$("$venv/bin/python" -c 'import os, torch; print(os.path.dirname(torch.__file__))' 2>/dev/null) ||
     fail "PyTorch was installed but does not import; remove $venv and rerun, or set LIBTORCH=/path/to/libtorch"
 [[ -e "$torch_dir/lib/libtorch_cpu.so" ]] ||
     fail "$torch_dir has no lib/libtorch_cpu.so; remove $venv and rerun, or set LIBTORCH=/path/to/libtorch"
