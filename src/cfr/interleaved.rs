@@ -23,7 +23,7 @@ use super::regret::{self, RegretInfo, ACTIONS};
 use super::rng::Lcg;
 use super::stats::TraversalStats;
 use super::traversal::{
-    has_legal_first_open, opened_colors, outcome_target, outcome_values, resample_deck,
+    enter_node, has_legal_first_open, opened_colors, outcome_target, outcome_values, resample_deck,
     stores_strategy, unswap_deck, Cutoff, Opponent, SampleBuffer, Sampling, TraversalError,
     TraversalOutput, TraversalParams,
 };
@@ -249,27 +249,18 @@ impl Core<'_> {
     /// Steps 1–3 of spec §5.2; true when a network query was posted.
     fn enter(&mut self, ctx: &mut Context, depth: u64) -> Result<bool, TraversalError> {
         let params = self.params;
-        let stats = &mut self.stats;
-        stats.nodes += 1;
         ctx.nodes += 1;
-        stats.max_depth_reached = stats.max_depth_reached.max(depth);
         // Only the score-difference cutoff is supported here (checked in
         // `InterleavedTraverser::new`), so every endpoint is worth it.
-        if params.max_nodes.is_some_and(|m| ctx.nodes >= m) {
-            stats.node_limit_cutoffs += 1;
-            stats.endpoint(depth, params.buckets);
-            ctx.last_value = ctx.score_diff();
-            return Ok(false);
-        }
-        if ctx.state.is_terminal() {
-            stats.terminals += 1;
-            stats.endpoint(depth, params.buckets);
-            ctx.last_value = ctx.score_diff();
-            return Ok(false);
-        }
-        if params.max_depth.is_some_and(|m| depth >= m) {
-            stats.depth_cutoffs += 1;
-            stats.endpoint(depth, params.buckets);
+        if enter_node(
+            &mut self.stats,
+            params,
+            ctx.nodes,
+            depth,
+            ctx.state.is_terminal(),
+        )
+        .is_some()
+        {
             ctx.last_value = ctx.score_diff();
             return Ok(false);
         }

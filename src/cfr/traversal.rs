@@ -286,6 +286,45 @@ pub fn stores_strategy(
     allowed && depth.is_multiple_of(params.strategy_interval.max(1))
 }
 
+/// Which endpoint a node is (spec §5.2 step 2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    /// The game's node budget ran out: worth the cutoff value.
+    NodeLimit,
+    /// The game is over: worth the score difference.
+    Terminal,
+    /// `max_depth` was reached: worth the cutoff value.
+    Depth,
+}
+
+/// Steps 1–2 of a node, shared by both schedulers: counts the node (and the
+/// depth reached), then checks node limit, terminal state and depth limit in
+/// that order, counting the endpoint that fires.
+pub fn enter_node(
+    stats: &mut TraversalStats,
+    params: &TraversalParams,
+    nodes_this_game: u64,
+    depth: u64,
+    terminal: bool,
+) -> Option<Endpoint> {
+    stats.nodes += 1;
+    stats.max_depth_reached = stats.max_depth_reached.max(depth);
+    let endpoint = if params.max_nodes.is_some_and(|m| nodes_this_game >= m) {
+        stats.node_limit_cutoffs += 1;
+        Endpoint::NodeLimit
+    } else if terminal {
+        stats.terminals += 1;
+        Endpoint::Terminal
+    } else if params.max_depth.is_some_and(|m| depth >= m) {
+        stats.depth_cutoffs += 1;
+        Endpoint::Depth
+    } else {
+        return None;
+    };
+    stats.endpoint(depth, params.buckets);
+    Some(endpoint)
+}
+
 /// The recursive (depth-first) scheduler: every non-fixed decision is a
 /// batch-of-one network query. One RNG serves all the games of a batch.
 pub struct RecursiveTraverser<'a, P: Policy> {
@@ -448,24 +487,17 @@ impl<'a, P: Policy> RecursiveTraverser<'a, P> {
     fn node(&mut self, state: &mut GameState, depth: u64) -> Result<f64, TraversalError> {
         let params = self.params;
         let p = self.traverser;
-        let stats = &mut self.out.stats;
-        stats.nodes += 1;
         self.nodes_this_game += 1;
-        stats.max_depth_reached = stats.max_depth_reached.max(depth);
-        if params.max_nodes.is_some_and(|m| self.nodes_this_game >= m) {
-            stats.node_limit_cutoffs += 1;
-            stats.endpoint(depth, params.buckets);
-            return self.cutoff_value(state);
-        }
-        if state.is_terminal() {
-            stats.terminals += 1;
-            stats.endpoint(depth, params.buckets);
-            return Ok(f64::from(state.score_diff(p)));
-        }
-        if params.max_depth.is_some_and(|m| depth >= m) {
-            stats.depth_cutoffs += 1;
-            stats.endpoint(depth, params.buckets);
-            return self.cutoff_value(state);
+        match enter_node(
+            &mut self.out.stats,
+            params,
+            self.nodes_this_game,
+            depth,
+            state.is_terminal(),
+        ) {
+            Some(Endpoint::Terminal) => return Ok(f64::from(state.score_diff(p))),
+            Some(Endpoint::NodeLimit | Endpoint::Depth) => return self.cutoff_value(state),
+            None => {}
         }
         let player = state.current_player();
         let mask = state.legal_mask();
