@@ -7,7 +7,7 @@ use anyhow::Context;
 use comfy_table::{presets::ASCII_MARKDOWN, Table};
 
 use crate::bench::forward::{self, ForwardOptions};
-use crate::cli::bad_input;
+use crate::cli::{bad_input, metrics_sink};
 use crate::config::{self, TrainerConfig};
 use crate::trainer::{device, probe::ForwardProbe};
 
@@ -115,18 +115,6 @@ fn load_config(path: Option<&std::path::Path>, sets: &[String]) -> anyhow::Resul
         None => config::from_toml_str(DEFAULT_CONFIG, "configs/default.toml (built in)", sets)
             .map_err(bad_input),
     }
-}
-
-/// Opens `--metrics-out`: stdout for `-`, else a new file.
-fn metrics_sink(path: Option<&PathBuf>) -> anyhow::Result<Option<Box<dyn Write>>> {
-    Ok(match path {
-        None => None,
-        Some(p) if p.as_os_str() == "-" => Some(Box::new(std::io::stdout())),
-        Some(p) => Some(Box::new(std::io::BufWriter::new(
-            std::fs::File::create(p)
-                .with_context(|| format!("--metrics-out: cannot create {}", p.display()))?,
-        ))),
-    })
 }
 
 fn forward(args: ForwardArgs) -> anyhow::Result<u8> {

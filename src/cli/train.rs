@@ -1,11 +1,8 @@
 //! `lcx train`: one training run of the embedded Deep CFR trainer.
 
-use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::Context;
-
-use crate::cli::bad_input;
+use crate::cli::{bad_input, metrics_sink};
 use crate::trainer::session::{self, SessionOptions};
 
 #[derive(Debug, clap::Args)]
@@ -41,13 +38,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             )));
         }
     }
-    let metrics_out: Option<Box<dyn Write>> = match &args.metrics_out {
-        None => None,
-        Some(p) if p.as_os_str() == "-" => Some(Box::new(std::io::stdout())),
-        Some(p) => Some(Box::new(std::fs::File::create(p).with_context(|| {
-            format!("--metrics-out: cannot create {}", p.display())
-        })?)),
-    };
+    let metrics_out = metrics_sink(args.metrics_out.as_ref())?;
     let dir = session::run(
         config,
         SessionOptions {
