@@ -15,11 +15,19 @@ fn main() {
     println!("cargo:rustc-link-arg=-Wl,-rpath,{}", lib.display());
     // torch-sys links libtorch_cuda, but no symbol of it is referenced, so an
     // as-needed linker would drop it and CUDA would never register. Keep it.
+    // Only for the targets that use libtorch: the `lcx` front binary must
+    // stay free of it (see src/main.rs).
     if lib.join("libtorch_cuda.so").exists() {
-        println!("cargo:rustc-link-arg=-Wl,--no-as-needed");
-        println!("cargo:rustc-link-arg=-L{}", lib.display());
-        println!("cargo:rustc-link-arg=-ltorch_cuda");
-        println!("cargo:rustc-link-arg=-Wl,--as-needed");
+        let flags = [
+            "-Wl,--no-as-needed".to_string(),
+            format!("-L{}", lib.display()),
+            "-ltorch_cuda".to_string(),
+            "-Wl,--as-needed".to_string(),
+        ];
+        for flag in &flags {
+            println!("cargo:rustc-link-arg-bin=lcx-torch={flag}");
+            println!("cargo:rustc-link-arg-tests={flag}");
+        }
     }
     println!("cargo:rustc-env=LCX_TORCH_VERSION={}", torch_version(lib));
 }

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Runs lcx's GPU checks on a machine with an NVIDIA GPU and a system PyTorch 2.11.
-# Usage (from the project root, with target/release/lcx built on the CPU machine):
+# Usage (from the project root, with target/release/lcx and lcx-torch built on
+# the CPU machine and carried along):
 #   bash scripts/gpu-check.sh
 # Writes everything it measures under ${OUT:-./gpu-out}.
 set -uo pipefail
 out=${OUT:-./gpu-out}; mkdir -p "$out"
 bin=${LCX_BIN:-target/release/lcx}
-[ -x "$bin" ] || { echo "no $bin: build it first (cargo build --release) and bring it along"; exit 2; }
+[ -x "$bin" ] && [ -x "$(dirname "$bin")/lcx-torch" ] || { echo "no $bin or lcx-torch beside it: build them first (cargo build --release) and bring both along"; exit 2; }
 py=${PYTHON:-python3}
 torch_lib=$("$py" -c 'import torch,os;print(os.path.join(os.path.dirname(torch.__file__),"lib"))' 2>/dev/null)
 [ -n "$torch_lib" ] && export LD_LIBRARY_PATH="$torch_lib:${LD_LIBRARY_PATH:-}"

@@ -217,15 +217,14 @@ pub fn load(store: &Store, experiment_id: i64, options: Options) -> Result<Repor
     let columns = resolve_columns(&experiment, plan.as_ref(), &metric_names);
     let needed = needed_metrics(&columns, plan.as_ref());
     let counted = counted_runs(&runs);
-    let moments = store.run_moments(experiment_id, &needed, &counted)?;
-    let medians = store.arm_medians(experiment_id, &needed, &counted)?;
+    let summaries = store.summaries(experiment_id, &needed, &counted)?;
     Ok(assemble(
         Input {
             experiment,
             runs,
             metric_names,
-            moments,
-            medians,
+            moments: summaries.moments,
+            medians: summaries.medians,
         },
         options,
     ))

@@ -1,3 +1,4 @@
+mod binaries;
 mod config;
 mod golden;
 mod play;

@@ -1,0 +1,58 @@
+//! The two binaries: `lcx` runs the torch-free commands without loading
+//! libtorch and hands the others to `lcx-torch`.
+
+use std::process::Command;
+
+const LCX: &str = env!("CARGO_BIN_EXE_lcx");
+
+#[test]
+fn lcx_itself_does_not_link_libtorch() {
+    let bytes = std::fs::read(LCX).expect("reading the lcx binary");
+    let needs = |name: &[u8]| bytes.windows(name.len()).any(|w| w == name);
+    // The dynamic section names every library the loader must map; libtorch's
+    // would cost every `lcx report` its static initialisers.
+    assert!(!needs(b"libtorch_cpu.so"), "lcx links libtorch_cpu");
+    assert!(!needs(b"libc10.so"), "lcx links libc10");
+    let torch = std::fs::read(env!("CARGO_BIN_EXE_lcx-torch")).expect("reading lcx-torch");
+    assert!(torch.windows(15).any(|w| w == b"libtorch_cpu.so"));
+}
+
+#[test]
+fn torch_commands_go_through_lcx_torch() {
+    let out = Command::new(LCX).arg("--version").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("torch 2.11"), "{text}");
+    // Usage messages name the program the user ran, not lcx-torch.
+    let out = Command::new(LCX).arg("tarin").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("Usage: lcx") && !err.contains("lcx-torch"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_missing_lcx_torch_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let lone = dir.path().join("lcx");
+    std::fs::copy(LCX, &lone).unwrap();
+    let out = Command::new(&lone)
+        .args(["train", "--config", "configs/smoke.toml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("lcx-torch is missing"), "{err}");
+    // The torch-free commands still work on their own.
+    let out = Command::new(&lone)
+        .args(["play", "--p0", "random", "--p1", "random", "--games", "2"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
