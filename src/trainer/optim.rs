@@ -46,12 +46,17 @@ impl AdamW {
         })
     }
 
-    /// One update of `params` from their gradients.
+    /// One update of `params` from their gradients: PyTorch's single-tensor
+    /// AdamW, in place. Two temporaries per parameter (g²·(1−β₂) and the
+    /// denominator) instead of one per operation: the update walks each
+    /// parameter's memory about half as often, which is a few percent of a
+    /// training step at batch 1024.
     fn update(&mut self, params: &[Tensor]) -> Result<(), TrainerError> {
         let _guard = tch::no_grad_guard();
         self.step += 1;
         let bc1 = 1.0 - self.beta1.powi(self.step as i32);
         let bc2 = 1.0 - self.beta2.powi(self.step as i32);
+        let step_size = self.lr / bc1;
         for (p, (m, v)) in params.iter().zip(self.moments.iter_mut()) {
             let g = p.grad();
             if !g.defined() {
@@ -61,17 +66,19 @@ impl AdamW {
             if self.weight_decay != 0.0 {
                 let _ = p.f_mul_scalar_(1.0 - self.lr * self.weight_decay)?;
             }
-            let _ = m
-                .f_mul_scalar_(self.beta1)?
-                .f_add_(&g.f_mul_scalar(1.0 - self.beta1)?)?;
+            // m ← β₁m + (1−β₁)g;  v ← β₂v + (1−β₂)g².
+            let _ = m.f_lerp_(&g, 1.0 - self.beta1)?;
             let _ = v
                 .f_mul_scalar_(self.beta2)?
-                .f_add_(&g.f_mul(&g)?.f_mul_scalar(1.0 - self.beta2)?)?;
-            let denom = v
-                .f_sqrt()?
-                .f_div_scalar(bc2.sqrt())?
-                .f_add_scalar(self.eps)?;
-            let _ = p.f_sub_(&m.f_div(&denom)?.f_mul_scalar(self.lr / bc1)?)?;
+                .f_addcmul_(&g, &g.f_mul_scalar(1.0 - self.beta2)?)?;
+            // p ← p − step·m / (√v/√bc₂ + ε), with the −1/step folded into
+            // the denominator because tch's addcdiv_ has no `value`.
+            let mut denom = v.f_sqrt()?;
+            let _ = denom
+                .f_div_scalar_(bc2.sqrt())?
+                .f_add_scalar_(self.eps)?
+                .f_mul_scalar_(-1.0 / step_size)?;
+            let _ = p.f_addcdiv_(m, &denom)?;
         }
         Ok(())
     }
