@@ -137,7 +137,13 @@ fn forward(args: ForwardArgs) -> anyhow::Result<u8> {
     }
     let input_dim = crate::encoding::input_dim_for(&cfg);
     let spec = crate::trainer::network_spec(&cfg, input_dim);
-    let probe = ForwardProbe::new(spec, device, i64::try_from(cfg.run.seed).unwrap_or(0))?;
+    let traced = cfg.network.jit == crate::config::JitMode::Trace;
+    let probe = ForwardProbe::new(
+        spec,
+        device,
+        i64::try_from(cfg.run.seed).unwrap_or(0),
+        traced,
+    )?;
     let options = ForwardOptions {
         batch_sizes: args.batch_sizes,
         reps: args.reps,
@@ -151,13 +157,14 @@ fn forward(args: ForwardArgs) -> anyhow::Result<u8> {
         .is_some_and(|p| p.as_os_str() == "-");
     let (intra, _) = device::torch_threads();
     let header = format!(
-        "network {}→{}×{}→{} ({} parameters, {:?}), device {device:?}, {intra} intra-op thread(s)",
+        "network {}→{}×{}→{} ({} parameters, {:?}{}), device {device:?}, {intra} intra-op thread(s)",
         spec.input_dim,
         spec.hidden_size,
         spec.num_layers,
         spec.outputs,
         spec.parameter_count(),
         spec.activation,
+        if traced { ", TorchScript-traced" } else { "" },
     );
     let mut write_err = None;
     let rows = forward::run(&probe, &options, |sample| {

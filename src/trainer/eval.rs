@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 
-use tch::nn::Module;
 use tch::{Device, Kind, Tensor};
 
 use super::network::Mlp;
@@ -165,7 +164,7 @@ pub fn evaluate(
                 .f_view([chunk.len() as i64, dim as i64])?
                 .f_to_device(device)?;
             let y = strategy
-                .forward(&x)
+                .f_forward(&x)?
                 .f_to_kind(Kind::Float)?
                 .f_to_device(Device::Cpu)?
                 .f_contiguous()?;

@@ -41,6 +41,22 @@ impl MlpSpec {
 pub struct Mlp {
     layers: Vec<nn::Linear>,
     activation: Activation,
+    /// Set by [`Mlp::trace`] (`network.jit = "trace"`): forwards then run
+    /// through this TorchScript module instead of eagerly.
+    traced: Option<Traced>,
+}
+
+/// The MLP's forward as a TorchScript graph whose inputs are the batch *and*
+/// every weight and bias (not constants baked in at tracing time). So the
+/// graph always sees the current parameters (no re-tracing after an
+/// optimiser step or a checkpoint load), and autograd reaches them through
+/// the module: training runs through TorchScript too.
+#[derive(Debug)]
+struct Traced {
+    module: tch::CModule,
+    /// Shallow clones of the layers' tensors, in the graph's input order
+    /// after the batch: w0, b0, w1, b1, ...
+    params: Vec<tch::Tensor>,
 }
 
 fn as_i64(n: usize, what: &str) -> Result<i64, TrainerError> {
@@ -86,21 +102,103 @@ impl Mlp {
         Ok(Self {
             layers,
             activation: spec.activation,
+            traced: None,
         })
+    }
+
+    /// Traces the forward into TorchScript (libtorch's tracer, one forward of
+    /// a zero batch) and runs every later forward through it.
+    pub fn trace(&mut self) -> Result<(), TrainerError> {
+        let mut params = Vec::with_capacity(2 * self.layers.len());
+        for layer in &self.layers {
+            params.push(layer.ws.shallow_clone());
+            let bias = layer.bs.as_ref().ok_or_else(|| {
+                TrainerError::BadShape("a traced MLP needs biases on every layer".into())
+            })?;
+            params.push(bias.shallow_clone());
+        }
+        let first = &self.layers[0].ws;
+        let example = tch::Tensor::f_zeros([2, first.size()[1]], (first.kind(), first.device()))?;
+        let mut inputs = vec![example];
+        inputs.extend(params.iter().map(tch::Tensor::shallow_clone));
+        let activation = self.activation;
+        let mut failure = None;
+        let module = {
+            let _no_grad = tch::no_grad_guard();
+            tch::CModule::create_by_tracing("lcx_mlp", "forward", &inputs, &mut |xs| {
+                match explicit_forward(activation, &xs[0], &xs[1..]) {
+                    Ok(y) => vec![y],
+                    Err(e) => {
+                        failure = Some(e);
+                        vec![xs[0].shallow_clone()]
+                    }
+                }
+            })?
+        };
+        if let Some(e) = failure {
+            return Err(e.into());
+        }
+        self.traced = Some(Traced { module, params });
+        Ok(())
+    }
+
+    /// Whether forwards run through a traced TorchScript module.
+    pub fn is_traced(&self) -> bool {
+        self.traced.is_some()
+    }
+
+    /// The forward pass, eager or traced; errors instead of panicking.
+    pub fn f_forward(&self, xs: &tch::Tensor) -> Result<tch::Tensor, tch::TchError> {
+        match &self.traced {
+            Some(t) => {
+                let mut inputs: Vec<&tch::Tensor> = Vec::with_capacity(1 + t.params.len());
+                inputs.push(xs);
+                inputs.extend(t.params.iter());
+                t.module.forward_ts(&inputs)
+            }
+            None => {
+                let first = &self.layers[0];
+                let mut h = xs.f_linear(&first.ws, first.bs.as_ref())?;
+                for layer in &self.layers[1..] {
+                    h = activate(self.activation, &h)?;
+                    h = h.f_linear(&layer.ws, layer.bs.as_ref())?;
+                }
+                Ok(h)
+            }
+        }
     }
 }
 
+fn activate(activation: Activation, h: &tch::Tensor) -> Result<tch::Tensor, tch::TchError> {
+    match activation {
+        Activation::Relu => h.f_relu(),
+        Activation::Gelu => h.f_gelu("none"),
+    }
+}
+
+/// The MLP over explicit (weight, bias) pairs, as the tracer records it.
+fn explicit_forward(
+    activation: Activation,
+    xs: &tch::Tensor,
+    params: &[tch::Tensor],
+) -> Result<tch::Tensor, tch::TchError> {
+    let layers = params.len() / 2;
+    let mut h = xs.f_linear(&params[0], Some(&params[1]))?;
+    for i in 1..layers {
+        h = activate(activation, &h)?;
+        h = h.f_linear(&params[2 * i], Some(&params[2 * i + 1]))?;
+    }
+    Ok(h)
+}
+
 impl Module for Mlp {
+    /// Panics where tch's own modules would (a shape or device mismatch);
+    /// fallible callers use [`Mlp::f_forward`].
     fn forward(&self, xs: &tch::Tensor) -> tch::Tensor {
-        let mut h = self.layers[0].forward(xs);
-        for layer in &self.layers[1..] {
-            h = match self.activation {
-                Activation::Relu => h.relu(),
-                Activation::Gelu => h.gelu("none"),
-            };
-            h = layer.forward(&h);
+        match self.f_forward(xs) {
+            Ok(y) => y,
+            Err(e) => panic!("MLP forward failed: {e}"),
         }
-        h
     }
 }
 
@@ -135,6 +233,72 @@ mod tests {
         names.sort();
         assert_eq!(names[0], "net.0.bias");
         assert_eq!(names.last().unwrap(), "net.6.weight");
+    }
+
+    #[test]
+    fn traced_forward_and_gradients_match_eager() {
+        tch::manual_seed(11);
+        let spec = MlpSpec {
+            input_dim: 9,
+            hidden_size: 16,
+            num_layers: 2,
+            outputs: 22,
+            activation: Activation::Gelu,
+        };
+        let vs = VarStore::new(Device::Cpu);
+        let eager = Mlp::new(&vs.root(), spec).unwrap();
+        // The same parameters (a second Mlp over the same VarStore tensors
+        // would re-initialise them), traced.
+        let mut traced = Mlp {
+            layers: eager
+                .layers
+                .iter()
+                .map(|l| nn::Linear {
+                    ws: l.ws.shallow_clone(),
+                    bs: l.bs.as_ref().map(Tensor::shallow_clone),
+                })
+                .collect(),
+            activation: eager.activation,
+            traced: None,
+        };
+        traced.trace().unwrap();
+        assert!(traced.is_traced() && !eager.is_traced());
+        let max_diff = |a: &Tensor, b: &Tensor| f64::try_from((a - b).abs().max()).unwrap();
+        for rows in [1, 5, 64] {
+            let x = Tensor::randn([rows, 9], (Kind::Float, Device::Cpu));
+            let (e, t) = (eager.f_forward(&x).unwrap(), traced.f_forward(&x).unwrap());
+            assert_eq!(t.size(), vec![rows, 22]);
+            assert!(max_diff(&e, &t) < 1e-5, "batch {rows}");
+        }
+        // An in-place parameter update is seen without re-tracing.
+        tch::no_grad(|| {
+            let _ = eager.layers[0]
+                .ws
+                .shallow_clone()
+                .f_mul_scalar_(1.5)
+                .unwrap();
+        });
+        let x = Tensor::randn([7, 9], (Kind::Float, Device::Cpu));
+        assert!(max_diff(&eager.forward(&x), &traced.forward(&x)) < 1e-5);
+        // Gradients reach the parameters through the TorchScript graph.
+        let grads = |m: &Mlp| {
+            for v in vs.trainable_variables() {
+                let mut g = v.grad();
+                if g.defined() {
+                    let _ = g.zero_();
+                }
+            }
+            m.forward(&x).square().sum(Kind::Float).backward();
+            vs.trainable_variables()
+                .iter()
+                .map(|v| v.grad().copy())
+                .collect::<Vec<_>>()
+        };
+        let (ge, gt) = (grads(&eager), grads(&traced));
+        for (a, b) in ge.iter().zip(&gt) {
+            assert!(a.defined() && b.defined());
+            assert!(max_diff(a, b) < 1e-4);
+        }
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Optimisation: one network with its AdamW, the shared gradient scaler for
 //! mixed precision, and the advantage and strategy losses (spec §8.3–8.5).
 
-use tch::nn::{Module, VarStore};
+use tch::nn::VarStore;
 use tch::{Device, Kind, Tensor};
 
 use super::network::{Mlp, MlpSpec};
@@ -110,8 +110,8 @@ impl NetTrainer {
         Ok(Self { vs, net, opt })
     }
 
-    pub fn forward(&self, xs: &Tensor) -> Tensor {
-        self.net.forward(xs)
+    pub fn forward(&self, xs: &Tensor) -> Result<Tensor, TrainerError> {
+        Ok(self.net.f_forward(xs)?)
     }
 
     /// The parameters in creation order (the order of `opt.moments`).
@@ -413,7 +413,7 @@ mod tests {
     }
 
     fn mse(t: &NetTrainer, x: &Tensor) -> Tensor {
-        t.forward(x).square().mean(Kind::Float)
+        t.forward(x).unwrap().square().mean(Kind::Float)
     }
 
     #[test]
@@ -510,7 +510,7 @@ mod tests {
         let before = snapshot(&t);
         // A finite loss (0) whose gradient is not: d√u/du is infinite at 0.
         let x = Tensor::randn([2, 4], (Kind::Float, Device::Cpu));
-        let s = t.forward(&x).sum(Kind::Float);
+        let s = t.forward(&x).unwrap().sum(Kind::Float);
         let loss = (&s - s.detach()).sqrt();
         assert_eq!(f64::try_from(&loss).unwrap(), 0.0);
         let outcome = step(&mut t, &mut scaler, &loss, 1.0).unwrap();

@@ -1,6 +1,5 @@
 //! The CFR core's batched [`Policy`] over libtorch networks.
 
-use tch::nn::Module;
 use tch::{Device, Kind, Tensor};
 
 use super::network::Mlp;
@@ -30,7 +29,7 @@ fn forward(
     } else {
         x.f_to_device(device)?
     };
-    let y = net.forward(&x).f_to_kind(Kind::Float)?;
+    let y = net.f_forward(&x)?.f_to_kind(Kind::Float)?;
     let y = if device == Device::Cpu {
         y
     } else {

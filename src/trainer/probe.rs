@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use tch::nn::{Module, VarStore};
+use tch::nn::VarStore;
 use tch::{Device, Kind, Tensor};
 
 use super::network::{Mlp, MlpSpec};
@@ -19,11 +19,20 @@ pub struct ForwardProbe {
 }
 
 impl ForwardProbe {
-    /// Builds the network on `device` from `seed` (parameters as at init).
-    pub fn new(spec: MlpSpec, device: Device, seed: i64) -> Result<Self, TrainerError> {
+    /// Builds the network on `device` from `seed` (parameters as at init),
+    /// traced into TorchScript when `traced`.
+    pub fn new(
+        spec: MlpSpec,
+        device: Device,
+        seed: i64,
+        traced: bool,
+    ) -> Result<Self, TrainerError> {
         tch::manual_seed(seed);
         let vs = VarStore::new(device);
-        let mlp = Mlp::new(&vs.root(), spec)?;
+        let mut mlp = Mlp::new(&vs.root(), spec)?;
+        if traced {
+            mlp.trace()?;
+        }
         Ok(Self {
             _vs: vs,
             mlp,
@@ -50,7 +59,7 @@ impl ForwardProbe {
         device::synchronize(self.device);
         let start = Instant::now();
         for _ in 0..iters {
-            let out = self.mlp.forward(&input);
+            let out = self.mlp.f_forward(&input)?;
             std::hint::black_box(&out);
         }
         device::synchronize(self.device);

@@ -126,11 +126,6 @@ impl Trainer {
     /// strategy) on the configured device.
     pub fn new(config: TrainerConfig) -> Result<Self, TrainError> {
         let device = device::resolve(&config.run.device.to_string())?;
-        if config.network.jit != cfg::JitMode::None {
-            return Err(TrainError::Unsupported(
-                "network.jit = \"trace\" is not supported by the trainer yet".into(),
-            ));
-        }
         let encoding = Encoding::from(&config.encoding);
         let dim = encoding.input_dim(&config.rules);
         let spec: MlpSpec = super::network_spec(&config, dim);
@@ -139,11 +134,18 @@ impl Trainer {
             weight_decay: config.optimization.weight_decay,
         };
         tch::manual_seed(config.run.seed as i64);
-        let nets = [
+        let mut nets = [
             NetTrainer::new(spec, device, adam)?,
             NetTrainer::new(spec, device, adam)?,
             NetTrainer::new(spec, device, adam)?,
         ];
+        if config.network.jit == cfg::JitMode::Trace {
+            // Parameters are graph inputs, so this happens once: optimiser
+            // steps and checkpoint loads (in-place copies) need no re-trace.
+            for net in &mut nets {
+                net.net.trace()?;
+            }
+        }
         let use_scaler = config.run.use_amp && device != Device::Cpu;
         let mem_seed = config.run.seed + 101;
         let adv_cap = config.memory.advantage_capacity as usize;
@@ -253,7 +255,7 @@ impl Trainer {
             let (x, y, m, it) = self.batch_tensors(&b)?;
             let amp = self.scaler.enabled();
             let trainer = &self.nets[net];
-            let out = tch::autocast(amp, || trainer.forward(&x));
+            let out = tch::autocast(amp, || trainer.forward(&x))?;
             let loss = if advantage {
                 optim::advantage_loss(&out, &y, &m, &it, t, adv_w)?
             } else {
@@ -497,6 +499,39 @@ mod tests {
         let m = trainer.run_iteration().unwrap();
         assert_eq!(m["amp/grad_scale"], 1.0);
         assert_eq!(m["amp/nonfinite_loss_count"], 0.0);
+    }
+
+    #[test]
+    fn traced_networks_train_like_eager_ones() {
+        // Same weights, same samples: TorchScript only changes how forward
+        // and backward run, so after two iterations the weights agree up to
+        // float reassociation.
+        let mut eager = Trainer::new(smoke()).unwrap();
+        let mut c = smoke();
+        c.network.jit = cfg::JitMode::Trace;
+        let mut traced = Trainer::new(c).unwrap();
+        assert!(traced.nets.iter().all(|n| n.net.is_traced()));
+        assert!(!eager.nets[0].net.is_traced());
+        // Other tests reseed libtorch's global generator concurrently, so
+        // copy the initial weights rather than trusting both inits to match;
+        // this also loads a checkpoint into traced networks (in place).
+        let dir = tempfile::tempdir().unwrap();
+        eager.save_checkpoint(dir.path(), "init").unwrap();
+        traced.load_checkpoint(&dir.path().join("init.json")).unwrap();
+        let start = flat_parameters(&eager.nets);
+        assert_eq!(flat_parameters(&traced.nets), start);
+        for _ in 0..2 {
+            eager.run_iteration().unwrap();
+            traced.run_iteration().unwrap();
+        }
+        let (a, b) = (flat_parameters(&eager.nets), flat_parameters(&traced.nets));
+        assert_ne!(a, start, "training changed nothing");
+        let worst = a
+            .iter()
+            .zip(&b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0f32, f32::max);
+        assert!(worst < 1e-4, "traced training drifted by {worst}");
     }
 
     #[test]
