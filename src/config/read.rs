@@ -185,6 +185,7 @@ fn read_network(s: &mut Section) -> Read<NetworkConfig> {
         color_attention_layers: s.int("color_attention_layers", d.color_attention_layers, 0)?,
         color_attention_heads: s.int("color_attention_heads", d.color_attention_heads, 1)?,
         jit: s.choice("jit", d.jit)?,
+        native_single_row: s.boolean("native_single_row", d.native_single_row)?,
     };
     s.finish()?;
     Ok(c)

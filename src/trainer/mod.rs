@@ -6,6 +6,7 @@ pub mod checkpoint;
 pub mod device;
 mod error;
 pub mod eval;
+pub mod native;
 pub mod network;
 pub mod optim;
 pub mod policy;

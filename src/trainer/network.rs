@@ -142,6 +142,15 @@ impl Mlp {
         Ok(())
     }
 
+    pub fn activation(&self) -> Activation {
+        self.activation
+    }
+
+    /// (weight, bias) per layer, input side first.
+    pub fn parameters(&self) -> impl Iterator<Item = (&tch::Tensor, Option<&tch::Tensor>)> {
+        self.layers.iter().map(|l| (&l.ws, l.bs.as_ref()))
+    }
+
     /// Whether forwards run through a traced TorchScript module.
     pub fn is_traced(&self) -> bool {
         self.traced.is_some()

@@ -2,7 +2,9 @@
 
 use tch::{Device, Kind, Tensor};
 
+use super::native::NativeMlp;
 use super::network::Mlp;
+use super::TrainerError;
 use crate::cfr::policy::{Net, Policy, PolicyError};
 use crate::cfr::regret::ACTIONS;
 
@@ -12,6 +14,27 @@ pub struct TorchPolicy<'a> {
     pub strategy: &'a Mlp,
     pub device: Device,
     pub dim: usize,
+    /// Snapshots for single-row CPU forwards (adv0, adv1, strategy), from
+    /// [`TorchPolicy::native_snapshots`]; `None` runs every forward in
+    /// libtorch.
+    pub native: Option<[NativeMlp; 3]>,
+}
+
+impl<'a> TorchPolicy<'a> {
+    /// Copies the three networks for [`NativeMlp`] forwards, when it applies
+    /// to all of them.
+    pub fn native_snapshots(
+        advantage: [&'a Mlp; 2],
+        strategy: &'a Mlp,
+    ) -> Result<Option<[NativeMlp; 3]>, TrainerError> {
+        let a0 = NativeMlp::snapshot(advantage[0])?;
+        let a1 = NativeMlp::snapshot(advantage[1])?;
+        let s = NativeMlp::snapshot(strategy)?;
+        Ok(match (a0, a1, s) {
+            (Some(a0), Some(a1), Some(s)) => Some([a0, a1, s]),
+            _ => None,
+        })
+    }
 }
 
 fn forward(
@@ -48,6 +71,26 @@ impl Policy for TorchPolicy<'_> {
         rows: usize,
         out: &mut [f32],
     ) -> Result<(), PolicyError> {
+        let index = match net {
+            Net::Advantage(p) => usize::from(p).min(1),
+            Net::Strategy => 2,
+        };
+        if rows == 1 {
+            if let Some(native) = &self.native {
+                let n = &native[index];
+                if states.len() < n.input_dim() || out.len() < n.output_dim() {
+                    return Err(PolicyError(format!(
+                        "one row needs {} inputs and {} outputs, got {} and {}",
+                        n.input_dim(),
+                        n.output_dim(),
+                        states.len(),
+                        out.len()
+                    )));
+                }
+                n.forward_row(&states[..n.input_dim()], &mut out[..n.output_dim()]);
+                return Ok(());
+            }
+        }
         let model = match net {
             Net::Advantage(p) => self.advantage[usize::from(p).min(1)],
             Net::Strategy => self.strategy,

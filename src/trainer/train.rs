@@ -185,11 +185,19 @@ impl Trainer {
     /// scheduler and workers (see `super::workers`); the batching metrics
     /// come back for the interleaved scheduler.
     fn traverse(&self, t: u64) -> Result<super::workers::TraversalResult, TrainError> {
+        let advantage = [&self.nets[0].net, &self.nets[1].net];
+        let strategy = &self.nets[2].net;
+        let native = if self.config.network.native_single_row {
+            TorchPolicy::native_snapshots(advantage, strategy)?
+        } else {
+            None
+        };
         let policy = TorchPolicy {
-            advantage: [&self.nets[0].net, &self.nets[1].net],
-            strategy: &self.nets[2].net,
+            advantage,
+            strategy,
             device: self.device,
             dim: self.dim,
+            native,
         };
         Ok(super::workers::run_traversals(
             &self.config,
@@ -517,7 +525,9 @@ mod tests {
         // this also loads a checkpoint into traced networks (in place).
         let dir = tempfile::tempdir().unwrap();
         eager.save_checkpoint(dir.path(), "init").unwrap();
-        traced.load_checkpoint(&dir.path().join("init.json")).unwrap();
+        traced
+            .load_checkpoint(&dir.path().join("init.json"))
+            .unwrap();
         let start = flat_parameters(&eager.nets);
         assert_eq!(flat_parameters(&traced.nets), start);
         for _ in 0..2 {

@@ -174,11 +174,13 @@ mod tests {
     }
 
     fn policy(nets: &[NetTrainer; 3]) -> TorchPolicy<'_> {
+        let advantage = [&nets[0].net, &nets[1].net];
         TorchPolicy {
-            advantage: [&nets[0].net, &nets[1].net],
+            advantage,
             strategy: &nets[2].net,
             device: Device::Cpu,
             dim: 297,
+            native: TorchPolicy::native_snapshots(advantage, &nets[2].net).unwrap(),
         }
     }
 
