@@ -23,9 +23,9 @@ use super::regret::{self, RegretInfo, ACTIONS};
 use super::rng::Lcg;
 use super::stats::TraversalStats;
 use super::traversal::{
-    enter_node, has_legal_first_open, opened_colors, outcome_target, outcome_values, resample_deck,
-    stores_strategy, unswap_deck, Cutoff, Opponent, SampleBuffer, Sampling, TraversalError,
-    TraversalOutput, TraversalParams,
+    enter_node, fallback_mix, has_legal_first_open, opened_colors, outcome_target, outcome_values,
+    resample_deck, stores_strategy, unswap_deck, Cutoff, Opponent, SampleBuffer, Sampling,
+    TraversalError, TraversalOutput, TraversalParams,
 };
 use crate::bots::{DiscardOnlyBot, HeuristicBot, HeuristicParams};
 use crate::game::{GameState, Undo};
@@ -386,6 +386,7 @@ impl Core<'_> {
             a.info.tie_size,
             a.info.full_tie,
             opened,
+            || fallback_mix(&ctx.state, a.player, a.mask, Some(a.action)),
         );
         let (v_tilde, u) = outcome_values(self.params, ctx.last_value, a.q_a, a.sigma_a);
         if a.player == ctx.traverser {

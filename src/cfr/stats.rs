@@ -27,9 +27,69 @@ pub struct TraversalStats {
     pub regret_fallback_argmax_tie_count: u64,
     pub regret_fallback_argmax_tie_size_sum: u64,
     pub regret_fallback_argmax_full_tie_count: u64,
+    /// Fallback decisions by the category of the chosen action
+    /// ([`ActionKind`] order).
+    pub regret_fallback_chosen: [u64; 5],
+    /// Sum over fallback decisions of the number of legal actions, and of
+    /// the legal actions per category.
+    pub regret_fallback_legal_sum: u64,
+    pub regret_fallback_legal_by_kind: [u64; 5],
+    /// Fallback decisions where opening some new colour was legal.
+    pub regret_fallback_open_new_available: u64,
+    /// Sum over fallback decisions of the actor's opened colours.
+    pub regret_fallback_opened_colors_sum: u64,
+    /// Per colour: fallback decisions where opening it was legal / chosen.
+    pub regret_fallback_open_new_available_color: BTreeMap<u64, u64>,
+    pub regret_fallback_open_new_selected_color: BTreeMap<u64, u64>,
     pub rollouts: u64,
     pub rollout_steps: u64,
     pub rollout_timeouts: u64,
+}
+
+/// The five categories of spec §5.8's legal-action mix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ActionKind {
+    /// Play on an expedition the actor has opened.
+    PlayExisting,
+    /// Play that opens a new expedition in this colour.
+    OpenNew(u8),
+    Discard,
+    DrawDeck,
+    DrawPile,
+}
+
+impl ActionKind {
+    /// Index into the per-category counters; also the metric order.
+    pub fn index(self) -> usize {
+        match self {
+            ActionKind::PlayExisting => 0,
+            ActionKind::OpenNew(_) => 1,
+            ActionKind::Discard => 2,
+            ActionKind::DrawDeck => 3,
+            ActionKind::DrawPile => 4,
+        }
+    }
+}
+
+/// Metric names of the categories, in [`ActionKind::index`] order.
+const KIND_NAMES: [&str; 5] = [
+    "play_existing",
+    "open_new",
+    "discard",
+    "draw_deck",
+    "draw_pile",
+];
+
+/// What a fallback decision had to choose from and what it chose.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FallbackMix {
+    /// Legal actions per category.
+    pub legal: [u64; 5],
+    /// Colours (bits) that a legal play would open.
+    pub open_new_colors: u64,
+    /// The sampled action's category; `None` where no single action was
+    /// chosen (the traverser's node under external sampling).
+    pub chosen: Option<ActionKind>,
 }
 
 /// Endpoint bucket settings (spec §11 `endpoint_depth_bucket_*`).
@@ -72,7 +132,7 @@ impl TraversalStats {
     }
 
     /// Counts a regret-matching decision and, when the fallback fired, its
-    /// diagnostics.
+    /// diagnostics; `mix` is only called then.
     pub fn regret_decision(
         &mut self,
         depth: u64,
@@ -80,10 +140,35 @@ impl TraversalStats {
         tie_size: u32,
         full_tie: bool,
         opened_colors: u64,
+        mix: impl FnOnce() -> FallbackMix,
     ) {
         self.regret_matching_decisions += 1;
         if !fallback {
             return;
+        }
+        let mix = mix();
+        self.regret_fallback_opened_colors_sum += opened_colors;
+        for (sum, n) in self.regret_fallback_legal_by_kind.iter_mut().zip(mix.legal) {
+            *sum += n;
+        }
+        self.regret_fallback_legal_sum += mix.legal.iter().sum::<u64>();
+        if mix.open_new_colors != 0 {
+            self.regret_fallback_open_new_available += 1;
+        }
+        for c in crate::game::mask_iter(mix.open_new_colors) {
+            *self
+                .regret_fallback_open_new_available_color
+                .entry(c as u64)
+                .or_insert(0) += 1;
+        }
+        if let Some(kind) = mix.chosen {
+            self.regret_fallback_chosen[kind.index()] += 1;
+            if let ActionKind::OpenNew(c) = kind {
+                *self
+                    .regret_fallback_open_new_selected_color
+                    .entry(u64::from(c))
+                    .or_insert(0) += 1;
+            }
         }
         self.regret_fallback_count += 1;
         self.regret_fallback_depth_sum += depth;
@@ -130,6 +215,25 @@ impl TraversalStats {
         self.regret_fallback_argmax_tie_count += other.regret_fallback_argmax_tie_count;
         self.regret_fallback_argmax_tie_size_sum += other.regret_fallback_argmax_tie_size_sum;
         self.regret_fallback_argmax_full_tie_count += other.regret_fallback_argmax_full_tie_count;
+        for k in 0..5 {
+            self.regret_fallback_chosen[k] += other.regret_fallback_chosen[k];
+            self.regret_fallback_legal_by_kind[k] += other.regret_fallback_legal_by_kind[k];
+        }
+        self.regret_fallback_legal_sum += other.regret_fallback_legal_sum;
+        self.regret_fallback_open_new_available += other.regret_fallback_open_new_available;
+        self.regret_fallback_opened_colors_sum += other.regret_fallback_opened_colors_sum;
+        for (k, v) in &other.regret_fallback_open_new_available_color {
+            *self
+                .regret_fallback_open_new_available_color
+                .entry(*k)
+                .or_insert(0) += v;
+        }
+        for (k, v) in &other.regret_fallback_open_new_selected_color {
+            *self
+                .regret_fallback_open_new_selected_color
+                .entry(*k)
+                .or_insert(0) += v;
+        }
         self.rollouts += other.rollouts;
         self.rollout_steps += other.rollout_steps;
         self.rollout_timeouts += other.rollout_timeouts;
@@ -221,6 +325,48 @@ impl TraversalStats {
                 *count as f64,
             );
         }
+        for (k, name) in KIND_NAMES.iter().enumerate() {
+            put(
+                &format!("regret_fallback_action_{name}"),
+                self.regret_fallback_chosen[k] as f64,
+            );
+            put(
+                &format!("regret_fallback_legal_{name}_mean"),
+                rate(self.regret_fallback_legal_by_kind[k], fb),
+            );
+        }
+        put(
+            "regret_fallback_legal_actions_mean",
+            rate(self.regret_fallback_legal_sum, fb),
+        );
+        let available = self.regret_fallback_open_new_available;
+        let selected = self.regret_fallback_chosen[1];
+        put(
+            "regret_fallback_open_new_available_rate",
+            rate(available, fb),
+        );
+        put("regret_fallback_open_new_selected", selected as f64);
+        put("regret_fallback_open_new_selected_rate", rate(selected, fb));
+        put(
+            "regret_fallback_open_new_selection_over_availability",
+            rate(selected, available),
+        );
+        put(
+            "regret_fallback_avg_opened_colors_before_action",
+            rate(self.regret_fallback_opened_colors_sum, fb),
+        );
+        for (c, count) in &self.regret_fallback_open_new_available_color {
+            put(
+                &format!("regret_fallback_open_new_available_color_{c}"),
+                *count as f64,
+            );
+        }
+        for (c, count) in &self.regret_fallback_open_new_selected_color {
+            put(
+                &format!("regret_fallback_open_new_selected_color_{c}"),
+                *count as f64,
+            );
+        }
         m
     }
 }
@@ -240,9 +386,19 @@ mod tests {
         s.endpoint(150, b);
         s.endpoint(2000, b);
         s.terminals = 3;
-        s.regret_decision(10, true, 3, false, 0);
-        s.regret_decision(420, true, 1, false, 2);
-        s.regret_decision(1, false, 0, false, 0);
+        let mix = FallbackMix {
+            legal: [1, 2, 3, 0, 0],
+            open_new_colors: 0b101,
+            chosen: Some(ActionKind::OpenNew(2)),
+        };
+        s.regret_decision(10, true, 3, false, 0, || mix);
+        let draw = FallbackMix {
+            legal: [0, 0, 0, 1, 2],
+            open_new_colors: 0,
+            chosen: Some(ActionKind::DrawPile),
+        };
+        s.regret_decision(420, true, 1, false, 2, || draw);
+        s.regret_decision(1, false, 0, false, 0, || panic!("no fallback, no mix"));
         let mut t = TraversalStats {
             max_depth_reached: 7,
             ..Default::default()
@@ -261,5 +417,33 @@ mod tests {
         assert_eq!(m["traversal/regret_fallback_opened_colors_count_0"], 2.0);
         assert_eq!(m["traversal/regret_fallback_argmax_tie_size_mean"], 3.0);
         assert_eq!(m["traversal/max_depth_reached"], 7.0);
+        // Legal-action mix over the 4 fallback decisions (2 of each).
+        assert_eq!(m["traversal/regret_fallback_action_open_new"], 2.0);
+        assert_eq!(m["traversal/regret_fallback_action_draw_pile"], 2.0);
+        assert_eq!(m["traversal/regret_fallback_action_discard"], 0.0);
+        assert_eq!(m["traversal/regret_fallback_legal_actions_mean"], 4.5);
+        assert_eq!(m["traversal/regret_fallback_legal_discard_mean"], 1.5);
+        assert_eq!(m["traversal/regret_fallback_open_new_available_rate"], 0.5);
+        assert_eq!(m["traversal/regret_fallback_open_new_selected_rate"], 0.5);
+        assert_eq!(
+            m["traversal/regret_fallback_open_new_selection_over_availability"],
+            1.0
+        );
+        assert_eq!(
+            m["traversal/regret_fallback_avg_opened_colors_before_action"],
+            1.0
+        );
+        assert_eq!(
+            m["traversal/regret_fallback_open_new_available_color_0"],
+            2.0
+        );
+        assert_eq!(
+            m["traversal/regret_fallback_open_new_available_color_2"],
+            2.0
+        );
+        assert_eq!(
+            m["traversal/regret_fallback_open_new_selected_color_2"],
+            2.0
+        );
     }
 }

@@ -11,7 +11,7 @@ use super::memory::SampleRef;
 use super::policy::{Net, Policy, PolicyError};
 use super::regret::{self, Fallback, ACTIONS};
 use super::rng::Lcg;
-use super::stats::{Buckets, TraversalStats};
+use super::stats::{ActionKind, Buckets, FallbackMix, TraversalStats};
 use crate::bots::{DiscardOnlyBot, HeuristicBot, HeuristicParams};
 use crate::encoding::Encoding;
 use crate::game::{GameError, GameState, Phase};
@@ -219,6 +219,48 @@ pub fn opened_colors(state: &GameState, player: usize) -> u64 {
     (0..state.n_colors())
         .filter(|&c| !state.expedition(player, c).is_empty())
         .count() as u64
+}
+
+/// The category of unified `action` for `player` at `state` (spec §5.8).
+pub fn action_kind(state: &GameState, player: usize, action: usize) -> ActionKind {
+    let base = state.draw_base();
+    if action >= base {
+        return if action == base {
+            ActionKind::DrawDeck
+        } else {
+            ActionKind::DrawPile
+        };
+    }
+    if action & 1 == 1 {
+        return ActionKind::Discard;
+    }
+    match state.hand(player).get(action >> 1) {
+        Some(card) if state.expedition(player, card.color() as usize).is_empty() => {
+            ActionKind::OpenNew(card.color())
+        }
+        _ => ActionKind::PlayExisting,
+    }
+}
+
+/// The legal-action mix of a fallback decision and its chosen action.
+pub fn fallback_mix(
+    state: &GameState,
+    player: usize,
+    mask: u64,
+    chosen: Option<usize>,
+) -> FallbackMix {
+    let mut mix = FallbackMix {
+        chosen: chosen.map(|a| action_kind(state, player, a)),
+        ..FallbackMix::default()
+    };
+    for a in crate::game::mask_iter(mask) {
+        let kind = action_kind(state, player, a);
+        mix.legal[kind.index()] += 1;
+        if let ActionKind::OpenNew(c) = kind {
+            mix.open_new_colors |= 1 << c;
+        }
+    }
+    mix
 }
 
 /// Whether some legal play would start one of `player`'s empty expeditions
@@ -560,6 +602,7 @@ impl<'a, P: Policy> RecursiveTraverser<'a, P> {
                 info.tie_size,
                 info.full_tie,
                 opened,
+                || fallback_mix(state, player, mask, None),
             );
             let mut target = [0.0f32; ACTIONS];
             for a in crate::game::mask_iter(mask) {
@@ -590,9 +633,14 @@ impl<'a, P: Policy> RecursiveTraverser<'a, P> {
         };
         let v = self.child(state, action, depth)?;
         self.out.stats.sampled_actions += 1;
-        self.out
-            .stats
-            .regret_decision(depth, info.fallback, info.tie_size, info.full_tie, opened);
+        self.out.stats.regret_decision(
+            depth,
+            info.fallback,
+            info.tie_size,
+            info.full_tie,
+            opened,
+            || fallback_mix(state, player, mask, Some(action)),
+        );
         if params.sampling == Sampling::External {
             // Opponent node under external sampling: the value passes through.
             return Ok(v);
@@ -620,6 +668,32 @@ pub(crate) mod tests {
     use super::*;
     use crate::game::Rules;
     use std::collections::BTreeMap;
+
+    #[test]
+    fn actions_fall_into_the_legal_mix_categories() {
+        let mut state = GameState::new(&Rules::default(), 3).unwrap();
+        let p = state.current_player();
+        let mask = state.legal_mask();
+        // Nothing is opened yet: every legal play opens its colour.
+        let mix = fallback_mix(&state, p, mask, Some(1));
+        assert_eq!(mix.chosen, Some(ActionKind::Discard));
+        assert_eq!(mix.legal[ActionKind::Discard.index()], 8);
+        assert_eq!(mix.legal[ActionKind::PlayExisting.index()], 0);
+        let opens = mix.legal[1];
+        assert!(opens >= 1);
+        assert!(mix.open_new_colors.count_ones() as u64 <= opens);
+        // Play slot 0, then its colour is opened for the next card of it.
+        let card = state.hand(p)[0];
+        assert_eq!(action_kind(&state, p, 0), ActionKind::OpenNew(card.color()));
+        state.apply(0).unwrap();
+        let base = state.draw_base();
+        assert_eq!(action_kind(&state, p, base), ActionKind::DrawDeck);
+        assert_eq!(action_kind(&state, p, base + 1), ActionKind::DrawPile);
+        let mix = fallback_mix(&state, p, state.legal_mask(), Some(base));
+        assert_eq!(mix.legal[ActionKind::DrawDeck.index()], 1);
+        assert_eq!(mix.chosen, Some(ActionKind::DrawDeck));
+        assert_eq!(mix.open_new_colors, 0);
+    }
 
     /// A deterministic stand-in network: outputs are a fixed function of the
     /// input row, so equal info states get equal outputs.
