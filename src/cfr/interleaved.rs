@@ -23,7 +23,7 @@ use super::regret::{self, RegretInfo, ACTIONS};
 use super::rng::Lcg;
 use super::stats::TraversalStats;
 use super::traversal::{
-    enter_node, fallback_mix, has_legal_first_open, opened_colors, outcome_target, outcome_values,
+    enter_node, has_legal_first_open, outcome_target, outcome_values, record_decision,
     resample_deck, stores_strategy, unswap_deck, Cutoff, Opponent, SampleBuffer, Sampling,
     TraversalError, TraversalOutput, TraversalParams,
 };
@@ -379,14 +379,14 @@ impl Core<'_> {
         unswap_deck(&mut ctx.state, a.swapped)?;
         let stats = &mut self.stats;
         stats.sampled_actions += 1;
-        let opened = opened_colors(&ctx.state, a.player);
-        stats.regret_decision(
+        record_decision(
+            stats,
+            &ctx.state,
+            a.player,
+            a.mask,
             a.depth,
-            a.info.fallback,
-            a.info.tie_size,
-            a.info.full_tie,
-            opened,
-            || fallback_mix(&ctx.state, a.player, a.mask, Some(a.action)),
+            &a.info,
+            Some(a.action),
         );
         let (v_tilde, u) = outcome_values(self.params, ctx.last_value, a.q_a, a.sigma_a);
         if a.player == ctx.traverser {

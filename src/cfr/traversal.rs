@@ -242,6 +242,28 @@ pub fn action_kind(state: &GameState, player: usize, action: usize) -> ActionKin
     }
 }
 
+/// Counts one regret-matching decision of `player` at `state` (restored to
+/// the node), with the fallback diagnostics when it fired; `chosen` is the
+/// sampled action (`None` at an external-sampling traverser node).
+pub fn record_decision(
+    stats: &mut TraversalStats,
+    state: &GameState,
+    player: usize,
+    mask: u64,
+    depth: u64,
+    info: &regret::RegretInfo,
+    chosen: Option<usize>,
+) {
+    stats.regret_decision(
+        depth,
+        info.fallback,
+        info.tie_size,
+        info.full_tie,
+        opened_colors(state, player),
+        || fallback_mix(state, player, mask, chosen),
+    );
+}
+
 /// The legal-action mix of a fallback decision and its chosen action.
 pub fn fallback_mix(
     state: &GameState,
@@ -587,7 +609,6 @@ impl<'a, P: Policy> RecursiveTraverser<'a, P> {
             self.out.stats.endpoint(depth, params.buckets);
             return Ok(f64::from(state.score_diff(p)));
         }
-        let opened = opened_colors(state, player);
 
         if params.sampling == Sampling::External && player == p {
             let mut values = [0.0f64; ACTIONS];
@@ -596,14 +617,7 @@ impl<'a, P: Policy> RecursiveTraverser<'a, P> {
                 values[a] = self.child(state, a, depth)?;
                 u += sigma[a] * values[a];
             }
-            self.out.stats.regret_decision(
-                depth,
-                info.fallback,
-                info.tie_size,
-                info.full_tie,
-                opened,
-                || fallback_mix(state, player, mask, None),
-            );
+            record_decision(&mut self.out.stats, state, player, mask, depth, &info, None);
             let mut target = [0.0f32; ACTIONS];
             for a in crate::game::mask_iter(mask) {
                 target[a] = (values[a] - u) as f32;
@@ -633,13 +647,14 @@ impl<'a, P: Policy> RecursiveTraverser<'a, P> {
         };
         let v = self.child(state, action, depth)?;
         self.out.stats.sampled_actions += 1;
-        self.out.stats.regret_decision(
+        record_decision(
+            &mut self.out.stats,
+            state,
+            player,
+            mask,
             depth,
-            info.fallback,
-            info.tie_size,
-            info.full_tie,
-            opened,
-            || fallback_mix(state, player, mask, Some(action)),
+            &info,
+            Some(action),
         );
         if params.sampling == Sampling::External {
             // Opponent node under external sampling: the value passes through.
