@@ -410,14 +410,7 @@ impl Core<'_> {
     }
 }
 
-/// Position of a network in the sorted group order (adv0, adv1, strategy).
-fn group_of(net: Net) -> usize {
-    match net {
-        Net::Advantage(p) => usize::from(p).min(1),
-        Net::Strategy => 2,
-    }
-}
-
+/// The batch groups in [`Net::index`] order.
 const GROUPS: [Net; 3] = [Net::Advantage(0), Net::Advantage(1), Net::Strategy];
 
 /// The interleaved scheduler over a batched [`Policy`].
@@ -537,7 +530,7 @@ impl<'a, P: Policy> InterleavedTraverser<'a, P> {
             for &slot in &batch {
                 let ctx = &slots[slot];
                 if let Some(req) = ctx.pending {
-                    let g = group_of(req.net);
+                    let g = req.net.index();
                     inputs[g].extend_from_slice(&ctx.query);
                     members[g].push(slot);
                 }

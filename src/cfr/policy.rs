@@ -11,6 +11,17 @@ pub enum Net {
     Strategy,
 }
 
+impl Net {
+    /// Position in the order adv0, adv1, strategy (players above 1 count as
+    /// player 1, as everywhere the networks are indexed).
+    pub fn index(self) -> usize {
+        match self {
+            Net::Advantage(p) => usize::from(p).min(1),
+            Net::Strategy => 2,
+        }
+    }
+}
+
 /// A network query failed (the message says why, e.g. a libtorch error).
 #[derive(Debug, thiserror::Error)]
 #[error("policy evaluation failed: {0}")]

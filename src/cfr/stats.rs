@@ -108,6 +108,13 @@ impl Default for Buckets {
     }
 }
 
+/// Adds `src`'s counts to `dst`'s, key by key.
+fn add_counts(dst: &mut BTreeMap<u64, u64>, src: &BTreeMap<u64, u64>) {
+    for (k, v) in src {
+        *dst.entry(*k).or_insert(0) += v;
+    }
+}
+
 fn bucket_start(depth: u64, width: u64, max: u64) -> u64 {
     let start = depth / width.max(1) * width.max(1);
     if start >= max {
@@ -197,21 +204,21 @@ impl TraversalStats {
         self.node_limit_cutoffs += other.node_limit_cutoffs;
         self.max_depth_reached = self.max_depth_reached.max(other.max_depth_reached);
         self.endpoint_depth_sum += other.endpoint_depth_sum;
-        for (k, v) in &other.endpoint_buckets {
-            *self.endpoint_buckets.entry(*k).or_insert(0) += v;
-        }
+        add_counts(&mut self.endpoint_buckets, &other.endpoint_buckets);
         self.advantage_samples += other.advantage_samples;
         self.strategy_samples += other.strategy_samples;
         self.sampled_actions += other.sampled_actions;
         self.regret_matching_decisions += other.regret_matching_decisions;
         self.regret_fallback_count += other.regret_fallback_count;
         self.regret_fallback_depth_sum += other.regret_fallback_depth_sum;
-        for (k, v) in &other.regret_fallback_depth_buckets {
-            *self.regret_fallback_depth_buckets.entry(*k).or_insert(0) += v;
-        }
-        for (k, v) in &other.regret_fallback_opened_colors {
-            *self.regret_fallback_opened_colors.entry(*k).or_insert(0) += v;
-        }
+        add_counts(
+            &mut self.regret_fallback_depth_buckets,
+            &other.regret_fallback_depth_buckets,
+        );
+        add_counts(
+            &mut self.regret_fallback_opened_colors,
+            &other.regret_fallback_opened_colors,
+        );
         self.regret_fallback_argmax_tie_count += other.regret_fallback_argmax_tie_count;
         self.regret_fallback_argmax_tie_size_sum += other.regret_fallback_argmax_tie_size_sum;
         self.regret_fallback_argmax_full_tie_count += other.regret_fallback_argmax_full_tie_count;
@@ -222,18 +229,14 @@ impl TraversalStats {
         self.regret_fallback_legal_sum += other.regret_fallback_legal_sum;
         self.regret_fallback_open_new_available += other.regret_fallback_open_new_available;
         self.regret_fallback_opened_colors_sum += other.regret_fallback_opened_colors_sum;
-        for (k, v) in &other.regret_fallback_open_new_available_color {
-            *self
-                .regret_fallback_open_new_available_color
-                .entry(*k)
-                .or_insert(0) += v;
-        }
-        for (k, v) in &other.regret_fallback_open_new_selected_color {
-            *self
-                .regret_fallback_open_new_selected_color
-                .entry(*k)
-                .or_insert(0) += v;
-        }
+        add_counts(
+            &mut self.regret_fallback_open_new_available_color,
+            &other.regret_fallback_open_new_available_color,
+        );
+        add_counts(
+            &mut self.regret_fallback_open_new_selected_color,
+            &other.regret_fallback_open_new_selected_color,
+        );
         self.rollouts += other.rollouts;
         self.rollout_steps += other.rollout_steps;
         self.rollout_timeouts += other.rollout_timeouts;

@@ -275,16 +275,6 @@ impl Store {
         Ok(self.summaries(experiment_id, names, runs)?.moments)
     }
 
-    /// The medians half of [`Store::summaries`]: (arm, metric, median).
-    pub fn arm_medians(
-        &self,
-        experiment_id: i64,
-        names: &[String],
-        runs: &[i64],
-    ) -> Result<Vec<(String, String, f64)>, StoreError> {
-        Ok(self.summaries(experiment_id, names, runs)?.medians)
-    }
-
     /// Per-arm, per-iteration means over repeats (warm-up included), for
     /// plots, in plan order.
     pub fn iteration_series(
@@ -473,12 +463,12 @@ mod tests {
         assert_eq!(only.len(), 1);
         assert_eq!(only[0].arm, "b");
 
-        let mut med = store.arm_medians(id, &names, &[]).unwrap();
+        let mut med = store.summaries(id, &names, &[]).unwrap().medians;
         med.sort_by(|x, y| x.0.cmp(&y.0));
         // Arm a: {2,3,4} ∪ {6,9,12} → median (4 + 6) / 2; arm b: {4,6,8} → 6.
         assert_eq!(med[0], ("a".into(), "t".into(), 5.0));
         assert_eq!(med[1], ("b".into(), "t".into(), 6.0));
-        let first_only = store.arm_medians(id, &names, &[runs[0]]).unwrap();
+        let first_only = store.summaries(id, &names, &[runs[0]]).unwrap().medians;
         assert_eq!(first_only, vec![("a".into(), "t".into(), 3.0)]);
 
         assert_eq!(

@@ -70,10 +70,10 @@ impl NativeMlp {
             if let Some(b) = b {
                 b.f_contiguous()?.f_copy_data(&mut bv, outputs)?;
             }
-            if layers.last().is_some_and(|l: &Layer| l.outputs != inputs) {
+            if let Some(prev) = layers.last().filter(|l: &&Layer| l.outputs != inputs) {
                 return Err(TrainerError::BadShape(format!(
                     "layer of {inputs} inputs after one of {} outputs",
-                    layers.last().map_or(0, |l: &Layer| l.outputs)
+                    prev.outputs
                 )));
             }
             widest = widest.max(inputs).max(outputs);

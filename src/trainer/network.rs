@@ -126,7 +126,8 @@ impl Mlp {
         let module = {
             let _no_grad = tch::no_grad_guard();
             tch::CModule::create_by_tracing("lcx_mlp", "forward", &inputs, &mut |xs| {
-                match explicit_forward(activation, &xs[0], &xs[1..]) {
+                let pairs = xs[1..].chunks(2).map(|wb| (&wb[0], wb.get(1)));
+                match forward_layers(activation, &xs[0], pairs) {
                     Ok(y) => vec![y],
                     Err(e) => {
                         failure = Some(e);
@@ -165,15 +166,7 @@ impl Mlp {
                 inputs.extend(t.params.iter());
                 t.module.forward_ts(&inputs)
             }
-            None => {
-                let first = &self.layers[0];
-                let mut h = xs.f_linear(&first.ws, first.bs.as_ref())?;
-                for layer in &self.layers[1..] {
-                    h = activate(self.activation, &h)?;
-                    h = h.f_linear(&layer.ws, layer.bs.as_ref())?;
-                }
-                Ok(h)
-            }
+            None => forward_layers(self.activation, xs, self.parameters()),
         }
     }
 }
@@ -185,17 +178,21 @@ fn activate(activation: Activation, h: &tch::Tensor) -> Result<tch::Tensor, tch:
     }
 }
 
-/// The MLP over explicit (weight, bias) pairs, as the tracer records it.
-fn explicit_forward(
+/// The MLP over (weight, bias) pairs, input side first, with the activation
+/// between layers: the eager forward over the layers' own tensors, and what
+/// the tracer records over the graph's inputs.
+fn forward_layers<'a>(
     activation: Activation,
     xs: &tch::Tensor,
-    params: &[tch::Tensor],
+    mut layers: impl Iterator<Item = (&'a tch::Tensor, Option<&'a tch::Tensor>)>,
 ) -> Result<tch::Tensor, tch::TchError> {
-    let layers = params.len() / 2;
-    let mut h = xs.f_linear(&params[0], Some(&params[1]))?;
-    for i in 1..layers {
+    let (w, b) = layers
+        .next()
+        .ok_or_else(|| tch::TchError::Shape("an MLP needs at least one layer".into()))?;
+    let mut h = xs.f_linear(w, b)?;
+    for (w, b) in layers {
         h = activate(activation, &h)?;
-        h = h.f_linear(&params[2 * i], Some(&params[2 * i + 1]))?;
+        h = h.f_linear(w, b)?;
     }
     Ok(h)
 }

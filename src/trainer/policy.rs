@@ -71,10 +71,7 @@ impl Policy for TorchPolicy<'_> {
         rows: usize,
         out: &mut [f32],
     ) -> Result<(), PolicyError> {
-        let index = match net {
-            Net::Advantage(p) => usize::from(p).min(1),
-            Net::Strategy => 2,
-        };
+        let index = net.index();
         if rows == 1 {
             if let Some(native) = &self.native {
                 let n = &native[index];
@@ -91,10 +88,7 @@ impl Policy for TorchPolicy<'_> {
                 return Ok(());
             }
         }
-        let model = match net {
-            Net::Advantage(p) => self.advantage[usize::from(p).min(1)],
-            Net::Strategy => self.strategy,
-        };
+        let model = [self.advantage[0], self.advantage[1], self.strategy][index];
         forward(model, self.device, self.dim, states, rows, out)
             .map_err(|e| PolicyError(e.to_string()))
     }
