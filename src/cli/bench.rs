@@ -143,6 +143,7 @@ fn forward(args: ForwardArgs) -> anyhow::Result<u8> {
         device,
         i64::try_from(cfg.run.seed).unwrap_or(0),
         traced,
+        cfg.network.native_forward,
     )?;
     let options = ForwardOptions {
         batch_sizes: args.batch_sizes,
@@ -156,8 +157,14 @@ fn forward(args: ForwardArgs) -> anyhow::Result<u8> {
         .as_ref()
         .is_some_and(|p| p.as_os_str() == "-");
     let (intra, _) = device::torch_threads();
+    let backend = if probe.is_native() {
+        // The kernel is single-threaded: a traversal worker runs one.
+        "lcx AVX2 kernel (network.native_forward), 1 thread".to_string()
+    } else {
+        format!("libtorch, {intra} intra-op thread(s)")
+    };
     let header = format!(
-        "network {}→{}×{}→{} ({} parameters, {:?}{}), device {device:?}, {intra} intra-op thread(s)",
+        "network {}→{}×{}→{} ({} parameters, {:?}{}), device {device:?}, {backend}",
         spec.input_dim,
         spec.hidden_size,
         spec.num_layers,
@@ -166,6 +173,12 @@ fn forward(args: ForwardArgs) -> anyhow::Result<u8> {
         spec.activation,
         if traced { ", TorchScript-traced" } else { "" },
     );
+    if probe.is_native() && args.threads.is_some_and(|n| n > 1) {
+        eprintln!(
+            "note: --threads sets libtorch's threads; the lcx kernel runs on one \
+             (add --set network.native_forward=false to time libtorch)"
+        );
+    }
     let mut write_err = None;
     let rows = forward::run(&probe, &options, |sample| {
         if let Some(out) = sink.as_mut() {

@@ -185,7 +185,12 @@ fn read_network(s: &mut Section) -> Read<NetworkConfig> {
         color_attention_layers: s.int("color_attention_layers", d.color_attention_layers, 0)?,
         color_attention_heads: s.int("color_attention_heads", d.color_attention_heads, 1)?,
         jit: s.choice("jit", d.jit)?,
-        native_single_row: s.boolean("native_single_row", d.native_single_row)?,
+        // `native_single_row` is the key's name from before the kernel took
+        // batches too; files that still say it keep meaning the same switch.
+        native_forward: {
+            let legacy = s.boolean("native_single_row", d.native_forward)?;
+            s.boolean("native_forward", legacy)?
+        },
     };
     s.finish()?;
     Ok(c)

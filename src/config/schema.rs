@@ -488,10 +488,12 @@ pub struct NetworkConfig {
     pub color_attention_heads: u32,
     /// lcx: run the networks eagerly or as traced TorchScript.
     pub jit: JitMode,
-    /// lcx: single-row CPU forwards (every query of the recursive scheduler)
-    /// run lcx's own AVX2 kernel instead of libtorch, where it applies
-    /// (ReLU, eager, f32, a CPU with AVX2/FMA); `false` keeps libtorch.
-    pub native_single_row: bool,
+    /// lcx: traversal forwards on the CPU (single rows of the recursive
+    /// scheduler, batches of the interleaved one) run lcx's own AVX2 kernel
+    /// instead of libtorch, where it applies (ReLU, eager, f32, a CPU with
+    /// AVX2/FMA); `false` keeps libtorch. Read from `native_single_row` in
+    /// older files.
+    pub native_forward: bool,
 }
 
 impl Default for NetworkConfig {
@@ -504,7 +506,7 @@ impl Default for NetworkConfig {
             color_attention_layers: 0,
             color_attention_heads: 4,
             jit: JitMode::None,
-            native_single_row: true,
+            native_forward: true,
         }
     }
 }

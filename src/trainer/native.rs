@@ -1,36 +1,77 @@
-//! lcx's own CPU kernel for single-row forwards of the MLP.
+//! lcx's own CPU kernel for inference forwards of the MLP.
 //!
-//! The recursive scheduler asks the network about one info state at a time.
-//! At batch 1 a forward is a matrix-vector product per layer: it reads every
-//! weight once (2.7 MB for the default 297→512×3→22 network) and does
-//! little arithmetic per byte, and libtorch spends about 140 µs on it here
-//! (`lcx bench forward --batch-sizes 1 --threads 1`) against about 60 µs for
-//! a plain AVX2/FMA loop that streams four weight rows against the input at
-//! once. Larger batches are matrix products, where libtorch (MKL) wins, so
-//! only single rows come here.
+//! Traversals ask the networks about one info state (recursive scheduler)
+//! or a few dozen (interleaved scheduler) at a time. libtorch hands each
+//! such forward to MKL, which re-packs all 2.7 MB of weights into its
+//! blocked layout on every call (`sgemm_scopy_*` was about a third of the
+//! traversal's libtorch time in `perf`) and, at batch 1, runs a
+//! matrix-vector product that is slow on this kind of CPU. Here the weights
+//! are packed once, when a traversal phase starts, into panels of 16
+//! output columns stored k-major, and a 6×16 register-blocked AVX2/FMA
+//! micro-kernel (12 accumulators, two weight loads and six broadcasts per
+//! 12 FMAs) walks each panel for every block of up to six rows. The panel
+//! (K×16 floats, 32 KB at K = 512) stays in L1/L2 across the row blocks.
 //!
-//! A [`NativeMlp`] is a snapshot of an [`Mlp`]'s weights taken when a
-//! traversal phase starts (the weights do not change until it ends), about
-//! 1 ms per network. It exists only where it computes exactly the eager
-//! network up to float summation order: CPU, f32, ReLU, not traced, and a
-//! CPU with AVX2 and FMA.
+//! Every output element is one FMA chain over k = 0..K in order, whatever
+//! the batch size or the row's place in the batch, so a row gives the same
+//! bits alone or in any batch: the recursive and interleaved schedulers see
+//! identical network outputs. Against libtorch the results agree up to
+//! float summation order.
+//!
+//! A [`NativeMlp`] exists only where it computes the eager network: CPU,
+//! f32, ReLU, not traced, and a CPU with AVX2 and FMA.
 
 use tch::{Device, Kind};
 
 use super::network::{Activation, Mlp};
 use super::TrainerError;
 
-/// One dense layer, weights row-major `[outputs][inputs]` as libtorch keeps
-/// them.
+/// Output columns per weight panel: two 8-lane AVX registers.
+const PANEL: usize = 16;
+/// Rows per micro-kernel call: 6 rows × 2 registers = 12 accumulators,
+/// plus two weight registers and one broadcast, fit AVX2's 16 registers.
+const MAX_ROWS: usize = 6;
+
+/// One dense layer, packed for the micro-kernel.
 #[derive(Debug, Clone)]
 struct Layer {
     inputs: usize,
     outputs: usize,
-    w: Vec<f32>,
-    b: Vec<f32>,
+    /// `ceil(outputs / 16)` panels; panel `p` holds `w[p·16 + j][k]` at
+    /// `(p·inputs + k)·16 + j`, zero where `p·16 + j ≥ outputs`.
+    panels: Vec<f32>,
+    /// The bias, zero-padded to a whole number of panels.
+    bias: Vec<f32>,
 }
 
-/// A read-only copy of an MLP for single-row CPU forwards.
+impl Layer {
+    /// Packs a row-major `[outputs][inputs]` weight matrix (libtorch's
+    /// layout) and its bias.
+    fn pack(inputs: usize, outputs: usize, w: &[f32], b: &[f32]) -> Self {
+        let count = outputs.div_ceil(PANEL);
+        let mut panels = vec![0.0f32; count * inputs * PANEL];
+        for (o, row) in w.chunks_exact(inputs).enumerate() {
+            let (p, j) = (o / PANEL, o % PANEL);
+            for (k, &v) in row.iter().enumerate() {
+                panels[(p * inputs + k) * PANEL + j] = v;
+            }
+        }
+        let mut bias = vec![0.0f32; count * PANEL];
+        bias[..outputs].copy_from_slice(b);
+        Layer {
+            inputs,
+            outputs,
+            panels,
+            bias,
+        }
+    }
+
+    fn panel_count(&self) -> usize {
+        self.outputs.div_ceil(PANEL)
+    }
+}
+
+/// A read-only, packed copy of an MLP for CPU inference forwards.
 #[derive(Debug, Clone)]
 pub struct NativeMlp {
     layers: Vec<Layer>,
@@ -50,13 +91,13 @@ pub fn supported() -> bool {
 }
 
 impl NativeMlp {
-    /// Copies `mlp`'s weights; `None` where the kernel does not apply (see
-    /// the module comment).
+    /// Copies and packs `mlp`'s weights; `None` where the kernel does not
+    /// apply (see the module comment).
     pub fn snapshot(mlp: &Mlp) -> Result<Option<Self>, TrainerError> {
         if !supported() || mlp.is_traced() || mlp.activation() != Activation::Relu {
             return Ok(None);
         }
-        let mut layers = Vec::new();
+        let mut layers: Vec<Layer> = Vec::new();
         let mut widest = 0;
         for (w, b) in mlp.parameters() {
             if w.device() != Device::Cpu || w.kind() != Kind::Float || w.dim() != 2 {
@@ -70,19 +111,14 @@ impl NativeMlp {
             if let Some(b) = b {
                 b.f_contiguous()?.f_copy_data(&mut bv, outputs)?;
             }
-            if let Some(prev) = layers.last().filter(|l: &&Layer| l.outputs != inputs) {
+            if let Some(prev) = layers.last().filter(|l| l.outputs != inputs) {
                 return Err(TrainerError::BadShape(format!(
                     "layer of {inputs} inputs after one of {} outputs",
                     prev.outputs
                 )));
             }
-            widest = widest.max(inputs).max(outputs);
-            layers.push(Layer {
-                inputs,
-                outputs,
-                w: wv,
-                b: bv,
-            });
+            widest = widest.max(outputs);
+            layers.push(Layer::pack(inputs, outputs, &wv, &bv));
         }
         if layers.is_empty() {
             return Ok(None);
@@ -98,114 +134,196 @@ impl NativeMlp {
         self.layers[self.layers.len() - 1].outputs
     }
 
-    /// One forward: `x` (input_dim floats) → `out` (output_dim floats), ReLU
-    /// between layers.
+    /// One forward of a single row: `x` (input_dim floats) → `out`
+    /// (output_dim floats).
     pub fn forward_row(&self, x: &[f32], out: &mut [f32]) {
-        assert_eq!(x.len(), self.input_dim(), "native forward: input length");
+        self.forward_rows(x, 1, out);
+    }
+
+    /// One forward of `rows` rows stored back to back: `x` holds
+    /// `rows × input_dim` floats, `out` receives `rows × output_dim`. ReLU
+    /// between layers, none after the last.
+    pub fn forward_rows(&self, x: &[f32], rows: usize, out: &mut [f32]) {
+        assert_eq!(
+            x.len(),
+            rows * self.input_dim(),
+            "native forward: input length"
+        );
         assert_eq!(
             out.len(),
-            self.output_dim(),
+            rows * self.output_dim(),
             "native forward: output length"
         );
-        let mut a = vec![0.0f32; self.widest];
-        let mut b = vec![0.0f32; self.widest];
-        a[..x.len()].copy_from_slice(x);
+        if rows == 0 {
+            return;
+        }
         let last = self.layers.len() - 1;
-        for (i, layer) in self.layers.iter().enumerate() {
-            let (input, output) = (&a[..layer.inputs], &mut b[..layer.outputs]);
-            // SAFETY: `snapshot` returns a NativeMlp only when `supported()`
-            // found AVX2 and FMA; the slices have the layer's lengths.
-            #[cfg(target_arch = "x86_64")]
-            unsafe {
-                dense_avx2(layer, input, output, i < last)
-            };
-            #[cfg(not(target_arch = "x86_64"))]
-            dense_portable(layer, input, output, i < last);
-            std::mem::swap(&mut a, &mut b);
-        }
-        out.copy_from_slice(&a[..out.len()]);
-    }
-}
-
-/// The reference definition (tests compare the kernel with it).
-#[cfg(any(test, not(target_arch = "x86_64")))]
-fn dense_portable(layer: &Layer, x: &[f32], y: &mut [f32], relu: bool) {
-    for (o, yo) in y.iter_mut().enumerate() {
-        let row = &layer.w[o * layer.inputs..(o + 1) * layer.inputs];
-        let v = row.iter().zip(x).map(|(w, x)| w * x).sum::<f32>() + layer.b[o];
-        *yo = if relu { v.max(0.0) } else { v };
-    }
-}
-
-/// `y = W x + b` (then ReLU), four weight rows per pass over `x`, eight
-/// lanes per FMA.
-///
-/// # Safety
-/// The CPU must support AVX2 and FMA; `x.len() == layer.inputs` and
-/// `y.len() == layer.outputs`.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn dense_avx2(layer: &Layer, x: &[f32], y: &mut [f32], relu: bool) {
-    use std::arch::x86_64::*;
-    let n = layer.inputs;
-    debug_assert!(x.len() == n && y.len() == layer.outputs);
-    debug_assert!(layer.w.len() == n * layer.outputs);
-    let full = n / 8 * 8;
-    let w = layer.w.as_ptr();
-    let xp = x.as_ptr();
-    let finish = |v: f32| if relu { v.max(0.0) } else { v };
-    let mut o = 0;
-    while o + 4 <= layer.outputs {
-        let rows = [
-            w.add(o * n),
-            w.add((o + 1) * n),
-            w.add((o + 2) * n),
-            w.add((o + 3) * n),
+        // Hidden activations ping-pong between two buffers; the first layer
+        // reads `x` and the last writes `out` directly.
+        let mut bufs = [
+            vec![0.0f32; rows * self.widest],
+            vec![0.0f32; rows * self.widest],
         ];
-        let mut acc = [_mm256_setzero_ps(); 4];
-        let mut i = 0;
-        while i < full {
-            let xv = _mm256_loadu_ps(xp.add(i));
-            for r in 0..4 {
-                acc[r] = _mm256_fmadd_ps(_mm256_loadu_ps(rows[r].add(i)), xv, acc[r]);
-            }
-            i += 8;
+        for (i, layer) in self.layers.iter().enumerate() {
+            let [a, b] = &mut bufs;
+            let (src, dst) = if i % 2 == 0 { (&*b, a) } else { (&*a, b) };
+            let input = if i == 0 {
+                x
+            } else {
+                &src[..rows * layer.inputs]
+            };
+            let output = if i == last {
+                &mut *out
+            } else {
+                &mut dst[..rows * layer.outputs]
+            };
+            dense(layer, input, rows, output, i < last);
         }
-        for r in 0..4 {
-            let mut v = hsum(acc[r]);
-            for k in full..n {
-                v += *rows[r].add(k) * *xp.add(k);
-            }
-            y[o + r] = finish(v + layer.b[o + r]);
-        }
-        o += 4;
-    }
-    while o < layer.outputs {
-        let row = w.add(o * n);
-        let mut acc = _mm256_setzero_ps();
-        let mut i = 0;
-        while i < full {
-            acc = _mm256_fmadd_ps(_mm256_loadu_ps(row.add(i)), _mm256_loadu_ps(xp.add(i)), acc);
-            i += 8;
-        }
-        let mut v = hsum(acc);
-        for k in full..n {
-            v += *row.add(k) * *xp.add(k);
-        }
-        y[o] = finish(v + layer.b[o]);
-        o += 1;
     }
 }
 
-/// Sum of the eight lanes.
+/// `y = x Wᵀ + b` (then ReLU) for `rows` rows.
+fn dense(layer: &Layer, x: &[f32], rows: usize, y: &mut [f32], relu: bool) {
+    debug_assert!(x.len() == rows * layer.inputs && y.len() == rows * layer.outputs);
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a `NativeMlp` (the only owner of `Layer`s) is built only when
+    // `supported()` found AVX2 and FMA; the slice lengths are checked above
+    // and by `forward_rows`.
+    unsafe {
+        dense_avx2(layer, x, rows, y, relu)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    dense_portable(layer, x, rows, y, relu)
+}
+
+/// The definition the kernel implements, in the kernel's own order (one
+/// fused multiply-add chain over k per output), so the two agree to the
+/// bit. Used off x86-64 (where no `NativeMlp` is built) and by the tests.
+#[cfg(any(test, not(target_arch = "x86_64")))]
+fn dense_portable(layer: &Layer, x: &[f32], rows: usize, y: &mut [f32], relu: bool) {
+    let k = layer.inputs;
+    for r in 0..rows {
+        for o in 0..layer.outputs {
+            let (p, j) = (o / PANEL, o % PANEL);
+            let mut acc = 0.0f32;
+            for i in 0..k {
+                acc = x[r * k + i].mul_add(layer.panels[(p * k + i) * PANEL + j], acc);
+            }
+            let v = acc + layer.bias[o];
+            // `_mm256_max_ps(v, 0)`: 0 unless v > 0 (NaN and -0 give +0).
+            y[r * layer.outputs + o] = match relu {
+                true if v > 0.0 => v,
+                true => 0.0,
+                false => v,
+            };
+        }
+    }
+}
+
+/// The rows `0..rows` cut into blocks of at most [`MAX_ROWS`], as even as
+/// possible (26 rows → 6, 5, 5, 5, 5), so no block is a thin remainder.
+fn row_blocks(rows: usize) -> impl Iterator<Item = (usize, usize)> {
+    let blocks = rows.div_ceil(MAX_ROWS);
+    let (base, extra) = (rows / blocks.max(1), rows % blocks.max(1));
+    (0..blocks).scan(0, move |start, i| {
+        let len = base + usize::from(i < extra);
+        let block = (*start, len);
+        *start += len;
+        Some(block)
+    })
+}
+
+/// # Safety
+/// The CPU must support AVX2 and FMA; `x.len() == rows · layer.inputs`,
+/// `y.len() == rows · layer.outputs`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn hsum(v: std::arch::x86_64::__m256) -> f32 {
+unsafe fn dense_avx2(layer: &Layer, x: &[f32], rows: usize, y: &mut [f32], relu: bool) {
+    let (k, n) = (layer.inputs, layer.outputs);
+    for p in 0..layer.panel_count() {
+        let panel = layer.panels.as_ptr().add(p * k * PANEL);
+        let bias = layer.bias.as_ptr().add(p * PANEL);
+        let cols = PANEL.min(n - p * PANEL);
+        for (start, len) in row_blocks(rows) {
+            let t = Tile {
+                k,
+                x: x.as_ptr().add(start * k),
+                panel,
+                bias,
+                y: y.as_mut_ptr().add(start * n + p * PANEL),
+                ldy: n,
+                cols,
+                relu,
+            };
+            match len {
+                1 => micro::<1>(&t),
+                2 => micro::<2>(&t),
+                3 => micro::<3>(&t),
+                4 => micro::<4>(&t),
+                5 => micro::<5>(&t),
+                _ => micro::<6>(&t),
+            }
+        }
+    }
+}
+
+/// One micro-kernel call: `MR` rows of `x` (stride `k`) against one panel.
+#[cfg(target_arch = "x86_64")]
+struct Tile {
+    k: usize,
+    x: *const f32,
+    panel: *const f32,
+    bias: *const f32,
+    y: *mut f32,
+    ldy: usize,
+    cols: usize,
+    relu: bool,
+}
+
+/// # Safety
+/// AVX2 and FMA; `t.x` points at `MR` rows of `t.k` floats, `t.panel` at
+/// `t.k × 16` floats, `t.bias` at 16 floats, and `t.y` at `MR` rows
+/// (stride `t.ldy`) with `t.cols` writable floats each.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn micro<const MR: usize>(t: &Tile) {
     use std::arch::x86_64::*;
-    let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    let s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
-    _mm_cvtss_f32(s)
+    let mut acc = [[_mm256_setzero_ps(); 2]; MR];
+    let mut w = t.panel;
+    for i in 0..t.k {
+        let w0 = _mm256_loadu_ps(w);
+        let w1 = _mm256_loadu_ps(w.add(8));
+        for (r, a) in acc.iter_mut().enumerate() {
+            let xv = _mm256_broadcast_ss(&*t.x.add(r * t.k + i));
+            a[0] = _mm256_fmadd_ps(xv, w0, a[0]);
+            a[1] = _mm256_fmadd_ps(xv, w1, a[1]);
+        }
+        w = w.add(PANEL);
+    }
+    let b0 = _mm256_loadu_ps(t.bias);
+    let b1 = _mm256_loadu_ps(t.bias.add(8));
+    let zero = _mm256_setzero_ps();
+    for (r, a) in acc.iter().enumerate() {
+        let mut v0 = _mm256_add_ps(a[0], b0);
+        let mut v1 = _mm256_add_ps(a[1], b1);
+        if t.relu {
+            v0 = _mm256_max_ps(v0, zero);
+            v1 = _mm256_max_ps(v1, zero);
+        }
+        let dst = t.y.add(r * t.ldy);
+        if t.cols == PANEL {
+            _mm256_storeu_ps(dst, v0);
+            _mm256_storeu_ps(dst.add(8), v1);
+        } else {
+            // The last panel of a layer whose width is not a multiple of
+            // 16: write only the real columns.
+            let mut tmp = [0.0f32; PANEL];
+            _mm256_storeu_ps(tmp.as_mut_ptr(), v0);
+            _mm256_storeu_ps(tmp.as_mut_ptr().add(8), v1);
+            std::ptr::copy_nonoverlapping(tmp.as_ptr(), dst, t.cols);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -230,42 +348,89 @@ mod tests {
         .unwrap()
     }
 
+    fn portable_forward(native: &NativeMlp, x: &[f32], rows: usize) -> Vec<f32> {
+        let mut h = x.to_vec();
+        for (i, layer) in native.layers.iter().enumerate() {
+            let mut y = vec![0.0; rows * layer.outputs];
+            dense_portable(layer, &h, rows, &mut y, i + 1 < native.layers.len());
+            h = y;
+        }
+        h
+    }
+
     #[test]
-    fn native_rows_match_libtorch() {
+    fn row_blocks_are_even_and_cover_every_row() {
+        for rows in 0..100 {
+            let blocks: Vec<_> = row_blocks(rows).collect();
+            assert_eq!(blocks.iter().map(|b| b.1).sum::<usize>(), rows);
+            assert_eq!(blocks.len(), rows.div_ceil(MAX_ROWS));
+            let mut next = 0;
+            for &(start, len) in &blocks {
+                assert_eq!(start, next);
+                assert!((1..=MAX_ROWS).contains(&len));
+                next += len;
+            }
+            let (lo, hi) = (
+                blocks.iter().map(|b| b.1).min(),
+                blocks.iter().map(|b| b.1).max(),
+            );
+            if let (Some(lo), Some(hi)) = (lo, hi) {
+                assert!(hi - lo <= 1, "{rows}: {blocks:?}");
+            }
+        }
+        assert_eq!(
+            row_blocks(26).map(|b| b.1).collect::<Vec<_>>(),
+            [6, 5, 5, 5, 5]
+        );
+    }
+
+    /// Batches of 1–14 rows (every micro-kernel height, and blocks of
+    /// uneven heights), 297 and 37 inputs (not multiples of 8 or 16), 22
+    /// outputs (a partial last panel): the kernel equals libtorch within
+    /// float tolerance, equals its portable definition to the bit, and a
+    /// row gives the same bits alone as inside any batch.
+    #[test]
+    fn native_batches_match_libtorch_and_single_rows_exactly() {
         if !supported() {
             eprintln!("no AVX2/FMA here: the kernel is not used, nothing to compare");
             return;
         }
-        // 297 and 37 inputs exercise the scalar tail after the 8-lane loop;
-        // 22 outputs exercise the rows left after blocks of four.
         for (input_dim, hidden) in [(297, 512), (37, 30)] {
             let vs = VarStore::new(Device::Cpu);
             let net = mlp(&vs, input_dim, hidden, Activation::Relu);
             let native = NativeMlp::snapshot(&net).unwrap().expect("applies");
             assert_eq!((native.input_dim(), native.output_dim()), (input_dim, 22));
-            for seed in 0..8 {
-                tch::manual_seed(seed);
-                let x = Tensor::randn([1, input_dim as i64], (Kind::Float, Device::Cpu));
+            for rows in 1..=14usize {
+                tch::manual_seed(rows as i64);
+                let x = Tensor::randn([rows as i64, input_dim as i64], (Kind::Float, Device::Cpu));
                 let want: Vec<f32> =
                     Vec::try_from(net.f_forward(&x).unwrap().flatten(0, -1)).unwrap();
                 let xs: Vec<f32> = Vec::try_from(x.flatten(0, -1)).unwrap();
-                let mut got = [0.0f32; 22];
-                native.forward_row(&xs, &mut got);
+                let mut got = vec![0.0f32; rows * 22];
+                native.forward_rows(&xs, rows, &mut got);
                 for (a, b) in got.iter().zip(&want) {
                     assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "{a} vs {b}");
                 }
-                // The AVX2 kernel and the plain definition agree too.
-                let mut h = xs.clone();
-                for (i, layer) in native.layers.iter().enumerate() {
-                    let mut y = vec![0.0; layer.outputs];
-                    dense_portable(layer, &h, &mut y, i + 1 < native.layers.len());
-                    h = y;
-                }
-                for (a, b) in got.iter().zip(&h) {
-                    assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "{a} vs {b}");
+                assert_eq!(got, portable_forward(&native, &xs, rows), "rows {rows}");
+                for r in 0..rows {
+                    let mut one = [0.0f32; 22];
+                    native.forward_row(&xs[r * input_dim..(r + 1) * input_dim], &mut one);
+                    assert_eq!(one[..], got[r * 22..(r + 1) * 22], "row {r} of {rows}");
                 }
             }
         }
+    }
+
+    #[test]
+    fn an_empty_batch_writes_nothing() {
+        if !supported() {
+            return;
+        }
+        let vs = VarStore::new(Device::Cpu);
+        let native = NativeMlp::snapshot(&mlp(&vs, 9, 8, Activation::Relu))
+            .unwrap()
+            .expect("applies");
+        native.forward_rows(&[], 0, &mut []);
     }
 
     #[test]

@@ -14,9 +14,9 @@ pub struct TorchPolicy<'a> {
     pub strategy: &'a Mlp,
     pub device: Device,
     pub dim: usize,
-    /// Snapshots for single-row CPU forwards (adv0, adv1, strategy), from
-    /// [`TorchPolicy::native_snapshots`]; `None` runs every forward in
-    /// libtorch.
+    /// Packed copies for lcx's CPU kernel (adv0, adv1, strategy), from
+    /// [`TorchPolicy::native_snapshots`]; when present every forward runs
+    /// there, `None` runs every forward in libtorch.
     pub native: Option<[NativeMlp; 3]>,
 }
 
@@ -72,21 +72,18 @@ impl Policy for TorchPolicy<'_> {
         out: &mut [f32],
     ) -> Result<(), PolicyError> {
         let index = net.index();
-        if rows == 1 {
-            if let Some(native) = &self.native {
-                let n = &native[index];
-                if states.len() < n.input_dim() || out.len() < n.output_dim() {
-                    return Err(PolicyError(format!(
-                        "one row needs {} inputs and {} outputs, got {} and {}",
-                        n.input_dim(),
-                        n.output_dim(),
-                        states.len(),
-                        out.len()
-                    )));
-                }
-                n.forward_row(&states[..n.input_dim()], &mut out[..n.output_dim()]);
-                return Ok(());
+        if let Some(native) = &self.native {
+            let n = &native[index];
+            let (input, output) = (rows * n.input_dim(), rows * n.output_dim());
+            if states.len() < input || out.len() < output {
+                return Err(PolicyError(format!(
+                    "{rows} row(s) need {input} inputs and {output} outputs, got {} and {}",
+                    states.len(),
+                    out.len()
+                )));
             }
+            n.forward_rows(&states[..input], rows, &mut out[..output]);
+            return Ok(());
         }
         let model = [self.advantage[0], self.advantage[1], self.strategy][index];
         forward(model, self.device, self.dim, states, rows, out)

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 use tch::nn::VarStore;
 use tch::{Device, Kind, Tensor};
 
+use super::native::NativeMlp;
 use super::network::{Mlp, MlpSpec};
 use super::{device, TrainerError};
 
@@ -16,16 +17,21 @@ pub struct ForwardProbe {
     mlp: Mlp,
     spec: MlpSpec,
     device: Device,
+    /// The packed copy that traversals would use (`network.native_forward`
+    /// on a CPU where the kernel applies); then it is what gets timed.
+    native: Option<NativeMlp>,
 }
 
 impl ForwardProbe {
     /// Builds the network on `device` from `seed` (parameters as at init),
-    /// traced into TorchScript when `traced`.
+    /// traced into TorchScript when `traced`; with `native`, forwards run
+    /// lcx's CPU kernel where it applies, as in a traversal.
     pub fn new(
         spec: MlpSpec,
         device: Device,
         seed: i64,
         traced: bool,
+        native: bool,
     ) -> Result<Self, TrainerError> {
         tch::manual_seed(seed);
         let vs = VarStore::new(device);
@@ -33,12 +39,23 @@ impl ForwardProbe {
         if traced {
             mlp.trace()?;
         }
+        let native = if native {
+            NativeMlp::snapshot(&mlp)?
+        } else {
+            None
+        };
         Ok(Self {
             _vs: vs,
             mlp,
             spec,
             device,
+            native,
         })
+    }
+
+    /// Whether forwards run lcx's CPU kernel rather than libtorch.
+    pub fn is_native(&self) -> bool {
+        self.native.is_some()
     }
 
     /// The network's shape.
@@ -56,6 +73,18 @@ impl ForwardProbe {
         let cols = i64::try_from(self.spec.input_dim)
             .map_err(|_| TrainerError::BadShape(format!("input dim {}", self.spec.input_dim)))?;
         let input = Tensor::f_randn([rows, cols], (Kind::Float, self.device))?;
+        if let Some(native) = &self.native {
+            let len = batch * self.spec.input_dim;
+            let mut x = vec![0.0f32; len];
+            input.f_copy_data(&mut x, len)?;
+            let mut out = vec![0.0f32; batch * native.output_dim()];
+            let start = Instant::now();
+            for _ in 0..iters {
+                native.forward_rows(std::hint::black_box(&x), batch, &mut out);
+                std::hint::black_box(&out);
+            }
+            return Ok(start.elapsed());
+        }
         device::synchronize(self.device);
         let start = Instant::now();
         for _ in 0..iters {

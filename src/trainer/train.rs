@@ -187,7 +187,7 @@ impl Trainer {
     fn traverse(&self, t: u64) -> Result<super::workers::TraversalResult, TrainError> {
         let advantage = [&self.nets[0].net, &self.nets[1].net];
         let strategy = &self.nets[2].net;
-        let native = if self.config.network.native_single_row {
+        let native = if self.config.network.native_forward {
             TorchPolicy::native_snapshots(advantage, strategy)?
         } else {
             None

@@ -184,10 +184,32 @@ mod tests {
         }
     }
 
+    /// The same networks with every forward in libtorch.
+    fn libtorch_policy(nets: &[NetTrainer; 3]) -> TorchPolicy<'_> {
+        TorchPolicy {
+            native: None,
+            ..policy(nets)
+        }
+    }
+
+    /// Both ways the trainer can run forwards, with whether a row's result
+    /// is exactly independent of its batch (lcx's kernel) or only up to
+    /// rounding (libtorch, whose summation order depends on the batch).
+    fn policies(nets: &[NetTrainer; 3]) -> Vec<(TorchPolicy<'_>, bool)> {
+        let native = policy(nets);
+        let exact = native.native.is_some();
+        vec![(native, exact), (libtorch_policy(nets), false)]
+    }
+
     #[test]
     fn batched_rows_match_batches_of_one() {
         let nets = nets();
-        let policy = policy(&nets);
+        for (policy, exact) in policies(&nets) {
+            batched_rows_match(&policy, exact);
+        }
+    }
+
+    fn batched_rows_match(policy: &TorchPolicy<'_>, exact: bool) {
         let enc = Encoding {
             derived_playability: true,
             slot_aware_playability: true,
@@ -207,7 +229,11 @@ mod tests {
                 policy
                     .evaluate(net, &states[r * 297..(r + 1) * 297], 1, &mut single)
                     .unwrap();
-                for (a, b) in single.iter().zip(&batched[r * ACTIONS..(r + 1) * ACTIONS]) {
+                let row = &batched[r * ACTIONS..(r + 1) * ACTIONS];
+                if exact {
+                    assert_eq!(single[..], row[..], "{net:?} row {r}");
+                }
+                for (a, b) in single.iter().zip(row) {
                     assert!(
                         (a - b).abs() <= 1e-5 * (1.0 + a.abs()),
                         "{net:?} row {r}: {a} vs {b}"
@@ -217,14 +243,20 @@ mod tests {
         }
     }
 
-    /// With a real MLP, batching changes outputs by rounding at most, so the
-    /// interleaved scheduler samples the same actions as the recursive one
-    /// on these seeds: same statistics, info states and masks; targets equal
-    /// within float tolerance.
+    /// With a real MLP the interleaved scheduler samples the same actions as
+    /// the recursive one on these seeds: same statistics, info states and
+    /// masks, and targets equal within float tolerance where batching
+    /// changes outputs by rounding (libtorch). With lcx's kernel a row's
+    /// output does not depend on its batch, so the outputs are identical.
     #[test]
     fn torch_schedulers_sample_the_same_actions() {
         let nets = nets();
-        let policy = policy(&nets);
+        for (policy, exact) in policies(&nets) {
+            schedulers_agree(&policy, exact);
+        }
+    }
+
+    fn schedulers_agree(policy: &TorchPolicy<'_>, exact: bool) {
         let rules = Rules::default();
         let mut c = smoke();
         c.encoding.derived_playability = true;
@@ -260,19 +292,20 @@ mod tests {
                     len: 3,
                 },
             ];
-            let a = plan(SchedulerKind::Recursive)
-                .run(&policy, &chunks)
-                .unwrap();
+            let a = plan(SchedulerKind::Recursive).run(policy, &chunks).unwrap();
             let b = plan(SchedulerKind::Interleaved(InterleaveConfig {
                 width: 6,
                 max_batch: 6,
                 refill: true,
                 single_row_forwards: false,
             }))
-            .run(&policy, &chunks)
+            .run(policy, &chunks)
             .unwrap();
             assert!(b.scheduler.max_batch_size > 1, "rows were batched");
             let (a, b) = (a.output, b.output);
+            if exact {
+                assert_eq!(a, b, "{opponent}");
+            }
             assert_eq!(a.stats, b.stats, "{opponent}");
             for (x, y) in [(&a.advantage, &b.advantage), (&a.strategy, &b.strategy)] {
                 assert!(!x.is_empty());
