@@ -14,7 +14,9 @@ use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
 use crate::encoding::Encoding;
-use crate::game::{nth_set_bit, GameError, GameState, Rules};
+#[cfg(target_arch = "x86_64")]
+use crate::game::{fast_select_available, random_set_bit_bmi2};
+use crate::game::{nth_set_bit, random_set_bit_portable, GameError, GameState, Rules};
 
 /// How much work to time.
 #[derive(Debug, Clone, PartialEq)]
@@ -65,17 +67,45 @@ pub struct EngineBenchResult {
 }
 
 /// Plays one uniformly random game to the end; returns its action count.
+///
+/// On x86-64 CPUs with a fast BMI2 (see [`fast_select_available`]) the whole
+/// playout — legal mask, select and `apply`, all inlined — is compiled a
+/// second time with BMI1/BMI2/POPCNT/LZCNT and chosen at run time; the games
+/// and the draws are the same either way.
 #[inline]
 pub fn play_random_game<R: Rng>(rules: &Rules, seed: u64, rng: &mut R) -> Result<u64, GameError> {
+    #[cfg(target_arch = "x86_64")]
+    if fast_select_available() {
+        // SAFETY: `fast_select_available` checked at run time that the CPU
+        // has every feature `play_random_game_bmi2` is compiled for.
+        return unsafe { play_random_game_bmi2(rules, seed, rng) };
+    }
+    playout(rules, seed, rng, random_set_bit_portable)
+}
+
+/// [`playout`] compiled for BMI1/BMI2/POPCNT/LZCNT, with the `pdep` select.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "bmi1,bmi2,popcnt,lzcnt")]
+fn play_random_game_bmi2<R: Rng>(rules: &Rules, seed: u64, rng: &mut R) -> Result<u64, GameError> {
+    // The closure inherits this function's target features, so the call is
+    // safe and inlined.
+    playout(rules, seed, rng, |mask, rng| random_set_bit_bmi2(mask, rng))
+}
+
+/// The playout loop, `pick` drawing the action from the legal mask.
+/// `inline(always)` so that each caller above compiles it (and the `apply`
+/// and legal-mask code it inlines) with its own target features.
+#[inline(always)]
+fn playout<R: Rng>(
+    rules: &Rules,
+    seed: u64,
+    rng: &mut R,
+    mut pick: impl FnMut(u64, &mut R) -> Option<usize>,
+) -> Result<u64, GameError> {
     let mut s = GameState::new(rules, seed)?;
     let mut actions = 0u64;
-    loop {
-        let mask = s.legal_mask();
-        if mask == 0 {
-            break;
-        }
-        let k = rng.random_range(0..mask.count_ones());
-        let a = nth_set_bit(mask, k).unwrap_or(0);
+    // Same draws and picks as `nth_set_bit(mask, rng.random_range(0..popcount))`.
+    while let Some(a) = pick(s.legal_mask(), rng) {
         s.apply(a)?;
         actions += 1;
     }
@@ -198,6 +228,21 @@ mod tests {
         assert!(r.total_actions as f64 == r.mean_actions_per_game * 20.0);
         let json = serde_json::to_value(&r).unwrap();
         assert!(json.get("games_per_second").is_some());
+    }
+
+    /// The dispatched playout (BMI2 where the CPU has a fast one) plays the
+    /// same games with the same draws as the portable one.
+    #[test]
+    fn dispatched_playout_matches_portable() {
+        let rules = Rules::classic();
+        let mut a = SmallRng::seed_from_u64(3);
+        let mut b = a.clone();
+        for seed in 0..300 {
+            let fast = play_random_game(&rules, seed, &mut a).unwrap();
+            let portable = playout(&rules, seed, &mut b, random_set_bit_portable).unwrap();
+            assert_eq!(fast, portable, "seed {seed}");
+        }
+        assert_eq!(a.random::<u64>(), b.random::<u64>());
     }
 
     /// The measurement behind the reported figures; run in release:

@@ -6,11 +6,15 @@
 //! callers that want the spec's push/pop API keep an [`UndoStack`] next to the
 //! state, so the history never makes cloning a state more expensive.
 
+mod bits;
 mod card;
 mod rules;
 mod snapshot;
 mod state;
 
+#[cfg(target_arch = "x86_64")]
+pub use bits::x86::random_set_bit_bmi2;
+pub use bits::{fast_select_available, nth_set_bit, random_set_bit, random_set_bit_portable};
 pub use card::Card;
 pub use rules::{
     Rules, MAX_ACTIONS, MAX_CARDS_PER_COLOR, MAX_COLORS, MAX_DECK, MAX_HAND, MAX_RANKS,
@@ -76,52 +80,6 @@ pub fn mask_to_bools(mask: u64, out: &mut [bool]) {
     for (i, b) in out.iter_mut().enumerate() {
         *b = i < 64 && (mask >> i) & 1 == 1;
     }
-}
-
-/// `SELECT_IN_BYTE[b][j]` = position of the `j`-th set bit of byte `b`.
-static SELECT_IN_BYTE: [[u8; 8]; 256] = {
-    let mut t = [[0u8; 8]; 256];
-    let mut b = 0;
-    while b < 256 {
-        let (mut i, mut j) = (0, 0);
-        while i < 8 {
-            if (b >> i) & 1 == 1 {
-                t[b][j] = i as u8;
-                j += 1;
-            }
-            i += 1;
-        }
-        b += 1;
-    }
-    t
-};
-
-/// The `k`-th set bit of `mask` (0-based, ascending), if there are more than
-/// `k` bits set. Used to pick a uniformly random legal action with one draw.
-///
-/// Branch-free broadword select (Vigna, "Broadword implementation of
-/// rank/select queries", 2008): a loop clearing `k` low bits mispredicts on
-/// its random trip count, which showed up as ~15% of a random playout.
-#[inline]
-pub fn nth_set_bit(mask: u64, k: u32) -> Option<usize> {
-    const L8: u64 = 0x0101_0101_0101_0101;
-    const H8: u64 = 0x8080_8080_8080_8080;
-    // Byte i of `sums` = number of set bits in bytes 0..=i.
-    let mut s = mask - ((mask >> 1) & 0x5555_5555_5555_5555);
-    s = (s & 0x3333_3333_3333_3333) + ((s >> 2) & 0x3333_3333_3333_3333);
-    let sums = ((s + (s >> 4)) & 0x0f0f_0f0f_0f0f_0f0f).wrapping_mul(L8);
-    if k >= (sums >> 56) as u32 {
-        return None;
-    }
-    let kk = (k as u64).wrapping_mul(L8);
-    // High bit of each byte set where sums_i <= k: those bytes precede the
-    // byte holding the answer; their count × 8 is that byte's bit offset.
-    let le = (((kk | H8) - (sums & !H8)) ^ sums ^ kk) & H8;
-    let place = (((le >> 7).wrapping_mul(L8) >> 53) & !7) as u32;
-    let before = ((sums << 8) >> place) & 0xff;
-    let byte = ((mask >> place) & 0xff) as usize;
-    let rank = k as usize - before as usize;
-    Some(place as usize + SELECT_IN_BYTE[byte][rank] as usize)
 }
 
 #[cfg(test)]

@@ -540,6 +540,15 @@ fn nth_set_bit_matches_naive_select() {
         }
         (m != 0).then(|| m.trailing_zeros() as usize)
     };
+    for m in select_test_masks() {
+        for k in 0..=64 {
+            assert_eq!(nth_set_bit(m, k), naive(m, k), "mask {m:#x} k {k}");
+        }
+    }
+}
+
+/// Masks for the select tests: edge cases plus random ones of varied density.
+fn select_test_masks() -> Vec<u64> {
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     let mut masks = vec![0, 1, u64::MAX, 1 << 63, 0x8000_0000_0000_0001, 0xff00];
     for _ in 0..2000 {
@@ -550,11 +559,65 @@ fn nth_set_bit_matches_naive_select() {
         }
         masks.push(m);
     }
-    for m in masks {
-        for k in 0..=64 {
-            assert_eq!(nth_set_bit(m, k), naive(m, k), "mask {m:#x} k {k}");
+    masks
+}
+
+/// `random_set_bit` (dispatched) and `random_set_bit_portable` draw and pick
+/// exactly like `nth_set_bit(mask, rng.random_range(0..popcount))`, so seeded
+/// runs reproduce whichever path the CPU gets.
+#[test]
+fn random_set_bit_draws_like_nth_set_bit() {
+    type Pick = fn(u64, &mut ChaCha8Rng) -> Option<usize>;
+    let picks: [(&str, Pick); 2] = [
+        ("dispatched", random_set_bit::<ChaCha8Rng>),
+        ("portable", random_set_bit_portable::<ChaCha8Rng>),
+    ];
+    for (name, pick) in picks {
+        let mut a = ChaCha8Rng::seed_from_u64(11);
+        let mut b = a.clone();
+        for m in select_test_masks() {
+            for _ in 0..4 {
+                let want = match m.count_ones() {
+                    0 => None,
+                    n => nth_set_bit(m, b.random_range(0..n)),
+                };
+                assert_eq!(pick(m, &mut a), want, "{name}: mask {m:#x}");
+            }
         }
+        assert_eq!(
+            a.random::<u64>(),
+            b.random::<u64>(),
+            "{name}: RNG streams diverged"
+        );
     }
+}
+
+/// The BMI2 `pdep` select against the portable one, whenever this CPU has
+/// the features (even where dispatch skips it for a slow `pdep`).
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn bmi2_select_matches_portable() {
+    if !(is_x86_feature_detected!("bmi1")
+        && is_x86_feature_detected!("bmi2")
+        && is_x86_feature_detected!("popcnt")
+        && is_x86_feature_detected!("lzcnt"))
+    {
+        eprintln!("skipped: this CPU lacks BMI1/BMI2/POPCNT/LZCNT");
+        return;
+    }
+    let mut a = ChaCha8Rng::seed_from_u64(12);
+    let mut b = a.clone();
+    for m in select_test_masks() {
+        for k in 0..m.count_ones() {
+            // SAFETY: the features were detected above.
+            let got = unsafe { bits::x86::select_bmi2(m, k) };
+            assert_eq!(Some(got), nth_set_bit(m, k), "mask {m:#x} k {k}");
+        }
+        // SAFETY: the features were detected above.
+        let got = unsafe { random_set_bit_bmi2(m, &mut a) };
+        assert_eq!(got, random_set_bit_portable(m, &mut b), "mask {m:#x}");
+    }
+    assert_eq!(a.random::<u64>(), b.random::<u64>());
 }
 
 #[test]
