@@ -324,6 +324,7 @@ fn read_optimization(s: &mut Section) -> Read<OptimizationConfig> {
         learning_rate: s.float("learning_rate", d.learning_rate, Bound::Positive)?,
         weight_decay: s.float("weight_decay", d.weight_decay, Bound::NonNegative)?,
         grad_clip: s.float("grad_clip", d.grad_clip, Bound::NonNegative)?,
+        concurrent_networks: s.boolean("concurrent_networks", d.concurrent_networks)?,
     };
     s.finish()?;
     Ok(c)

@@ -638,6 +638,12 @@ pub struct OptimizationConfig {
     pub weight_decay: f64,
     /// Global gradient-norm clip; 0 = off.
     pub grad_clip: f64,
+    /// lcx: on a CPU (without AMP) the two advantage networks and the
+    /// strategy network train at the same time, each on its own thread with
+    /// a third of the cores; `false` trains them one after the other with
+    /// every core, as the reference does. The steps of each network are the
+    /// same either way.
+    pub concurrent_networks: bool,
 }
 
 impl Default for OptimizationConfig {
@@ -651,6 +657,7 @@ impl Default for OptimizationConfig {
             learning_rate: 1e-3,
             weight_decay: 0.0,
             grad_clip: 0.0,
+            concurrent_networks: true,
         }
     }
 }

@@ -646,3 +646,38 @@ fn sets_apply_to_code_defaults_without_a_file() {
     assert_eq!(cfg.network.jit, JitMode::Trace);
     assert!(!cfg.traversal.interleave_refill);
 }
+
+#[test]
+fn native_forward_reads_its_old_name_and_the_new_one_wins() {
+    let read = |text: &str| crate::config::from_toml_str(text, "t.toml", &[]).unwrap();
+    assert!(read("").network.native_forward);
+    assert!(
+        !read("[network]\nnative_single_row = false\n")
+            .network
+            .native_forward
+    );
+    assert!(
+        read("[network]\nnative_single_row = false\nnative_forward = true\n")
+            .network
+            .native_forward
+    );
+    let set =
+        crate::config::from_toml_str("", "t.toml", &sets(&["network.native_single_row=false"]))
+            .unwrap();
+    assert!(!set.network.native_forward);
+    assert!(!TrainerConfig::default()
+        .to_toml()
+        .contains("native_single_row"));
+}
+
+#[test]
+fn concurrent_networks_is_on_by_default_and_can_be_turned_off() {
+    assert!(TrainerConfig::default().optimization.concurrent_networks);
+    let off = crate::config::from_toml_str(
+        "",
+        "t.toml",
+        &sets(&["optimization.concurrent_networks=false"]),
+    )
+    .unwrap();
+    assert!(!off.optimization.concurrent_networks);
+}

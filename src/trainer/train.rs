@@ -104,6 +104,91 @@ fn weighting(c: &TrainerConfig) -> (Weighting, Weighting) {
     }
 }
 
+/// One network's share of an iteration's training: everything it reads,
+/// copied out of the trainer so the three can run on threads of their own.
+#[derive(Debug, Clone, Copy)]
+struct NetJob {
+    advantage: bool,
+    updates: u32,
+    batch: usize,
+    grad_clip: f64,
+    weighting: Weighting,
+    dim: usize,
+    device: Device,
+}
+
+/// What [`NetJob::run`] returns.
+#[derive(Debug, Clone, Copy)]
+struct NetResult {
+    /// Mean loss over steps with a finite loss (NaN when none was); None
+    /// when the memory was empty or no update was asked for.
+    loss: Option<f64>,
+    nonfinite: u64,
+}
+
+impl NetJob {
+    fn batch_tensors(&self, b: &Batch) -> Result<(Tensor, Tensor, Tensor, Tensor), TrainerError> {
+        let rows = b.rows as i64;
+        let x = Tensor::f_from_slice(&b.states)?
+            .f_view([rows, self.dim as i64])?
+            .f_to_device(self.device)?;
+        let y = Tensor::f_from_slice(&b.targets)?
+            .f_view([rows, ACTIONS as i64])?
+            .f_to_device(self.device)?;
+        let mut mask = Vec::with_capacity(b.rows * ACTIONS);
+        for r in 0..b.rows {
+            mask.extend_from_slice(&b.mask_row_f32(r));
+        }
+        let m = Tensor::f_from_slice(&mask)?
+            .f_view([rows, ACTIONS as i64])?
+            .f_to_device(self.device)?;
+        let its: Vec<i64> = b.iterations.iter().map(|&i| i64::from(i)).collect();
+        let it = Tensor::f_from_slice(&its)?.f_to_device(self.device)?;
+        Ok((x, y, m, it))
+    }
+
+    /// `updates` steps on `trainer` from batches of `mem`.
+    fn run(
+        &self,
+        trainer: &mut NetTrainer,
+        mem: &mut Reservoir,
+        scaler: &mut GradScaler,
+        t: u64,
+    ) -> Result<NetResult, TrainError> {
+        if mem.is_empty() || self.updates == 0 {
+            return Ok(NetResult {
+                loss: None,
+                nonfinite: 0,
+            });
+        }
+        let mut sum = 0.0;
+        let mut n = 0u32;
+        let mut nonfinite = 0;
+        for _ in 0..self.updates {
+            let b = mem.sample(self.batch)?;
+            let (x, y, m, it) = self.batch_tensors(&b)?;
+            let amp = scaler.enabled();
+            let out = tch::autocast(amp, || trainer.forward(&x))?;
+            let loss = if self.advantage {
+                optim::advantage_loss(&out, &y, &m, &it, t, self.weighting)?
+            } else {
+                optim::strategy_loss(&out, &y, &m, &it, t, self.weighting)?
+            };
+            let outcome = optim::step(trainer, scaler, &loss, self.grad_clip)?;
+            if outcome.nonfinite_loss {
+                nonfinite += 1;
+            } else {
+                sum += outcome.loss;
+                n += 1;
+            }
+        }
+        Ok(NetResult {
+            loss: Some(if n > 0 { sum / f64::from(n) } else { f64::NAN }),
+            nonfinite,
+        })
+    }
+}
+
 /// A trainer: networks, optimisers, memories and the iteration counter.
 pub struct Trainer {
     pub config: TrainerConfig,
@@ -208,76 +293,124 @@ impl Trainer {
         )?)
     }
 
-    fn batch_tensors(&self, b: &Batch) -> Result<(Tensor, Tensor, Tensor, Tensor), TrainerError> {
-        let rows = b.rows as i64;
-        let x = Tensor::f_from_slice(&b.states)?
-            .f_view([rows, self.dim as i64])?
-            .f_to_device(self.device)?;
-        let y = Tensor::f_from_slice(&b.targets)?
-            .f_view([rows, ACTIONS as i64])?
-            .f_to_device(self.device)?;
-        let mut mask = Vec::with_capacity(b.rows * ACTIONS);
-        for r in 0..b.rows {
-            mask.extend_from_slice(&b.mask_row_f32(r));
+    /// What training network `net` (0, 1: advantage; 2: strategy) needs.
+    fn net_job(&self, net: usize) -> NetJob {
+        let o = &self.config.optimization;
+        let (adv_w, strat_w) = weighting(&self.config);
+        let advantage = net < 2;
+        NetJob {
+            advantage,
+            updates: if advantage {
+                o.advantage_updates_per_iteration
+            } else {
+                o.strategy_updates_per_iteration
+            },
+            batch: if advantage {
+                o.advantage_batch_size
+            } else {
+                o.strategy_batch_size
+            } as usize,
+            grad_clip: o.grad_clip,
+            weighting: if advantage { adv_w } else { strat_w },
+            dim: self.dim,
+            device: self.device,
         }
-        let m = Tensor::f_from_slice(&mask)?
-            .f_view([rows, ACTIONS as i64])?
-            .f_to_device(self.device)?;
-        let its: Vec<i64> = b.iterations.iter().map(|&i| i64::from(i)).collect();
-        let it = Tensor::f_from_slice(&its)?.f_to_device(self.device)?;
-        Ok((x, y, m, it))
     }
 
-    /// `updates` steps on network `net` from memory `mem`; the mean loss over
+    /// `updates` steps on network `net` from its memory; the mean loss over
     /// steps with a finite loss, or None when the memory is empty.
-    pub(crate) fn train_net(
+    pub(crate) fn train_net(&mut self, net: usize, t: u64) -> Result<Option<f64>, TrainError> {
+        let job = self.net_job(net);
+        let mem = if net < 2 {
+            &mut self.adv_mem[net]
+        } else {
+            &mut self.strat_mem
+        };
+        let r = job.run(&mut self.nets[net], mem, &mut self.scaler, t)?;
+        self.nonfinite_losses += r.nonfinite;
+        Ok(r.loss)
+    }
+
+    /// Trains the three networks, one after the other or at once (see
+    /// [`Trainer::trains_concurrently`]); returns the losses (adv0, adv1,
+    /// strategy) and the seconds until the advantage networks and the
+    /// strategy network were done, each counted from the phase's start.
+    pub(crate) fn train_networks(
         &mut self,
-        net: usize,
-        advantage: bool,
         t: u64,
-    ) -> Result<Option<f64>, TrainError> {
-        let o = &self.config.optimization;
-        let (updates, batch) = if advantage {
-            (o.advantage_updates_per_iteration, o.advantage_batch_size)
-        } else {
-            (o.strategy_updates_per_iteration, o.strategy_batch_size)
-        };
-        let grad_clip = o.grad_clip;
-        let (adv_w, strat_w) = weighting(&self.config);
-        let mem_empty = if advantage {
-            self.adv_mem[net].is_empty()
-        } else {
-            self.strat_mem.is_empty()
-        };
-        if mem_empty || updates == 0 {
-            return Ok(None);
+    ) -> Result<([Option<f64>; 3], f64, f64), TrainError> {
+        let start = Instant::now();
+        if !self.trains_concurrently() {
+            let a0 = self.train_net(0, t)?;
+            let a1 = self.train_net(1, t)?;
+            device::synchronize(self.device);
+            let adv_seconds = start.elapsed().as_secs_f64();
+            let strat_start = Instant::now();
+            let s = self.train_net(2, t)?;
+            device::synchronize(self.device);
+            return Ok((
+                [a0, a1, s],
+                adv_seconds,
+                strat_start.elapsed().as_secs_f64(),
+            ));
         }
-        let mut sum = 0.0;
-        let mut n = 0u32;
-        for _ in 0..updates {
-            let b = if advantage {
-                self.adv_mem[net].sample(batch as usize)?
-            } else {
-                self.strat_mem.sample(batch as usize)?
-            };
-            let (x, y, m, it) = self.batch_tensors(&b)?;
-            let amp = self.scaler.enabled();
-            let trainer = &self.nets[net];
-            let out = tch::autocast(amp, || trainer.forward(&x))?;
-            let loss = if advantage {
-                optim::advantage_loss(&out, &y, &m, &it, t, adv_w)?
-            } else {
-                optim::strategy_loss(&out, &y, &m, &it, t, strat_w)?
-            };
-            let outcome = optim::step(&mut self.nets[net], &mut self.scaler, &loss, grad_clip)?;
-            if outcome.nonfinite_loss {
-                self.nonfinite_losses += 1;
-            } else {
-                sum += outcome.loss;
-                n += 1;
-            }
+        let jobs = [self.net_job(0), self.net_job(1), self.net_job(2)];
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        // Each network's steps are a chain of small GEMMs (256 × 512 ×
+        // 512 at the default sizes); split over all cores they spend much of
+        // their time in OpenMP barriers, so each network gets its own share.
+        let per_net = (cpus / 3).max(1);
+        let _restore = super::workers::RestoreTorchThreads(tch::get_num_threads());
+        let [n0, n1, n2] = &mut self.nets;
+        let [m0, m1] = &mut self.adv_mem;
+        let work = [(n0, m0), (n1, m1), (n2, &mut self.strat_mem)];
+        let results: Vec<Result<(NetResult, f64), TrainError>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = work
+                .into_iter()
+                .zip(jobs)
+                .map(|((net, mem), job)| {
+                    std::thread::Builder::new()
+                        .name("lcx-train".into())
+                        .spawn_scoped(scope, move || {
+                            tch::set_num_threads(per_net as i32);
+                            // AMP is off wherever this path runs, so a
+                            // scaler of this thread's own is the identity.
+                            let mut scaler = GradScaler::new(false, job.device)?;
+                            let r = job.run(net, mem, &mut scaler, t)?;
+                            Ok((r, start.elapsed().as_secs_f64()))
+                        })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| match h {
+                    Ok(h) => h.join().unwrap_or_else(|_| {
+                        Err(TrainError::Unsupported("a training thread panicked".into()))
+                    }),
+                    Err(e) => Err(TrainError::Unsupported(format!(
+                        "could not start a training thread: {e}"
+                    ))),
+                })
+                .collect()
+        });
+        let mut losses = [None; 3];
+        let mut done = [0.0; 3];
+        for (i, r) in results.into_iter().enumerate() {
+            let (r, seconds) = r?;
+            self.nonfinite_losses += r.nonfinite;
+            losses[i] = r.loss;
+            done[i] = seconds;
         }
-        Ok(Some(if n > 0 { sum / f64::from(n) } else { f64::NAN }))
+        Ok((losses, done[0].max(done[1]), done[2]))
+    }
+
+    /// Whether the three networks train at once, each on its own thread:
+    /// `optimization.concurrent_networks` on a CPU without loss scaling (on
+    /// CUDA the device does the work; the grad scaler is shared state).
+    pub fn trains_concurrently(&self) -> bool {
+        self.config.optimization.concurrent_networks
+            && self.device == Device::Cpu
+            && !self.scaler.enabled()
     }
 
     /// Runs iteration `self.iteration + 1` and returns its metrics (the
@@ -303,19 +436,11 @@ impl Trainer {
         }
         let add_seconds = add_start.elapsed().as_secs_f64();
 
-        let adv_start = Instant::now();
-        let mut adv_losses = Vec::new();
-        for p in 0..2 {
-            if let Some(l) = self.train_net(p, true, t)? {
-                adv_losses.push(l);
-            }
-        }
-        device::synchronize(self.device);
-        let adv_seconds = adv_start.elapsed().as_secs_f64();
-        let strat_start = Instant::now();
-        let strat_loss = self.train_net(2, false, t)?;
-        device::synchronize(self.device);
-        let strat_seconds = strat_start.elapsed().as_secs_f64();
+        let train_start = Instant::now();
+        let (losses, adv_seconds, strat_seconds) = self.train_networks(t)?;
+        let training_seconds = train_start.elapsed().as_secs_f64();
+        let adv_losses: Vec<f64> = losses[..2].iter().flatten().copied().collect();
+        let strat_loss = losses[2];
 
         let eval_start = Instant::now();
         let ev = &self.config.evaluation;
@@ -350,6 +475,8 @@ impl Trainer {
         m.insert("time/memory_add_seconds".into(), add_seconds);
         m.insert("time/advantage_train_seconds".into(), adv_seconds);
         m.insert("time/strategy_train_seconds".into(), strat_seconds);
+        // The whole phase: with concurrent networks the two above overlap.
+        m.insert("time/training_seconds".into(), training_seconds);
         m.insert(
             "traversal/nodes_per_second".into(),
             if traversal_seconds > 0.0 {
@@ -481,6 +608,7 @@ mod tests {
             "time/traversal_seconds",
             "time/advantage_train_seconds",
             "time/strategy_train_seconds",
+            "time/training_seconds",
             "traversal/nodes",
             "traversal/nodes_per_second",
             "loss/advantage",
@@ -542,6 +670,48 @@ mod tests {
             .map(|(x, y)| (x - y).abs())
             .fold(0.0f32, f32::max);
         assert!(worst < 1e-4, "traced training drifted by {worst}");
+    }
+
+    #[test]
+    fn concurrent_networks_train_like_sequential_ones() {
+        // Each network sees the same batches (every memory has its own
+        // sampler) and takes the same steps on its own thread; only the
+        // GEMMs' thread count differs, so the weights agree up to rounding.
+        let mut c = smoke();
+        c.optimization.concurrent_networks = false;
+        let mut one_by_one = Trainer::new(c).unwrap();
+        let mut at_once = Trainer::new(smoke()).unwrap();
+        assert!(at_once.trains_concurrently() && !one_by_one.trains_concurrently());
+        let dir = tempfile::tempdir().unwrap();
+        one_by_one.save_checkpoint(dir.path(), "init").unwrap();
+        at_once
+            .load_checkpoint(&dir.path().join("init.json"))
+            .unwrap();
+        let start = flat_parameters(&one_by_one.nets);
+        for _ in 0..2 {
+            let a = one_by_one.run_iteration().unwrap();
+            let b = at_once.run_iteration().unwrap();
+            for key in ["loss/advantage", "loss/strategy"] {
+                assert!(
+                    (a[key] - b[key]).abs() <= 1e-4 * (1.0 + a[key].abs()),
+                    "{key}"
+                );
+            }
+            assert!(b["time/advantage_train_seconds"] > 0.0);
+            assert!(b["time/strategy_train_seconds"] > 0.0);
+            assert!(b["time/training_seconds"] >= b["time/strategy_train_seconds"]);
+        }
+        let (a, b) = (
+            flat_parameters(&one_by_one.nets),
+            flat_parameters(&at_once.nets),
+        );
+        assert_ne!(a, start, "training changed nothing");
+        let worst = a
+            .iter()
+            .zip(&b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0f32, f32::max);
+        assert!(worst < 1e-4, "concurrent training drifted by {worst}");
     }
 
     #[test]

@@ -79,7 +79,7 @@ pub struct TraversalResult {
 }
 
 /// Restores the calling thread's libtorch intra-op thread count on drop.
-struct RestoreTorchThreads(i32);
+pub(crate) struct RestoreTorchThreads(pub(crate) i32);
 
 impl Drop for RestoreTorchThreads {
     fn drop(&mut self) {
