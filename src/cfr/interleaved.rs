@@ -584,6 +584,10 @@ impl<'a, P: Policy> InterleavedTraverser<'a, P> {
 
         let mut out = TraversalOutput::new(dim);
         out.stats = std::mem::take(&mut self.core.stats);
+        let finished = || done.iter().flatten();
+        out.advantage
+            .reserve(finished().map(|(a, _)| a.len()).sum());
+        out.strategy.reserve(finished().map(|(_, s)| s.len()).sum());
         for (advantage, strategy) in done.into_iter().flatten() {
             out.advantage.extend(&advantage);
             out.strategy.extend(&strategy);

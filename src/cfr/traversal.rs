@@ -132,6 +132,17 @@ impl SampleBuffer {
     }
 
     /// Appends all of `other`.
+    /// Room for `rows` more samples, so appending many buffers copies each
+    /// sample once instead of again at every doubling.
+    pub fn reserve(&mut self, rows: usize) {
+        self.states.reserve(rows * self.dim);
+        self.targets.reserve(rows);
+        self.masks.reserve(rows);
+        self.iterations.reserve(rows);
+        self.players.reserve(rows);
+        self.first_open.reserve(rows);
+    }
+
     pub fn extend(&mut self, other: &SampleBuffer) {
         self.states.extend_from_slice(&other.states);
         self.targets.extend_from_slice(&other.targets);
@@ -169,6 +180,26 @@ impl TraversalOutput {
             advantage: SampleBuffer::new(dim),
             strategy: SampleBuffer::new(dim),
         }
+    }
+
+    /// Concatenates `parts` in order (stats summed), reusing the first
+    /// part's buffers and copying every other sample once.
+    pub fn concat(dim: usize, parts: impl IntoIterator<Item = TraversalOutput>) -> Self {
+        let mut parts = parts.into_iter();
+        let Some(mut total) = parts.next() else {
+            return Self::new(dim);
+        };
+        let rest: Vec<TraversalOutput> = parts.collect();
+        total
+            .advantage
+            .reserve(rest.iter().map(|p| p.advantage.len()).sum());
+        total
+            .strategy
+            .reserve(rest.iter().map(|p| p.strategy.len()).sum());
+        for part in &rest {
+            total.merge(part);
+        }
+        total
     }
 
     /// Appends `other` (stats summed, samples after ours).

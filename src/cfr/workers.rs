@@ -86,13 +86,6 @@ pub struct PlanOutput {
     pub scheduler: SchedulerMetrics,
 }
 
-impl PlanOutput {
-    fn merge(&mut self, other: &PlanOutput) {
-        self.output.merge(&other.output);
-        self.scheduler.merge(&other.scheduler);
-    }
-}
-
 /// Everything needed to run an iteration's games.
 #[derive(Debug, Clone)]
 pub struct TraversalPlan<'a> {
@@ -170,14 +163,13 @@ impl TraversalPlan<'_> {
                 .map(|c| self.run(policy, std::slice::from_ref(c)))
                 .collect::<Result<Vec<_>, _>>()
         })?;
-        let mut total = PlanOutput {
-            output: TraversalOutput::new(self.dim),
-            scheduler: SchedulerMetrics::default(),
-        };
+        let mut scheduler = SchedulerMetrics::default();
         for part in &parts {
-            total.merge(part);
+            scheduler.merge(&part.scheduler);
         }
-        Ok(total)
+        // Tens of MB of samples at full scale: concatenated with one copy.
+        let output = TraversalOutput::concat(self.dim, parts.into_iter().map(|p| p.output));
+        Ok(PlanOutput { output, scheduler })
     }
 }
 
@@ -205,6 +197,29 @@ mod tests {
         );
         assert_eq!(plan_chunks(3, 0).len(), 6);
         assert!(plan_chunks(0, 4).is_empty());
+    }
+
+    #[test]
+    fn concatenating_outputs_equals_merging_them_in_order() {
+        let rules = Rules::default();
+        let policy = HashPolicy { scale: 1.0 };
+        let mut p = params();
+        p.max_nodes = Some(60);
+        let plan = plan(&p, &rules, SchedulerKind::Recursive);
+        let parts: Vec<TraversalOutput> = plan_chunks(3, 1)
+            .iter()
+            .map(|c| plan.run(&policy, std::slice::from_ref(c)).unwrap().output)
+            .collect();
+        let mut merged = TraversalOutput::new(plan.dim);
+        for part in &parts {
+            merged.merge(part);
+        }
+        assert!(merged.advantage.len() > parts[0].advantage.len());
+        assert_eq!(TraversalOutput::concat(plan.dim, parts), merged);
+        assert_eq!(
+            TraversalOutput::concat(plan.dim, []),
+            TraversalOutput::new(plan.dim)
+        );
     }
 
     #[test]
