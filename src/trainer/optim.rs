@@ -404,6 +404,19 @@ mod tests {
         .unwrap()
     }
 
+    /// Two trainers with the same weights. Other tests reseed and draw from
+    /// libtorch's global generator concurrently, so two `tiny()` calls can
+    /// start from different weights; the second copies the first's.
+    fn tiny_pair() -> (NetTrainer, NetTrainer) {
+        let (a, b) = (tiny(), tiny());
+        tch::no_grad(|| {
+            for (p, q) in b.params().iter().zip(a.params()) {
+                p.shallow_clone().copy_(&q);
+            }
+        });
+        (a, b)
+    }
+
     fn snapshot(t: &NetTrainer) -> Vec<Tensor> {
         t.params().iter().map(|p| p.detach().copy()).collect()
     }
@@ -473,8 +486,7 @@ mod tests {
     fn disabled_scaler_matches_libtorch_adamw() {
         use tch::nn::OptimizerConfig;
         let x = Tensor::randn([8, 4], (Kind::Float, Device::Cpu));
-        let mut a = tiny();
-        let b = tiny();
+        let (mut a, b) = tiny_pair();
         // libtorch's own AdamW over the same parameters is the reference.
         let mut reference = tch::nn::AdamW {
             beta1: 0.9,
