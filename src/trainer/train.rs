@@ -637,6 +637,29 @@ mod tests {
         assert_eq!(m["amp/nonfinite_loss_count"], 0.0);
     }
 
+    /// Gives `b` `a`'s weights (through a checkpoint) and returns them. Other
+    /// tests reseed libtorch's global generator concurrently, so two inits
+    /// from one seed need not match.
+    fn same_start(a: &Trainer, b: &mut Trainer) -> Vec<f32> {
+        let dir = tempfile::tempdir().unwrap();
+        a.save_checkpoint(dir.path(), "init").unwrap();
+        b.load_checkpoint(&dir.path().join("init.json")).unwrap();
+        let start = flat_parameters(&a.nets);
+        assert_eq!(flat_parameters(&b.nets), start);
+        start
+    }
+
+    /// The largest weight difference between `a` and `b`, after checking
+    /// that training moved `a` away from `start`.
+    fn drift(start: &[f32], a: &Trainer, b: &Trainer) -> f32 {
+        let (a, b) = (flat_parameters(&a.nets), flat_parameters(&b.nets));
+        assert_ne!(a, start, "training changed nothing");
+        a.iter()
+            .zip(&b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0f32, f32::max)
+    }
+
     #[test]
     fn traced_networks_train_like_eager_ones() {
         // Same weights, same samples: TorchScript only changes how forward
@@ -648,27 +671,13 @@ mod tests {
         let mut traced = Trainer::new(c).unwrap();
         assert!(traced.nets.iter().all(|n| n.net.is_traced()));
         assert!(!eager.nets[0].net.is_traced());
-        // Other tests reseed libtorch's global generator concurrently, so
-        // copy the initial weights rather than trusting both inits to match;
-        // this also loads a checkpoint into traced networks (in place).
-        let dir = tempfile::tempdir().unwrap();
-        eager.save_checkpoint(dir.path(), "init").unwrap();
-        traced
-            .load_checkpoint(&dir.path().join("init.json"))
-            .unwrap();
-        let start = flat_parameters(&eager.nets);
-        assert_eq!(flat_parameters(&traced.nets), start);
+        // This also loads a checkpoint into traced networks (in place).
+        let start = same_start(&eager, &mut traced);
         for _ in 0..2 {
             eager.run_iteration().unwrap();
             traced.run_iteration().unwrap();
         }
-        let (a, b) = (flat_parameters(&eager.nets), flat_parameters(&traced.nets));
-        assert_ne!(a, start, "training changed nothing");
-        let worst = a
-            .iter()
-            .zip(&b)
-            .map(|(x, y)| (x - y).abs())
-            .fold(0.0f32, f32::max);
+        let worst = drift(&start, &eager, &traced);
         assert!(worst < 1e-4, "traced training drifted by {worst}");
     }
 
@@ -682,12 +691,7 @@ mod tests {
         let mut one_by_one = Trainer::new(c).unwrap();
         let mut at_once = Trainer::new(smoke()).unwrap();
         assert!(at_once.trains_concurrently() && !one_by_one.trains_concurrently());
-        let dir = tempfile::tempdir().unwrap();
-        one_by_one.save_checkpoint(dir.path(), "init").unwrap();
-        at_once
-            .load_checkpoint(&dir.path().join("init.json"))
-            .unwrap();
-        let start = flat_parameters(&one_by_one.nets);
+        let start = same_start(&one_by_one, &mut at_once);
         for _ in 0..2 {
             let a = one_by_one.run_iteration().unwrap();
             let b = at_once.run_iteration().unwrap();
@@ -701,16 +705,7 @@ mod tests {
             assert!(b["time/strategy_train_seconds"] > 0.0);
             assert!(b["time/training_seconds"] >= b["time/strategy_train_seconds"]);
         }
-        let (a, b) = (
-            flat_parameters(&one_by_one.nets),
-            flat_parameters(&at_once.nets),
-        );
-        assert_ne!(a, start, "training changed nothing");
-        let worst = a
-            .iter()
-            .zip(&b)
-            .map(|(x, y)| (x - y).abs())
-            .fold(0.0f32, f32::max);
+        let worst = drift(&start, &one_by_one, &at_once);
         assert!(worst < 1e-4, "concurrent training drifted by {worst}");
     }
 
