@@ -66,6 +66,9 @@ pub struct SchedulerMetrics {
     pub requests: u64,
     /// Most requests forwarded in one round.
     pub max_batch_size: u64,
+    /// Policy calls: a round makes one per network it has requests for, so
+    /// a call carries fewer rows than the round's batch.
+    pub forwards: u64,
     /// Building inputs, forwarding and copying outputs back.
     pub forward_seconds: f64,
     /// Advancing contexts and collecting requests.
@@ -78,6 +81,7 @@ impl SchedulerMetrics {
         self.batches += other.batches;
         self.requests += other.requests;
         self.max_batch_size = self.max_batch_size.max(other.max_batch_size);
+        self.forwards += other.forwards;
         self.forward_seconds += other.forward_seconds;
         self.scheduler_seconds += other.scheduler_seconds;
     }
@@ -91,6 +95,16 @@ impl SchedulerMetrics {
         }
     }
 
+    /// requests / forwards: the rows one network forward carries, the size
+    /// to hold against `lcx bench forward` (0 without forwards).
+    pub fn avg_rows_per_forward(&self) -> f64 {
+        if self.forwards == 0 {
+            0.0
+        } else {
+            self.requests as f64 / self.forwards as f64
+        }
+    }
+
     /// The `interleaved/*` metrics.
     pub fn metrics(&self) -> Vec<(String, f64)> {
         [
@@ -98,6 +112,8 @@ impl SchedulerMetrics {
             ("requests", self.requests as f64),
             ("avg_batch_size", self.avg_batch_size()),
             ("max_batch_size", self.max_batch_size as f64),
+            ("forwards", self.forwards as f64),
+            ("avg_rows_per_forward", self.avg_rows_per_forward()),
             ("forward_seconds", self.forward_seconds),
             ("scheduler_seconds", self.scheduler_seconds),
         ]
@@ -544,6 +560,7 @@ impl<'a, P: Policy> InterleavedTraverser<'a, P> {
                 outputs[g].clear();
                 outputs[g].resize(rows * ACTIONS, 0.0);
                 if self.config.single_row_forwards {
+                    self.metrics.forwards += rows as u64;
                     for r in 0..rows {
                         self.policy.evaluate(
                             GROUPS[g],
@@ -553,6 +570,7 @@ impl<'a, P: Policy> InterleavedTraverser<'a, P> {
                         )?;
                     }
                 } else {
+                    self.metrics.forwards += 1;
                     self.policy
                         .evaluate(GROUPS[g], &inputs[g], rows, &mut outputs[g])?;
                 }
@@ -880,6 +898,7 @@ mod tests {
             batches: 2,
             requests: 10,
             max_batch_size: 7,
+            forwards: 4,
             forward_seconds: 1.0,
             scheduler_seconds: 0.5,
         };
@@ -887,6 +906,7 @@ mod tests {
             batches: 3,
             requests: 5,
             max_batch_size: 4,
+            forwards: 2,
             forward_seconds: 2.0,
             scheduler_seconds: 0.25,
         };
@@ -896,6 +916,8 @@ mod tests {
         assert_eq!(m["interleaved/requests"], 15.0);
         assert_eq!(m["interleaved/avg_batch_size"], 3.0);
         assert_eq!(m["interleaved/max_batch_size"], 7.0);
+        assert_eq!(m["interleaved/forwards"], 6.0);
+        assert_eq!(m["interleaved/avg_rows_per_forward"], 2.5);
         assert_eq!(m["interleaved/forward_seconds"], 3.0);
         assert_eq!(m["interleaved/scheduler_seconds"], 0.75);
     }

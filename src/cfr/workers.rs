@@ -304,6 +304,10 @@ mod tests {
                     if matches!(kind, SchedulerKind::Interleaved(_)) {
                         assert_eq!(par.scheduler.requests, serial.scheduler.requests);
                         assert!(par.scheduler.max_batch_size <= 3);
+                        // One call per network with requests in a round.
+                        let s = par.scheduler;
+                        assert!(s.batches <= s.forwards && s.forwards <= 3 * s.batches);
+                        assert!(s.forwards <= s.requests);
                     }
                 }
             }

@@ -385,6 +385,9 @@ mod tests {
         assert!(m["interleaved/batches"] > 0.0);
         assert!(m["interleaved/requests"] >= m["interleaved/batches"]);
         assert!(m["interleaved/max_batch_size"] >= m["interleaved/avg_batch_size"]);
+        assert!(m["interleaved/forwards"] >= m["interleaved/batches"]);
+        assert!(m["interleaved/avg_rows_per_forward"] <= m["interleaved/avg_batch_size"]);
+        assert!(m["interleaved/avg_rows_per_forward"] >= 1.0);
         assert!(m["interleaved/forward_seconds"] >= 0.0);
         assert!(m["interleaved/scheduler_seconds"] >= 0.0);
         assert!(m["traversal/nodes_per_second"] > 0.0);
