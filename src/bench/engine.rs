@@ -16,7 +16,7 @@ use serde::Serialize;
 use crate::encoding::Encoding;
 #[cfg(target_arch = "x86_64")]
 use crate::game::{fast_select_available, random_set_bit_bmi2};
-use crate::game::{nth_set_bit, random_set_bit_portable, GameError, GameState, Rules};
+use crate::game::{random_set_bit, random_set_bit_portable, GameError, GameState, Rules};
 
 /// How much work to time.
 #[derive(Debug, Clone, PartialEq)]
@@ -130,12 +130,10 @@ pub fn mid_game_state(rules: &Rules, seed: u64, actions: u64) -> Result<GameStat
     let mut s = GameState::new(rules, seed)?;
     let mut rng = SmallRng::seed_from_u64(seed);
     for _ in 0..actions {
-        let mask = s.legal_mask();
-        if mask == 0 {
+        let Some(a) = random_set_bit(s.legal_mask(), &mut rng) else {
             break;
-        }
-        let k = rng.random_range(0..mask.count_ones());
-        s.apply(nth_set_bit(mask, k).unwrap_or(0))?;
+        };
+        s.apply(a)?;
     }
     Ok(s)
 }

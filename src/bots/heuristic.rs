@@ -281,7 +281,7 @@ impl Bot for NoisyBot {
             return None;
         }
         if self.rng.random::<f64>() < self.epsilon {
-            return super::random::pick_uniform(view.legal, &mut self.rng);
+            return crate::game::random_set_bit(view.legal, &mut self.rng);
         }
         self.base.choose_in(&view)
     }

@@ -1,10 +1,10 @@
 //! `random`: a seeded bot that picks uniformly among the legal action ids.
 
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::Bot;
-use crate::game::{nth_set_bit, GameState};
+use crate::game::{random_set_bit, GameState};
 
 /// Uniform over legal unified ids, reproducible from its seed (ChaCha8 is
 /// portable and stable across rand releases, unlike `StdRng`).
@@ -23,18 +23,8 @@ impl RandomBot {
 
 impl Bot for RandomBot {
     fn act(&mut self, state: &GameState) -> Option<usize> {
-        pick_uniform(state.legal_mask(), &mut self.rng)
+        random_set_bit(state.legal_mask(), &mut self.rng)
     }
-}
-
-/// A uniformly chosen set bit of `mask` (bit i = action id i), or `None` for
-/// an empty mask. One RNG draw, no allocation.
-pub(crate) fn pick_uniform(mask: u64, rng: &mut impl Rng) -> Option<usize> {
-    let n = mask.count_ones();
-    if n == 0 {
-        return None;
-    }
-    nth_set_bit(mask, rng.random_range(0..n))
 }
 
 #[cfg(test)]
@@ -42,12 +32,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pick_uniform_only_returns_set_bits_and_covers_them_all() {
+    fn uniform_picks_only_return_set_bits_and_cover_them_all() {
         let mask: u64 = (1 << 0) | (1 << 10) | (1 << 17) | (1 << 19);
         let mut rng = ChaCha8Rng::seed_from_u64(7);
         let mut seen = [0u64; 32];
         for _ in 0..4000 {
-            let a = pick_uniform(mask, &mut rng).unwrap();
+            let a = random_set_bit(mask, &mut rng).unwrap();
             assert!(mask & (1 << a) != 0, "picked unset bit {a}");
             seen[a] += 1;
         }
@@ -55,6 +45,6 @@ mod tests {
         for bit in [0, 10, 17, 19] {
             assert!(seen[bit] > 800, "bit {bit} drawn {} times", seen[bit]);
         }
-        assert_eq!(pick_uniform(0, &mut rng), None);
+        assert_eq!(random_set_bit(0, &mut rng), None);
     }
 }

@@ -67,7 +67,7 @@ pub struct SchedulerMetrics {
     /// Most requests forwarded in one round.
     pub max_batch_size: u64,
     /// Policy calls: a round makes one per network it has requests for, so
-    /// a call carries fewer rows than the round's batch.
+    /// a call carries at most the round's batch.
     pub forwards: u64,
     /// Building inputs, forwarding and copying outputs back.
     pub forward_seconds: f64,

@@ -131,7 +131,6 @@ impl SampleBuffer {
         self.first_open.push(first_open);
     }
 
-    /// Appends all of `other`.
     /// Room for `rows` more samples, so appending many buffers copies each
     /// sample once instead of again at every doubling.
     pub fn reserve(&mut self, rows: usize) {
@@ -143,6 +142,7 @@ impl SampleBuffer {
         self.first_open.reserve(rows);
     }
 
+    /// Appends all of `other`.
     pub fn extend(&mut self, other: &SampleBuffer) {
         self.states.extend_from_slice(&other.states);
         self.targets.extend_from_slice(&other.targets);

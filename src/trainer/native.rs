@@ -134,12 +134,6 @@ impl NativeMlp {
         self.layers[self.layers.len() - 1].outputs
     }
 
-    /// One forward of a single row: `x` (input_dim floats) → `out`
-    /// (output_dim floats).
-    pub fn forward_row(&self, x: &[f32], out: &mut [f32]) {
-        self.forward_rows(x, 1, out);
-    }
-
     /// One forward of `rows` rows stored back to back: `x` holds
     /// `rows × input_dim` floats, `out` receives `rows × output_dim`. ReLU
     /// between layers, none after the last.
@@ -414,7 +408,7 @@ mod tests {
                 assert_eq!(got, portable_forward(&native, &xs, rows), "rows {rows}");
                 for r in 0..rows {
                     let mut one = [0.0f32; 22];
-                    native.forward_row(&xs[r * input_dim..(r + 1) * input_dim], &mut one);
+                    native.forward_rows(&xs[r * input_dim..(r + 1) * input_dim], 1, &mut one);
                     assert_eq!(one[..], got[r * 22..(r + 1) * 22], "row {r} of {rows}");
                 }
             }

@@ -372,7 +372,7 @@ impl Trainer {
                     std::thread::Builder::new()
                         .name("lcx-train".into())
                         .spawn_scoped(scope, move || {
-                            tch::set_num_threads(per_net as i32);
+                            device::set_torch_threads(per_net);
                             // AMP is off wherever this path runs, so a
                             // scaler of this thread's own is the identity.
                             let mut scaler = GradScaler::new(false, job.device)?;
