@@ -325,6 +325,7 @@ fn read_optimization(s: &mut Section) -> Read<OptimizationConfig> {
         weight_decay: s.float("weight_decay", d.weight_decay, Bound::NonNegative)?,
         grad_clip: s.float("grad_clip", d.grad_clip, Bound::NonNegative)?,
         concurrent_networks: s.boolean("concurrent_networks", d.concurrent_networks)?,
+        native_training: s.boolean("native_training", d.native_training)?,
     };
     s.finish()?;
     Ok(c)

@@ -644,6 +644,11 @@ pub struct OptimizationConfig {
     /// every core, as the reference does. The steps of each network are the
     /// same either way.
     pub concurrent_networks: bool,
+    /// lcx: on a CPU with AVX2/FMA (fp32, ReLU, not traced) training steps
+    /// run on lcx's own kernel (forward, backward, clipping and AdamW over
+    /// plain slices) instead of libtorch; `false` keeps libtorch. Both
+    /// compute the same update up to float summation order.
+    pub native_training: bool,
 }
 
 impl Default for OptimizationConfig {
@@ -658,6 +663,7 @@ impl Default for OptimizationConfig {
             weight_decay: 0.0,
             grad_clip: 0.0,
             concurrent_networks: true,
+            native_training: true,
         }
     }
 }

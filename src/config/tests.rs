@@ -681,3 +681,16 @@ fn concurrent_networks_is_on_by_default_and_can_be_turned_off() {
     .unwrap();
     assert!(!off.optimization.concurrent_networks);
 }
+
+#[test]
+fn native_training_is_on_by_default_and_can_be_turned_off() {
+    assert!(TrainerConfig::default().optimization.native_training);
+    let off =
+        crate::config::from_toml_str("[optimization]\nnative_training = false\n", "t.toml", &[])
+            .unwrap();
+    assert!(!off.optimization.native_training);
+    let err = crate::config::from_toml_str("[optimization]\nnative_training = 1\n", "t.toml", &[])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("native_training"), "{err}");
+}

@@ -7,6 +7,7 @@ pub mod device;
 mod error;
 pub mod eval;
 pub mod native;
+pub mod native_train;
 pub mod network;
 pub mod optim;
 pub mod policy;

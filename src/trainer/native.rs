@@ -31,13 +31,18 @@ const PANEL: usize = 16;
 /// Rows per micro-kernel call: 6 rows × 2 registers = 12 accumulators,
 /// plus two weight registers and one broadcast, fit AVX2's 16 registers.
 const MAX_ROWS: usize = 6;
+/// Rows per cache chunk in [`dense_avx2`]: 48 rows of 512 inputs are 96 KB.
+const CHUNK_ROWS: usize = 8 * MAX_ROWS;
 
-/// One dense layer, packed for the micro-kernel.
-#[derive(Debug, Clone)]
-struct Layer {
+/// One dense layer, packed for the micro-kernel: `y = x P + b` where the
+/// reduction runs over `inputs` and `P` is `inputs × outputs`. Inference
+/// packs a weight matrix as `P = Wᵀ`; training also packs activations and
+/// weights in the other orientation (see `super::native_train`).
+#[derive(Debug, Clone, Default)]
+pub(super) struct Layer {
     inputs: usize,
     outputs: usize,
-    /// `ceil(outputs / 16)` panels; panel `p` holds `w[p·16 + j][k]` at
+    /// `ceil(outputs / 16)` panels; panel `p` holds `P[k][p·16 + j]` at
     /// `(p·inputs + k)·16 + j`, zero where `p·16 + j ≥ outputs`.
     panels: Vec<f32>,
     /// The bias, zero-padded to a whole number of panels.
@@ -48,26 +53,106 @@ impl Layer {
     /// Packs a row-major `[outputs][inputs]` weight matrix (libtorch's
     /// layout) and its bias.
     fn pack(inputs: usize, outputs: usize, w: &[f32], b: &[f32]) -> Self {
+        let mut layer = Layer::default();
+        layer.pack_weights(inputs, outputs, w, Some(b));
+        layer
+    }
+
+    /// Sizes the buffers for an `inputs × outputs` matrix. Padding (the
+    /// columns past `outputs` in the last panel) must be zero and no
+    /// packing writes it, so the buffers are zeroed only when the shape
+    /// changes: training repacks the same shapes every step.
+    fn reset(&mut self, inputs: usize, outputs: usize) {
         let count = outputs.div_ceil(PANEL);
-        let mut panels = vec![0.0f32; count * inputs * PANEL];
-        for (o, row) in w.chunks_exact(inputs).enumerate() {
-            let (p, j) = (o / PANEL, o % PANEL);
-            for (k, &v) in row.iter().enumerate() {
-                panels[(p * inputs + k) * PANEL + j] = v;
+        if self.inputs != inputs
+            || self.outputs != outputs
+            || self.panels.len() != count * inputs * PANEL
+        {
+            self.inputs = inputs;
+            self.outputs = outputs;
+            self.panels.clear();
+            self.panels.resize(count * inputs * PANEL, 0.0);
+            self.bias.clear();
+            self.bias.resize(count * PANEL, 0.0);
+        }
+    }
+
+    /// Packs `P = Wᵀ` for a row-major `[outputs][inputs]` `w` (libtorch's
+    /// Linear layout) and the bias (zero when `None`), reusing the buffers.
+    pub(super) fn pack_weights(
+        &mut self,
+        inputs: usize,
+        outputs: usize,
+        w: &[f32],
+        b: Option<&[f32]>,
+    ) {
+        assert_eq!(w.len(), inputs * outputs);
+        self.reset(inputs, outputs);
+        for p in 0..outputs.div_ceil(PANEL) {
+            let o0 = p * PANEL;
+            let panel = &mut self.panels[p * inputs * PANEL..(p + 1) * inputs * PANEL];
+            for k0 in (0..inputs).step_by(PANEL) {
+                transpose_tile(
+                    &w[o0 * inputs + k0..],
+                    inputs,
+                    &mut panel[k0 * PANEL..],
+                    PANEL,
+                    PANEL.min(outputs - o0),
+                    PANEL.min(inputs - k0),
+                );
             }
         }
-        let mut bias = vec![0.0f32; count * PANEL];
-        bias[..outputs].copy_from_slice(b);
-        Layer {
-            inputs,
-            outputs,
-            panels,
-            bias,
+        match b {
+            Some(b) => self.bias[..outputs].copy_from_slice(b),
+            None => self.bias.fill(0.0),
         }
+    }
+
+    /// Packs `P = m` for a row-major `[inputs][outputs]` `m` (reduction
+    /// index first) with a zero bias, reusing the buffers.
+    pub(super) fn pack_rows(&mut self, inputs: usize, outputs: usize, m: &[f32]) {
+        assert_eq!(m.len(), inputs * outputs);
+        self.reset(inputs, outputs);
+        for p in 0..outputs.div_ceil(PANEL) {
+            let (c0, c1) = (p * PANEL, ((p + 1) * PANEL).min(outputs));
+            let panel = &mut self.panels[p * inputs * PANEL..(p + 1) * inputs * PANEL];
+            for (dst, row) in panel.chunks_exact_mut(PANEL).zip(m.chunks_exact(outputs)) {
+                match <&[f32; PANEL]>::try_from(&row[c0..c1]) {
+                    // A fixed-size copy: two vector moves, not a memcpy call.
+                    Ok(full) => dst.copy_from_slice(full),
+                    Err(_) => dst[..c1 - c0].copy_from_slice(&row[c0..c1]),
+                }
+            }
+        }
+        self.bias.fill(0.0);
     }
 
     fn panel_count(&self) -> usize {
         self.outputs.div_ceil(PANEL)
+    }
+}
+
+/// `dst[c·dst_stride + r] = src[r·src_stride + c]` for `r < rows`,
+/// `c < cols`, both at most 16: one tile of a blocked transpose, read and
+/// written a row at a time.
+pub(super) fn transpose_tile(
+    src: &[f32],
+    src_stride: usize,
+    dst: &mut [f32],
+    dst_stride: usize,
+    rows: usize,
+    cols: usize,
+) {
+    debug_assert!(rows <= PANEL && cols <= PANEL);
+    let mut tile = [[0.0f32; PANEL]; PANEL];
+    for (r, t) in tile.iter_mut().enumerate().take(rows) {
+        t[..cols].copy_from_slice(&src[r * src_stride..r * src_stride + cols]);
+    }
+    for c in 0..cols {
+        let d = &mut dst[c * dst_stride..c * dst_stride + rows];
+        for (r, v) in d.iter_mut().enumerate() {
+            *v = tile[r][c];
+        }
     }
 }
 
@@ -176,15 +261,55 @@ impl NativeMlp {
     }
 }
 
-/// `y = x Wᵀ + b` (then ReLU) for `rows` rows.
-fn dense(layer: &Layer, x: &[f32], rows: usize, y: &mut [f32], relu: bool) {
-    debug_assert!(x.len() == rows * layer.inputs && y.len() == rows * layer.outputs);
+/// `y = x P + b` (then ReLU) for `rows` rows.
+pub(super) fn dense(layer: &Layer, x: &[f32], rows: usize, y: &mut [f32], relu: bool) {
+    assert!(x.len() == rows * layer.inputs && y.len() == rows * layer.outputs);
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: a `NativeMlp` (the only owner of `Layer`s) is built only when
-    // `supported()` found AVX2 and FMA; the slice lengths are checked above
-    // and by `forward_rows`.
+    // SAFETY: `Layer`s are used only where `supported()` found AVX2 and FMA
+    // (a `NativeMlp` or a `NativeTrainer` exists only then); the slice
+    // lengths are checked above.
     unsafe {
-        dense_avx2(layer, x, rows, y, relu)
+        dense_avx2(layer, x, rows, y.as_mut_ptr(), relu, 0..layer.panel_count())
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    dense_portable(layer, x, rows, y, relu)
+}
+
+/// [`dense`] with the panels (groups of 16 output columns) shared out over
+/// `threads` tasks on the current rayon pool. Every output element is
+/// computed exactly as by [`dense`], so the result is the same to the bit.
+pub(super) fn dense_threads(
+    layer: &Layer,
+    x: &[f32],
+    rows: usize,
+    y: &mut [f32],
+    relu: bool,
+    threads: usize,
+) {
+    let panels = layer.panel_count();
+    if threads <= 1 || panels < 2 {
+        return dense(layer, x, rows, y, relu);
+    }
+    assert!(x.len() == rows * layer.inputs && y.len() == rows * layer.outputs);
+    #[cfg(target_arch = "x86_64")]
+    {
+        /// The output, written by several tasks at disjoint columns.
+        struct Out(*mut f32);
+        // SAFETY: each task writes only its own panels' columns.
+        unsafe impl Sync for Out {}
+        let out = Out(y.as_mut_ptr());
+        let tasks = threads.min(panels);
+        rayon::scope(|s| {
+            for t in 0..tasks {
+                let range = panels * t / tasks..panels * (t + 1) / tasks;
+                let out = &out;
+                s.spawn(move |_| {
+                    // SAFETY: as in `dense`; the tasks' panel ranges are
+                    // disjoint, so no two write the same element.
+                    unsafe { dense_avx2(layer, x, rows, out.0, relu, range) }
+                });
+            }
+        });
     }
     #[cfg(not(target_arch = "x86_64"))]
     dense_portable(layer, x, rows, y, relu)
@@ -229,33 +354,49 @@ fn row_blocks(rows: usize) -> impl Iterator<Item = (usize, usize)> {
 
 /// # Safety
 /// The CPU must support AVX2 and FMA; `x.len() == rows · layer.inputs`,
-/// `y.len() == rows · layer.outputs`.
+/// `y` points at `rows · layer.outputs` writable floats, and `panels` lies
+/// within `0..layer.panel_count()`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn dense_avx2(layer: &Layer, x: &[f32], rows: usize, y: &mut [f32], relu: bool) {
+unsafe fn dense_avx2(
+    layer: &Layer,
+    x: &[f32],
+    rows: usize,
+    y: *mut f32,
+    relu: bool,
+    panels: std::ops::Range<usize>,
+) {
     let (k, n) = (layer.inputs, layer.outputs);
-    for p in 0..layer.panel_count() {
-        let panel = layer.panels.as_ptr().add(p * k * PANEL);
-        let bias = layer.bias.as_ptr().add(p * PANEL);
-        let cols = PANEL.min(n - p * PANEL);
-        for (start, len) in row_blocks(rows) {
-            let t = Tile {
-                k,
-                x: x.as_ptr().add(start * k),
-                panel,
-                bias,
-                y: y.as_mut_ptr().add(start * n + p * PANEL),
-                ldy: n,
-                cols,
-                relu,
-            };
-            match len {
-                1 => micro::<1>(&t),
-                2 => micro::<2>(&t),
-                3 => micro::<3>(&t),
-                4 => micro::<4>(&t),
-                5 => micro::<5>(&t),
-                _ => micro::<6>(&t),
+    // Rows go in chunks small enough for their inputs to stay in L2 while
+    // every panel passes over them: a batch of 256 rows of 512 floats is
+    // all of this CPU's 512 KB L2, and walking each panel over all of it
+    // streamed it from L3 once per panel.
+    for chunk in (0..rows).step_by(CHUNK_ROWS) {
+        let chunk_rows = CHUNK_ROWS.min(rows - chunk);
+        for p in panels.clone() {
+            let panel = layer.panels.as_ptr().add(p * k * PANEL);
+            let bias = layer.bias.as_ptr().add(p * PANEL);
+            let cols = PANEL.min(n - p * PANEL);
+            for (start, len) in row_blocks(chunk_rows) {
+                let start = chunk + start;
+                let t = Tile {
+                    k,
+                    x: x.as_ptr().add(start * k),
+                    panel,
+                    bias,
+                    y: y.add(start * n + p * PANEL),
+                    ldy: n,
+                    cols,
+                    relu,
+                };
+                match len {
+                    1 => micro::<1>(&t),
+                    2 => micro::<2>(&t),
+                    3 => micro::<3>(&t),
+                    4 => micro::<4>(&t),
+                    5 => micro::<5>(&t),
+                    _ => micro::<6>(&t),
+                }
             }
         }
     }
@@ -284,16 +425,36 @@ struct Tile {
 unsafe fn micro<const MR: usize>(t: &Tile) {
     use std::arch::x86_64::*;
     let mut acc = [[_mm256_setzero_ps(); 2]; MR];
+    let rows: [*const f32; MR] = std::array::from_fn(|r| t.x.add(r * t.k));
     let mut w = t.panel;
-    for i in 0..t.k {
-        let w0 = _mm256_loadu_ps(w);
-        let w1 = _mm256_loadu_ps(w.add(8));
-        for (r, a) in acc.iter_mut().enumerate() {
-            let xv = _mm256_broadcast_ss(&*t.x.add(r * t.k + i));
-            a[0] = _mm256_fmadd_ps(xv, w0, a[0]);
-            a[1] = _mm256_fmadd_ps(xv, w1, a[1]);
-        }
+    // One k step: two panel loads, MR broadcasts, 2·MR FMAs. Unrolled four
+    // times so the loop's own instructions stay off the front end's path
+    // (with one step per iteration the loop was about as many
+    // instructions as FMAs). Every accumulator still sums in k order.
+    macro_rules! step {
+        ($i:expr, $w:expr) => {{
+            let w0 = _mm256_loadu_ps($w);
+            let w1 = _mm256_loadu_ps($w.add(8));
+            for (a, x) in acc.iter_mut().zip(rows) {
+                let xv = _mm256_broadcast_ss(&*x.add($i));
+                a[0] = _mm256_fmadd_ps(xv, w0, a[0]);
+                a[1] = _mm256_fmadd_ps(xv, w1, a[1]);
+            }
+        }};
+    }
+    let mut i = 0;
+    while i + 4 <= t.k {
+        step!(i, w);
+        step!(i + 1, w.add(PANEL));
+        step!(i + 2, w.add(2 * PANEL));
+        step!(i + 3, w.add(3 * PANEL));
+        w = w.add(4 * PANEL);
+        i += 4;
+    }
+    while i < t.k {
+        step!(i, w);
         w = w.add(PANEL);
+        i += 1;
     }
     let b0 = _mm256_loadu_ps(t.bias);
     let b1 = _mm256_loadu_ps(t.bias.add(8));

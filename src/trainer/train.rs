@@ -9,6 +9,7 @@ use tch::{Device, Kind, Tensor};
 
 use super::checkpoint::{self, CheckpointError, CheckpointMeta};
 use super::eval::{self, EvalSpec};
+use super::native_train::{Loss, NativeTrainer};
 use super::network::MlpSpec;
 use super::optim::{self, AdamWConfig, GradScaler, NetTrainer, Weighting};
 use super::policy::TorchPolicy;
@@ -115,6 +116,10 @@ struct NetJob {
     weighting: Weighting,
     dim: usize,
     device: Device,
+    /// Train on lcx's kernel (`super::native_train`) where it applies.
+    native: bool,
+    /// Tasks each of the kernel's GEMMs is split into.
+    threads: usize,
 }
 
 /// What [`NetJob::run`] returns.
@@ -161,6 +166,11 @@ impl NetJob {
                 nonfinite: 0,
             });
         }
+        if self.native {
+            if let Some(native) = NativeTrainer::load(trainer, self.threads)? {
+                return self.run_native(native, trainer, mem, t);
+            }
+        }
         let mut sum = 0.0;
         let mut n = 0u32;
         let mut nonfinite = 0;
@@ -181,6 +191,52 @@ impl NetJob {
                 sum += outcome.loss;
                 n += 1;
             }
+        }
+        Ok(NetResult {
+            loss: Some(if n > 0 { sum / f64::from(n) } else { f64::NAN }),
+            nonfinite,
+        })
+    }
+}
+
+impl NetJob {
+    /// [`NetJob::run`] on lcx's kernel: the same batches, the same steps,
+    /// with the state written back into `trainer`'s tensors at the end.
+    fn run_native(
+        &self,
+        mut native: NativeTrainer,
+        trainer: &mut NetTrainer,
+        mem: &mut Reservoir,
+        t: u64,
+    ) -> Result<NetResult, TrainError> {
+        let loss = if self.advantage {
+            Loss::Advantage
+        } else {
+            Loss::Strategy
+        };
+        let mut sum = 0.0;
+        let mut n = 0u32;
+        let mut nonfinite = 0;
+        let mut failure = None;
+        for _ in 0..self.updates {
+            let b = mem.sample(self.batch)?;
+            match native.step(&b, loss, self.weighting, t, self.grad_clip) {
+                Ok(o) if o.nonfinite_loss => nonfinite += 1,
+                Ok(o) => {
+                    sum += o.loss;
+                    n += 1;
+                }
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            }
+        }
+        // The steps taken so far are kept even when one failed, as on the
+        // libtorch path (which updates the tensors in place).
+        native.store(trainer)?;
+        if let Some(e) = failure {
+            return Err(e.into());
         }
         Ok(NetResult {
             loss: Some(if n > 0 { sum / f64::from(n) } else { f64::NAN }),
@@ -314,6 +370,8 @@ impl Trainer {
             weighting: if advantage { adv_w } else { strat_w },
             dim: self.dim,
             device: self.device,
+            native: o.native_training && self.device == Device::Cpu && !self.scaler.enabled(),
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
         }
     }
 
@@ -354,12 +412,15 @@ impl Trainer {
                 strat_start.elapsed().as_secs_f64(),
             ));
         }
-        let jobs = [self.net_job(0), self.net_job(1), self.net_job(2)];
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         // Each network's steps are a chain of small GEMMs (256 × 512 ×
         // 512 at the default sizes); split over all cores they spend much of
         // their time in OpenMP barriers, so each network gets its own share.
         let per_net = (cpus / 3).max(1);
+        let jobs = [0, 1, 2].map(|i| NetJob {
+            threads: per_net,
+            ..self.net_job(i)
+        });
         let _restore = super::workers::RestoreTorchThreads(tch::get_num_threads());
         let [n0, n1, n2] = &mut self.nets;
         let [m0, m1] = &mut self.adv_mem;

@@ -1,0 +1,869 @@
+//! lcx's own CPU training step for the MLP: forward, loss, backward,
+//! global-norm clipping and AdamW, on plain `f32` slices.
+//!
+//! On a CPU, libtorch spends a training step of the default network
+//! (batch 256, 297→512×3→22) in MKL GEMMs that re-pack both operands on
+//! every call, plus a dozen element-wise passes over the 689 k parameters
+//! (zeroing gradients, norms, the AdamW update in several ops) and autograd
+//! bookkeeping. Here the three GEMMs of each layer (forward `x Wᵀ`, weight
+//! gradient `gᵀ a`, input gradient `g W`) run on the packed AVX2/FMA
+//! micro-kernel of [`super::native`], the loss gradient is written in
+//! closed form, and AdamW is one fused pass per parameter.
+//!
+//! The network's tensors stay the state of record: [`NativeTrainer::load`]
+//! copies the parameters, AdamW moments and step count out of a
+//! [`NetTrainer`], and [`NativeTrainer::store`] writes them back, so
+//! checkpoints, traversals and evaluation see exactly what the libtorch
+//! path would leave. The two paths agree up to float summation order.
+
+use tch::{Device, Kind, Tensor};
+
+use super::native::{self, dense_threads, Layer};
+use super::network::Activation;
+use super::optim::{NetTrainer, StepOutcome, Weighting};
+use super::TrainerError;
+use crate::cfr::memory::Batch;
+use crate::cfr::regret::ACTIONS;
+
+/// The loss a network is trained on (spec §8.3–8.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Loss {
+    /// Weighted squared error on the legal entries.
+    Advantage,
+    /// Cross-entropy against the masked log-softmax.
+    Strategy,
+}
+
+/// One parameter tensor with its AdamW moments and gradient.
+#[derive(Debug)]
+struct Param {
+    tensor: Tensor,
+    /// Its place in the VarStore's (and the optimiser's) order.
+    slot: usize,
+    value: Vec<f32>,
+    m: Vec<f32>,
+    v: Vec<f32>,
+    grad: Vec<f32>,
+}
+
+fn to_vec(t: &Tensor) -> Result<Vec<f32>, TrainerError> {
+    let n = t.numel();
+    let mut v = vec![0.0f32; n];
+    t.f_contiguous()?.f_copy_data(&mut v, n)?;
+    Ok(v)
+}
+
+fn copy_into(t: &Tensor, v: &[f32]) -> Result<(), TrainerError> {
+    let src = Tensor::f_from_slice(v)?.f_view(t.size().as_slice())?;
+    let mut t = t.shallow_clone();
+    t.f_copy_(&src)?;
+    Ok(())
+}
+
+impl Param {
+    fn load(
+        tensor: &Tensor,
+        slot: usize,
+        moments: &(Tensor, Tensor),
+    ) -> Result<Self, TrainerError> {
+        let value = to_vec(tensor)?;
+        Ok(Self {
+            tensor: tensor.shallow_clone(),
+            slot,
+            grad: vec![0.0; value.len()],
+            m: to_vec(&moments.0)?,
+            v: to_vec(&moments.1)?,
+            value,
+        })
+    }
+}
+
+/// A network's training state, copied out of its tensors, and the buffers
+/// a step reuses.
+#[derive(Debug)]
+pub struct NativeTrainer {
+    /// (inputs, outputs) per layer, input side first.
+    dims: Vec<(usize, usize)>,
+    weights: Vec<Param>,
+    biases: Vec<Param>,
+    lr: f64,
+    weight_decay: f64,
+    beta1: f64,
+    beta2: f64,
+    eps: f64,
+    step: i64,
+    /// Tasks each GEMM is split into (1: the calling thread only).
+    threads: usize,
+    /// Each layer's output: hidden layers after ReLU, the last the logits.
+    acts: Vec<Vec<f32>>,
+    grad: Vec<f32>,
+    grad_next: Vec<f32>,
+    transposed: Vec<f32>,
+    /// Per layer, the packed operands of its forward (`Wᵀ`), weight
+    /// gradient (the layer's input) and input gradient (`W`) GEMMs, kept
+    /// apart so that each keeps its shape (and zero padding) across steps.
+    packs: Vec<[Layer; 3]>,
+}
+
+impl NativeTrainer {
+    /// Copies `trainer`'s parameters, moments and step count; `None` where
+    /// this path does not compute the same network: not a CPU with AVX2 and
+    /// FMA, a traced or GELU network, parameters that are not CPU f32 or not
+    /// in (weight, bias) order.
+    pub fn load(trainer: &NetTrainer, threads: usize) -> Result<Option<Self>, TrainerError> {
+        let net = &trainer.net;
+        if !native::supported() || net.is_traced() || net.activation() != Activation::Relu {
+            return Ok(None);
+        }
+        let params = trainer.params();
+        let layers: Vec<_> = net.parameters().collect();
+        if params.len() != 2 * layers.len() || trainer.opt.moments.len() != params.len() {
+            return Ok(None);
+        }
+        // The optimiser's moments follow the VarStore's order; find each
+        // layer's tensors in it by identity rather than assume an order.
+        let slot = |t: &Tensor| params.iter().position(|p| p.data_ptr() == t.data_ptr());
+        let usable = |t: &Tensor| t.device() == Device::Cpu && t.kind() == Kind::Float;
+        let mut dims = Vec::with_capacity(layers.len());
+        let mut weights = Vec::with_capacity(layers.len());
+        let mut biases = Vec::with_capacity(layers.len());
+        for (w, b) in layers {
+            let Some(b) = b else { return Ok(None) };
+            let (Some(iw), Some(ib)) = (slot(w), slot(b)) else {
+                return Ok(None);
+            };
+            if !usable(w) || !usable(b) || w.dim() != 2 {
+                return Ok(None);
+            }
+            let size = w.size();
+            let (outputs, inputs) = (size[0] as usize, size[1] as usize);
+            if dims
+                .last()
+                .is_some_and(|&(_, prev): &(usize, usize)| prev != inputs)
+            {
+                return Ok(None);
+            }
+            dims.push((inputs, outputs));
+            weights.push(Param::load(w, iw, &trainer.opt.moments[iw])?);
+            biases.push(Param::load(b, ib, &trainer.opt.moments[ib])?);
+        }
+        if dims.is_empty() {
+            return Ok(None);
+        }
+        let opt = &trainer.opt;
+        Ok(Some(Self {
+            acts: vec![Vec::new(); dims.len()],
+            packs: (0..dims.len()).map(|_| Default::default()).collect(),
+            dims,
+            weights,
+            biases,
+            lr: opt.lr,
+            weight_decay: opt.weight_decay,
+            beta1: opt.beta1,
+            beta2: opt.beta2,
+            eps: opt.eps,
+            step: opt.step,
+            threads: threads.max(1),
+            grad: Vec::new(),
+            grad_next: Vec::new(),
+            transposed: Vec::new(),
+        }))
+    }
+
+    /// Writes the parameters, moments and step count back into the tensors
+    /// they were loaded from (`trainer` must be the one passed to `load`).
+    pub fn store(&self, trainer: &mut NetTrainer) -> Result<(), TrainerError> {
+        let _guard = tch::no_grad_guard();
+        let moments = &trainer.opt.moments;
+        for p in self.weights.iter().chain(&self.biases) {
+            copy_into(&p.tensor, &p.value)?;
+            copy_into(&moments[p.slot].0, &p.m)?;
+            copy_into(&moments[p.slot].1, &p.v)?;
+        }
+        trainer.opt.step = self.step;
+        Ok(())
+    }
+
+    fn input_dim(&self) -> usize {
+        self.dims[0].0
+    }
+
+    /// One optimisation step on `batch`: forward, `loss`, backward, clipping
+    /// to a global norm of `grad_clip` (when > 0) and AdamW. A non-finite
+    /// loss changes nothing (as on the libtorch path).
+    pub fn step(
+        &mut self,
+        batch: &Batch,
+        loss: Loss,
+        weighting: Weighting,
+        current: u64,
+        grad_clip: f64,
+    ) -> Result<StepOutcome, TrainerError> {
+        let rows = batch.rows;
+        if batch.dim != self.input_dim()
+            || batch.states.len() != rows * batch.dim
+            || batch.targets.len() != rows * ACTIONS
+            || batch.masks.len() != rows
+            || batch.iterations.len() != rows
+            || self.dims[self.dims.len() - 1].1 != ACTIONS
+        {
+            return Err(TrainerError::BadShape(format!(
+                "a batch of {rows} rows × {} features for a network of {} inputs and {} outputs",
+                batch.dim,
+                self.input_dim(),
+                self.dims[self.dims.len() - 1].1
+            )));
+        }
+        self.forward(&batch.states, rows);
+        let logits = &self.acts[self.acts.len() - 1];
+        let value = match loss {
+            Loss::Advantage => advantage_grad(logits, batch, current, weighting, &mut self.grad),
+            Loss::Strategy => strategy_grad(logits, batch, current, weighting, &mut self.grad),
+        };
+        if !value.is_finite() {
+            return Ok(StepOutcome {
+                loss: value,
+                nonfinite_loss: true,
+                overflow: false,
+            });
+        }
+        self.backward(&batch.states, rows);
+        if grad_clip > 0.0 {
+            self.clip(grad_clip);
+        }
+        self.adamw();
+        Ok(StepOutcome {
+            loss: value,
+            nonfinite_loss: false,
+            overflow: false,
+        })
+    }
+
+    fn forward(&mut self, x: &[f32], rows: usize) {
+        let last = self.dims.len() - 1;
+        for (l, &(inputs, outputs)) in self.dims.iter().enumerate() {
+            let pack = &mut self.packs[l][0];
+            pack.pack_weights(
+                inputs,
+                outputs,
+                &self.weights[l].value,
+                Some(&self.biases[l].value),
+            );
+            let (done, rest) = self.acts.split_at_mut(l);
+            let input = if l == 0 { x } else { &done[l - 1][..] };
+            let out = &mut rest[0];
+            // Every element is written by the kernel: no need to zero.
+            out.resize(rows * outputs, 0.0);
+            dense_threads(pack, input, rows, out, l < last, self.threads);
+        }
+    }
+
+    /// Gradients of every parameter from `self.grad` (the loss's gradient
+    /// with respect to the logits).
+    fn backward(&mut self, x: &[f32], rows: usize) {
+        for l in (0..self.dims.len()).rev() {
+            let (inputs, outputs) = self.dims[l];
+            let input = if l == 0 { x } else { &self.acts[l - 1][..] };
+            let g = &self.grad;
+            // Bias: the column sums of g.
+            let gb = &mut self.biases[l].grad;
+            gb.fill(0.0);
+            for row in g.chunks_exact(outputs) {
+                for (s, &v) in gb.iter_mut().zip(row) {
+                    *s += v;
+                }
+            }
+            // Weight: gᵀ (outputs × rows) times the layer's input (rows ×
+            // inputs); the micro-kernel reads its left operand by rows.
+            self.transposed.resize(outputs * rows, 0.0);
+            transpose(g, rows, outputs, &mut self.transposed);
+            let [_, dw, da] = &mut self.packs[l];
+            dw.pack_rows(rows, inputs, input);
+            dense_threads(
+                dw,
+                &self.transposed,
+                outputs,
+                &mut self.weights[l].grad,
+                false,
+                self.threads,
+            );
+            if l == 0 {
+                break;
+            }
+            // Input: g W (rows × inputs), through the previous ReLU (its
+            // output is zero exactly where the unit was off).
+            da.pack_rows(outputs, inputs, &self.weights[l].value);
+            self.grad_next.resize(rows * inputs, 0.0);
+            dense_threads(da, g, rows, &mut self.grad_next, false, self.threads);
+            for (d, &a) in self.grad_next.iter_mut().zip(input) {
+                if a <= 0.0 {
+                    *d = 0.0;
+                }
+            }
+            std::mem::swap(&mut self.grad, &mut self.grad_next);
+        }
+    }
+
+    fn params_mut(&mut self) -> impl Iterator<Item = &mut Param> {
+        self.weights.iter_mut().chain(self.biases.iter_mut())
+    }
+
+    /// Scales the gradients so that their global L2 norm is at most `max`.
+    fn clip(&mut self, max: f64) {
+        let total = self
+            .params_mut()
+            .map(|p| sum_of_squares(&p.grad))
+            .sum::<f64>()
+            .sqrt();
+        let coef = max / (total + 1e-6);
+        if coef < 1.0 {
+            let c = coef as f32;
+            for p in self.params_mut() {
+                p.grad.iter_mut().for_each(|g| *g *= c);
+            }
+        }
+    }
+
+    /// PyTorch's AdamW, element by element in the order of its tensor ops
+    /// (see `optim::AdamW::update`), in one pass per parameter.
+    fn adamw(&mut self) {
+        self.step += 1;
+        let step = self.step as i32;
+        let bc1 = 1.0 - self.beta1.powi(step);
+        let bc2 = 1.0 - self.beta2.powi(step);
+        let step_size = self.lr / bc1;
+        let c = AdamCoefs {
+            decay: if self.weight_decay != 0.0 {
+                (1.0 - self.lr * self.weight_decay) as f32
+            } else {
+                1.0
+            },
+            w1: (1.0 - self.beta1) as f32,
+            b2: self.beta2 as f32,
+            w2: (1.0 - self.beta2) as f32,
+            sqrt_bc2: bc2.sqrt() as f32,
+            eps: self.eps as f32,
+            neg_inv_step: (-1.0 / step_size) as f32,
+        };
+        for p in self.params_mut() {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: a `NativeTrainer` exists only where `native::supported()`
+            // found AVX2 (see `load`).
+            unsafe {
+                adamw_avx2(&c, p)
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            adamw_slices(&c, p);
+        }
+    }
+}
+
+/// The scalars of one AdamW step, as f32 (libtorch applies its scalar
+/// arguments to f32 tensors in f32).
+struct AdamCoefs {
+    /// 1 − lr·weight_decay (1 without decay: multiplying by 1 is exact).
+    decay: f32,
+    w1: f32,
+    b2: f32,
+    w2: f32,
+    sqrt_bc2: f32,
+    eps: f32,
+    neg_inv_step: f32,
+}
+
+/// One AdamW update of a parameter, element by element in the order of
+/// `optim::AdamW::update`'s tensor ops: decay, `m.lerp_(g, 1−β₁)`,
+/// `v·β₂ + g·(g·(1−β₂))`, then `p += m / ((√v/√bc₂ + ε)·(−1/step))`.
+#[inline(always)]
+fn adamw_slices(c: &AdamCoefs, p: &mut Param) {
+    let Param {
+        value, m, v, grad, ..
+    } = p;
+    for (((p, m), v), &g) in value
+        .iter_mut()
+        .zip(m.iter_mut())
+        .zip(v.iter_mut())
+        .zip(grad.iter())
+    {
+        *p *= c.decay;
+        *m += c.w1 * (g - *m);
+        *v = *v * c.b2 + g * (g * c.w2);
+        let denom = (v.sqrt() / c.sqrt_bc2 + c.eps) * c.neg_inv_step;
+        *p += *m / denom;
+    }
+}
+
+/// [`adamw_slices`] compiled for AVX2 (eight lanes for the square roots
+/// and divisions). Rust does not fuse multiplies and adds, so the result
+/// is the same to the bit.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn adamw_avx2(c: &AdamCoefs, p: &mut Param) {
+    adamw_slices(c, p)
+}
+
+/// `Σ v²`, in eight f32 lanes per 64-float block (so the compiler can
+/// vectorise it) added up in f64.
+fn sum_of_squares(v: &[f32]) -> f64 {
+    let mut total = 0.0f64;
+    for block in v.chunks(64) {
+        let mut lanes = [0.0f32; 8];
+        let chunks = block.chunks_exact(8);
+        let tail: f32 = chunks.remainder().iter().map(|&x| x * x).sum();
+        for chunk in chunks {
+            for (l, &x) in lanes.iter_mut().zip(chunk) {
+                *l += x * x;
+            }
+        }
+        total += lanes.iter().map(|&l| f64::from(l)).sum::<f64>() + f64::from(tail);
+    }
+    total
+}
+
+/// `out` (`cols × rows`) = the transpose of the row-major `rows × cols`
+/// `m`, in 16 × 16 tiles so that reads and writes both stay in cache.
+fn transpose(m: &[f32], rows: usize, cols: usize, out: &mut [f32]) {
+    const TILE: usize = 16;
+    for r0 in (0..rows).step_by(TILE) {
+        for c0 in (0..cols).step_by(TILE) {
+            native::transpose_tile(
+                &m[r0 * cols + c0..],
+                cols,
+                &mut out[c0 * rows + r0..],
+                rows,
+                TILE.min(rows - r0),
+                TILE.min(cols - c0),
+            );
+        }
+    }
+}
+
+/// `clamp(t/T, 0, 1)^alpha` with T = max(1, current); 1 when alpha is 0
+/// (as `optim::iteration_weights`).
+fn iteration_weight(iteration: u32, current: u64, alpha: f64) -> f32 {
+    if alpha == 0.0 {
+        return 1.0;
+    }
+    let ratio = (iteration as f32 / current.max(1) as f32).clamp(0.0, 1.0);
+    if alpha == 1.0 {
+        ratio
+    } else {
+        ratio.powf(alpha as f32)
+    }
+}
+
+fn legal(mask: u32, a: usize) -> bool {
+    mask >> a & 1 == 1
+}
+
+/// The advantage loss of `optim::advantage_loss` and its gradient with
+/// respect to `pred` (written into `grad`).
+fn advantage_grad(
+    pred: &[f32],
+    batch: &Batch,
+    current: u64,
+    weighting: Weighting,
+    grad: &mut Vec<f32>,
+) -> f64 {
+    grad.clear();
+    grad.resize(pred.len(), 0.0);
+    let (mut num, mut den) = (0.0f64, 0.0f64);
+    for r in 0..batch.rows {
+        let (wa, wb) = match weighting {
+            Weighting::None => (1.0, 1.0),
+            Weighting::Lcfr { alpha } => {
+                let w = iteration_weight(batch.iterations[r], current, alpha);
+                (w, w)
+            }
+            Weighting::Dcfr { alpha, beta, .. } => (
+                iteration_weight(batch.iterations[r], current, alpha),
+                iteration_weight(batch.iterations[r], current, beta),
+            ),
+        };
+        let mask = batch.masks[r];
+        for a in 0..ACTIONS {
+            let i = r * ACTIONS + a;
+            let y = batch.targets[i];
+            let m = f32::from(u8::from(legal(mask, a)));
+            let w = if y >= 0.0 { wa } else { wb };
+            let err = (pred[i] - y) * m;
+            num += f64::from(err * err * w);
+            den += f64::from(m * w);
+            grad[i] = 2.0 * err * m * w;
+        }
+    }
+    let den = match weighting {
+        Weighting::None => den.max(1.0),
+        _ => den.max(1e-12),
+    };
+    let scale = (1.0 / den) as f32;
+    grad.iter_mut().for_each(|g| *g *= scale);
+    num / den
+}
+
+/// The strategy loss of `optim::strategy_loss` and its gradient with
+/// respect to the logits (written into `grad`).
+fn strategy_grad(
+    logits: &[f32],
+    batch: &Batch,
+    current: u64,
+    weighting: Weighting,
+    grad: &mut Vec<f32>,
+) -> f64 {
+    grad.clear();
+    grad.resize(logits.len(), 0.0);
+    let alpha = match weighting {
+        Weighting::None => None,
+        Weighting::Lcfr { alpha } => Some(alpha),
+        Weighting::Dcfr { gamma, .. } => Some(gamma),
+    };
+    let weights: Vec<f32> = (0..batch.rows)
+        .map(|r| alpha.map_or(1.0, |a| iteration_weight(batch.iterations[r], current, a)))
+        .collect();
+    let denom = match alpha {
+        None => batch.rows as f64,
+        Some(_) => weights
+            .iter()
+            .map(|&w| f64::from(w))
+            .sum::<f64>()
+            .max(1e-12),
+    };
+    let mut total = 0.0f64;
+    for r in 0..batch.rows {
+        let z = &logits[r * ACTIONS..(r + 1) * ACTIONS];
+        let y = &batch.targets[r * ACTIONS..(r + 1) * ACTIONS];
+        let mask = batch.masks[r];
+        // The masked log-softmax: illegal logits are f32::MIN, so they
+        // take no probability whenever a legal action exists.
+        let masked: [f32; ACTIONS] =
+            std::array::from_fn(|a| if legal(mask, a) { z[a] } else { f32::MIN });
+        let max = masked.iter().copied().fold(f32::MIN, f32::max);
+        let sum: f64 = masked
+            .iter()
+            .map(|&v| (f64::from(v) - f64::from(max)).exp())
+            .sum();
+        let lse = f64::from(max) + sum.ln();
+        let c = f64::from(weights[r]) / denom;
+        let (mut ce, mut legal_target) = (0.0f64, 0.0f64);
+        for a in 0..ACTIONS {
+            if legal(mask, a) {
+                ce -= f64::from(y[a]) * (f64::from(masked[a]) - lse);
+                legal_target += f64::from(y[a]);
+            }
+        }
+        total += c * ce;
+        for a in 0..ACTIONS {
+            if legal(mask, a) {
+                let p = (f64::from(masked[a]) - lse).exp();
+                grad[r * ACTIONS + a] = (c * (p * legal_target - f64::from(y[a]))) as f32;
+            }
+        }
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    use super::*;
+    use crate::trainer::network::MlpSpec;
+    use crate::trainer::optim::{self, AdamWConfig, GradScaler};
+
+    fn spec(input_dim: usize, hidden: usize, activation: Activation) -> MlpSpec {
+        MlpSpec {
+            input_dim,
+            hidden_size: hidden,
+            num_layers: 3,
+            outputs: ACTIONS,
+            activation,
+        }
+    }
+
+    /// Two trainers with the same weights (copied, so tests that reseed
+    /// libtorch's global generator at the same time cannot interfere).
+    fn twins(spec: MlpSpec, lr: f64) -> (NetTrainer, NetTrainer) {
+        let adam = AdamWConfig {
+            learning_rate: lr,
+            weight_decay: 1e-2,
+        };
+        let a = NetTrainer::new(spec, Device::Cpu, adam).unwrap();
+        let b = NetTrainer::new(spec, Device::Cpu, adam).unwrap();
+        let _guard = tch::no_grad_guard();
+        for (pa, pb) in a.params().iter().zip(b.params()) {
+            let mut pb = pb;
+            pb.copy_(pa);
+        }
+        (a, b)
+    }
+
+    fn batch(rows: usize, dim: usize, seed: u64) -> Batch {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut masks = Vec::with_capacity(rows);
+        let mut targets = Vec::with_capacity(rows * ACTIONS);
+        for _ in 0..rows {
+            let mask = rng.random_range(1u32..1 << ACTIONS);
+            masks.push(mask);
+            // Targets for both losses: signed values (advantages), and
+            // non-negative entries summing to 1 over the legal actions
+            // would be a distribution; the cross-entropy is defined for
+            // any targets, so signed values test it too.
+            targets.extend((0..ACTIONS).map(|_| rng.random_range(-2.0f32..2.0)));
+        }
+        Batch {
+            rows,
+            dim,
+            states: (0..rows * dim)
+                .map(|_| rng.random_range(-1.0f32..1.5))
+                .collect(),
+            targets,
+            masks,
+            iterations: (0..rows).map(|_| rng.random_range(1..=6)).collect(),
+        }
+    }
+
+    /// The same step on the libtorch path.
+    fn torch_step(
+        t: &mut NetTrainer,
+        b: &Batch,
+        loss: Loss,
+        weighting: Weighting,
+        current: u64,
+        clip: f64,
+    ) -> StepOutcome {
+        let rows = b.rows as i64;
+        let x = Tensor::from_slice(&b.states).view([rows, b.dim as i64]);
+        let y = Tensor::from_slice(&b.targets).view([rows, ACTIONS as i64]);
+        let mask: Vec<f32> = (0..b.rows).flat_map(|r| b.mask_row_f32(r)).collect();
+        let m = Tensor::from_slice(&mask).view([rows, ACTIONS as i64]);
+        let its: Vec<i64> = b.iterations.iter().map(|&i| i64::from(i)).collect();
+        let it = Tensor::from_slice(&its);
+        let out = t.forward(&x).unwrap();
+        let l = match loss {
+            Loss::Advantage => optim::advantage_loss(&out, &y, &m, &it, current, weighting),
+            Loss::Strategy => optim::strategy_loss(&out, &y, &m, &it, current, weighting),
+        }
+        .unwrap();
+        let mut scaler = GradScaler::new(false, Device::Cpu).unwrap();
+        optim::step(t, &mut scaler, &l, clip).unwrap()
+    }
+
+    fn flat(ts: &[Tensor]) -> Vec<f32> {
+        ts.iter().flat_map(|t| to_vec(t).unwrap()).collect()
+    }
+
+    /// Every element within `rel·|want| + abs_frac·max|want|`: float
+    /// summation order shows as relative error on large values and as
+    /// absolute error, relative to the largest, on values that come out of
+    /// cancellation.
+    fn assert_close(what: &str, got: &[f32], want: &[f32], rel: f32, abs_frac: f32) {
+        assert_eq!(got.len(), want.len(), "{what}: lengths");
+        let abs = abs_frac * want.iter().fold(0.0f32, |m, w| m.max(w.abs()));
+        for (i, (a, b)) in got.iter().zip(want).enumerate() {
+            assert!(
+                (a - b).abs() <= abs + rel * b.abs(),
+                "{what}: element {i}: {a} vs {b}"
+            );
+        }
+    }
+
+    /// The native step's (clipped) gradients, in the VarStore's order.
+    fn native_grads(n: &NativeTrainer) -> Vec<f32> {
+        let mut params: Vec<&Param> = n.weights.iter().chain(&n.biases).collect();
+        params.sort_by_key(|p| p.slot);
+        params.iter().flat_map(|p| p.grad.iter().copied()).collect()
+    }
+
+    fn torch_grads(t: &NetTrainer) -> Vec<f32> {
+        flat(&t.params().iter().map(Tensor::grad).collect::<Vec<_>>())
+    }
+
+    fn moments(t: &NetTrainer, second: bool) -> Vec<f32> {
+        let ts: Vec<Tensor> = t
+            .opt
+            .moments
+            .iter()
+            .map(|m| if second { &m.1 } else { &m.0 }.shallow_clone())
+            .collect();
+        flat(&ts)
+    }
+
+    /// One step of each path from the same state: the loss, the clipped
+    /// gradients and both moments agree closely. The parameters are checked
+    /// to within a quarter of a learning-rate step per step taken: Adam's
+    /// update is g/(|g| + ε), so a gradient that cancels to ~ε moves by a
+    /// visible fraction of a step on float noise alone.
+    fn compare_step(
+        torch: &mut NetTrainer,
+        lcx: &mut NetTrainer,
+        b: &Batch,
+        (loss, weighting, clip): (Loss, Weighting, f64),
+        what: &str,
+    ) {
+        let want = torch_step(torch, b, loss, weighting, 6, clip);
+        let mut n = NativeTrainer::load(lcx, 1).unwrap().expect("applies");
+        let got = n.step(b, loss, weighting, 6, clip).unwrap();
+        n.store(lcx).unwrap();
+        assert!(
+            (got.loss - want.loss).abs() <= 1e-5 * (1.0 + want.loss.abs()),
+            "{what}: loss {} vs {}",
+            got.loss,
+            want.loss
+        );
+        assert!(!got.nonfinite_loss && !want.nonfinite_loss);
+        let grads = torch_grads(torch);
+        assert!(grads.iter().any(|&g| g != 0.0), "{what}: no gradient");
+        assert_close(
+            &format!("{what} gradients"),
+            &native_grads(&n),
+            &grads,
+            1e-4,
+            1e-5,
+        );
+        assert_close(
+            &format!("{what} first moments"),
+            &moments(lcx, false),
+            &moments(torch, false),
+            1e-4,
+            1e-5,
+        );
+        assert_close(
+            &format!("{what} second moments"),
+            &moments(lcx, true),
+            &moments(torch, true),
+            1e-3,
+            1e-8,
+        );
+        let step = (torch.opt.lr * torch.opt.step as f64) as f32;
+        let (p, q) = (flat(&lcx.params()), flat(&torch.params()));
+        for (i, (a, b)) in p.iter().zip(&q).enumerate() {
+            assert!(
+                (a - b).abs() <= 0.25 * step,
+                "{what} parameter {i}: {a} vs {b}"
+            );
+        }
+        assert_eq!(lcx.opt.step, torch.opt.step);
+    }
+
+    /// Both losses, every weighting, clipping off / inactive / active, a
+    /// few steps each.
+    #[test]
+    fn steps_match_libtorch() {
+        if !native::supported() {
+            eprintln!("no AVX2/FMA here: the native step is not used");
+            return;
+        }
+        let weightings = [
+            Weighting::None,
+            Weighting::Lcfr { alpha: 1.0 },
+            Weighting::Dcfr {
+                alpha: 1.5,
+                beta: 0.0,
+                gamma: 2.0,
+            },
+        ];
+        for loss in [Loss::Advantage, Loss::Strategy] {
+            for weighting in weightings {
+                for clip in [0.0, 1e3, 0.05] {
+                    let (mut torch, mut lcx) = twins(spec(37, 40, Activation::Relu), 1e-3);
+                    for s in 0..3u64 {
+                        let what = format!("{loss:?} {weighting:?} clip {clip} step {s}");
+                        let b = batch(13, 37, s);
+                        compare_step(&mut torch, &mut lcx, &b, (loss, weighting, clip), &what);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The default network's shapes (full 16-column panels, 297 inputs,
+    /// 22 outputs) over a batch bigger than one row chunk.
+    #[test]
+    fn default_sized_network_matches_libtorch() {
+        if !native::supported() {
+            return;
+        }
+        let (mut torch, mut lcx) = twins(spec(297, 512, Activation::Relu), 1e-4);
+        let case = (Loss::Advantage, Weighting::Lcfr { alpha: 1.0 }, 1.0);
+        compare_step(
+            &mut torch,
+            &mut lcx,
+            &batch(53, 297, 9),
+            case,
+            "default net",
+        );
+    }
+
+    /// Splitting the GEMMs over tasks changes no bit.
+    #[test]
+    fn threads_give_the_same_bits() {
+        if !native::supported() {
+            return;
+        }
+        let (a, b) = twins(spec(37, 70, Activation::Relu), 1e-3);
+        let mut one = NativeTrainer::load(&a, 1).unwrap().expect("applies");
+        let mut three = NativeTrainer::load(&b, 3).unwrap().expect("applies");
+        for s in 0..2 {
+            let b = batch(20, 37, s);
+            let w = Weighting::Lcfr { alpha: 1.0 };
+            one.step(&b, Loss::Strategy, w, 3, 1.0).unwrap();
+            three.step(&b, Loss::Strategy, w, 3, 1.0).unwrap();
+        }
+        for (p, q) in one.weights.iter().zip(&three.weights) {
+            assert_eq!(p.value, q.value);
+        }
+        for (p, q) in one.biases.iter().zip(&three.biases) {
+            assert_eq!(p.value, q.value);
+        }
+    }
+
+    /// A NaN target on a legal action makes the loss non-finite: the step
+    /// is reported and skipped, nothing changes.
+    #[test]
+    fn a_nonfinite_loss_changes_nothing() {
+        if !native::supported() {
+            return;
+        }
+        let (a, _) = twins(spec(9, 8, Activation::Relu), 1e-3);
+        let before = flat(&a.params());
+        let mut b = batch(4, 9, 1);
+        b.masks[2] |= 1;
+        b.targets[2 * ACTIONS] = f32::NAN;
+        let mut n = NativeTrainer::load(&a, 1).unwrap().expect("applies");
+        let out = n
+            .step(&b, Loss::Advantage, Weighting::None, 1, 1.0)
+            .unwrap();
+        assert!(out.nonfinite_loss && out.loss.is_nan());
+        assert_eq!(n.step, 0);
+        let mut a = a;
+        n.store(&mut a).unwrap();
+        assert_eq!(flat(&a.params()), before);
+        assert_eq!(a.opt.step, 0);
+    }
+
+    #[test]
+    fn a_batch_of_the_wrong_width_is_an_error() {
+        if !native::supported() {
+            return;
+        }
+        let (a, _) = twins(spec(9, 8, Activation::Relu), 1e-3);
+        let mut n = NativeTrainer::load(&a, 1).unwrap().expect("applies");
+        let err = n
+            .step(&batch(4, 10, 1), Loss::Advantage, Weighting::None, 1, 0.0)
+            .unwrap_err();
+        assert!(err.to_string().contains("10 features"), "{err}");
+    }
+
+    #[test]
+    fn load_declines_what_it_cannot_compute() {
+        let (gelu, _) = twins(spec(9, 8, Activation::Gelu), 1e-3);
+        assert!(NativeTrainer::load(&gelu, 1).unwrap().is_none());
+        let (mut traced, _) = twins(spec(9, 8, Activation::Relu), 1e-3);
+        traced.net.trace().unwrap();
+        assert!(NativeTrainer::load(&traced, 1).unwrap().is_none());
+    }
+}
