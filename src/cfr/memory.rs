@@ -176,20 +176,30 @@ impl Reservoir {
     /// min(n, len) distinct slots drawn uniformly without replacement,
     /// copied into a batch.
     pub fn sample(&mut self, n: usize) -> Result<Batch, MemoryError> {
+        let mut batch = Batch::default();
+        self.sample_into(n, &mut batch)?;
+        Ok(batch)
+    }
+
+    /// [`Reservoir::sample`] into `batch`, reusing its buffers: a training
+    /// loop then allocates nothing per step (the same draws either way).
+    pub fn sample_into(&mut self, n: usize, batch: &mut Batch) -> Result<(), MemoryError> {
         if self.is_empty() {
             return Err(MemoryError::Empty);
         }
         let k = n.min(self.len());
         let len = self.len();
         let picks = index::sample(&mut self.rng, len, k);
-        let mut batch = Batch {
-            rows: k,
-            dim: self.dim,
-            states: Vec::with_capacity(k * self.dim),
-            targets: Vec::with_capacity(k * ACTIONS),
-            masks: Vec::with_capacity(k),
-            iterations: Vec::with_capacity(k),
-        };
+        batch.rows = k;
+        batch.dim = self.dim;
+        batch.states.clear();
+        batch.targets.clear();
+        batch.masks.clear();
+        batch.iterations.clear();
+        batch.states.reserve(k * self.dim);
+        batch.targets.reserve(k * ACTIONS);
+        batch.masks.reserve(k);
+        batch.iterations.reserve(k);
         for slot in picks.iter() {
             batch
                 .states
@@ -200,7 +210,7 @@ impl Reservoir {
             batch.masks.push(self.masks[slot]);
             batch.iterations.push(self.iterations[slot]);
         }
-        Ok(batch)
+        Ok(())
     }
 
     /// Slot `i`'s stored values (for tests and inspection).
@@ -268,6 +278,25 @@ mod tests {
                 assert!(m.get(slot as usize).unwrap().is_first_open);
             }
         }
+    }
+
+    /// Sampling into a reused batch draws what `sample` draws and leaves
+    /// nothing of the previous contents behind.
+    #[test]
+    fn sample_into_reuses_a_batch_and_draws_the_same() {
+        let mut a = Reservoir::new(3, 50, 7);
+        let mut b = Reservoir::new(3, 50, 7);
+        for i in 0..40 {
+            add(&mut a, i as f32, false);
+            add(&mut b, i as f32, false);
+        }
+        let mut reused = Batch::default();
+        for n in [16, 5, 40, 64] {
+            b.sample_into(n, &mut reused).unwrap();
+            assert_eq!(reused, a.sample(n).unwrap(), "n = {n}");
+        }
+        let mut empty = Reservoir::new(3, 5, 1);
+        assert_eq!(empty.sample_into(2, &mut reused), Err(MemoryError::Empty));
     }
 
     #[test]

@@ -108,6 +108,13 @@ impl Layer {
         }
     }
 
+    /// Sizes the buffers for `pack_rows(inputs, outputs, _)` without
+    /// filling them: [`dense_threads_packed`] writes the panels.
+    pub(super) fn prepare_rows(&mut self, inputs: usize, outputs: usize) {
+        self.reset(inputs, outputs);
+        self.bias.fill(0.0);
+    }
+
     /// Packs `P = m` for a row-major `[inputs][outputs]` `m` (reduction
     /// index first) with a zero bias, reusing the buffers.
     pub(super) fn pack_rows(&mut self, inputs: usize, outputs: usize, m: &[f32]) {
@@ -144,6 +151,40 @@ pub(super) fn transpose_tile(
     cols: usize,
 ) {
     debug_assert!(rows <= PANEL && cols <= PANEL);
+    #[cfg(target_arch = "x86_64")]
+    if rows == PANEL && cols == PANEL && supported() {
+        assert!(src.len() >= 15 * src_stride + PANEL && dst.len() >= 15 * dst_stride + PANEL);
+        // SAFETY: AVX2 was detected; the asserts keep all 16 rows of both
+        // tiles inside the slices.
+        unsafe {
+            for (r, c) in [(0, 0), (0, 8), (8, 0), (8, 8)] {
+                transpose8_avx2(
+                    src.as_ptr().add(r * src_stride + c),
+                    src_stride,
+                    dst.as_mut_ptr().add(c * dst_stride + r),
+                    dst_stride,
+                );
+            }
+        }
+        return;
+    }
+    if rows == PANEL && cols == PANEL {
+        // Whole tiles (nearly all of them) with fixed-size copies.
+        let mut tile = [[0.0f32; PANEL]; PANEL];
+        for (r, t) in tile.iter_mut().enumerate() {
+            let row: &[f32; PANEL] = src[r * src_stride..r * src_stride + PANEL]
+                .try_into()
+                .expect("a whole row of 16");
+            *t = *row;
+        }
+        for c in 0..PANEL {
+            let d: &mut [f32; PANEL] = (&mut dst[c * dst_stride..c * dst_stride + PANEL])
+                .try_into()
+                .expect("a whole row of 16");
+            *d = std::array::from_fn(|r| tile[r][c]);
+        }
+        return;
+    }
     let mut tile = [[0.0f32; PANEL]; PANEL];
     for (r, t) in tile.iter_mut().enumerate().take(rows) {
         t[..cols].copy_from_slice(&src[r * src_stride..r * src_stride + cols]);
@@ -153,6 +194,48 @@ pub(super) fn transpose_tile(
         for (r, v) in d.iter_mut().enumerate() {
             *v = tile[r][c];
         }
+    }
+}
+
+/// An 8 × 8 transpose in registers (the usual unpack / shuffle / permute
+/// network).
+///
+/// # Safety
+/// AVX2; `src` has 8 readable rows of 8 floats `ss` apart, `dst` 8
+/// writable rows of 8 floats `ds` apart.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn transpose8_avx2(src: *const f32, ss: usize, dst: *mut f32, ds: usize) {
+    use std::arch::x86_64::*;
+    let r: [__m256; 8] = std::array::from_fn(|i| _mm256_loadu_ps(src.add(i * ss)));
+    let t0 = _mm256_unpacklo_ps(r[0], r[1]);
+    let t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    let t2 = _mm256_unpacklo_ps(r[2], r[3]);
+    let t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    let t4 = _mm256_unpacklo_ps(r[4], r[5]);
+    let t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    let t6 = _mm256_unpacklo_ps(r[6], r[7]);
+    let t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    let u0 = _mm256_shuffle_ps::<0x44>(t0, t2);
+    let u1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
+    let u2 = _mm256_shuffle_ps::<0x44>(t1, t3);
+    let u3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
+    let u4 = _mm256_shuffle_ps::<0x44>(t4, t6);
+    let u5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
+    let u6 = _mm256_shuffle_ps::<0x44>(t5, t7);
+    let u7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
+    let out = [
+        _mm256_permute2f128_ps::<0x20>(u0, u4),
+        _mm256_permute2f128_ps::<0x20>(u1, u5),
+        _mm256_permute2f128_ps::<0x20>(u2, u6),
+        _mm256_permute2f128_ps::<0x20>(u3, u7),
+        _mm256_permute2f128_ps::<0x31>(u0, u4),
+        _mm256_permute2f128_ps::<0x31>(u1, u5),
+        _mm256_permute2f128_ps::<0x31>(u2, u6),
+        _mm256_permute2f128_ps::<0x31>(u3, u7),
+    ];
+    for (i, v) in out.into_iter().enumerate() {
+        _mm256_storeu_ps(dst.add(i * ds), v);
     }
 }
 
@@ -269,7 +352,11 @@ pub(super) fn dense(layer: &Layer, x: &[f32], rows: usize, y: &mut [f32], relu: 
     // (a `NativeMlp` or a `NativeTrainer` exists only then); the slice
     // lengths are checked above.
     unsafe {
-        dense_avx2(layer, x, rows, y.as_mut_ptr(), relu, 0..layer.panel_count())
+        let out = Out {
+            y: y.as_mut_ptr(),
+            packed: std::ptr::null_mut(),
+        };
+        dense_avx2(layer, x, rows, &out, relu, 0..layer.panel_count())
     }
     #[cfg(not(target_arch = "x86_64"))]
     dense_portable(layer, x, rows, y, relu)
@@ -286,34 +373,76 @@ pub(super) fn dense_threads(
     relu: bool,
     threads: usize,
 ) {
-    let panels = layer.panel_count();
-    if threads <= 1 || panels < 2 {
-        return dense(layer, x, rows, y, relu);
-    }
+    dense_threads_packed(layer, x, rows, y, None, relu, threads)
+}
+
+/// [`dense_threads`] that also writes its output, packed, into `packed`:
+/// the panels a [`Layer`] of `rows` inputs and `layer.outputs` outputs
+/// would hold after `pack_rows(rows, outputs, y)` (set up with
+/// [`Layer::prepare_rows`]). Training's weight-gradient GEMM reads a
+/// layer's input in that form; the micro-kernel stores it from the same
+/// registers, instead of a second pass copying it out of `y`.
+pub(super) fn dense_threads_packed(
+    layer: &Layer,
+    x: &[f32],
+    rows: usize,
+    y: &mut [f32],
+    packed: Option<&mut Layer>,
+    relu: bool,
+    threads: usize,
+) {
     assert!(x.len() == rows * layer.inputs && y.len() == rows * layer.outputs);
+    let panels = layer.panel_count();
+    let packed = match packed {
+        Some(p) => {
+            assert!(p.inputs == rows && p.outputs == layer.outputs);
+            p.panels.as_mut_ptr()
+        }
+        None => std::ptr::null_mut(),
+    };
     #[cfg(target_arch = "x86_64")]
     {
-        /// The output, written by several tasks at disjoint columns.
-        struct Out(*mut f32);
-        // SAFETY: each task writes only its own panels' columns.
-        unsafe impl Sync for Out {}
-        let out = Out(y.as_mut_ptr());
+        let out = Out {
+            y: y.as_mut_ptr(),
+            packed,
+        };
+        if threads <= 1 || panels < 2 {
+            // SAFETY: as in `dense`; `packed` (when not null) holds
+            // `rows × 16` floats per panel, checked above.
+            unsafe { dense_avx2(layer, x, rows, &out, relu, 0..panels) };
+            return;
+        }
         let tasks = threads.min(panels);
         rayon::scope(|s| {
             for t in 0..tasks {
                 let range = panels * t / tasks..panels * (t + 1) / tasks;
                 let out = &out;
                 s.spawn(move |_| {
-                    // SAFETY: as in `dense`; the tasks' panel ranges are
+                    // SAFETY: as above; the tasks' panel ranges are
                     // disjoint, so no two write the same element.
-                    unsafe { dense_avx2(layer, x, rows, out.0, relu, range) }
+                    unsafe { dense_avx2(layer, x, rows, out, relu, range) }
                 });
             }
         });
     }
     #[cfg(not(target_arch = "x86_64"))]
-    dense_portable(layer, x, rows, y, relu)
+    {
+        let _ = (threads, panels, packed);
+        dense_portable(layer, x, rows, y, relu)
+    }
 }
+
+/// Where [`dense_avx2`] writes: the row-major output and, unless null, the
+/// same values in panel order (see [`dense_threads_packed`]).
+#[cfg(target_arch = "x86_64")]
+struct Out {
+    y: *mut f32,
+    packed: *mut f32,
+}
+
+// SAFETY: tasks sharing an `Out` write disjoint panels' columns.
+#[cfg(target_arch = "x86_64")]
+unsafe impl Sync for Out {}
 
 /// The definition the kernel implements, in the kernel's own order (one
 /// fused multiply-add chain over k per output), so the two agree to the
@@ -354,7 +483,8 @@ fn row_blocks(rows: usize) -> impl Iterator<Item = (usize, usize)> {
 
 /// # Safety
 /// The CPU must support AVX2 and FMA; `x.len() == rows · layer.inputs`,
-/// `y` points at `rows · layer.outputs` writable floats, and `panels` lies
+/// `out.y` points at `rows · layer.outputs` writable floats, `out.packed`
+/// is null or points at `rows · 16` floats per panel, and `panels` lies
 /// within `0..layer.panel_count()`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
@@ -362,7 +492,7 @@ unsafe fn dense_avx2(
     layer: &Layer,
     x: &[f32],
     rows: usize,
-    y: *mut f32,
+    out: &Out,
     relu: bool,
     panels: std::ops::Range<usize>,
 ) {
@@ -384,8 +514,13 @@ unsafe fn dense_avx2(
                     x: x.as_ptr().add(start * k),
                     panel,
                     bias,
-                    y: y.add(start * n + p * PANEL),
+                    y: out.y.add(start * n + p * PANEL),
                     ldy: n,
+                    packed: if out.packed.is_null() {
+                        out.packed
+                    } else {
+                        out.packed.add((p * rows + start) * PANEL)
+                    },
                     cols,
                     relu,
                 };
@@ -411,6 +546,9 @@ struct Tile {
     bias: *const f32,
     y: *mut f32,
     ldy: usize,
+    /// Null, or where the `MR` output rows go in panel order (16 floats
+    /// each, padding columns included: they are zero).
+    packed: *mut f32,
     cols: usize,
     relu: bool,
 }
@@ -465,6 +603,10 @@ unsafe fn micro<const MR: usize>(t: &Tile) {
         if t.relu {
             v0 = _mm256_max_ps(v0, zero);
             v1 = _mm256_max_ps(v1, zero);
+        }
+        if !t.packed.is_null() {
+            _mm256_storeu_ps(t.packed.add(r * PANEL), v0);
+            _mm256_storeu_ps(t.packed.add(r * PANEL + 8), v1);
         }
         let dst = t.y.add(r * t.ldy);
         if t.cols == PANEL {
@@ -572,6 +714,90 @@ mod tests {
                     native.forward_rows(&xs[r * input_dim..(r + 1) * input_dim], 1, &mut one);
                     assert_eq!(one[..], got[r * 22..(r + 1) * 22], "row {r} of {rows}");
                 }
+            }
+        }
+    }
+
+    /// The packed copy the kernel stores alongside its output is exactly
+    /// what packing that output afterwards gives (padding included), on one
+    /// task or several; `transpose_tile` and `pack_weights` agree with the
+    /// element-by-element definition.
+    #[test]
+    fn packed_outputs_and_packings_match_their_definitions() {
+        if !supported() {
+            return;
+        }
+        let (inputs, outputs, rows) = (37, 40, 61);
+        let w: Vec<f32> = (0..outputs * inputs)
+            .map(|i| ((i * 7919) % 101) as f32 / 50.0 - 1.0)
+            .collect();
+        let b: Vec<f32> = (0..outputs).map(|i| i as f32 / 40.0 - 0.5).collect();
+        let x: Vec<f32> = (0..rows * inputs)
+            .map(|i| ((i * 104729) % 97) as f32 / 48.0 - 1.0)
+            .collect();
+        let mut layer = Layer::default();
+        layer.pack_weights(inputs, outputs, &w, Some(&b));
+        assert_eq!(layer.panels, Layer::pack(inputs, outputs, &w, &b).panels);
+        for o in 0..outputs {
+            for k in 0..inputs {
+                assert_eq!(
+                    layer.panels[((o / PANEL) * inputs + k) * PANEL + o % PANEL],
+                    w[o * inputs + k]
+                );
+            }
+        }
+        for threads in [1, 3] {
+            let mut y = vec![0.0f32; rows * outputs];
+            let mut packed = Layer::default();
+            packed.prepare_rows(rows, outputs);
+            dense_threads_packed(&layer, &x, rows, &mut y, Some(&mut packed), true, threads);
+            let mut want = Layer::default();
+            want.pack_rows(rows, outputs, &y);
+            assert_eq!(packed.panels, want.panels, "{threads} threads");
+            assert_eq!(want.panels.len(), 3 * rows * PANEL);
+            let mut plain = vec![0.0f32; rows * outputs];
+            dense(&layer, &x, rows, &mut plain, true);
+            assert_eq!(y, plain);
+        }
+        // A whole 16 × 16 tile (the AVX2 path) and partial ones.
+        let m: Vec<f32> = (0..20 * 37).map(|i| i as f32).collect();
+        let mut t = vec![0.0f32; 37 * 20];
+        for r0 in (0..20).step_by(16) {
+            for c0 in (0..37).step_by(16) {
+                let (rows, cols) = ((20 - r0).min(16), (37 - c0).min(16));
+                transpose_tile(
+                    &m[r0 * 37 + c0..],
+                    37,
+                    &mut t[c0 * 20 + r0..],
+                    20,
+                    rows,
+                    cols,
+                );
+            }
+        }
+        for r in 0..20 {
+            for c in 0..37 {
+                assert_eq!(t[c * 20 + r], m[r * 37 + c], "({r}, {c})");
+            }
+        }
+        let m: Vec<f32> = (0..13 * 21).map(|i| i as f32).collect();
+        let mut t = vec![0.0f32; 21 * 13];
+        for (r0, c0) in [(0, 0), (0, 16), (13, 0)]
+            .into_iter()
+            .filter(|&(r, _)| r < 13)
+        {
+            transpose_tile(
+                &m[r0 * 21 + c0..],
+                21,
+                &mut t[c0 * 13 + r0..],
+                13,
+                13 - r0,
+                (21 - c0).min(16),
+            );
+        }
+        for r in 0..13 {
+            for c in 0..21 {
+                assert_eq!(t[c * 13 + r], m[r * 21 + c]);
             }
         }
     }

@@ -18,7 +18,7 @@
 
 use tch::{Device, Kind, Tensor};
 
-use super::native::{self, dense_threads, Layer};
+use super::native::{self, dense_threads, dense_threads_packed, Layer};
 use super::network::Activation;
 use super::optim::{NetTrainer, StepOutcome, Weighting};
 use super::TrainerError;
@@ -242,7 +242,8 @@ impl NativeTrainer {
     fn forward(&mut self, x: &[f32], rows: usize) {
         let last = self.dims.len() - 1;
         for (l, &(inputs, outputs)) in self.dims.iter().enumerate() {
-            let pack = &mut self.packs[l][0];
+            let (this, after) = self.packs.split_at_mut(l + 1);
+            let pack = &mut this[l][0];
             pack.pack_weights(
                 inputs,
                 outputs,
@@ -254,7 +255,16 @@ impl NativeTrainer {
             let out = &mut rest[0];
             // Every element is written by the kernel: no need to zero.
             out.resize(rows * outputs, 0.0);
-            dense_threads(pack, input, rows, out, l < last, self.threads);
+            // A hidden layer's output is the next layer's input: the kernel
+            // also stores it packed for that layer's weight gradient.
+            let packed = match after.first_mut() {
+                Some([_, dw, _]) if l < last => {
+                    dw.prepare_rows(rows, outputs);
+                    Some(dw)
+                }
+                _ => None,
+            };
+            dense_threads_packed(pack, input, rows, out, packed, l < last, self.threads);
         }
     }
 
@@ -278,7 +288,11 @@ impl NativeTrainer {
             self.transposed.resize(outputs * rows, 0.0);
             transpose(g, rows, outputs, &mut self.transposed);
             let [_, dw, da] = &mut self.packs[l];
-            dw.pack_rows(rows, inputs, input);
+            if l == 0 {
+                // The batch itself; deeper layers' inputs were packed by the
+                // forward.
+                dw.pack_rows(rows, inputs, input);
+            }
             dense_threads(
                 dw,
                 &self.transposed,
@@ -296,9 +310,8 @@ impl NativeTrainer {
             self.grad_next.resize(rows * inputs, 0.0);
             dense_threads(da, g, rows, &mut self.grad_next, false, self.threads);
             for (d, &a) in self.grad_next.iter_mut().zip(input) {
-                if a <= 0.0 {
-                    *d = 0.0;
-                }
+                // A select rather than a conditional store: it vectorises.
+                *d = if a <= 0.0 { 0.0 } else { *d };
             }
             std::mem::swap(&mut self.grad, &mut self.grad_next);
         }

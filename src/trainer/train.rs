@@ -218,8 +218,9 @@ impl NetJob {
         let mut n = 0u32;
         let mut nonfinite = 0;
         let mut failure = None;
+        let mut b = Batch::default();
         for _ in 0..self.updates {
-            let b = mem.sample(self.batch)?;
+            mem.sample_into(self.batch, &mut b)?;
             match native.step(&b, loss, self.weighting, t, self.grad_clip) {
                 Ok(o) if o.nonfinite_loss => nonfinite += 1,
                 Ok(o) => {
