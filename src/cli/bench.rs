@@ -287,6 +287,11 @@ fn trainer(args: TrainerArgs) -> anyhow::Result<u8> {
     let mut iteration = 0;
     for &(mode, amp) in modes {
         let mut t = synthetic_trainer(cfg.clone(), amp)?;
+        let backend = if t.trains_natively()? {
+            "lcx kernel"
+        } else {
+            "libtorch"
+        };
         if amp && t.amp_falls_back_to_fp32() {
             eprintln!("note: AMP needs CUDA; the amp mode on {device:?} trains in fp32");
         }
@@ -305,15 +310,16 @@ fn trainer(args: TrainerArgs) -> anyhow::Result<u8> {
             }
             ms.push(v);
         }
-        rows.push((mode, summarize(&ms)));
+        rows.push((mode, backend, summarize(&ms)));
     }
     let o = &cfg.optimization;
     let mut table = Table::new();
     table.load_preset(ASCII_MARKDOWN);
-    table.set_header(["mode", "mean ms", "p50 ms", "p95 ms"]);
-    for (mode, (mean, p50, p95)) in &rows {
+    table.set_header(["mode", "training", "mean ms", "p50 ms", "p95 ms"]);
+    for (mode, backend, (mean, p50, p95)) in &rows {
         table.add_row([
             mode.to_string(),
+            backend.to_string(),
             format!("{mean:.2}"),
             format!("{p50:.2}"),
             format!("{p95:.2}"),
@@ -325,7 +331,7 @@ fn trainer(args: TrainerArgs) -> anyhow::Result<u8> {
         o.strategy_updates_per_iteration, o.strategy_batch_size,
     );
     if rows.len() == 2 {
-        text.push_str(&format!("\nspeedup: {:.2}x", rows[0].1 .0 / rows[1].1 .0));
+        text.push_str(&format!("\nspeedup: {:.2}x", rows[0].2 .0 / rows[1].2 .0));
     }
     if to_stdout {
         eprintln!("{text}");

@@ -466,6 +466,13 @@ impl Trainer {
         Ok((losses, done[0].max(done[1]), done[2]))
     }
 
+    /// Whether training steps run on lcx's kernel
+    /// (`optimization.native_training` where it applies: a CPU without
+    /// AMP, an eager ReLU network, AVX2 and FMA) rather than libtorch.
+    pub fn trains_natively(&self) -> Result<bool, TrainError> {
+        Ok(self.net_job(0).native && NativeTrainer::load(&self.nets[0], 1)?.is_some())
+    }
+
     /// Whether the three networks train at once, each on its own thread:
     /// `optimization.concurrent_networks` on a CPU without loss scaling (on
     /// CUDA the device does the work; the grad scaler is shared state).

@@ -152,3 +152,36 @@ fn bad_config_key_and_missing_checkpoint_exit_2() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `lcx bench trainer` says which code trained: lcx's kernel where the CPU
+/// has AVX2 and FMA (the default), libtorch when the config turns it off.
+#[test]
+fn bench_trainer_names_the_training_backend() {
+    let run = |extra: &[&str]| -> String {
+        let out = lcx()
+            .args(["bench", "trainer", "--config", &smoke()])
+            .args(["--runs", "1", "--warmup", "0", "--set", "run.device=cpu"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    #[cfg(target_arch = "x86_64")]
+    let kernel = is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma");
+    #[cfg(not(target_arch = "x86_64"))]
+    let kernel = false;
+    let default = run(&[]);
+    let want = if kernel {
+        "| lcx kernel |"
+    } else {
+        "| libtorch |"
+    };
+    assert!(default.contains(want), "{default}");
+    let off = run(&["--set", "optimization.native_training=false"]);
+    assert!(off.contains("| libtorch |"), "{off}");
+}
