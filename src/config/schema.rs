@@ -646,8 +646,9 @@ pub struct OptimizationConfig {
     pub concurrent_networks: bool,
     /// lcx: on a CPU with AVX2/FMA (fp32, ReLU, not traced) training steps
     /// run on lcx's own kernel (forward, backward, clipping and AdamW over
-    /// plain slices) instead of libtorch; `false` keeps libtorch. Both
-    /// compute the same update up to float summation order.
+    /// plain slices) instead of libtorch; `false` keeps libtorch. On
+    /// finite values both compute the same update up to float summation
+    /// order.
     pub native_training: bool,
 }
 

@@ -1,4 +1,5 @@
-//! lcx's own CPU kernel for inference forwards of the MLP.
+//! lcx's own CPU kernel for the MLP's dense layers: every CPU traversal
+//! forward, and the GEMMs of `super::native_train`'s training steps.
 //!
 //! Traversals ask the networks about one info state (recursive scheduler)
 //! or a few dozen (interleaved scheduler) at a time. libtorch hands each
@@ -59,9 +60,11 @@ impl Layer {
     }
 
     /// Sizes the buffers for an `inputs × outputs` matrix. Padding (the
-    /// columns past `outputs` in the last panel) must be zero and no
-    /// packing writes it, so the buffers are zeroed only when the shape
-    /// changes: training repacks the same shapes every step.
+    /// columns past `outputs` in the last panel) must be zero; the packing
+    /// functions never write it and the kernel's packed store writes the
+    /// zeros that zero weights and bias produce there, so the buffers are
+    /// zeroed only when the shape changes: training repacks the same
+    /// shapes every step.
     fn reset(&mut self, inputs: usize, outputs: usize) {
         let count = outputs.div_ceil(PANEL);
         if self.inputs != inputs
@@ -347,6 +350,9 @@ impl NativeMlp {
 /// `y = x P + b` (then ReLU) for `rows` rows.
 pub(super) fn dense(layer: &Layer, x: &[f32], rows: usize, y: &mut [f32], relu: bool) {
     assert!(x.len() == rows * layer.inputs && y.len() == rows * layer.outputs);
+    // The AVX2 code below must never run on a CPU without it; the check is
+    // a cached flag.
+    assert!(supported(), "lcx's kernel needs AVX2 and FMA");
     #[cfg(target_arch = "x86_64")]
     // SAFETY: `Layer`s are used only where `supported()` found AVX2 and FMA
     // (a `NativeMlp` or a `NativeTrainer` exists only then); the slice
@@ -392,6 +398,7 @@ pub(super) fn dense_threads_packed(
     threads: usize,
 ) {
     assert!(x.len() == rows * layer.inputs && y.len() == rows * layer.outputs);
+    assert!(supported(), "lcx's kernel needs AVX2 and FMA");
     let panels = layer.panel_count();
     let packed = match packed {
         Some(p) => {
@@ -425,9 +432,12 @@ pub(super) fn dense_threads_packed(
             }
         });
     }
+    // Unreachable (`supported()` is false off x86-64), but spelled out: the
+    // portable path cannot fill `packed`.
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let _ = (threads, panels, packed);
+        let _ = (threads, panels);
+        assert!(packed.is_null(), "packed outputs need the AVX2 kernel");
         dense_portable(layer, x, rows, y, relu)
     }
 }
@@ -458,12 +468,9 @@ fn dense_portable(layer: &Layer, x: &[f32], rows: usize, y: &mut [f32], relu: bo
                 acc = x[r * k + i].mul_add(layer.panels[(p * k + i) * PANEL + j], acc);
             }
             let v = acc + layer.bias[o];
-            // `_mm256_max_ps(v, 0)`: 0 unless v > 0 (NaN and -0 give +0).
-            y[r * layer.outputs + o] = match relu {
-                true if v > 0.0 => v,
-                true => 0.0,
-                false => v,
-            };
+            // `_mm256_max_ps(0, v)`: 0 where 0 > v, else v, so NaN stays
+            // NaN (as in libtorch's ReLU) and -0 stays -0.
+            y[r * layer.outputs + o] = if relu && 0.0 > v { 0.0 } else { v };
         }
     }
 }
@@ -547,7 +554,8 @@ struct Tile {
     y: *mut f32,
     ldy: usize,
     /// Null, or where the `MR` output rows go in panel order (16 floats
-    /// each, padding columns included: they are zero).
+    /// each, padding columns included: zero weights and bias make them
+    /// zero for finite inputs, and every store rewrites them).
     packed: *mut f32,
     cols: usize,
     relu: bool,
@@ -601,8 +609,12 @@ unsafe fn micro<const MR: usize>(t: &Tile) {
         let mut v0 = _mm256_add_ps(a[0], b0);
         let mut v1 = _mm256_add_ps(a[1], b1);
         if t.relu {
-            v0 = _mm256_max_ps(v0, zero);
-            v1 = _mm256_max_ps(v1, zero);
+            // Zero first: max_ps returns its second operand when either is
+            // NaN, so a NaN propagates (as through libtorch's ReLU) instead
+            // of turning into 0 and hiding a broken input or weight from
+            // the training step's non-finite check.
+            v0 = _mm256_max_ps(zero, v0);
+            v1 = _mm256_max_ps(zero, v1);
         }
         if !t.packed.is_null() {
             _mm256_storeu_ps(t.packed.add(r * PANEL), v0);

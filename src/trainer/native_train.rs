@@ -14,7 +14,10 @@
 //! copies the parameters, AdamW moments and step count out of a
 //! [`NetTrainer`], and [`NativeTrainer::store`] writes them back, so
 //! checkpoints, traversals and evaluation see exactly what the libtorch
-//! path would leave. The two paths agree up to float summation order.
+//! path would leave. On finite values the two paths agree up to float
+//! summation order; a non-finite loss is skipped and counted by both, and
+//! so, here, is a finite loss whose gradient overflowed (libtorch would
+//! write that gradient into the weights).
 
 use tch::{Device, Kind, Tensor};
 
@@ -228,15 +231,30 @@ impl NativeTrainer {
             });
         }
         self.backward(&batch.states, rows);
-        if grad_clip > 0.0 {
-            self.clip(grad_clip);
-        }
-        self.adamw();
+        // A finite loss with an inf/NaN gradient (an overflow inside the
+        // network) is skipped and counted like a non-finite loss rather
+        // than written into the weights.
+        let applied = self.apply_gradients(grad_clip);
         Ok(StepOutcome {
             loss: value,
-            nonfinite_loss: false,
+            nonfinite_loss: !applied,
             overflow: false,
         })
+    }
+
+    /// Clips the gradients to a global norm of `grad_clip` (when > 0) and
+    /// takes the AdamW step; false (and nothing changed) when the gradient
+    /// norm is not finite.
+    fn apply_gradients(&mut self, grad_clip: f64) -> bool {
+        let norm = self.grad_norm();
+        if !norm.is_finite() {
+            return false;
+        }
+        if grad_clip > 0.0 {
+            self.clip(norm, grad_clip);
+        }
+        self.adamw();
+        true
     }
 
     fn forward(&mut self, x: &[f32], rows: usize) {
@@ -321,13 +339,17 @@ impl NativeTrainer {
         self.weights.iter_mut().chain(self.biases.iter_mut())
     }
 
-    /// Scales the gradients so that their global L2 norm is at most `max`.
-    fn clip(&mut self, max: f64) {
-        let total = self
-            .params_mut()
+    /// The global L2 norm of every gradient.
+    fn grad_norm(&mut self) -> f64 {
+        self.params_mut()
             .map(|p| sum_of_squares(&p.grad))
             .sum::<f64>()
-            .sqrt();
+            .sqrt()
+    }
+
+    /// Scales the gradients, whose global L2 norm is `total`, so that it is
+    /// at most `max` (libtorch's `clip_grad_norm_` coefficient).
+    fn clip(&mut self, total: f64, max: f64) {
         let coef = max / (total + 1e-6);
         if coef < 1.0 {
             let c = coef as f32;
@@ -565,6 +587,11 @@ fn strategy_grad(
             if legal(mask, a) {
                 ce -= f64::from(y[a]) * (f64::from(masked[a]) - lse);
                 legal_target += f64::from(y[a]);
+            } else {
+                // libtorch multiplies every target by its masked log-prob,
+                // 0 here: an inf/NaN target on an illegal action still
+                // makes the loss NaN.
+                ce -= f64::from(y[a]) * 0.0;
             }
         }
         total += c * ce;
@@ -811,6 +838,98 @@ mod tests {
         );
     }
 
+    /// One hidden layer, and batches of 1–5 rows (one partial row block).
+    #[test]
+    fn shallow_networks_and_small_batches_match_libtorch() {
+        if !native::supported() {
+            return;
+        }
+        let shallow = MlpSpec {
+            num_layers: 1,
+            ..spec(37, 24, Activation::Relu)
+        };
+        let (mut torch, mut lcx) = twins(shallow, 1e-3);
+        for rows in 1..=5 {
+            let case = (Loss::Strategy, Weighting::Lcfr { alpha: 1.0 }, 0.5);
+            let what = format!("1 hidden layer, {rows} rows");
+            compare_step(
+                &mut torch,
+                &mut lcx,
+                &batch(rows, 37, rows as u64),
+                case,
+                &what,
+            );
+        }
+    }
+
+    /// The fused AdamW against `optim::AdamW::update` on the same hand-set
+    /// gradients, with a weight decay large enough to matter: parameters
+    /// and moments to within float rounding over several steps.
+    #[test]
+    fn fused_adamw_matches_the_tensor_update() {
+        if !native::supported() {
+            return;
+        }
+        let adam = AdamWConfig {
+            learning_rate: 1e-2,
+            weight_decay: 0.5,
+        };
+        let small = spec(9, 8, Activation::Relu);
+        let mut torch = NetTrainer::new(small, Device::Cpu, adam).unwrap();
+        let lcx = NetTrainer::new(small, Device::Cpu, adam).unwrap();
+        {
+            let _guard = tch::no_grad_guard();
+            for (pa, mut pb) in torch.params().iter().zip(lcx.params()) {
+                pb.copy_(pa);
+            }
+        }
+        let mut n = NativeTrainer::load(&lcx, 1).unwrap().expect("applies");
+        // One backward so that every parameter has a gradient tensor to
+        // overwrite.
+        torch
+            .forward(&Tensor::zeros([1, 9], (Kind::Float, Device::Cpu)))
+            .unwrap()
+            .sum(Kind::Float)
+            .backward();
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        for _ in 0..4 {
+            let mut grads = Vec::new();
+            for p in torch.params() {
+                let g: Vec<f32> = (0..p.numel())
+                    .map(|_| rng.random_range(-1.0f32..1.0))
+                    .collect();
+                p.grad()
+                    .copy_(&Tensor::from_slice(&g).view(p.size().as_slice()));
+                grads.push(g);
+            }
+            let params = torch.params();
+            torch.opt.update(&params).unwrap();
+            for q in n.weights.iter_mut().chain(n.biases.iter_mut()) {
+                q.grad.clone_from(&grads[q.slot]);
+            }
+            n.adamw();
+        }
+        let mut lcx = lcx;
+        n.store(&mut lcx).unwrap();
+        assert_eq!(lcx.opt.step, 4);
+        for (what, got, want) in [
+            ("parameters", flat(&lcx.params()), flat(&torch.params())),
+            (
+                "first moments",
+                moments(&lcx, false),
+                moments(&torch, false),
+            ),
+            ("second moments", moments(&lcx, true), moments(&torch, true)),
+        ] {
+            for (a, b) in got.iter().zip(&want) {
+                assert!(
+                    (a - b).abs() <= 1e-6 * (1.0 + b.abs()),
+                    "{what}: {a} vs {b}"
+                );
+            }
+        }
+    }
+
     /// Splitting the GEMMs over tasks changes no bit.
     #[test]
     fn threads_give_the_same_bits() {
@@ -834,6 +953,53 @@ mod tests {
         }
     }
 
+    /// A NaN in an input feature reaches the loss (the kernel's ReLU lets
+    /// NaN through, as libtorch's does): both paths skip and count the step.
+    #[test]
+    fn a_nan_input_is_a_nonfinite_loss_on_both_paths() {
+        if !native::supported() {
+            return;
+        }
+        let (mut torch, lcx) = twins(spec(9, 8, Activation::Relu), 1e-3);
+        let before = flat(&lcx.params());
+        let mut b = batch(4, 9, 2);
+        b.states[9 + 3] = f32::NAN;
+        for loss in [Loss::Advantage, Loss::Strategy] {
+            let want = torch_step(&mut torch, &b, loss, Weighting::None, 1, 1.0);
+            assert!(want.nonfinite_loss, "{loss:?}: libtorch");
+            let mut n = NativeTrainer::load(&lcx, 1).unwrap().expect("applies");
+            let got = n.step(&b, loss, Weighting::None, 1, 1.0).unwrap();
+            assert!(got.nonfinite_loss && got.loss.is_nan(), "{loss:?}: {got:?}");
+            assert_eq!(n.step, 0);
+        }
+        assert_eq!(flat(&lcx.params()), before);
+    }
+
+    /// An inf gradient behind a finite loss: nothing is updated, moments
+    /// and step count included.
+    #[test]
+    fn an_infinite_gradient_changes_nothing() {
+        if !native::supported() {
+            return;
+        }
+        let (a, _) = twins(spec(9, 8, Activation::Relu), 1e-3);
+        let mut n = NativeTrainer::load(&a, 1).unwrap().expect("applies");
+        n.step(&batch(4, 9, 3), Loss::Advantage, Weighting::None, 1, 1.0)
+            .unwrap();
+        let values = |n: &NativeTrainer| -> Vec<f32> {
+            n.weights
+                .iter()
+                .chain(&n.biases)
+                .flat_map(|p| p.value.iter().chain(&p.m).chain(&p.v).copied())
+                .collect()
+        };
+        let before = values(&n);
+        n.weights[0].grad[0] = f32::INFINITY;
+        assert!(!n.apply_gradients(1.0));
+        assert_eq!(values(&n), before);
+        assert_eq!(n.step, 1);
+    }
+
     /// A NaN target on a legal action makes the loss non-finite: the step
     /// is reported and skipped, nothing changes.
     #[test]
@@ -852,9 +1018,11 @@ mod tests {
             .unwrap();
         assert!(out.nonfinite_loss && out.loss.is_nan());
         assert_eq!(n.step, 0);
+        let moments_before = (moments(&a, false), moments(&a, true));
         let mut a = a;
         n.store(&mut a).unwrap();
         assert_eq!(flat(&a.params()), before);
+        assert_eq!((moments(&a, false), moments(&a, true)), moments_before);
         assert_eq!(a.opt.step, 0);
     }
 

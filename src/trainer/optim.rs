@@ -51,7 +51,7 @@ impl AdamW {
     /// denominator) instead of one per operation: the update walks each
     /// parameter's memory about half as often, which is a few percent of a
     /// training step at batch 1024.
-    fn update(&mut self, params: &[Tensor]) -> Result<(), TrainerError> {
+    pub(crate) fn update(&mut self, params: &[Tensor]) -> Result<(), TrainerError> {
         let _guard = tch::no_grad_guard();
         self.step += 1;
         let bc1 = 1.0 - self.beta1.powi(self.step as i32);

@@ -220,8 +220,11 @@ impl NetJob {
         let mut failure = None;
         let mut b = Batch::default();
         for _ in 0..self.updates {
-            mem.sample_into(self.batch, &mut b)?;
-            match native.step(&b, loss, self.weighting, t, self.grad_clip) {
+            let step = mem
+                .sample_into(self.batch, &mut b)
+                .map_err(TrainError::from)
+                .and_then(|()| Ok(native.step(&b, loss, self.weighting, t, self.grad_clip)?));
+            match step {
                 Ok(o) if o.nonfinite_loss => nonfinite += 1,
                 Ok(o) => {
                     sum += o.loss;
@@ -237,7 +240,7 @@ impl NetJob {
         // libtorch path (which updates the tensors in place).
         native.store(trainer)?;
         if let Some(e) = failure {
-            return Err(e.into());
+            return Err(e);
         }
         Ok(NetResult {
             loss: Some(if n > 0 { sum / f64::from(n) } else { f64::NAN }),
@@ -416,7 +419,9 @@ impl Trainer {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         // Each network's steps are a chain of small GEMMs (256 × 512 ×
         // 512 at the default sizes); split over all cores they spend much of
-        // their time in OpenMP barriers, so each network gets its own share.
+        // their time in synchronisation (libtorch's OpenMP barriers, or
+        // lcx's kernel waiting on its slowest task), so each network gets
+        // its own share: libtorch threads, or tasks on the rayon pool.
         let per_net = (cpus / 3).max(1);
         let jobs = [0, 1, 2].map(|i| NetJob {
             threads: per_net,
