@@ -757,27 +757,25 @@ mod tests {
         assert!(!got.nonfinite_loss && !want.nonfinite_loss);
         let grads = torch_grads(torch);
         assert!(grads.iter().any(|&g| g != 0.0), "{what}: no gradient");
-        assert_close(
-            &format!("{what} gradients"),
-            &native_grads(&n),
-            &grads,
-            1e-4,
-            1e-5,
-        );
-        assert_close(
-            &format!("{what} first moments"),
-            &moments(lcx, false),
-            &moments(torch, false),
-            1e-4,
-            1e-5,
-        );
-        assert_close(
-            &format!("{what} second moments"),
-            &moments(lcx, true),
-            &moments(torch, true),
-            1e-3,
-            1e-8,
-        );
+        for (part, got, want, rel, abs_frac) in [
+            ("gradients", native_grads(&n), grads, 1e-4, 1e-5),
+            (
+                "first moments",
+                moments(lcx, false),
+                moments(torch, false),
+                1e-4,
+                1e-5,
+            ),
+            (
+                "second moments",
+                moments(lcx, true),
+                moments(torch, true),
+                1e-3,
+                1e-8,
+            ),
+        ] {
+            assert_close(&format!("{what} {part}"), &got, &want, rel, abs_frac);
+        }
         let step = (torch.opt.lr * torch.opt.step as f64) as f32;
         let (p, q) = (flat(&lcx.params()), flat(&torch.params()));
         for (i, (a, b)) in p.iter().zip(&q).enumerate() {
@@ -797,17 +795,8 @@ mod tests {
             eprintln!("no AVX2/FMA here: the native step is not used");
             return;
         }
-        let weightings = [
-            Weighting::None,
-            Weighting::Lcfr { alpha: 1.0 },
-            Weighting::Dcfr {
-                alpha: 1.5,
-                beta: 0.0,
-                gamma: 2.0,
-            },
-        ];
         for loss in [Loss::Advantage, Loss::Strategy] {
-            for weighting in weightings {
+            for weighting in optim::TEST_WEIGHTINGS {
                 for clip in [0.0, 1e3, 0.05] {
                     let (mut torch, mut lcx) = twins(spec(37, 40, Activation::Relu), 1e-3);
                     for s in 0..3u64 {

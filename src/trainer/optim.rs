@@ -312,6 +312,19 @@ pub enum Weighting {
     },
 }
 
+/// One of each weighting, with exponents that make each term matter (the
+/// losses' tests here and in `native_train`).
+#[cfg(test)]
+pub(crate) const TEST_WEIGHTINGS: [Weighting; 3] = [
+    Weighting::None,
+    Weighting::Lcfr { alpha: 1.0 },
+    Weighting::Dcfr {
+        alpha: 1.5,
+        beta: 0.0,
+        gamma: 2.0,
+    },
+];
+
 /// The advantage loss (spec §8.3), computed in f32: squared error on the
 /// legal entries, normalised by the (weighted) number of legal entries.
 /// `mask` is 0/1 floats of shape [B, 22], `iterations` [B].
@@ -447,15 +460,7 @@ mod tests {
             .gt(0.3)
             .to_kind(Kind::Float);
         let its = Tensor::from_slice(&[1i64, 2, 3, 4, 5, 6]);
-        for w in [
-            Weighting::None,
-            Weighting::Lcfr { alpha: 1.0 },
-            Weighting::Dcfr {
-                alpha: 1.5,
-                beta: 0.0,
-                gamma: 2.0,
-            },
-        ] {
+        for w in TEST_WEIGHTINGS {
             let l =
                 f64::try_from(advantage_loss(&pred, &target, &mask, &its, 6, w).unwrap()).unwrap();
             assert!(l >= 0.0 && l.is_finite(), "{w:?}: {l}");
