@@ -32,8 +32,9 @@ pub struct RegretInfo {
     pub full_tie: bool,
 }
 
+/// Whether bit `a` (action `a`) of a legal mask is set.
 #[inline]
-fn is_legal(mask: u64, a: usize) -> bool {
+pub fn is_legal(mask: u64, a: usize) -> bool {
     mask >> a & 1 == 1
 }
 

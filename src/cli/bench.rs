@@ -287,7 +287,7 @@ fn trainer(args: TrainerArgs) -> anyhow::Result<u8> {
     let mut iteration = 0;
     for &(mode, amp) in modes {
         let mut t = synthetic_trainer(cfg.clone(), amp)?;
-        let backend = if t.trains_natively()? {
+        let backend = if t.trains_natively() {
             "lcx kernel"
         } else {
             "libtorch"

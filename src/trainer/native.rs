@@ -91,19 +91,11 @@ impl Layer {
     ) {
         assert_eq!(w.len(), inputs * outputs);
         self.reset(inputs, outputs);
+        // Each panel is the transpose of its (at most) 16 rows of `w`.
         for p in 0..outputs.div_ceil(PANEL) {
-            let o0 = p * PANEL;
+            let (o0, o1) = (p * PANEL, ((p + 1) * PANEL).min(outputs));
             let panel = &mut self.panels[p * inputs * PANEL..(p + 1) * inputs * PANEL];
-            for k0 in (0..inputs).step_by(PANEL) {
-                transpose_tile(
-                    &w[o0 * inputs + k0..],
-                    inputs,
-                    &mut panel[k0 * PANEL..],
-                    PANEL,
-                    PANEL.min(outputs - o0),
-                    PANEL.min(inputs - k0),
-                );
-            }
+            transpose(&w[o0 * inputs..o1 * inputs], o1 - o0, inputs, panel, PANEL);
         }
         match b {
             Some(b) => self.bias[..outputs].copy_from_slice(b),
@@ -142,10 +134,27 @@ impl Layer {
     }
 }
 
+/// `dst[c·dst_stride + r] = m[r·cols + c]`: the transpose of the
+/// row-major `rows × cols` `m`, with `dst_stride` floats between `dst`'s
+/// rows, in 16 × 16 tiles so that reads and writes both stay in cache.
+pub(super) fn transpose(m: &[f32], rows: usize, cols: usize, dst: &mut [f32], dst_stride: usize) {
+    for r0 in (0..rows).step_by(PANEL) {
+        for c0 in (0..cols).step_by(PANEL) {
+            transpose_tile(
+                &m[r0 * cols + c0..],
+                cols,
+                &mut dst[c0 * dst_stride + r0..],
+                dst_stride,
+                PANEL.min(rows - r0),
+                PANEL.min(cols - c0),
+            );
+        }
+    }
+}
+
 /// `dst[c·dst_stride + r] = src[r·src_stride + c]` for `r < rows`,
-/// `c < cols`, both at most 16: one tile of a blocked transpose, read and
-/// written a row at a time.
-pub(super) fn transpose_tile(
+/// `c < cols`, both at most 16: one tile of [`transpose`].
+fn transpose_tile(
     src: &[f32],
     src_stride: usize,
     dst: &mut [f32],
@@ -168,23 +177,6 @@ pub(super) fn transpose_tile(
                     dst_stride,
                 );
             }
-        }
-        return;
-    }
-    if rows == PANEL && cols == PANEL {
-        // Whole tiles (nearly all of them) with fixed-size copies.
-        let mut tile = [[0.0f32; PANEL]; PANEL];
-        for (r, t) in tile.iter_mut().enumerate() {
-            let row: &[f32; PANEL] = src[r * src_stride..r * src_stride + PANEL]
-                .try_into()
-                .expect("a whole row of 16");
-            *t = *row;
-        }
-        for c in 0..PANEL {
-            let d: &mut [f32; PANEL] = (&mut dst[c * dst_stride..c * dst_stride + PANEL])
-                .try_into()
-                .expect("a whole row of 16");
-            *d = std::array::from_fn(|r| tile[r][c]);
         }
         return;
     }
@@ -261,6 +253,14 @@ pub fn supported() -> bool {
     }
 }
 
+/// A tensor's elements, in row-major order, as a vector.
+pub(super) fn tensor_values(t: &tch::Tensor) -> Result<Vec<f32>, TrainerError> {
+    let n = t.numel();
+    let mut v = vec![0.0f32; n];
+    t.f_contiguous()?.f_copy_data(&mut v, n)?;
+    Ok(v)
+}
+
 impl NativeMlp {
     /// Copies and packs `mlp`'s weights; `None` where the kernel does not
     /// apply (see the module comment).
@@ -276,12 +276,11 @@ impl NativeMlp {
             }
             let size = w.size();
             let (outputs, inputs) = (size[0] as usize, size[1] as usize);
-            let mut wv = vec![0.0f32; outputs * inputs];
-            w.f_contiguous()?.f_copy_data(&mut wv, outputs * inputs)?;
-            let mut bv = vec![0.0f32; outputs];
-            if let Some(b) = b {
-                b.f_contiguous()?.f_copy_data(&mut bv, outputs)?;
-            }
+            let wv = tensor_values(w)?;
+            let bv = match b {
+                Some(b) => tensor_values(b)?,
+                None => vec![0.0f32; outputs],
+            };
             if let Some(prev) = layers.last().filter(|l| l.outputs != inputs) {
                 return Err(TrainerError::BadShape(format!(
                     "layer of {inputs} inputs after one of {} outputs",
@@ -347,25 +346,9 @@ impl NativeMlp {
     }
 }
 
-/// `y = x P + b` (then ReLU) for `rows` rows.
+/// `y = x P + b` (then ReLU) for `rows` rows, in the calling thread.
 pub(super) fn dense(layer: &Layer, x: &[f32], rows: usize, y: &mut [f32], relu: bool) {
-    assert!(x.len() == rows * layer.inputs && y.len() == rows * layer.outputs);
-    // The AVX2 code below must never run on a CPU without it; the check is
-    // a cached flag.
-    assert!(supported(), "lcx's kernel needs AVX2 and FMA");
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: `Layer`s are used only where `supported()` found AVX2 and FMA
-    // (a `NativeMlp` or a `NativeTrainer` exists only then); the slice
-    // lengths are checked above.
-    unsafe {
-        let out = Out {
-            y: y.as_mut_ptr(),
-            packed: std::ptr::null_mut(),
-        };
-        dense_avx2(layer, x, rows, &out, relu, 0..layer.panel_count())
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    dense_portable(layer, x, rows, y, relu)
+    dense_threads_packed(layer, x, rows, y, None, relu, 1)
 }
 
 /// [`dense`] with the panels (groups of 16 output columns) shared out over
@@ -398,6 +381,8 @@ pub(super) fn dense_threads_packed(
     threads: usize,
 ) {
     assert!(x.len() == rows * layer.inputs && y.len() == rows * layer.outputs);
+    // The AVX2 code below must never run on a CPU without it; the check is
+    // a cached flag.
     assert!(supported(), "lcx's kernel needs AVX2 and FMA");
     let panels = layer.panel_count();
     let packed = match packed {
@@ -414,8 +399,9 @@ pub(super) fn dense_threads_packed(
             packed,
         };
         if threads <= 1 || panels < 2 {
-            // SAFETY: as in `dense`; `packed` (when not null) holds
-            // `rows × 16` floats per panel, checked above.
+            // SAFETY: AVX2 and FMA were checked above, as were the slice
+            // lengths; `packed` (when not null) holds `rows × 16` floats per
+            // panel (its shape was checked against `layer` and `rows`).
             unsafe { dense_avx2(layer, x, rows, &out, relu, 0..panels) };
             return;
         }
@@ -732,7 +718,7 @@ mod tests {
 
     /// The packed copy the kernel stores alongside its output is exactly
     /// what packing that output afterwards gives (padding included), on one
-    /// task or several; `transpose_tile` and `pack_weights` agree with the
+    /// task or several; `transpose` and `pack_weights` agree with the
     /// element-by-element definition.
     #[test]
     fn packed_outputs_and_packings_match_their_definitions() {
@@ -771,45 +757,16 @@ mod tests {
             dense(&layer, &x, rows, &mut plain, true);
             assert_eq!(y, plain);
         }
-        // A whole 16 × 16 tile (the AVX2 path) and partial ones.
-        let m: Vec<f32> = (0..20 * 37).map(|i| i as f32).collect();
-        let mut t = vec![0.0f32; 37 * 20];
-        for r0 in (0..20).step_by(16) {
-            for c0 in (0..37).step_by(16) {
-                let (rows, cols) = ((20 - r0).min(16), (37 - c0).min(16));
-                transpose_tile(
-                    &m[r0 * 37 + c0..],
-                    37,
-                    &mut t[c0 * 20 + r0..],
-                    20,
-                    rows,
-                    cols,
-                );
-            }
-        }
-        for r in 0..20 {
-            for c in 0..37 {
-                assert_eq!(t[c * 20 + r], m[r * 37 + c], "({r}, {c})");
-            }
-        }
-        let m: Vec<f32> = (0..13 * 21).map(|i| i as f32).collect();
-        let mut t = vec![0.0f32; 21 * 13];
-        for (r0, c0) in [(0, 0), (0, 16), (13, 0)]
-            .into_iter()
-            .filter(|&(r, _)| r < 13)
-        {
-            transpose_tile(
-                &m[r0 * 21 + c0..],
-                21,
-                &mut t[c0 * 13 + r0..],
-                13,
-                13 - r0,
-                (21 - c0).min(16),
-            );
-        }
-        for r in 0..13 {
-            for c in 0..21 {
-                assert_eq!(t[c * 13 + r], m[r * 21 + c]);
+        // Whole 16 × 16 tiles (the AVX2 path) and partial ones, into a
+        // destination with and without padding between its rows.
+        for (rows, cols, dst_stride) in [(20, 37, 20), (13, 21, 13), (20, 37, 24)] {
+            let m: Vec<f32> = (0..rows * cols).map(|i| i as f32).collect();
+            let mut t = vec![-1.0f32; cols * dst_stride];
+            transpose(&m, rows, cols, &mut t, dst_stride);
+            for r in 0..rows {
+                for c in 0..cols {
+                    assert_eq!(t[c * dst_stride + r], m[r * cols + c], "({r}, {c})");
+                }
             }
         }
     }

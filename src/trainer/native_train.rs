@@ -21,12 +21,12 @@
 
 use tch::{Device, Kind, Tensor};
 
-use super::native::{self, dense_threads, dense_threads_packed, Layer};
+use super::native::{self, dense_threads, dense_threads_packed, tensor_values, Layer};
 use super::network::Activation;
 use super::optim::{NetTrainer, StepOutcome, Weighting};
 use super::TrainerError;
 use crate::cfr::memory::Batch;
-use crate::cfr::regret::ACTIONS;
+use crate::cfr::regret::{is_legal, ACTIONS};
 
 /// The loss a network is trained on (spec §8.3–8.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,13 +49,6 @@ struct Param {
     grad: Vec<f32>,
 }
 
-fn to_vec(t: &Tensor) -> Result<Vec<f32>, TrainerError> {
-    let n = t.numel();
-    let mut v = vec![0.0f32; n];
-    t.f_contiguous()?.f_copy_data(&mut v, n)?;
-    Ok(v)
-}
-
 fn copy_into(t: &Tensor, v: &[f32]) -> Result<(), TrainerError> {
     let src = Tensor::f_from_slice(v)?.f_view(t.size().as_slice())?;
     let mut t = t.shallow_clone();
@@ -69,16 +62,24 @@ impl Param {
         slot: usize,
         moments: &(Tensor, Tensor),
     ) -> Result<Self, TrainerError> {
-        let value = to_vec(tensor)?;
+        let value = tensor_values(tensor)?;
         Ok(Self {
             tensor: tensor.shallow_clone(),
             slot,
             grad: vec![0.0; value.len()],
-            m: to_vec(&moments.0)?,
-            v: to_vec(&moments.1)?,
+            m: tensor_values(&moments.0)?,
+            v: tensor_values(&moments.1)?,
             value,
         })
     }
+}
+
+/// One layer's tensors as [`NativeTrainer::layout`] finds them.
+struct LayerSlots<'a> {
+    weight: (&'a Tensor, usize),
+    bias: (&'a Tensor, usize),
+    /// (inputs, outputs).
+    dims: (usize, usize),
 }
 
 /// A network's training state, copied out of its tensors, and the buffers
@@ -109,49 +110,69 @@ pub struct NativeTrainer {
 }
 
 impl NativeTrainer {
-    /// Copies `trainer`'s parameters, moments and step count; `None` where
-    /// this path does not compute the same network: not a CPU with AVX2 and
-    /// FMA, a traced or GELU network, parameters that are not CPU f32 or not
-    /// in (weight, bias) order.
-    pub fn load(trainer: &NetTrainer, threads: usize) -> Result<Option<Self>, TrainerError> {
+    /// Whether this path computes `trainer`'s network: a CPU with AVX2 and
+    /// FMA, an eager ReLU network whose parameters are CPU f32 (weight,
+    /// bias) pairs that chain. Nothing is copied.
+    pub fn applies(trainer: &NetTrainer) -> bool {
+        Self::layout(trainer).is_some()
+    }
+
+    /// Per layer: its weight and bias tensors, their places in the
+    /// VarStore's (and the optimiser's) order, and (inputs, outputs);
+    /// `None` where [`NativeTrainer::applies`] is false.
+    fn layout(trainer: &NetTrainer) -> Option<Vec<LayerSlots<'_>>> {
         let net = &trainer.net;
         if !native::supported() || net.is_traced() || net.activation() != Activation::Relu {
-            return Ok(None);
+            return None;
         }
         let params = trainer.params();
         let layers: Vec<_> = net.parameters().collect();
-        if params.len() != 2 * layers.len() || trainer.opt.moments.len() != params.len() {
-            return Ok(None);
+        if layers.is_empty()
+            || params.len() != 2 * layers.len()
+            || trainer.opt.moments.len() != params.len()
+        {
+            return None;
         }
         // The optimiser's moments follow the VarStore's order; find each
         // layer's tensors in it by identity rather than assume an order.
         let slot = |t: &Tensor| params.iter().position(|p| p.data_ptr() == t.data_ptr());
         let usable = |t: &Tensor| t.device() == Device::Cpu && t.kind() == Kind::Float;
-        let mut dims = Vec::with_capacity(layers.len());
-        let mut weights = Vec::with_capacity(layers.len());
-        let mut biases = Vec::with_capacity(layers.len());
+        let mut out: Vec<LayerSlots<'_>> = Vec::with_capacity(layers.len());
         for (w, b) in layers {
-            let Some(b) = b else { return Ok(None) };
-            let (Some(iw), Some(ib)) = (slot(w), slot(b)) else {
-                return Ok(None);
-            };
+            let b = b?;
             if !usable(w) || !usable(b) || w.dim() != 2 {
-                return Ok(None);
+                return None;
             }
             let size = w.size();
-            let (outputs, inputs) = (size[0] as usize, size[1] as usize);
-            if dims
-                .last()
-                .is_some_and(|&(_, prev): &(usize, usize)| prev != inputs)
-            {
-                return Ok(None);
+            let dims = (size[1] as usize, size[0] as usize);
+            if out.last().is_some_and(|prev| prev.dims.1 != dims.0) {
+                return None;
             }
-            dims.push((inputs, outputs));
-            weights.push(Param::load(w, iw, &trainer.opt.moments[iw])?);
-            biases.push(Param::load(b, ib, &trainer.opt.moments[ib])?);
+            out.push(LayerSlots {
+                weight: (w, slot(w)?),
+                bias: (b, slot(b)?),
+                dims,
+            });
         }
-        if dims.is_empty() {
+        Some(out)
+    }
+
+    /// Copies `trainer`'s parameters, moments and step count; `None` where
+    /// this path does not compute the same network (see
+    /// [`NativeTrainer::applies`]).
+    pub fn load(trainer: &NetTrainer, threads: usize) -> Result<Option<Self>, TrainerError> {
+        let Some(layout) = Self::layout(trainer) else {
             return Ok(None);
+        };
+        let moments = &trainer.opt.moments;
+        let mut dims = Vec::with_capacity(layout.len());
+        let mut weights = Vec::with_capacity(layout.len());
+        let mut biases = Vec::with_capacity(layout.len());
+        for l in layout {
+            let ((w, iw), (b, ib)) = (l.weight, l.bias);
+            dims.push(l.dims);
+            weights.push(Param::load(w, iw, &moments[iw])?);
+            biases.push(Param::load(b, ib, &moments[ib])?);
         }
         let opt = &trainer.opt;
         Ok(Some(Self {
@@ -304,7 +325,7 @@ impl NativeTrainer {
             // Weight: gᵀ (outputs × rows) times the layer's input (rows ×
             // inputs); the micro-kernel reads its left operand by rows.
             self.transposed.resize(outputs * rows, 0.0);
-            transpose(g, rows, outputs, &mut self.transposed);
+            native::transpose(g, rows, outputs, &mut self.transposed, rows);
             let [_, dw, da] = &mut self.packs[l];
             if l == 0 {
                 // The batch itself; deeper layers' inputs were packed by the
@@ -458,24 +479,6 @@ fn sum_of_squares(v: &[f32]) -> f64 {
     total
 }
 
-/// `out` (`cols × rows`) = the transpose of the row-major `rows × cols`
-/// `m`, in 16 × 16 tiles so that reads and writes both stay in cache.
-fn transpose(m: &[f32], rows: usize, cols: usize, out: &mut [f32]) {
-    const TILE: usize = 16;
-    for r0 in (0..rows).step_by(TILE) {
-        for c0 in (0..cols).step_by(TILE) {
-            native::transpose_tile(
-                &m[r0 * cols + c0..],
-                cols,
-                &mut out[c0 * rows + r0..],
-                rows,
-                TILE.min(rows - r0),
-                TILE.min(cols - c0),
-            );
-        }
-    }
-}
-
 /// `clamp(t/T, 0, 1)^alpha` with T = max(1, current); 1 when alpha is 0
 /// (as `optim::iteration_weights`).
 fn iteration_weight(iteration: u32, current: u64, alpha: f64) -> f32 {
@@ -488,10 +491,6 @@ fn iteration_weight(iteration: u32, current: u64, alpha: f64) -> f32 {
     } else {
         ratio.powf(alpha as f32)
     }
-}
-
-fn legal(mask: u32, a: usize) -> bool {
-    mask >> a & 1 == 1
 }
 
 /// The advantage loss of `optim::advantage_loss` and its gradient with
@@ -518,11 +517,10 @@ fn advantage_grad(
                 iteration_weight(batch.iterations[r], current, beta),
             ),
         };
-        let mask = batch.masks[r];
-        for a in 0..ACTIONS {
+        let mask = batch.mask_row_f32(r);
+        for (a, &m) in mask.iter().enumerate() {
             let i = r * ACTIONS + a;
             let y = batch.targets[i];
-            let m = f32::from(u8::from(legal(mask, a)));
             let w = if y >= 0.0 { wa } else { wb };
             let err = (pred[i] - y) * m;
             num += f64::from(err * err * w);
@@ -570,11 +568,11 @@ fn strategy_grad(
     for r in 0..batch.rows {
         let z = &logits[r * ACTIONS..(r + 1) * ACTIONS];
         let y = &batch.targets[r * ACTIONS..(r + 1) * ACTIONS];
-        let mask = batch.masks[r];
+        let mask = u64::from(batch.masks[r]);
         // The masked log-softmax: illegal logits are f32::MIN, so they
         // take no probability whenever a legal action exists.
         let masked: [f32; ACTIONS] =
-            std::array::from_fn(|a| if legal(mask, a) { z[a] } else { f32::MIN });
+            std::array::from_fn(|a| if is_legal(mask, a) { z[a] } else { f32::MIN });
         let max = masked.iter().copied().fold(f32::MIN, f32::max);
         let sum: f64 = masked
             .iter()
@@ -584,7 +582,7 @@ fn strategy_grad(
         let c = f64::from(weights[r]) / denom;
         let (mut ce, mut legal_target) = (0.0f64, 0.0f64);
         for a in 0..ACTIONS {
-            if legal(mask, a) {
+            if is_legal(mask, a) {
                 ce -= f64::from(y[a]) * (f64::from(masked[a]) - lse);
                 legal_target += f64::from(y[a]);
             } else {
@@ -596,7 +594,7 @@ fn strategy_grad(
         }
         total += c * ce;
         for a in 0..ACTIONS {
-            if legal(mask, a) {
+            if is_legal(mask, a) {
                 let p = (f64::from(masked[a]) - lse).exp();
                 grad[r * ACTIONS + a] = (c * (p * legal_target - f64::from(y[a]))) as f32;
             }
@@ -693,7 +691,7 @@ mod tests {
     }
 
     fn flat(ts: &[Tensor]) -> Vec<f32> {
-        ts.iter().flat_map(|t| to_vec(t).unwrap()).collect()
+        ts.iter().flat_map(|t| tensor_values(t).unwrap()).collect()
     }
 
     /// Every element within `rel·|want| + abs_frac·max|want|`: float
@@ -1032,8 +1030,10 @@ mod tests {
     fn load_declines_what_it_cannot_compute() {
         let (gelu, _) = twins(spec(9, 8, Activation::Gelu), 1e-3);
         assert!(NativeTrainer::load(&gelu, 1).unwrap().is_none());
+        assert!(!NativeTrainer::applies(&gelu));
         let (mut traced, _) = twins(spec(9, 8, Activation::Relu), 1e-3);
         traced.net.trace().unwrap();
         assert!(NativeTrainer::load(&traced, 1).unwrap().is_none());
+        assert!(!NativeTrainer::applies(&traced));
     }
 }

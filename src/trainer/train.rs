@@ -171,9 +171,7 @@ impl NetJob {
                 return self.run_native(native, trainer, mem, t);
             }
         }
-        let mut sum = 0.0;
-        let mut n = 0u32;
-        let mut nonfinite = 0;
+        let mut tally = Tally::default();
         for _ in 0..self.updates {
             let b = mem.sample(self.batch)?;
             let (x, y, m, it) = self.batch_tensors(&b)?;
@@ -184,22 +182,11 @@ impl NetJob {
             } else {
                 optim::strategy_loss(&out, &y, &m, &it, t, self.weighting)?
             };
-            let outcome = optim::step(trainer, scaler, &loss, self.grad_clip)?;
-            if outcome.nonfinite_loss {
-                nonfinite += 1;
-            } else {
-                sum += outcome.loss;
-                n += 1;
-            }
+            tally.add(optim::step(trainer, scaler, &loss, self.grad_clip)?);
         }
-        Ok(NetResult {
-            loss: Some(if n > 0 { sum / f64::from(n) } else { f64::NAN }),
-            nonfinite,
-        })
+        Ok(tally.result())
     }
-}
 
-impl NetJob {
     /// [`NetJob::run`] on lcx's kernel: the same batches, the same steps,
     /// with the state written back into `trainer`'s tensors at the end.
     fn run_native(
@@ -214,9 +201,7 @@ impl NetJob {
         } else {
             Loss::Strategy
         };
-        let mut sum = 0.0;
-        let mut n = 0u32;
-        let mut nonfinite = 0;
+        let mut tally = Tally::default();
         let mut failure = None;
         let mut b = Batch::default();
         for _ in 0..self.updates {
@@ -225,11 +210,7 @@ impl NetJob {
                 .map_err(TrainError::from)
                 .and_then(|()| Ok(native.step(&b, loss, self.weighting, t, self.grad_clip)?));
             match step {
-                Ok(o) if o.nonfinite_loss => nonfinite += 1,
-                Ok(o) => {
-                    sum += o.loss;
-                    n += 1;
-                }
+                Ok(outcome) => tally.add(outcome),
                 Err(e) => {
                     failure = Some(e);
                     break;
@@ -239,13 +220,41 @@ impl NetJob {
         // The steps taken so far are kept even when one failed, as on the
         // libtorch path (which updates the tensors in place).
         native.store(trainer)?;
-        if let Some(e) = failure {
-            return Err(e);
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(tally.result()),
         }
-        Ok(NetResult {
-            loss: Some(if n > 0 { sum / f64::from(n) } else { f64::NAN }),
-            nonfinite,
-        })
+    }
+}
+
+/// The losses of one network's steps, as [`NetResult`] reports them.
+#[derive(Debug, Default)]
+struct Tally {
+    sum: f64,
+    finite: u32,
+    nonfinite: u64,
+}
+
+impl Tally {
+    fn add(&mut self, outcome: optim::StepOutcome) {
+        if outcome.nonfinite_loss {
+            self.nonfinite += 1;
+        } else {
+            self.sum += outcome.loss;
+            self.finite += 1;
+        }
+    }
+
+    /// The mean loss over steps with a finite loss (NaN when none was).
+    fn result(&self) -> NetResult {
+        NetResult {
+            loss: Some(if self.finite > 0 {
+                self.sum / f64::from(self.finite)
+            } else {
+                f64::NAN
+            }),
+            nonfinite: self.nonfinite,
+        }
     }
 }
 
@@ -474,8 +483,8 @@ impl Trainer {
     /// Whether training steps run on lcx's kernel
     /// (`optimization.native_training` where it applies: a CPU without
     /// AMP, an eager ReLU network, AVX2 and FMA) rather than libtorch.
-    pub fn trains_natively(&self) -> Result<bool, TrainError> {
-        Ok(self.net_job(0).native && NativeTrainer::load(&self.nets[0], 1)?.is_some())
+    pub fn trains_natively(&self) -> bool {
+        self.net_job(0).native && NativeTrainer::applies(&self.nets[0])
     }
 
     /// Whether the three networks train at once, each on its own thread:
