@@ -7,6 +7,18 @@ fn lcx() -> Command {
     Command::new(env!("CARGO_BIN_EXE_lcx"))
 }
 
+/// Runs `cmd`, fails the test with its stderr unless it succeeded, and
+/// returns its stdout.
+fn succeed(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
 fn smoke() -> String {
     format!("{}/configs/smoke.toml", env!("CARGO_MANIFEST_DIR"))
 }
@@ -87,23 +99,18 @@ fn train_streams_metrics_and_writes_the_run_directory() {
 #[test]
 fn resume_continues_at_the_next_iteration() {
     let dir = tempfile::tempdir().unwrap();
-    let first = lcx()
-        .args([
-            "train",
-            "--config",
-            &smoke(),
-            "--set",
-            "checkpoint.save_latest=true",
-            "--keep",
-        ])
-        .arg("--runs-dir")
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        first.status.success(),
-        "{}",
-        String::from_utf8_lossy(&first.stderr)
+    succeed(
+        lcx()
+            .args([
+                "train",
+                "--config",
+                &smoke(),
+                "--set",
+                "checkpoint.save_latest=true",
+                "--keep",
+            ])
+            .arg("--runs-dir")
+            .arg(dir.path()),
     );
     let run = std::fs::read_dir(dir.path())
         .unwrap()
@@ -113,22 +120,17 @@ fn resume_continues_at_the_next_iteration() {
         .path();
     let latest = run.join("latest.json");
     assert!(latest.exists() && run.join("latest.safetensors").exists());
-    let second = lcx()
-        .args([
-            "train",
-            "--config",
-            &smoke(),
-            "--set",
-            "run.max_iterations=3",
-        ])
-        .args(["--set", "checkpoint.save_latest=true", "--resume"])
-        .arg(&latest)
-        .output()
-        .unwrap();
-    assert!(
-        second.status.success(),
-        "{}",
-        String::from_utf8_lossy(&second.stderr)
+    succeed(
+        lcx()
+            .args([
+                "train",
+                "--config",
+                &smoke(),
+                "--set",
+                "run.max_iterations=3",
+            ])
+            .args(["--set", "checkpoint.save_latest=true", "--resume"])
+            .arg(&latest),
     );
     let metrics = std::fs::read_to_string(run.join("metrics.jsonl")).unwrap();
     assert_eq!(iterations(&metrics), vec![1, 2, 3]);
@@ -158,18 +160,12 @@ fn bad_config_key_and_missing_checkpoint_exit_2() {
 #[test]
 fn bench_trainer_names_the_training_backend() {
     let run = |extra: &[&str]| -> String {
-        let out = lcx()
-            .args(["bench", "trainer", "--config", &smoke()])
-            .args(["--runs", "1", "--warmup", "0", "--set", "run.device=cpu"])
-            .args(extra)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
+        succeed(
+            lcx()
+                .args(["bench", "trainer", "--config", &smoke()])
+                .args(["--runs", "1", "--warmup", "0", "--set", "run.device=cpu"])
+                .args(extra),
+        )
     };
     #[cfg(target_arch = "x86_64")]
     let kernel = is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma");
