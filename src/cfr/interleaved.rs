@@ -16,6 +16,8 @@
 //!
 //! [`RecursiveTraverser::traverse_seeded`]: super::traversal::RecursiveTraverser::traverse_seeded
 
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 use super::policy::{Net, Policy};
@@ -40,6 +42,9 @@ pub struct InterleaveConfig {
     /// Start a new game as soon as one finishes; `false` runs waves of
     /// `width` games like the reference.
     pub refill: bool,
+    /// On a worker pool, let the workers share games (see
+    /// [`InterleavedTraverser::run_shared`]) where forwards allow it.
+    pub share_games: bool,
     /// Forward every request on its own (`run.deterministic`): results then
     /// cannot depend on how rows were batched.
     pub single_row_forwards: bool,
@@ -51,6 +56,7 @@ impl Default for InterleaveConfig {
             width: 64,
             max_batch: 128,
             refill: true,
+            share_games: true,
             single_row_forwards: false,
         }
     }
@@ -73,6 +79,9 @@ pub struct SchedulerMetrics {
     pub forward_seconds: f64,
     /// Advancing contexts and collecting requests.
     pub scheduler_seconds: f64,
+    /// Games in flight handed to a worker that had run out (shared games
+    /// only; see [`InterleavedTraverser::run_shared`]).
+    pub handed_over: u64,
 }
 
 impl SchedulerMetrics {
@@ -84,6 +93,7 @@ impl SchedulerMetrics {
         self.forwards += other.forwards;
         self.forward_seconds += other.forward_seconds;
         self.scheduler_seconds += other.scheduler_seconds;
+        self.handed_over += other.handed_over;
     }
 
     /// requests / batches (0 without batches), recomputed after merging.
@@ -116,6 +126,7 @@ impl SchedulerMetrics {
             ("avg_rows_per_forward", self.avg_rows_per_forward()),
             ("forward_seconds", self.forward_seconds),
             ("scheduler_seconds", self.scheduler_seconds),
+            ("handed_over", self.handed_over as f64),
         ]
         .into_iter()
         .map(|(k, v)| (format!("interleaved/{k}"), v))
@@ -226,6 +237,16 @@ impl Context {
         self.pending = None;
         self.advantage = SampleBuffer::new(dim);
         self.strategy = SampleBuffer::new(dim);
+    }
+
+    /// Takes a finished game's samples, leaving empty buffers.
+    fn retire(&mut self) -> Finished {
+        let dim = self.query.len();
+        (
+            self.job,
+            std::mem::replace(&mut self.advantage, SampleBuffer::new(dim)),
+            std::mem::replace(&mut self.strategy, SampleBuffer::new(dim)),
+        )
     }
 
     fn score_diff(&self) -> f64 {
@@ -489,16 +510,31 @@ impl<'a, P: Policy> InterleavedTraverser<'a, P> {
     where
         I: IntoIterator<Item = Result<GameJob, TraversalError>>,
     {
+        let mut feed = LocalFeed {
+            jobs: jobs.into_iter(),
+            next: 0,
+        };
+        let done = self.run_feed(&mut feed)?;
+        Ok(assemble(
+            self.dim,
+            std::mem::take(&mut self.core.stats),
+            done,
+        ))
+    }
+
+    /// The scheduler loop: runs games from `feed` until it has no more,
+    /// and returns each finished game's samples with its job index.
+    fn run_feed(&mut self, feed: &mut impl Feed) -> Result<Vec<Finished>, TraversalError> {
         let start = Instant::now();
         let forward_before = self.metrics.forward_seconds;
+        let mut waited = 0.0;
         let dim = self.dim;
         let width = self.config.width;
         let max_batch = self.config.max_batch;
-        let mut jobs = jobs.into_iter().fuse();
-        let mut next_job = 0usize;
-        // Finished games' samples, by job index.
-        let mut done: Vec<Option<(SampleBuffer, SampleBuffer)>> = Vec::new();
-        let mut slots: Vec<Context> = Vec::new();
+        let mut done: Vec<Finished> = Vec::new();
+        // Contexts by slot; `None` where a context was handed to another
+        // worker. Finished slots keep their allocations for the next game.
+        let mut slots: Vec<Option<Context>> = Vec::new();
         let mut free: Vec<usize> = Vec::new();
         // Slots in flight, in the order their games started.
         let mut window: Vec<usize> = Vec::with_capacity(width);
@@ -512,27 +548,53 @@ impl<'a, P: Policy> InterleavedTraverser<'a, P> {
             // drained in wave mode.
             if self.config.refill || window.is_empty() {
                 while window.len() < width {
-                    let Some(job) = jobs.next() else { break };
-                    let job = job?;
-                    let slot = if let Some(s) = free.pop() {
-                        slots[s].restart(next_job, job, dim);
-                        s
-                    } else {
-                        slots.push(Context::new(next_job, job, dim));
-                        slots.len() - 1
+                    let Some(incoming) = feed.next() else { break };
+                    let slot = match free.pop() {
+                        Some(s) => s,
+                        None => {
+                            slots.push(None);
+                            slots.len() - 1
+                        }
                     };
-                    done.push(None);
-                    next_job += 1;
-                    if self.core.advance(&mut slots[slot])? {
+                    let ctx = match (incoming?, slots[slot].take()) {
+                        (Incoming::Handed(ctx), _) => {
+                            // Handed over with its request pending.
+                            slots[slot] = Some(ctx);
+                            window.push(slot);
+                            continue;
+                        }
+                        (Incoming::Job(job, spec), Some(mut ctx)) => {
+                            ctx.restart(job, spec, dim);
+                            slots[slot].insert(ctx)
+                        }
+                        (Incoming::Job(job, spec), None) => {
+                            slots[slot].insert(Context::new(job, spec, dim))
+                        }
+                    };
+                    if self.core.advance(ctx)? {
                         window.push(slot);
                     } else {
-                        Self::retire(&mut slots[slot], &mut done);
+                        done.push(ctx.retire());
                         free.push(slot);
                     }
                 }
             }
             if window.is_empty() {
+                let wait_start = Instant::now();
+                let more = feed.wait();
+                waited += wait_start.elapsed().as_secs_f64();
+                if more {
+                    continue;
+                }
                 break;
+            }
+            // Another worker ran out of games: give it some of ours.
+            let spare = feed.spare(window.len());
+            if spare > 0 {
+                let handed = window.split_off(window.len() - spare);
+                self.metrics.handed_over += spare as u64;
+                free.extend(&handed);
+                feed.hand_over(handed.iter().filter_map(|&s| slots[s].take()).collect());
             }
 
             // Every context in the window has a pending request; the first
@@ -544,7 +606,7 @@ impl<'a, P: Policy> InterleavedTraverser<'a, P> {
                 members[g].clear();
             }
             for &slot in &batch {
-                let ctx = &slots[slot];
+                let ctx = slots[slot].as_ref().expect("window slots hold contexts");
                 if let Some(req) = ctx.pending {
                     let g = req.net.index();
                     inputs[g].extend_from_slice(&ctx.query);
@@ -585,43 +647,265 @@ impl<'a, P: Policy> InterleavedTraverser<'a, P> {
             let mut finished = false;
             for g in 0..3 {
                 for (r, &slot) in members[g].iter().enumerate() {
-                    let ctx = &mut slots[slot];
+                    let ctx = slots[slot].as_mut().expect("window slots hold contexts");
                     self.core
                         .deliver(ctx, &outputs[g][r * ACTIONS..(r + 1) * ACTIONS])?;
                     if !self.core.advance(ctx)? {
-                        Self::retire(ctx, &mut done);
+                        done.push(ctx.retire());
                         free.push(slot);
                         finished = true;
                     }
                 }
             }
             if finished {
-                window.retain(|&s| slots[s].pending.is_some());
+                window.retain(|&s| slots[s].as_ref().is_some_and(|c| c.pending.is_some()));
             }
         }
 
-        let mut out = TraversalOutput::new(dim);
-        out.stats = std::mem::take(&mut self.core.stats);
-        let finished = || done.iter().flatten();
-        out.advantage
-            .reserve(finished().map(|(a, _)| a.len()).sum());
-        out.strategy.reserve(finished().map(|(_, s)| s.len()).sum());
-        for (advantage, strategy) in done.into_iter().flatten() {
-            out.advantage.extend(&advantage);
-            out.strategy.extend(&strategy);
-        }
-        let elapsed = start.elapsed().as_secs_f64();
+        let elapsed = start.elapsed().as_secs_f64() - waited;
         let forward = self.metrics.forward_seconds - forward_before;
         self.metrics.scheduler_seconds += (elapsed - forward).max(0.0);
-        Ok(out)
+        Ok(done)
+    }
+}
+
+impl<'a, P: Policy + Sync> InterleavedTraverser<'a, P> {
+    /// Runs `jobs` on one scheduler per thread of `pool`, with the
+    /// threads pulling games from the shared queue as their windows free
+    /// up, and a worker whose games are all done taking over half of a
+    /// busy one's games in flight. So no core idles while another works
+    /// through the end of its share; results are those of [`Self::run`]
+    /// over the same jobs (samples in job order, statistics summed).
+    ///
+    /// Which games share a window then depends on timing, so this needs a
+    /// policy that gives each row the same result in any batch
+    /// ([`Policy::batch_invariant`]) or single-row forwards; otherwise
+    /// it is an error. `games` (the job count) caps each window at an even
+    /// share, so the first worker to start does not take them all.
+    pub fn run_shared<I>(
+        params: &'a TraversalParams,
+        config: InterleaveConfig,
+        policy: &'a P,
+        dim: usize,
+        (jobs, games): (I, usize),
+        pool: &rayon::ThreadPool,
+    ) -> Result<(TraversalOutput, SchedulerMetrics), TraversalError>
+    where
+        I: Iterator<Item = Result<GameJob, TraversalError>> + Send,
+    {
+        if !(policy.batch_invariant() || config.single_row_forwards) {
+            return Err(TraversalError::Unsupported(
+                "sharing games between workers needs batch-invariant forwards".into(),
+            ));
+        }
+        let workers = pool.current_num_threads();
+        let config = InterleaveConfig {
+            width: config.width.min(games.div_ceil(workers.max(1))),
+            ..config
+        };
+        let shared = SharedWork::new(jobs, workers);
+        // `broadcast` runs exactly one scheduler on every thread of the
+        // pool, so a worker waiting for handed-over games never holds up
+        // one that has not started.
+        let parts: Vec<Result<_, TraversalError>> = pool.broadcast(|_| {
+            let _abort = AbortOnExit(&shared);
+            let mut t = Self::new(params, config, policy, dim)?;
+            let done = t.run_feed(&mut SharedFeed(&shared))?;
+            Ok((done, std::mem::take(&mut t.core.stats), t.metrics()))
+        });
+        let mut metrics = SchedulerMetrics::default();
+        let mut stats = TraversalStats::default();
+        let mut done = Vec::new();
+        for part in parts {
+            let (finished, part_stats, part_metrics) = part?;
+            done.extend(finished);
+            stats.merge(&part_stats);
+            metrics.merge(&part_metrics);
+        }
+        Ok((assemble(dim, stats, done), metrics))
+    }
+}
+
+/// A finished game: its job index and its advantage and strategy samples.
+type Finished = (usize, SampleBuffer, SampleBuffer);
+
+/// The output of finished games: samples in job order, `stats` as given.
+fn assemble(dim: usize, stats: TraversalStats, mut done: Vec<Finished>) -> TraversalOutput {
+    done.sort_unstable_by_key(|(job, _, _)| *job);
+    let mut out = TraversalOutput::new(dim);
+    out.stats = stats;
+    out.advantage
+        .reserve(done.iter().map(|(_, a, _)| a.len()).sum());
+    out.strategy
+        .reserve(done.iter().map(|(_, _, s)| s.len()).sum());
+    for (_, advantage, strategy) in &done {
+        out.advantage.extend(advantage);
+        out.strategy.extend(strategy);
+    }
+    out
+}
+
+/// What enters a scheduler's window.
+#[allow(clippy::large_enum_variant)] // one per game, moved once straight into its slot
+enum Incoming {
+    /// A new game and its index in the job order.
+    Job(usize, GameJob),
+    /// A game in flight, handed over by another worker, its request
+    /// pending.
+    Handed(Context),
+}
+
+/// Where a scheduler's games come from.
+trait Feed {
+    /// The next game for the window, if any is left.
+    fn next(&mut self) -> Option<Result<Incoming, TraversalError>>;
+    /// How many of the `in_flight` games to hand over now.
+    fn spare(&self, _in_flight: usize) -> usize {
+        0
+    }
+    /// Takes the games `spare` asked for.
+    fn hand_over(&self, _contexts: Vec<Context>) {}
+    /// Called with an empty window once `next` has run dry: true when
+    /// games may have been handed over, false when all work is done.
+    fn wait(&mut self) -> bool {
+        false
+    }
+}
+
+/// One scheduler's own job list.
+struct LocalFeed<I> {
+    jobs: I,
+    next: usize,
+}
+
+impl<I: Iterator<Item = Result<GameJob, TraversalError>>> Feed for LocalFeed<I> {
+    fn next(&mut self) -> Option<Result<Incoming, TraversalError>> {
+        let job = self.jobs.next()?;
+        self.next += 1;
+        Some(job.map(|j| Incoming::Job(self.next - 1, j)))
+    }
+}
+
+/// Work shared by the schedulers of [`InterleavedTraverser::run_shared`].
+struct SharedWork<I> {
+    workers: usize,
+    /// The job list and the index of its next job.
+    jobs: Mutex<(I, usize)>,
+    handoff: Mutex<Handoff>,
+    /// Signalled when games are handed over or all work is done.
+    wake: Condvar,
+    /// Lock-free copies of `handoff`'s counts, read every round.
+    idle: AtomicUsize,
+    handed: AtomicUsize,
+    /// Set by a failing worker: no more jobs start.
+    aborted: AtomicBool,
+}
+
+#[derive(Default)]
+struct Handoff {
+    contexts: Vec<Context>,
+    /// Workers in `wait`.
+    idle: usize,
+    done: bool,
+}
+
+impl<I: Iterator<Item = Result<GameJob, TraversalError>>> SharedWork<I> {
+    fn new(jobs: I, workers: usize) -> Self {
+        Self {
+            workers,
+            jobs: Mutex::new((jobs, 0)),
+            handoff: Mutex::new(Handoff::default()),
+            wake: Condvar::new(),
+            idle: AtomicUsize::new(0),
+            handed: AtomicUsize::new(0),
+            aborted: AtomicBool::new(false),
+        }
     }
 
-    /// Moves a finished context's samples to `done`.
-    fn retire(ctx: &mut Context, done: &mut [Option<(SampleBuffer, SampleBuffer)>]) {
-        let dim = ctx.query.len();
-        let advantage = std::mem::replace(&mut ctx.advantage, SampleBuffer::new(dim));
-        let strategy = std::mem::replace(&mut ctx.strategy, SampleBuffer::new(dim));
-        done[ctx.job] = Some((advantage, strategy));
+    fn handoff(&self) -> MutexGuard<'_, Handoff> {
+        // A worker that panicked holding the lock left the counts whole
+        // (they change only together, without panicking code between).
+        self.handoff.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn abort(&self) {
+        self.aborted.store(true, Ordering::SeqCst);
+        self.handoff().done = true;
+        self.wake.notify_all();
+    }
+}
+
+/// Ends the shared run when a worker leaves, whether done, failed or
+/// panicking, so no other worker waits for it forever.
+struct AbortOnExit<'s, I: Iterator<Item = Result<GameJob, TraversalError>>>(&'s SharedWork<I>);
+
+impl<I: Iterator<Item = Result<GameJob, TraversalError>>> Drop for AbortOnExit<'_, I> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+struct SharedFeed<'s, I>(&'s SharedWork<I>);
+
+impl<I: Iterator<Item = Result<GameJob, TraversalError>>> Feed for SharedFeed<'_, I> {
+    fn next(&mut self) -> Option<Result<Incoming, TraversalError>> {
+        let w = self.0;
+        if w.aborted.load(Ordering::Relaxed) {
+            return None;
+        }
+        if w.handed.load(Ordering::Relaxed) > 0 {
+            let mut h = w.handoff();
+            if let Some(ctx) = h.contexts.pop() {
+                w.handed.store(h.contexts.len(), Ordering::Relaxed);
+                return Some(Ok(Incoming::Handed(ctx)));
+            }
+        }
+        let mut jobs = w.jobs.lock().unwrap_or_else(PoisonError::into_inner);
+        let (iter, next) = &mut *jobs;
+        let job = iter.next()?;
+        *next += 1;
+        Some(job.map(|j| Incoming::Job(*next - 1, j)))
+    }
+
+    fn spare(&self, in_flight: usize) -> usize {
+        // Hand over only once the last handover has been picked up, and
+        // share evenly between this worker and the idle ones.
+        let idle = self.0.idle.load(Ordering::Relaxed);
+        if idle == 0 || self.0.handed.load(Ordering::Relaxed) > 0 {
+            0
+        } else {
+            in_flight * idle / (idle + 1)
+        }
+    }
+
+    fn hand_over(&self, contexts: Vec<Context>) {
+        let mut h = self.0.handoff();
+        h.contexts.extend(contexts);
+        self.0.handed.store(h.contexts.len(), Ordering::Relaxed);
+        drop(h);
+        self.0.wake.notify_all();
+    }
+
+    fn wait(&mut self) -> bool {
+        let w = self.0;
+        let mut h = w.handoff();
+        h.idle += 1;
+        w.idle.store(h.idle, Ordering::Relaxed);
+        loop {
+            if !h.contexts.is_empty() && !h.done {
+                h.idle -= 1;
+                w.idle.store(h.idle, Ordering::Relaxed);
+                return true;
+            }
+            // Everyone is here with nothing to hand over: all games are
+            // done (the job list ran dry before any worker got here).
+            if h.done || h.idle == w.workers {
+                h.done = true;
+                w.wake.notify_all();
+                return false;
+            }
+            h = w.wake.wait(h).unwrap_or_else(PoisonError::into_inner);
+        }
     }
 }
 
@@ -754,7 +1038,7 @@ mod tests {
             let policy = HashPolicy { scale: if zeroed { 0.0 } else { 1.0 } };
             let jobs = jobs(&Rules::default(), 3, seed, seed.wrapping_mul(31));
             let expected = recursive(&params, &policy, &jobs);
-            let config = InterleaveConfig { width, max_batch, refill, single_row_forwards: false };
+            let config = InterleaveConfig { width, max_batch, refill, share_games: true, single_row_forwards: false };
             let (got, metrics) = interleaved(&params, config, &policy, &jobs);
             assert_same(&expected, &got, "interleaved");
             prop_assert!(metrics.max_batch_size as usize <= width.min(max_batch));
@@ -830,6 +1114,7 @@ mod tests {
             width: 4,
             max_batch: 64,
             refill: false,
+            share_games: true,
             single_row_forwards: false,
         };
         let (a, ma) = interleaved(&params, wave, &policy, &jobs);
@@ -877,6 +1162,250 @@ mod tests {
         assert_eq!(seen, vec![0, 1, 0, 1]);
     }
 
+    /// Hands over the newest `spare` games at the feed's `at`-th round.
+    struct HandAt<I> {
+        local: LocalFeed<I>,
+        round: std::cell::Cell<usize>,
+        at: usize,
+        handed: RefCell<Vec<Context>>,
+    }
+
+    impl<I: Iterator<Item = Result<GameJob, TraversalError>>> Feed for HandAt<I> {
+        fn next(&mut self) -> Option<Result<Incoming, TraversalError>> {
+            self.local.next()
+        }
+        fn spare(&self, in_flight: usize) -> usize {
+            self.round.set(self.round.get() + 1);
+            if self.round.get() == self.at {
+                in_flight / 2
+            } else {
+                0
+            }
+        }
+        fn hand_over(&self, contexts: Vec<Context>) {
+            self.handed.borrow_mut().extend(contexts);
+        }
+    }
+
+    /// Only games handed over by another scheduler.
+    struct Given(Vec<Context>);
+
+    impl Feed for Given {
+        fn next(&mut self) -> Option<Result<Incoming, TraversalError>> {
+            self.0.pop().map(|c| Ok(Incoming::Handed(c)))
+        }
+    }
+
+    /// Games moved to another scheduler mid-game (their network query
+    /// pending) finish exactly as if they had stayed: the two schedulers'
+    /// results together are one scheduler's, however the window is cut.
+    #[test]
+    fn games_handed_over_mid_game_finish_as_if_they_stayed() {
+        let params = case_params(Opponent::Network, Fallback::ArgmaxTiebreak, Cut::None, true);
+        let policy = HashPolicy { scale: 1.0 };
+        let jobs = jobs(&Rules::default(), 9, 11, 17);
+        let dim = params.encoding.input_dim(&Rules::default());
+        let config = InterleaveConfig {
+            width: 6,
+            ..InterleaveConfig::default()
+        };
+        let (expected, _) = interleaved(&params, config, &policy, &jobs);
+        for at in [1, 5, 40] {
+            let mut first = InterleavedTraverser::new(&params, config, &policy, dim).unwrap();
+            let mut feed = HandAt {
+                local: LocalFeed {
+                    jobs: jobs.iter().cloned().map(Ok),
+                    next: 0,
+                },
+                round: Default::default(),
+                at,
+                handed: Default::default(),
+            };
+            let mut done = first.run_feed(&mut feed).unwrap();
+            let handed = feed.handed.into_inner();
+            assert_eq!(handed.len(), 3, "half of a full window of 6, round {at}");
+            assert!(handed.iter().all(|c| c.pending.is_some() && c.nodes > 0));
+            let mut second = InterleavedTraverser::new(&params, config, &policy, dim).unwrap();
+            done.extend(second.run_feed(&mut Given(handed)).unwrap());
+            let mut stats = std::mem::take(&mut first.core.stats);
+            stats.merge(&second.core.stats);
+            assert_same(&expected, &assemble(dim, stats, done), "handed over");
+        }
+    }
+
+    fn pool(threads: usize) -> rayon::ThreadPool {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+    }
+
+    /// Workers sharing games give one scheduler's output, however many
+    /// there are and whether or not the window is a whole share.
+    #[test]
+    fn shared_workers_give_one_schedulers_output() {
+        let params = case_params(
+            Opponent::Network,
+            Fallback::ArgmaxTiebreak,
+            Cut::Nodes(300),
+            true,
+        );
+        let policy = HashPolicy { scale: 1.0 };
+        let jobs = jobs(&Rules::default(), 24, 5, 9);
+        let dim = params.encoding.input_dim(&Rules::default());
+        for width in [2, 64] {
+            let config = InterleaveConfig {
+                width,
+                ..InterleaveConfig::default()
+            };
+            let (expected, one) = interleaved(&params, config, &policy, &jobs);
+            for workers in [1, 2, 4] {
+                let (got, metrics) = InterleavedTraverser::run_shared(
+                    &params,
+                    config,
+                    &policy,
+                    dim,
+                    (jobs.iter().cloned().map(Ok), jobs.len()),
+                    &pool(workers),
+                )
+                .unwrap();
+                assert_same(
+                    &expected,
+                    &got,
+                    &format!("width {width}, {workers} workers"),
+                );
+                assert_eq!(metrics.requests, one.requests);
+            }
+        }
+    }
+
+    /// One worker made slow (the first thread to query the network sleeps
+    /// on every forward): the other runs out of games first and is handed
+    /// games in flight, and the output is still one scheduler's.
+    #[test]
+    fn an_idle_worker_takes_over_games_from_a_slow_one() {
+        struct SlowFirst<'a> {
+            inner: &'a HashPolicy,
+            slow: Mutex<Option<std::thread::ThreadId>>,
+        }
+        impl Policy for SlowFirst<'_> {
+            fn evaluate(
+                &self,
+                net: Net,
+                states: &[f32],
+                rows: usize,
+                out: &mut [f32],
+            ) -> Result<(), PolicyError> {
+                let me = std::thread::current().id();
+                if *self.slow.lock().unwrap().get_or_insert(me) == me {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                self.inner.evaluate(net, states, rows, out)
+            }
+            fn batch_invariant(&self) -> bool {
+                true
+            }
+        }
+        let params = case_params(
+            Opponent::Network,
+            Fallback::ArgmaxTiebreak,
+            Cut::Nodes(200),
+            true,
+        );
+        let policy = HashPolicy { scale: 1.0 };
+        let jobs = jobs(&Rules::default(), 8, 21, 23);
+        let dim = params.encoding.input_dim(&Rules::default());
+        let config = InterleaveConfig::default();
+        let (expected, _) = interleaved(&params, config, &policy, &jobs);
+        let slow = SlowFirst {
+            inner: &policy,
+            slow: Mutex::new(None),
+        };
+        let (got, metrics) = InterleavedTraverser::run_shared(
+            &params,
+            config,
+            &slow,
+            dim,
+            (jobs.iter().cloned().map(Ok), jobs.len()),
+            &pool(2),
+        )
+        .unwrap();
+        assert_same(&expected, &got, "slow worker");
+        assert!(metrics.handed_over >= 1, "{metrics:?}");
+    }
+
+    /// A batch-dependent policy cannot share games (which rows meet in a
+    /// batch would depend on timing), and a failing game stops every
+    /// worker with its error instead of leaving one waiting.
+    #[test]
+    fn shared_workers_refuse_batch_dependent_policies_and_stop_on_errors() {
+        /// The same outputs, without the claim that batches do not matter.
+        struct Plain<'a>(&'a HashPolicy);
+        impl Policy for Plain<'_> {
+            fn evaluate(
+                &self,
+                net: Net,
+                states: &[f32],
+                rows: usize,
+                out: &mut [f32],
+            ) -> Result<(), PolicyError> {
+                self.0.evaluate(net, states, rows, out)
+            }
+        }
+        let params = params();
+        let policy = HashPolicy { scale: 1.0 };
+        let plain = Plain(&policy);
+        let jobs = jobs(&Rules::default(), 6, 3, 4);
+        let dim = params.encoding.input_dim(&Rules::default());
+        let refused = InterleavedTraverser::run_shared(
+            &params,
+            InterleaveConfig::default(),
+            &plain,
+            dim,
+            (jobs.iter().cloned().map(Ok), jobs.len()),
+            &pool(2),
+        );
+        assert!(
+            matches!(refused, Err(TraversalError::Unsupported(m)) if m.contains("batch-invariant"))
+        );
+        // Forwarding one row at a time makes any policy batch-invariant.
+        let single = InterleaveConfig {
+            single_row_forwards: true,
+            ..InterleaveConfig::default()
+        };
+        let (expected, _) = interleaved(&params, single, &plain, &jobs);
+        let (got, _) = InterleavedTraverser::run_shared(
+            &params,
+            single,
+            &plain,
+            dim,
+            (jobs.iter().cloned().map(Ok), jobs.len()),
+            &pool(2),
+        )
+        .unwrap();
+        assert_same(&expected, &got, "single-row forwards");
+
+        for workers in [1, 2, 3] {
+            let failing = jobs.iter().cloned().enumerate().map(|(i, j)| {
+                if i == 4 {
+                    Err(TraversalError::Unsupported("job 4 is broken".into()))
+                } else {
+                    Ok(j)
+                }
+            });
+            let err = InterleavedTraverser::run_shared(
+                &params,
+                InterleaveConfig::default(),
+                &policy,
+                dim,
+                (failing, jobs.len()),
+                &pool(workers),
+            )
+            .unwrap_err();
+            assert!(err.to_string().contains("job 4 is broken"), "{err}");
+        }
+    }
+
     #[test]
     fn unsupported_settings_are_rejected() {
         let policy = HashPolicy { scale: 1.0 };
@@ -901,6 +1430,7 @@ mod tests {
             forwards: 4,
             forward_seconds: 1.0,
             scheduler_seconds: 0.5,
+            handed_over: 3,
         };
         let b = SchedulerMetrics {
             batches: 3,
@@ -909,6 +1439,7 @@ mod tests {
             forwards: 2,
             forward_seconds: 2.0,
             scheduler_seconds: 0.25,
+            handed_over: 1,
         };
         a.merge(&b);
         let m: std::collections::BTreeMap<String, f64> = a.metrics().into_iter().collect();
@@ -920,5 +1451,6 @@ mod tests {
         assert_eq!(m["interleaved/avg_rows_per_forward"], 2.5);
         assert_eq!(m["interleaved/forward_seconds"], 3.0);
         assert_eq!(m["interleaved/scheduler_seconds"], 0.75);
+        assert_eq!(m["interleaved/handed_over"], 4.0);
     }
 }

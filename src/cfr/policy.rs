@@ -37,4 +37,12 @@ pub trait Policy {
         rows: usize,
         out: &mut [f32],
     ) -> Result<(), PolicyError>;
+
+    /// True when every row's result is the same, to the bit, whatever
+    /// batch it comes in. Only then may the batches' makeup depend on
+    /// timing (games shared between workers) and results stay
+    /// reproducible.
+    fn batch_invariant(&self) -> bool {
+        false
+    }
 }

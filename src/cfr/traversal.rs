@@ -773,6 +773,10 @@ pub(crate) mod tests {
             }
             Ok(())
         }
+
+        fn batch_invariant(&self) -> bool {
+            true
+        }
     }
 
     pub(crate) fn params() -> TraversalParams {

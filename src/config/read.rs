@@ -272,6 +272,7 @@ fn read_traversal(s: &mut Section) -> Read<TraversalConfig> {
         interleave_width: s.int("interleave_width", d.interleave_width, 0)?,
         interleave_max_batch: s.int("interleave_max_batch", d.interleave_max_batch, 0)?,
         interleave_refill: s.boolean("interleave_refill", d.interleave_refill)?,
+        interleave_share_games: s.boolean("interleave_share_games", d.interleave_share_games)?,
     };
     s.finish()?;
     Ok(c)

@@ -549,6 +549,10 @@ pub struct TraversalConfig {
     /// lcx: refill the interleaved window as games finish (false = the
     /// reference's waves, deep-cfr-spec §0).
     pub interleave_refill: bool,
+    /// lcx: interleaved workers share one game queue and hand games in
+    /// flight to a worker that runs out, where forwards are batch-invariant
+    /// (lcx's kernel); false keeps one scheduler per chunk.
+    pub interleave_share_games: bool,
 }
 
 impl Default for TraversalConfig {
@@ -582,6 +586,7 @@ impl Default for TraversalConfig {
             interleave_width: 64,
             interleave_max_batch: 128,
             interleave_refill: true,
+            interleave_share_games: true,
         }
     }
 }

@@ -89,4 +89,10 @@ impl Policy for TorchPolicy<'_> {
         forward(model, self.device, self.dim, states, rows, out)
             .map_err(|e| PolicyError(e.to_string()))
     }
+
+    /// lcx's kernel computes each row by itself (see `native`); libtorch's
+    /// results may depend on the batch.
+    fn batch_invariant(&self) -> bool {
+        self.native.is_some()
+    }
 }

@@ -52,6 +52,10 @@ impl Policy for SharedPolicy<'_> {
     ) -> Result<(), PolicyError> {
         self.0.evaluate(net, states, rows, out)
     }
+
+    fn batch_invariant(&self) -> bool {
+        self.0.batch_invariant()
+    }
 }
 
 /// The scheduler a trainer config asks for.
@@ -63,6 +67,7 @@ pub fn scheduler_kind(c: &TrainerConfig) -> SchedulerKind {
             width: t.interleave_width as usize,
             max_batch: t.interleave_max_batch as usize,
             refill: t.interleave_refill,
+            share_games: t.interleave_share_games,
             single_row_forwards: c.run.deterministic,
         }),
     }
@@ -297,6 +302,7 @@ mod tests {
                 width: 6,
                 max_batch: 6,
                 refill: true,
+                share_games: true,
                 single_row_forwards: false,
             }))
             .run(policy, &chunks)
