@@ -1240,6 +1240,50 @@ mod tests {
             .unwrap()
     }
 
+    /// `jobs` on `workers` schedulers sharing them.
+    fn shared<P: Policy + Sync>(
+        params: &TraversalParams,
+        config: InterleaveConfig,
+        policy: &P,
+        jobs: &[GameJob],
+        workers: usize,
+    ) -> Result<(TraversalOutput, SchedulerMetrics), TraversalError> {
+        let dim = params.encoding.input_dim(&Rules::default());
+        let queue = (jobs.iter().cloned().map(Ok), jobs.len());
+        InterleavedTraverser::run_shared(params, config, policy, dim, queue, &pool(workers))
+    }
+
+    /// `HashPolicy`'s outputs, with or without the claim that batches do
+    /// not matter, and optionally slow (a 1 ms sleep per forward) on the
+    /// first thread that queries it.
+    struct Variant<'a> {
+        inner: &'a HashPolicy,
+        invariant: bool,
+        slow: Option<Mutex<Option<std::thread::ThreadId>>>,
+    }
+
+    impl Policy for Variant<'_> {
+        fn evaluate(
+            &self,
+            net: Net,
+            states: &[f32],
+            rows: usize,
+            out: &mut [f32],
+        ) -> Result<(), PolicyError> {
+            if let Some(slow) = &self.slow {
+                let me = std::thread::current().id();
+                if *slow.lock().unwrap().get_or_insert(me) == me {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+            }
+            self.inner.evaluate(net, states, rows, out)
+        }
+
+        fn batch_invariant(&self) -> bool {
+            self.invariant
+        }
+    }
+
     /// Workers sharing games give one scheduler's output, however many
     /// there are and whether or not the window is a whole share.
     #[test]
@@ -1252,7 +1296,6 @@ mod tests {
         );
         let policy = HashPolicy { scale: 1.0 };
         let jobs = jobs(&Rules::default(), 24, 5, 9);
-        let dim = params.encoding.input_dim(&Rules::default());
         for width in [2, 64] {
             let config = InterleaveConfig {
                 width,
@@ -1260,15 +1303,7 @@ mod tests {
             };
             let (expected, one) = interleaved(&params, config, &policy, &jobs);
             for workers in [1, 2, 4] {
-                let (got, metrics) = InterleavedTraverser::run_shared(
-                    &params,
-                    config,
-                    &policy,
-                    dim,
-                    (jobs.iter().cloned().map(Ok), jobs.len()),
-                    &pool(workers),
-                )
-                .unwrap();
+                let (got, metrics) = shared(&params, config, &policy, &jobs, workers).unwrap();
                 assert_same(
                     &expected,
                     &got,
@@ -1284,28 +1319,6 @@ mod tests {
     /// games in flight, and the output is still one scheduler's.
     #[test]
     fn an_idle_worker_takes_over_games_from_a_slow_one() {
-        struct SlowFirst<'a> {
-            inner: &'a HashPolicy,
-            slow: Mutex<Option<std::thread::ThreadId>>,
-        }
-        impl Policy for SlowFirst<'_> {
-            fn evaluate(
-                &self,
-                net: Net,
-                states: &[f32],
-                rows: usize,
-                out: &mut [f32],
-            ) -> Result<(), PolicyError> {
-                let me = std::thread::current().id();
-                if *self.slow.lock().unwrap().get_or_insert(me) == me {
-                    std::thread::sleep(std::time::Duration::from_millis(1));
-                }
-                self.inner.evaluate(net, states, rows, out)
-            }
-            fn batch_invariant(&self) -> bool {
-                true
-            }
-        }
         let params = case_params(
             Opponent::Network,
             Fallback::ArgmaxTiebreak,
@@ -1314,22 +1327,14 @@ mod tests {
         );
         let policy = HashPolicy { scale: 1.0 };
         let jobs = jobs(&Rules::default(), 8, 21, 23);
-        let dim = params.encoding.input_dim(&Rules::default());
         let config = InterleaveConfig::default();
         let (expected, _) = interleaved(&params, config, &policy, &jobs);
-        let slow = SlowFirst {
+        let slow = Variant {
             inner: &policy,
-            slow: Mutex::new(None),
+            invariant: true,
+            slow: Some(Mutex::new(None)),
         };
-        let (got, metrics) = InterleavedTraverser::run_shared(
-            &params,
-            config,
-            &slow,
-            dim,
-            (jobs.iter().cloned().map(Ok), jobs.len()),
-            &pool(2),
-        )
-        .unwrap();
+        let (got, metrics) = shared(&params, config, &slow, &jobs, 2).unwrap();
         assert_same(&expected, &got, "slow worker");
         assert!(metrics.handed_over >= 1, "{metrics:?}");
     }
@@ -1339,32 +1344,16 @@ mod tests {
     /// worker with its error instead of leaving one waiting.
     #[test]
     fn shared_workers_refuse_batch_dependent_policies_and_stop_on_errors() {
-        /// The same outputs, without the claim that batches do not matter.
-        struct Plain<'a>(&'a HashPolicy);
-        impl Policy for Plain<'_> {
-            fn evaluate(
-                &self,
-                net: Net,
-                states: &[f32],
-                rows: usize,
-                out: &mut [f32],
-            ) -> Result<(), PolicyError> {
-                self.0.evaluate(net, states, rows, out)
-            }
-        }
         let params = params();
         let policy = HashPolicy { scale: 1.0 };
-        let plain = Plain(&policy);
+        let plain = Variant {
+            inner: &policy,
+            invariant: false,
+            slow: None,
+        };
         let jobs = jobs(&Rules::default(), 6, 3, 4);
         let dim = params.encoding.input_dim(&Rules::default());
-        let refused = InterleavedTraverser::run_shared(
-            &params,
-            InterleaveConfig::default(),
-            &plain,
-            dim,
-            (jobs.iter().cloned().map(Ok), jobs.len()),
-            &pool(2),
-        );
+        let refused = shared(&params, InterleaveConfig::default(), &plain, &jobs, 2);
         assert!(
             matches!(refused, Err(TraversalError::Unsupported(m)) if m.contains("batch-invariant"))
         );
@@ -1374,15 +1363,7 @@ mod tests {
             ..InterleaveConfig::default()
         };
         let (expected, _) = interleaved(&params, single, &plain, &jobs);
-        let (got, _) = InterleavedTraverser::run_shared(
-            &params,
-            single,
-            &plain,
-            dim,
-            (jobs.iter().cloned().map(Ok), jobs.len()),
-            &pool(2),
-        )
-        .unwrap();
+        let (got, _) = shared(&params, single, &plain, &jobs, 2).unwrap();
         assert_same(&expected, &got, "single-row forwards");
 
         for workers in [1, 2, 3] {
