@@ -559,6 +559,7 @@ impl<'a, P: Policy> InterleavedTraverser<'a, P> {
                     let ctx = match (incoming?, slots[slot].take()) {
                         (Incoming::Handed(ctx), _) => {
                             // Handed over with its request pending.
+                            self.metrics.handed_over += 1;
                             slots[slot] = Some(ctx);
                             window.push(slot);
                             continue;
@@ -592,7 +593,6 @@ impl<'a, P: Policy> InterleavedTraverser<'a, P> {
             let spare = feed.spare(window.len());
             if spare > 0 {
                 let handed = window.split_off(window.len() - spare);
-                self.metrics.handed_over += spare as u64;
                 free.extend(&handed);
                 feed.hand_over(handed.iter().filter_map(|&s| slots[s].take()).collect());
             }
@@ -710,7 +710,11 @@ impl<'a, P: Policy + Sync> InterleavedTraverser<'a, P> {
         let parts: Vec<Result<_, TraversalError>> = pool.broadcast(|_| {
             let _abort = AbortOnExit(&shared);
             let mut t = Self::new(params, config, policy, dim)?;
-            let done = t.run_feed(&mut SharedFeed(&shared))?;
+            let mut feed = SharedFeed {
+                work: &shared,
+                taking: false,
+            };
+            let done = t.run_feed(&mut feed)?;
             Ok((done, std::mem::take(&mut t.core.stats), t.metrics()))
         });
         let mut metrics = SchedulerMetrics::default();
@@ -790,7 +794,7 @@ impl<I: Iterator<Item = Result<GameJob, TraversalError>>> Feed for LocalFeed<I> 
 struct SharedWork<I> {
     workers: usize,
     /// The job list and the index of its next job.
-    jobs: Mutex<(I, usize)>,
+    jobs: Mutex<(std::iter::Fuse<I>, usize)>,
     handoff: Mutex<Handoff>,
     /// Signalled when games are handed over or all work is done.
     wake: Condvar,
@@ -813,7 +817,7 @@ impl<I: Iterator<Item = Result<GameJob, TraversalError>>> SharedWork<I> {
     fn new(jobs: I, workers: usize) -> Self {
         Self {
             workers,
-            jobs: Mutex::new((jobs, 0)),
+            jobs: Mutex::new((jobs.fuse(), 0)),
             handoff: Mutex::new(Handoff::default()),
             wake: Condvar::new(),
             idle: AtomicUsize::new(0),
@@ -845,20 +849,28 @@ impl<I: Iterator<Item = Result<GameJob, TraversalError>>> Drop for AbortOnExit<'
     }
 }
 
-struct SharedFeed<'s, I>(&'s SharedWork<I>);
+struct SharedFeed<'s, I> {
+    work: &'s SharedWork<I>,
+    /// Set when this worker woke up to handed-over games, until it has
+    /// taken what is there. Only such a worker takes them: the one that
+    /// handed them over refills its window next round and would
+    /// otherwise take them straight back.
+    taking: bool,
+}
 
 impl<I: Iterator<Item = Result<GameJob, TraversalError>>> Feed for SharedFeed<'_, I> {
     fn next(&mut self) -> Option<Result<Incoming, TraversalError>> {
-        let w = self.0;
+        let w = self.work;
         if w.aborted.load(Ordering::Relaxed) {
             return None;
         }
-        if w.handed.load(Ordering::Relaxed) > 0 {
+        if self.taking {
             let mut h = w.handoff();
             if let Some(ctx) = h.contexts.pop() {
                 w.handed.store(h.contexts.len(), Ordering::Relaxed);
                 return Some(Ok(Incoming::Handed(ctx)));
             }
+            self.taking = false;
         }
         let mut jobs = w.jobs.lock().unwrap_or_else(PoisonError::into_inner);
         let (iter, next) = &mut *jobs;
@@ -870,8 +882,8 @@ impl<I: Iterator<Item = Result<GameJob, TraversalError>>> Feed for SharedFeed<'_
     fn spare(&self, in_flight: usize) -> usize {
         // Hand over only once the last handover has been picked up, and
         // share evenly between this worker and the idle ones.
-        let idle = self.0.idle.load(Ordering::Relaxed);
-        if idle == 0 || self.0.handed.load(Ordering::Relaxed) > 0 {
+        let idle = self.work.idle.load(Ordering::Relaxed);
+        if idle == 0 || self.work.handed.load(Ordering::Relaxed) > 0 {
             0
         } else {
             in_flight * idle / (idle + 1)
@@ -879,15 +891,15 @@ impl<I: Iterator<Item = Result<GameJob, TraversalError>>> Feed for SharedFeed<'_
     }
 
     fn hand_over(&self, contexts: Vec<Context>) {
-        let mut h = self.0.handoff();
+        let mut h = self.work.handoff();
         h.contexts.extend(contexts);
-        self.0.handed.store(h.contexts.len(), Ordering::Relaxed);
+        self.work.handed.store(h.contexts.len(), Ordering::Relaxed);
         drop(h);
-        self.0.wake.notify_all();
+        self.work.wake.notify_all();
     }
 
     fn wait(&mut self) -> bool {
-        let w = self.0;
+        let w = self.work;
         let mut h = w.handoff();
         h.idle += 1;
         w.idle.store(h.idle, Ordering::Relaxed);
@@ -895,6 +907,7 @@ impl<I: Iterator<Item = Result<GameJob, TraversalError>>> Feed for SharedFeed<'_
             if !h.contexts.is_empty() && !h.done {
                 h.idle -= 1;
                 w.idle.store(h.idle, Ordering::Relaxed);
+                self.taking = true;
                 return true;
             }
             // Everyone is here with nothing to hand over: all games are
@@ -1339,6 +1352,61 @@ mod tests {
         assert!(metrics.handed_over >= 1, "{metrics:?}");
     }
 
+    /// The protocol step by step: a worker hands games over only while
+    /// another waits, the waiting one gets them, and the giver's next
+    /// refill does not take them back.
+    #[test]
+    fn handed_games_go_to_the_waiting_worker_not_back_to_the_giver() {
+        let rules = Rules::default();
+        let dim = params().encoding.input_dim(&rules);
+        let games = jobs(&rules, 2, 1, 2);
+        let work = SharedWork::new(games.clone().into_iter().map(Ok), 2);
+        let mut giver = SharedFeed {
+            work: &work,
+            taking: false,
+        };
+        assert!(matches!(giver.next(), Some(Ok(Incoming::Job(0, _)))));
+        assert!(matches!(giver.next(), Some(Ok(Incoming::Job(1, _)))));
+        assert!(giver.next().is_none());
+        assert_eq!(giver.spare(6), 0, "nobody waits yet");
+        let (go, wait_for_go) = std::sync::mpsc::channel::<()>();
+        std::thread::scope(|scope| {
+            // Owned here, so a failing assertion below drops it and the
+            // taker's `recv` returns instead of hanging the scope.
+            let go = go;
+            let work = &work;
+            let taker = scope.spawn(move || {
+                let mut feed = SharedFeed {
+                    work,
+                    taking: false,
+                };
+                assert!(feed.wait(), "woken by the handover");
+                // Let the giver refill first.
+                wait_for_go.recv().unwrap();
+                let mut got = Vec::new();
+                while let Some(Ok(Incoming::Handed(ctx))) = feed.next() {
+                    got.push(ctx.job);
+                }
+                got
+            });
+            while giver.spare(6) == 0 {
+                std::thread::yield_now();
+            }
+            assert_eq!(giver.spare(6), 3, "half of six to the one waiting worker");
+            let spec = |i: usize| games[i].clone();
+            giver.hand_over(vec![
+                Context::new(7, spec(0), dim),
+                Context::new(8, spec(1), dim),
+            ]);
+            assert_eq!(giver.spare(6), 0, "not again before they are picked up");
+            assert!(giver.next().is_none(), "the giver took its games back");
+            go.send(()).unwrap();
+            let mut got = taker.join().unwrap();
+            got.sort_unstable();
+            assert_eq!(got, [7, 8]);
+        });
+    }
+
     /// A batch-dependent policy cannot share games (which rows meet in a
     /// batch would depend on timing), and a failing game stops every
     /// worker with its error instead of leaving one waiting.
@@ -1367,23 +1435,34 @@ mod tests {
         assert_same(&expected, &got, "single-row forwards");
 
         for workers in [1, 2, 3] {
-            let failing = jobs.iter().cloned().enumerate().map(|(i, j)| {
-                if i == 4 {
-                    Err(TraversalError::Unsupported("job 4 is broken".into()))
-                } else {
-                    Ok(j)
-                }
+            // On a thread of its own, so a worker left waiting fails the
+            // test instead of hanging it.
+            let (params, jobs) = (params.clone(), jobs.clone());
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let failing = jobs.iter().cloned().enumerate().map(|(i, j)| {
+                    if i == 4 {
+                        Err(TraversalError::Unsupported("job 4 is broken".into()))
+                    } else {
+                        Ok(j)
+                    }
+                });
+                let result = InterleavedTraverser::run_shared(
+                    &params,
+                    InterleaveConfig::default(),
+                    &HashPolicy { scale: 1.0 },
+                    dim,
+                    (failing, jobs.len()),
+                    &pool(workers),
+                );
+                tx.send(result.map(|_| ()).map_err(|e| e.to_string()))
+                    .unwrap();
             });
-            let err = InterleavedTraverser::run_shared(
-                &params,
-                InterleaveConfig::default(),
-                &policy,
-                dim,
-                (failing, jobs.len()),
-                &pool(workers),
-            )
-            .unwrap_err();
-            assert!(err.to_string().contains("job 4 is broken"), "{err}");
+            let result = rx
+                .recv_timeout(std::time::Duration::from_secs(60))
+                .expect("a failing job left a worker waiting");
+            let err = result.unwrap_err();
+            assert!(err.contains("job 4 is broken"), "{err}");
         }
     }
 
