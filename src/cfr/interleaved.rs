@@ -50,6 +50,15 @@ pub struct InterleaveConfig {
     pub single_row_forwards: bool,
 }
 
+impl InterleaveConfig {
+    /// Whether each row's result is the same whatever batch it comes in:
+    /// `policy` says so, or every request is forwarded on its own. Only
+    /// then may timing decide which games share a window.
+    pub fn batch_invisible(&self, policy: &impl Policy) -> bool {
+        policy.batch_invariant() || self.single_row_forwards
+    }
+}
+
 impl Default for InterleaveConfig {
     fn default() -> Self {
         Self {
@@ -510,10 +519,7 @@ impl<'a, P: Policy> InterleavedTraverser<'a, P> {
     where
         I: IntoIterator<Item = Result<GameJob, TraversalError>>,
     {
-        let mut feed = LocalFeed {
-            jobs: jobs.into_iter(),
-            next: 0,
-        };
+        let mut feed = LocalFeed(jobs.into_iter().enumerate());
         let done = self.run_feed(&mut feed)?;
         Ok(assemble(
             self.dim,
@@ -693,7 +699,7 @@ impl<'a, P: Policy + Sync> InterleavedTraverser<'a, P> {
     where
         I: Iterator<Item = Result<GameJob, TraversalError>> + Send,
     {
-        if !(policy.batch_invariant() || config.single_row_forwards) {
+        if !config.batch_invisible(policy) {
             return Err(TraversalError::Unsupported(
                 "sharing games between workers needs batch-invariant forwards".into(),
             ));
@@ -776,25 +782,27 @@ trait Feed {
     }
 }
 
-/// One scheduler's own job list.
-struct LocalFeed<I> {
-    jobs: I,
-    next: usize,
-}
+/// One scheduler's own job list, numbered in job order.
+struct LocalFeed<I>(std::iter::Enumerate<I>);
 
 impl<I: Iterator<Item = Result<GameJob, TraversalError>>> Feed for LocalFeed<I> {
     fn next(&mut self) -> Option<Result<Incoming, TraversalError>> {
-        let job = self.jobs.next()?;
-        self.next += 1;
-        Some(job.map(|j| Incoming::Job(self.next - 1, j)))
+        self.0.next().map(numbered)
     }
+}
+
+/// A job from a numbered job list, as it enters a window.
+fn numbered(
+    (job, spec): (usize, Result<GameJob, TraversalError>),
+) -> Result<Incoming, TraversalError> {
+    spec.map(|spec| Incoming::Job(job, spec))
 }
 
 /// Work shared by the schedulers of [`InterleavedTraverser::run_shared`].
 struct SharedWork<I> {
     workers: usize,
-    /// The job list and the index of its next job.
-    jobs: Mutex<(std::iter::Fuse<I>, usize)>,
+    /// The job list, numbered in job order.
+    jobs: Mutex<std::iter::Fuse<std::iter::Enumerate<I>>>,
     handoff: Mutex<Handoff>,
     /// Signalled when games are handed over or all work is done.
     wake: Condvar,
@@ -817,7 +825,7 @@ impl<I: Iterator<Item = Result<GameJob, TraversalError>>> SharedWork<I> {
     fn new(jobs: I, workers: usize) -> Self {
         Self {
             workers,
-            jobs: Mutex::new((jobs.fuse(), 0)),
+            jobs: Mutex::new(jobs.enumerate().fuse()),
             handoff: Mutex::new(Handoff::default()),
             wake: Condvar::new(),
             idle: AtomicUsize::new(0),
@@ -873,10 +881,7 @@ impl<I: Iterator<Item = Result<GameJob, TraversalError>>> Feed for SharedFeed<'_
             self.taking = false;
         }
         let mut jobs = w.jobs.lock().unwrap_or_else(PoisonError::into_inner);
-        let (iter, next) = &mut *jobs;
-        let job = iter.next()?;
-        *next += 1;
-        Some(job.map(|j| Incoming::Job(*next - 1, j)))
+        jobs.next().map(numbered)
     }
 
     fn spare(&self, in_flight: usize) -> usize {
@@ -1226,10 +1231,7 @@ mod tests {
         for at in [1, 5, 40] {
             let mut first = InterleavedTraverser::new(&params, config, &policy, dim).unwrap();
             let mut feed = HandAt {
-                local: LocalFeed {
-                    jobs: jobs.iter().cloned().map(Ok),
-                    next: 0,
-                },
+                local: LocalFeed(jobs.iter().cloned().map(Ok).enumerate()),
                 round: Default::default(),
                 at,
                 handed: Default::default(),

@@ -170,7 +170,7 @@ impl TraversalPlan<'_> {
         let mut ordered = chunks.to_vec();
         ordered.sort();
         if let SchedulerKind::Interleaved(config) = self.scheduler {
-            if config.share_games && (policy.batch_invariant() || config.single_row_forwards) {
+            if config.share_games && config.batch_invisible(policy) {
                 let games = ordered.iter().map(|c| c.len as usize).sum();
                 let (output, scheduler) = InterleavedTraverser::run_shared(
                     self.params,
