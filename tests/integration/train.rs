@@ -23,6 +23,13 @@ fn smoke() -> String {
     format!("{}/configs/smoke.toml", env!("CARGO_MANIFEST_DIR"))
 }
 
+/// `lcx train --config configs/smoke.toml`, further arguments to add.
+fn train_smoke() -> Command {
+    let mut cmd = lcx();
+    cmd.args(["train", "--config", &smoke()]);
+    cmd
+}
+
 fn iterations(jsonl: &str) -> Vec<u64> {
     jsonl
         .lines()
@@ -36,11 +43,8 @@ fn iterations(jsonl: &str) -> Vec<u64> {
 #[test]
 fn train_streams_metrics_and_writes_the_run_directory() {
     let dir = tempfile::tempdir().unwrap();
-    let out = lcx()
+    let out = train_smoke()
         .args([
-            "train",
-            "--config",
-            &smoke(),
             "--set",
             "run.max_iterations=2",
             "--metrics-out",
@@ -100,15 +104,8 @@ fn train_streams_metrics_and_writes_the_run_directory() {
 fn resume_continues_at_the_next_iteration() {
     let dir = tempfile::tempdir().unwrap();
     succeed(
-        lcx()
-            .args([
-                "train",
-                "--config",
-                &smoke(),
-                "--set",
-                "checkpoint.save_latest=true",
-                "--keep",
-            ])
+        train_smoke()
+            .args(["--set", "checkpoint.save_latest=true", "--keep"])
             .arg("--runs-dir")
             .arg(dir.path()),
     );
@@ -121,14 +118,8 @@ fn resume_continues_at_the_next_iteration() {
     let latest = run.join("latest.json");
     assert!(latest.exists() && run.join("latest.safetensors").exists());
     succeed(
-        lcx()
-            .args([
-                "train",
-                "--config",
-                &smoke(),
-                "--set",
-                "run.max_iterations=3",
-            ])
+        train_smoke()
+            .args(["--set", "run.max_iterations=3"])
             .args(["--set", "checkpoint.save_latest=true", "--resume"])
             .arg(&latest),
     );
@@ -141,14 +132,14 @@ fn resume_continues_at_the_next_iteration() {
 
 #[test]
 fn bad_config_key_and_missing_checkpoint_exit_2() {
-    let out = lcx()
-        .args(["train", "--config", &smoke(), "--set", "traversal.bogus=1"])
+    let out = train_smoke()
+        .args(["--set", "traversal.bogus=1"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("traversal.bogus"));
-    let out = lcx()
-        .args(["train", "--config", &smoke(), "--resume"])
+    let out = train_smoke()
+        .arg("--resume")
         .arg(Path::new("/nonexistent/latest.json"))
         .output()
         .unwrap();
