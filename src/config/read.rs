@@ -135,6 +135,7 @@ fn read_run(s: &mut Section) -> Read<RunConfig> {
         device: s.parsed("device", d.device, DeviceSpec::EXPECTED)?,
         use_amp: s.boolean("use_amp", d.use_amp)?,
         deterministic: s.boolean("deterministic", d.deterministic)?,
+        keep_freed_memory: s.boolean("keep_freed_memory", d.keep_freed_memory)?,
     };
     s.finish()?;
     if c.experiment_name.trim().is_empty() || c.experiment_name.contains(['/', '\\']) {

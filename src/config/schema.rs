@@ -449,6 +449,11 @@ pub struct RunConfig {
     pub device: DeviceSpec,
     pub use_amp: bool,
     pub deterministic: bool,
+    /// lcx: keep the memory an iteration frees for the next one instead of
+    /// returning it to the kernel (glibc's mmap and trim thresholds raised,
+    /// see `trainer::heap`), so that no iteration faults in its buffers
+    /// afresh. Process-wide; `false` leaves the allocator as it is.
+    pub keep_freed_memory: bool,
 }
 
 impl Default for RunConfig {
@@ -461,6 +466,7 @@ impl Default for RunConfig {
             device: DeviceSpec::Auto,
             use_amp: false,
             deterministic: false,
+            keep_freed_memory: true,
         }
     }
 }

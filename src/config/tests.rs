@@ -694,3 +694,15 @@ fn native_training_is_on_by_default_and_can_be_turned_off() {
         .to_string();
     assert!(err.contains("native_training"), "{err}");
 }
+
+#[test]
+fn keep_freed_memory_is_on_by_default_and_can_be_turned_off() {
+    assert!(TrainerConfig::default().run.keep_freed_memory);
+    let off = crate::config::from_toml_str("", "t.toml", &sets(&["run.keep_freed_memory=false"]))
+        .unwrap();
+    assert!(!off.run.keep_freed_memory);
+    let err = crate::config::from_toml_str("[run]\nkeep_freed_memory = \"yes\"\n", "t.toml", &[])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("keep_freed_memory"), "{err}");
+}

@@ -6,6 +6,7 @@ pub mod checkpoint;
 pub mod device;
 mod error;
 pub mod eval;
+pub mod heap;
 pub mod native;
 pub mod native_train;
 pub mod network;

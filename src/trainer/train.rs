@@ -280,6 +280,10 @@ impl Trainer {
     /// strategy) on the configured device.
     pub fn new(config: TrainerConfig) -> Result<Self, TrainError> {
         let device = device::resolve(&config.run.device.to_string())?;
+        if config.run.keep_freed_memory {
+            // Before the traversal and training threads allocate anything.
+            super::heap::keep_freed_memory();
+        }
         let encoding = Encoding::from(&config.encoding);
         let dim = encoding.input_dim(&config.rules);
         let spec: MlpSpec = super::network_spec(&config, dim);
