@@ -20,8 +20,9 @@
 const MMAP_THRESHOLD: libc::c_int = 32 << 20;
 
 /// Raises glibc's mmap threshold to its maximum and stops it from trimming
-/// freed memory off its heaps. Process-wide; call it once, before the
-/// threads start. Returns whether both settings took (false off glibc).
+/// freed memory off its heaps. Process-wide and idempotent; it applies to
+/// allocations and frees from then on, so call it before the buffers it is
+/// meant for exist. Returns whether both settings took (false off glibc).
 pub fn keep_freed_memory() -> bool {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
