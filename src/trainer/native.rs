@@ -28,7 +28,7 @@ use super::network::{Activation, Mlp};
 use super::TrainerError;
 
 /// Output columns per weight panel: two 8-lane AVX registers.
-const PANEL: usize = 16;
+pub(super) const PANEL: usize = 16;
 /// Rows per micro-kernel call: 6 rows × 2 registers = 12 accumulators,
 /// plus two weight registers and one broadcast, fit AVX2's 16 registers.
 const MAX_ROWS: usize = 6;
@@ -39,7 +39,7 @@ const CHUNK_ROWS: usize = 8 * MAX_ROWS;
 /// reduction runs over `inputs` and `P` is `inputs × outputs`. Inference
 /// packs a weight matrix as `P = Wᵀ`; training also packs activations and
 /// weights in the other orientation (see `super::native_train`).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(super) struct Layer {
     inputs: usize,
     outputs: usize,
@@ -115,10 +115,36 @@ impl Layer {
     pub(super) fn pack_rows(&mut self, inputs: usize, outputs: usize, m: &[f32]) {
         assert_eq!(m.len(), inputs * outputs);
         self.reset(inputs, outputs);
+        self.repack_rows(m, 0, inputs);
+        self.bias.fill(0.0);
+    }
+
+    /// Re-packs rows `o0..o1` of the row-major `[outputs][inputs]` `w`
+    /// already packed by [`Layer::pack_weights`]: one whole panel, so `o0`
+    /// is a multiple of 16 and `o1` the panel's end (or `outputs`).
+    pub(super) fn repack_weight_panel(&mut self, w: &[f32], o0: usize, o1: usize) {
+        let (inputs, outputs) = (self.inputs, self.outputs);
+        assert!(
+            w.len() == inputs * outputs
+                && o0.is_multiple_of(PANEL)
+                && o1 == (o0 + PANEL).min(outputs)
+                && o0 < o1
+        );
+        let p = o0 / PANEL;
+        let panel = &mut self.panels[p * inputs * PANEL..(p + 1) * inputs * PANEL];
+        transpose(&w[o0 * inputs..o1 * inputs], o1 - o0, inputs, panel, PANEL);
+    }
+
+    /// Re-packs the reduction rows `k0..k1` of the row-major
+    /// `[inputs][outputs]` `m` already packed by [`Layer::pack_rows`].
+    pub(super) fn repack_rows(&mut self, m: &[f32], k0: usize, k1: usize) {
+        let (inputs, outputs) = (self.inputs, self.outputs);
+        assert!(m.len() == inputs * outputs && k0 <= k1 && k1 <= inputs);
         for p in 0..outputs.div_ceil(PANEL) {
             let (c0, c1) = (p * PANEL, ((p + 1) * PANEL).min(outputs));
-            let panel = &mut self.panels[p * inputs * PANEL..(p + 1) * inputs * PANEL];
-            for (dst, row) in panel.chunks_exact_mut(PANEL).zip(m.chunks_exact(outputs)) {
+            let panel = &mut self.panels[(p * inputs + k0) * PANEL..(p * inputs + k1) * PANEL];
+            let rows = m[k0 * outputs..k1 * outputs].chunks_exact(outputs);
+            for (dst, row) in panel.chunks_exact_mut(PANEL).zip(rows) {
                 match <&[f32; PANEL]>::try_from(&row[c0..c1]) {
                     // A fixed-size copy: two vector moves, not a memcpy call.
                     Ok(full) => dst.copy_from_slice(full),
@@ -126,7 +152,11 @@ impl Layer {
                 }
             }
         }
-        self.bias.fill(0.0);
+    }
+
+    /// Replaces the bias of a layer packed by [`Layer::pack_weights`].
+    pub(super) fn set_bias(&mut self, b: &[f32]) {
+        self.bias[..self.outputs].copy_from_slice(b);
     }
 
     fn panel_count(&self) -> usize {
@@ -769,6 +799,29 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Re-packing one panel, a range of reduction rows, or the bias gives
+    /// what packing everything afresh gives.
+    #[test]
+    fn partial_repacks_match_a_fresh_pack() {
+        let (inputs, outputs) = (37, 40);
+        let w0: Vec<f32> = (0..outputs * inputs).map(|i| i as f32).collect();
+        let w1: Vec<f32> = w0.iter().map(|v| -v - 0.5).collect();
+        let b: Vec<f32> = (0..outputs).map(|i| i as f32 / 8.0).collect();
+        let (mut forward, mut rows) = (Layer::default(), Layer::default());
+        forward.pack_weights(inputs, outputs, &w0, None);
+        rows.pack_rows(outputs, inputs, &w0);
+        for o0 in (0..outputs).step_by(PANEL) {
+            let o1 = (o0 + PANEL).min(outputs);
+            forward.repack_weight_panel(&w1, o0, o1);
+            rows.repack_rows(&w1, o0, o1);
+        }
+        forward.set_bias(&b);
+        let (mut want_forward, mut want_rows) = (Layer::default(), Layer::default());
+        want_forward.pack_weights(inputs, outputs, &w1, Some(&b));
+        want_rows.pack_rows(outputs, inputs, &w1);
+        assert!(forward == want_forward && rows == want_rows);
     }
 
     #[test]

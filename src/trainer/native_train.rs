@@ -8,7 +8,8 @@
 //! bookkeeping. Here the three GEMMs of each layer (forward `x Wᵀ`, weight
 //! gradient `gᵀ a`, input gradient `g W`) run on the packed AVX2/FMA
 //! micro-kernel of [`super::native`], the loss gradient is written in
-//! closed form, and AdamW is one fused pass per parameter.
+//! closed form, and AdamW (with the clipping factor) is one fused pass
+//! per parameter that also re-packs the weights for the next step.
 //!
 //! The network's tensors stay the state of record: [`NativeTrainer::load`]
 //! copies the parameters, AdamW moments and step count out of a
@@ -21,7 +22,7 @@
 
 use tch::{Device, Kind, Tensor};
 
-use super::native::{self, dense_threads, dense_threads_packed, tensor_values, Layer};
+use super::native::{self, dense_threads, dense_threads_packed, tensor_values, Layer, PANEL};
 use super::network::Activation;
 use super::optim::{NetTrainer, StepOutcome, Weighting};
 use super::TrainerError;
@@ -103,10 +104,16 @@ pub struct NativeTrainer {
     grad: Vec<f32>,
     grad_next: Vec<f32>,
     transposed: Vec<f32>,
-    /// Per layer, the packed operands of its forward (`Wᵀ`), weight
-    /// gradient (the layer's input) and input gradient (`W`) GEMMs, kept
-    /// apart so that each keeps its shape (and zero padding) across steps.
+    /// Per layer, the packed operands of its forward (`Wᵀ` and the bias),
+    /// weight gradient (the layer's input) and input gradient (`W`) GEMMs,
+    /// kept apart so that each keeps its shape (and zero padding) across
+    /// steps. The two weight packs always hold the current parameters:
+    /// packed once by `load`, then refreshed by [`NativeTrainer::adamw`]
+    /// block by block right after it updates each block.
     packs: Vec<[Layer; 3]>,
+    /// The factor the last applied step scaled its gradients by (clipping
+    /// happens inside AdamW; `grad` keeps the unscaled values).
+    last_scale: Option<f32>,
 }
 
 impl NativeTrainer {
@@ -175,9 +182,25 @@ impl NativeTrainer {
             biases.push(Param::load(b, ib, &moments[ib])?);
         }
         let opt = &trainer.opt;
+        let packs = dims
+            .iter()
+            .zip(&weights)
+            .zip(&biases)
+            .enumerate()
+            .map(|(l, ((&(inputs, outputs), w), b))| {
+                let mut packs: [Layer; 3] = Default::default();
+                packs[0].pack_weights(inputs, outputs, &w.value, Some(&b.value));
+                // The first layer's input gradient is never needed.
+                if l > 0 {
+                    packs[2].pack_rows(outputs, inputs, &w.value);
+                }
+                packs
+            })
+            .collect();
         Ok(Some(Self {
             acts: vec![Vec::new(); dims.len()],
-            packs: (0..dims.len()).map(|_| Default::default()).collect(),
+            packs,
+            last_scale: None,
             dims,
             weights,
             biases,
@@ -271,24 +294,19 @@ impl NativeTrainer {
         if !norm.is_finite() {
             return false;
         }
-        if grad_clip > 0.0 {
-            self.clip(norm, grad_clip);
-        }
-        self.adamw();
+        // libtorch's `clip_grad_norm_` coefficient, applied (as there) only
+        // when it shrinks the gradients.
+        let coef = grad_clip / (norm + 1e-6);
+        let scale = (grad_clip > 0.0 && coef < 1.0).then_some(coef as f32);
+        self.adamw(scale);
         true
     }
 
     fn forward(&mut self, x: &[f32], rows: usize) {
         let last = self.dims.len() - 1;
-        for (l, &(inputs, outputs)) in self.dims.iter().enumerate() {
+        for (l, &(_, outputs)) in self.dims.iter().enumerate() {
             let (this, after) = self.packs.split_at_mut(l + 1);
-            let pack = &mut this[l][0];
-            pack.pack_weights(
-                inputs,
-                outputs,
-                &self.weights[l].value,
-                Some(&self.biases[l].value),
-            );
+            let pack = &this[l][0];
             let (done, rest) = self.acts.split_at_mut(l);
             let input = if l == 0 { x } else { &done[l - 1][..] };
             let out = &mut rest[0];
@@ -345,7 +363,6 @@ impl NativeTrainer {
             }
             // Input: g W (rows × inputs), through the previous ReLU (its
             // output is zero exactly where the unit was off).
-            da.pack_rows(outputs, inputs, &self.weights[l].value);
             self.grad_next.resize(rows * inputs, 0.0);
             dense_threads(da, g, rows, &mut self.grad_next, false, self.threads);
             for (d, &a) in self.grad_next.iter_mut().zip(input) {
@@ -368,21 +385,15 @@ impl NativeTrainer {
             .sqrt()
     }
 
-    /// Scales the gradients, whose global L2 norm is `total`, so that it is
-    /// at most `max` (libtorch's `clip_grad_norm_` coefficient).
-    fn clip(&mut self, total: f64, max: f64) {
-        let coef = max / (total + 1e-6);
-        if coef < 1.0 {
-            let c = coef as f32;
-            for p in self.params_mut() {
-                p.grad.iter_mut().for_each(|g| *g *= c);
-            }
-        }
-    }
-
     /// PyTorch's AdamW, element by element in the order of its tensor ops
-    /// (see `optim::AdamW::update`), in one pass per parameter.
-    fn adamw(&mut self) {
+    /// (see `optim::AdamW::update`), on the gradients times `scale` (the
+    /// clipping coefficient, when clipping applies): one pass per
+    /// parameter. Each block of 16 weight rows is re-packed for the next
+    /// step's GEMMs while it is still in cache, instead of by a pass of its
+    /// own over every weight (from L3, with three networks training at
+    /// once) at the start of the next step.
+    fn adamw(&mut self, scale: Option<f32>) {
+        self.last_scale = scale;
         self.step += 1;
         let step = self.step as i32;
         let bc1 = 1.0 - self.beta1.powi(step);
@@ -400,16 +411,30 @@ impl NativeTrainer {
             sqrt_bc2: bc2.sqrt() as f32,
             eps: self.eps as f32,
             neg_inv_step: (-1.0 / step_size) as f32,
+            scale,
         };
-        for p in self.params_mut() {
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: a `NativeTrainer` exists only where `native::supported()`
-            // found AVX2 (see `load`).
-            unsafe {
-                adamw_avx2(&c, p)
+        for l in 0..self.dims.len() {
+            let (inputs, outputs) = self.dims[l];
+            let w = &mut self.weights[l];
+            let [forward, _, input_grad] = &mut self.packs[l];
+            for o0 in (0..outputs).step_by(PANEL) {
+                let o1 = (o0 + PANEL).min(outputs);
+                let block = o0 * inputs..o1 * inputs;
+                adamw_block(
+                    &c,
+                    &mut w.value[block.clone()],
+                    &mut w.m[block.clone()],
+                    &mut w.v[block.clone()],
+                    &w.grad[block],
+                );
+                forward.repack_weight_panel(&w.value, o0, o1);
+                if l > 0 {
+                    input_grad.repack_rows(&w.value, o0, o1);
+                }
             }
-            #[cfg(not(target_arch = "x86_64"))]
-            adamw_slices(&c, p);
+            let b = &mut self.biases[l];
+            adamw_block(&c, &mut b.value, &mut b.m, &mut b.v, &b.grad);
+            forward.set_bias(&b.value);
         }
     }
 }
@@ -425,22 +450,51 @@ struct AdamCoefs {
     sqrt_bc2: f32,
     eps: f32,
     neg_inv_step: f32,
+    /// The gradients' clipping coefficient (`None`: not clipped).
+    scale: Option<f32>,
 }
 
-/// One AdamW update of a parameter, element by element in the order of
-/// `optim::AdamW::update`'s tensor ops: decay, `m.lerp_(g, 1−β₁)`,
-/// `v·β₂ + g·(g·(1−β₂))`, then `p += m / ((√v/√bc₂ + ε)·(−1/step))`.
+/// [`adamw_slices`] on one block of a parameter, on AVX2 where there is
+/// one, with or without the clipping coefficient.
+fn adamw_block(c: &AdamCoefs, value: &mut [f32], m: &mut [f32], v: &mut [f32], grad: &[f32]) {
+    assert!(m.len() == value.len() && v.len() == value.len() && grad.len() == value.len());
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a `NativeTrainer` exists only where `native::supported()`
+    // found AVX2 (see `load`).
+    unsafe {
+        match c.scale {
+            Some(s) => adamw_avx2::<true>(c, s, value, m, v, grad),
+            None => adamw_avx2::<false>(c, 1.0, value, m, v, grad),
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    match c.scale {
+        Some(s) => adamw_slices::<true>(c, s, value, m, v, grad),
+        None => adamw_slices::<false>(c, 1.0, value, m, v, grad),
+    }
+}
+
+/// One AdamW update of (part of) a parameter, element by element in the
+/// order of `optim::AdamW::update`'s tensor ops: decay, `m.lerp_(g, 1−β₁)`,
+/// `v·β₂ + g·(g·(1−β₂))`, then `p += m / ((√v/√bc₂ + ε)·(−1/step))`, where
+/// `g` is the gradient times `scale` when `SCALED` (the same product the
+/// clipping pass of `clip_grad_norm_` would have stored).
 #[inline(always)]
-fn adamw_slices(c: &AdamCoefs, p: &mut Param) {
-    let Param {
-        value, m, v, grad, ..
-    } = p;
+fn adamw_slices<const SCALED: bool>(
+    c: &AdamCoefs,
+    scale: f32,
+    value: &mut [f32],
+    m: &mut [f32],
+    v: &mut [f32],
+    grad: &[f32],
+) {
     for (((p, m), v), &g) in value
         .iter_mut()
         .zip(m.iter_mut())
         .zip(v.iter_mut())
         .zip(grad.iter())
     {
+        let g = if SCALED { g * scale } else { g };
         *p *= c.decay;
         *m += c.w1 * (g - *m);
         *v = *v * c.b2 + g * (g * c.w2);
@@ -457,8 +511,15 @@ fn adamw_slices(c: &AdamCoefs, p: &mut Param) {
 /// The CPU must support AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn adamw_avx2(c: &AdamCoefs, p: &mut Param) {
-    adamw_slices(c, p)
+unsafe fn adamw_avx2<const SCALED: bool>(
+    c: &AdamCoefs,
+    scale: f32,
+    value: &mut [f32],
+    m: &mut [f32],
+    v: &mut [f32],
+    grad: &[f32],
+) {
+    adamw_slices::<SCALED>(c, scale, value, m, v, grad)
 }
 
 /// `Σ v²`, in eight f32 lanes per 64-float block (so the compiler can
@@ -709,11 +770,32 @@ mod tests {
         }
     }
 
-    /// The native step's (clipped) gradients, in the VarStore's order.
+    /// The native step's clipped gradients (as AdamW used them), in the
+    /// VarStore's order.
     fn native_grads(n: &NativeTrainer) -> Vec<f32> {
         let mut params: Vec<&Param> = n.weights.iter().chain(&n.biases).collect();
         params.sort_by_key(|p| p.slot);
-        params.iter().flat_map(|p| p.grad.iter().copied()).collect()
+        let scale = |g: f32| n.last_scale.map_or(g, |s| g * s);
+        params
+            .iter()
+            .flat_map(|p| p.grad.iter().map(|&g| scale(g)))
+            .collect()
+    }
+
+    /// The packs the next step's GEMMs read hold exactly the current
+    /// parameters (as a fresh pack of them would).
+    fn assert_packs_current(n: &NativeTrainer) {
+        for (l, &(inputs, outputs)) in n.dims.iter().enumerate() {
+            let (w, b) = (&n.weights[l].value, &n.biases[l].value);
+            let mut forward = Layer::default();
+            forward.pack_weights(inputs, outputs, w, Some(b));
+            assert!(n.packs[l][0] == forward, "layer {l}: forward pack is stale");
+            if l > 0 {
+                let mut input_grad = Layer::default();
+                input_grad.pack_rows(outputs, inputs, w);
+                assert!(n.packs[l][2] == input_grad, "layer {l}: W pack is stale");
+            }
+        }
     }
 
     fn torch_grads(t: &NetTrainer) -> Vec<f32> {
@@ -745,6 +827,7 @@ mod tests {
         let want = torch_step(torch, b, loss, weighting, 6, clip);
         let mut n = NativeTrainer::load(lcx, 1).unwrap().expect("applies");
         let got = n.step(b, loss, weighting, 6, clip).unwrap();
+        assert_packs_current(&n);
         n.store(lcx).unwrap();
         assert!(
             (got.loss - want.loss).abs() <= 1e-5 * (1.0 + want.loss.abs()),
@@ -894,7 +977,8 @@ mod tests {
             for q in n.weights.iter_mut().chain(n.biases.iter_mut()) {
                 q.grad.clone_from(&grads[q.slot]);
             }
-            n.adamw();
+            n.adamw(None);
+            assert_packs_current(&n);
         }
         let mut lcx = lcx;
         n.store(&mut lcx).unwrap();
@@ -984,6 +1068,7 @@ mod tests {
         n.weights[0].grad[0] = f32::INFINITY;
         assert!(!n.apply_gradients(1.0));
         assert_eq!(values(&n), before);
+        assert_packs_current(&n);
         assert_eq!(n.step, 1);
     }
 
