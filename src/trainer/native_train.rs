@@ -422,10 +422,12 @@ impl NativeTrainer {
                 let block = o0 * inputs..o1 * inputs;
                 adamw_block(
                     &c,
-                    &mut w.value[block.clone()],
-                    &mut w.m[block.clone()],
-                    &mut w.v[block.clone()],
-                    &w.grad[block],
+                    Block {
+                        value: &mut w.value[block.clone()],
+                        m: &mut w.m[block.clone()],
+                        v: &mut w.v[block.clone()],
+                        grad: &w.grad[block],
+                    },
                 );
                 forward.repack_weight_panel(&w.value, o0, o1);
                 if l > 0 {
@@ -433,7 +435,15 @@ impl NativeTrainer {
                 }
             }
             let b = &mut self.biases[l];
-            adamw_block(&c, &mut b.value, &mut b.m, &mut b.v, &b.grad);
+            adamw_block(
+                &c,
+                Block {
+                    value: &mut b.value,
+                    m: &mut b.m,
+                    v: &mut b.v,
+                    grad: &b.grad,
+                },
+            );
             forward.set_bias(&b.value);
         }
     }
@@ -454,23 +464,32 @@ struct AdamCoefs {
     scale: Option<f32>,
 }
 
+/// The same elements of a parameter, its two moments and its gradient.
+struct Block<'a> {
+    value: &'a mut [f32],
+    m: &'a mut [f32],
+    v: &'a mut [f32],
+    grad: &'a [f32],
+}
+
 /// [`adamw_slices`] on one block of a parameter, on AVX2 where there is
 /// one, with or without the clipping coefficient.
-fn adamw_block(c: &AdamCoefs, value: &mut [f32], m: &mut [f32], v: &mut [f32], grad: &[f32]) {
-    assert!(m.len() == value.len() && v.len() == value.len() && grad.len() == value.len());
+fn adamw_block(c: &AdamCoefs, b: Block<'_>) {
+    let n = b.value.len();
+    assert!(b.m.len() == n && b.v.len() == n && b.grad.len() == n);
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a `NativeTrainer` exists only where `native::supported()`
     // found AVX2 (see `load`).
     unsafe {
         match c.scale {
-            Some(s) => adamw_avx2::<true>(c, s, value, m, v, grad),
-            None => adamw_avx2::<false>(c, 1.0, value, m, v, grad),
+            Some(s) => adamw_avx2::<true>(c, s, b),
+            None => adamw_avx2::<false>(c, 1.0, b),
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
     match c.scale {
-        Some(s) => adamw_slices::<true>(c, s, value, m, v, grad),
-        None => adamw_slices::<false>(c, 1.0, value, m, v, grad),
+        Some(s) => adamw_slices::<true>(c, s, b),
+        None => adamw_slices::<false>(c, 1.0, b),
     }
 }
 
@@ -480,14 +499,8 @@ fn adamw_block(c: &AdamCoefs, value: &mut [f32], m: &mut [f32], v: &mut [f32], g
 /// `g` is the gradient times `scale` when `SCALED` (the same product the
 /// clipping pass of `clip_grad_norm_` would have stored).
 #[inline(always)]
-fn adamw_slices<const SCALED: bool>(
-    c: &AdamCoefs,
-    scale: f32,
-    value: &mut [f32],
-    m: &mut [f32],
-    v: &mut [f32],
-    grad: &[f32],
-) {
+fn adamw_slices<const SCALED: bool>(c: &AdamCoefs, scale: f32, b: Block<'_>) {
+    let Block { value, m, v, grad } = b;
     for (((p, m), v), &g) in value
         .iter_mut()
         .zip(m.iter_mut())
@@ -511,15 +524,8 @@ fn adamw_slices<const SCALED: bool>(
 /// The CPU must support AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn adamw_avx2<const SCALED: bool>(
-    c: &AdamCoefs,
-    scale: f32,
-    value: &mut [f32],
-    m: &mut [f32],
-    v: &mut [f32],
-    grad: &[f32],
-) {
-    adamw_slices::<SCALED>(c, scale, value, m, v, grad)
+unsafe fn adamw_avx2<const SCALED: bool>(c: &AdamCoefs, scale: f32, b: Block<'_>) {
+    adamw_slices::<SCALED>(c, scale, b)
 }
 
 /// `Σ v²`, in eight f32 lanes per 64-float block (so the compiler can
