@@ -111,9 +111,6 @@ pub struct NativeTrainer {
     /// packed once by `load`, then refreshed by [`NativeTrainer::adamw`]
     /// block by block right after it updates each block.
     packs: Vec<[Layer; 3]>,
-    /// The factor the last applied step scaled its gradients by (clipping
-    /// happens inside AdamW; `grad` keeps the unscaled values).
-    last_scale: Option<f32>,
 }
 
 impl NativeTrainer {
@@ -200,7 +197,6 @@ impl NativeTrainer {
         Ok(Some(Self {
             acts: vec![Vec::new(); dims.len()],
             packs,
-            last_scale: None,
             dims,
             weights,
             biases,
@@ -294,11 +290,7 @@ impl NativeTrainer {
         if !norm.is_finite() {
             return false;
         }
-        // libtorch's `clip_grad_norm_` coefficient, applied (as there) only
-        // when it shrinks the gradients.
-        let coef = grad_clip / (norm + 1e-6);
-        let scale = (grad_clip > 0.0 && coef < 1.0).then_some(coef as f32);
-        self.adamw(scale);
+        self.adamw(clip_scale(norm, grad_clip));
         true
     }
 
@@ -373,13 +365,13 @@ impl NativeTrainer {
         }
     }
 
-    fn params_mut(&mut self) -> impl Iterator<Item = &mut Param> {
-        self.weights.iter_mut().chain(self.biases.iter_mut())
+    fn params(&self) -> impl Iterator<Item = &Param> {
+        self.weights.iter().chain(&self.biases)
     }
 
     /// The global L2 norm of every gradient.
-    fn grad_norm(&mut self) -> f64 {
-        self.params_mut()
+    fn grad_norm(&self) -> f64 {
+        self.params()
             .map(|p| sum_of_squares(&p.grad))
             .sum::<f64>()
             .sqrt()
@@ -393,7 +385,6 @@ impl NativeTrainer {
     /// own over every weight (from L3, with three networks training at
     /// once) at the start of the next step.
     fn adamw(&mut self, scale: Option<f32>) {
-        self.last_scale = scale;
         self.step += 1;
         let step = self.step as i32;
         let bc1 = 1.0 - self.beta1.powi(step);
@@ -411,7 +402,6 @@ impl NativeTrainer {
             sqrt_bc2: bc2.sqrt() as f32,
             eps: self.eps as f32,
             neg_inv_step: (-1.0 / step_size) as f32,
-            scale,
         };
         for l in 0..self.dims.len() {
             let (inputs, outputs) = self.dims[l];
@@ -422,6 +412,7 @@ impl NativeTrainer {
                 let block = o0 * inputs..o1 * inputs;
                 adamw_block(
                     &c,
+                    scale,
                     Block {
                         value: &mut w.value[block.clone()],
                         m: &mut w.m[block.clone()],
@@ -437,6 +428,7 @@ impl NativeTrainer {
             let b = &mut self.biases[l];
             adamw_block(
                 &c,
+                scale,
                 Block {
                     value: &mut b.value,
                     m: &mut b.m,
@@ -460,8 +452,14 @@ struct AdamCoefs {
     sqrt_bc2: f32,
     eps: f32,
     neg_inv_step: f32,
-    /// The gradients' clipping coefficient (`None`: not clipped).
-    scale: Option<f32>,
+}
+
+/// libtorch's `clip_grad_norm_` coefficient for gradients of global norm
+/// `norm`, where it applies (as there, only when clipping is on and the
+/// coefficient shrinks them).
+fn clip_scale(norm: f64, grad_clip: f64) -> Option<f32> {
+    let coef = grad_clip / (norm + 1e-6);
+    (grad_clip > 0.0 && coef < 1.0).then_some(coef as f32)
 }
 
 /// The same elements of a parameter, its two moments and its gradient.
@@ -473,21 +471,21 @@ struct Block<'a> {
 }
 
 /// [`adamw_slices`] on one block of a parameter, on AVX2 where there is
-/// one, with or without the clipping coefficient.
-fn adamw_block(c: &AdamCoefs, b: Block<'_>) {
+/// one, with or without the clipping coefficient `scale`.
+fn adamw_block(c: &AdamCoefs, scale: Option<f32>, b: Block<'_>) {
     let n = b.value.len();
     assert!(b.m.len() == n && b.v.len() == n && b.grad.len() == n);
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a `NativeTrainer` exists only where `native::supported()`
     // found AVX2 (see `load`).
     unsafe {
-        match c.scale {
+        match scale {
             Some(s) => adamw_avx2::<true>(c, s, b),
             None => adamw_avx2::<false>(c, 1.0, b),
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
-    match c.scale {
+    match scale {
         Some(s) => adamw_slices::<true>(c, s, b),
         None => adamw_slices::<false>(c, 1.0, b),
     }
@@ -778,10 +776,11 @@ mod tests {
 
     /// The native step's clipped gradients (as AdamW used them), in the
     /// VarStore's order.
-    fn native_grads(n: &NativeTrainer) -> Vec<f32> {
-        let mut params: Vec<&Param> = n.weights.iter().chain(&n.biases).collect();
+    fn native_grads(n: &NativeTrainer, grad_clip: f64) -> Vec<f32> {
+        let mut params: Vec<&Param> = n.params().collect();
         params.sort_by_key(|p| p.slot);
-        let scale = |g: f32| n.last_scale.map_or(g, |s| g * s);
+        let clip = clip_scale(n.grad_norm(), grad_clip);
+        let scale = |g: f32| clip.map_or(g, |s| g * s);
         params
             .iter()
             .flat_map(|p| p.grad.iter().map(|&g| scale(g)))
@@ -845,7 +844,7 @@ mod tests {
         let grads = torch_grads(torch);
         assert!(grads.iter().any(|&g| g != 0.0), "{what}: no gradient");
         for (part, got, want, rel, abs_frac) in [
-            ("gradients", native_grads(&n), grads, 1e-4, 1e-5),
+            ("gradients", native_grads(&n, clip), grads, 1e-4, 1e-5),
             (
                 "first moments",
                 moments(lcx, false),
