@@ -34,6 +34,14 @@ python=${PYTHON:-python3}
 command -v "$python" >/dev/null 2>&1 ||
     fail "no $python found; install Python 3.10+ (or set PYTHON=/path/to/python3), or set LIBTORCH=/path/to/libtorch"
 
+# The install takes about 5 GB under .venv and pip unpacks the wheels
+# beside it first; a full disk fails halfway, with a long pip traceback.
+need_kb=$((8 * 1024 * 1024))
+free_kb=$(df -Pk "$root" 2>/dev/null | awk 'NR == 2 { print $4 }')
+if [[ "$free_kb" =~ ^[0-9]+$ ]] && ((free_kb < need_kb)); then
+    fail "installing PyTorch $torch_version needs about 8 GB free on the disk holding $root; it has $((free_kb / 1024)) MB. Free some space and rerun, or set LIBTORCH=/path/to/libtorch"
+fi
+
 echo "provision-libtorch: installing PyTorch $torch_version into $venv (one-off, a few GB)..." >&2
 if [[ ! -x "$venv/bin/python" ]]; then
     "$python" -m venv "$venv" ||
