@@ -410,6 +410,39 @@ pub(super) fn dense_threads_packed(
     relu: bool,
     threads: usize,
 ) {
+    dense_general(layer, x, rows, y, packed, None, relu, threads)
+}
+
+/// [`dense_threads`] without the ReLU that also adds up the squares
+/// of what it writes: `sums[p]` becomes Σ y² over panel `p`'s columns,
+/// taken from the kernel's registers as the values are stored. Training's
+/// weight-gradient GEMMs use it for the gradient norm, which otherwise
+/// needed a pass of its own over every gradient. Each panel's sum runs in
+/// a fixed order (row blocks in turn), so it does not depend on `threads`.
+pub(super) fn dense_threads_sum_squares(
+    layer: &Layer,
+    x: &[f32],
+    rows: usize,
+    y: &mut [f32],
+    sums: &mut [f64],
+    threads: usize,
+) {
+    assert_eq!(sums.len(), layer.panel_count());
+    sums.fill(0.0);
+    dense_general(layer, x, rows, y, None, Some(sums), false, threads)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn dense_general(
+    layer: &Layer,
+    x: &[f32],
+    rows: usize,
+    y: &mut [f32],
+    packed: Option<&mut Layer>,
+    sums: Option<&mut [f64]>,
+    relu: bool,
+    threads: usize,
+) {
     assert!(x.len() == rows * layer.inputs && y.len() == rows * layer.outputs);
     // The AVX2 code below must never run on a CPU without it; the check is
     // a cached flag.
@@ -422,16 +455,25 @@ pub(super) fn dense_threads_packed(
         }
         None => std::ptr::null_mut(),
     };
+    let sums = match sums {
+        Some(s) => {
+            assert_eq!(s.len(), panels);
+            s.as_mut_ptr()
+        }
+        None => std::ptr::null_mut(),
+    };
     #[cfg(target_arch = "x86_64")]
     {
         let out = Out {
             y: y.as_mut_ptr(),
             packed,
+            sums,
         };
         if threads <= 1 || panels < 2 {
             // SAFETY: AVX2 and FMA were checked above, as were the slice
             // lengths; `packed` (when not null) holds `rows × 16` floats per
-            // panel (its shape was checked against `layer` and `rows`).
+            // panel (its shape was checked against `layer` and `rows`), and
+            // `sums` (when not null) one f64 per panel.
             unsafe { dense_avx2(layer, x, rows, &out, relu, 0..panels) };
             return;
         }
@@ -442,31 +484,36 @@ pub(super) fn dense_threads_packed(
                 let out = &out;
                 s.spawn(move |_| {
                     // SAFETY: as above; the tasks' panel ranges are
-                    // disjoint, so no two write the same element.
+                    // disjoint, so no two write the same element or sum.
                     unsafe { dense_avx2(layer, x, rows, out, relu, range) }
                 });
             }
         });
     }
     // Unreachable (`supported()` is false off x86-64), but spelled out: the
-    // portable path cannot fill `packed`.
+    // portable path cannot fill `packed` or `sums`.
     #[cfg(not(target_arch = "x86_64"))]
     {
         let _ = (threads, panels);
-        assert!(packed.is_null(), "packed outputs need the AVX2 kernel");
+        assert!(
+            packed.is_null() && sums.is_null(),
+            "packed outputs and sums need the AVX2 kernel"
+        );
         dense_portable(layer, x, rows, y, relu)
     }
 }
 
 /// Where [`dense_avx2`] writes: the row-major output and, unless null, the
-/// same values in panel order (see [`dense_threads_packed`]).
+/// same values in panel order (see [`dense_threads_packed`]) and one sum of
+/// squares per panel (see [`dense_threads_sum_squares`]).
 #[cfg(target_arch = "x86_64")]
 struct Out {
     y: *mut f32,
     packed: *mut f32,
+    sums: *mut f64,
 }
 
-// SAFETY: tasks sharing an `Out` write disjoint panels' columns.
+// SAFETY: tasks sharing an `Out` write disjoint panels' columns and sums.
 #[cfg(target_arch = "x86_64")]
 unsafe impl Sync for Out {}
 
@@ -507,8 +554,9 @@ fn row_blocks(rows: usize) -> impl Iterator<Item = (usize, usize)> {
 /// # Safety
 /// The CPU must support AVX2 and FMA; `x.len() == rows · layer.inputs`,
 /// `out.y` points at `rows · layer.outputs` writable floats, `out.packed`
-/// is null or points at `rows · 16` floats per panel, and `panels` lies
-/// within `0..layer.panel_count()`.
+/// is null or points at `rows · 16` floats per panel, `out.sums` is null
+/// or points at one f64 per panel, and `panels` lies within
+/// `0..layer.panel_count()`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn dense_avx2(
@@ -544,6 +592,11 @@ unsafe fn dense_avx2(
                     } else {
                         out.packed.add((p * rows + start) * PANEL)
                     },
+                    sum: if out.sums.is_null() {
+                        out.sums
+                    } else {
+                        out.sums.add(p)
+                    },
                     cols,
                     relu,
                 };
@@ -573,6 +626,9 @@ struct Tile {
     /// each, padding columns included: zero weights and bias make them
     /// zero for finite inputs, and every store rewrites them).
     packed: *mut f32,
+    /// Null, or the panel's sum of squares, which the tile's outputs are
+    /// added to (padding columns included: zero for finite inputs).
+    sum: *mut f64,
     cols: usize,
     relu: bool,
 }
@@ -621,6 +677,7 @@ unsafe fn micro<const MR: usize>(t: &Tile) {
     let b0 = _mm256_loadu_ps(t.bias);
     let b1 = _mm256_loadu_ps(t.bias.add(8));
     let zero = _mm256_setzero_ps();
+    let mut squares = zero;
     for (r, a) in acc.iter().enumerate() {
         let mut v0 = _mm256_add_ps(a[0], b0);
         let mut v1 = _mm256_add_ps(a[1], b1);
@@ -636,6 +693,10 @@ unsafe fn micro<const MR: usize>(t: &Tile) {
             _mm256_storeu_ps(t.packed.add(r * PANEL), v0);
             _mm256_storeu_ps(t.packed.add(r * PANEL + 8), v1);
         }
+        if !t.sum.is_null() {
+            squares = _mm256_fmadd_ps(v0, v0, squares);
+            squares = _mm256_fmadd_ps(v1, v1, squares);
+        }
         let dst = t.y.add(r * t.ldy);
         if t.cols == PANEL {
             _mm256_storeu_ps(dst, v0);
@@ -648,6 +709,12 @@ unsafe fn micro<const MR: usize>(t: &Tile) {
             _mm256_storeu_ps(tmp.as_mut_ptr().add(8), v1);
             std::ptr::copy_nonoverlapping(tmp.as_ptr(), dst, t.cols);
         }
+    }
+    if !t.sum.is_null() {
+        // At most 12 squares per lane in f32, then f64 from here on.
+        let mut lanes = [0.0f32; 8];
+        _mm256_storeu_ps(lanes.as_mut_ptr(), squares);
+        *t.sum += lanes.iter().map(|&l| f64::from(l)).sum::<f64>();
     }
 }
 
@@ -787,6 +854,41 @@ mod tests {
             dense(&layer, &x, rows, &mut plain, true);
             assert_eq!(y, plain);
         }
+        // Sums of squares per panel: those of the values written, and the
+        // same bits on one task or several.
+        let mut sums_one_task = Vec::new();
+        for threads in [1, 3] {
+            let mut y = vec![0.0f32; rows * outputs];
+            let mut sums = vec![f64::NAN; 3];
+            dense_threads_sum_squares(&layer, &x, rows, &mut y, &mut sums, threads);
+            let mut plain = vec![0.0f32; rows * outputs];
+            dense(&layer, &x, rows, &mut plain, false);
+            assert_eq!(y, plain);
+            for (p, &got) in sums.iter().enumerate() {
+                let want: f64 = plain
+                    .chunks_exact(outputs)
+                    .flat_map(|row| &row[p * PANEL..((p + 1) * PANEL).min(outputs)])
+                    .map(|&v| f64::from(v) * f64::from(v))
+                    .sum();
+                assert!(
+                    (got - want).abs() <= 1e-5 * want,
+                    "panel {p}: {got} vs {want}"
+                );
+            }
+            if threads == 1 {
+                sums_one_task = sums;
+            } else {
+                assert_eq!(sums, sums_one_task);
+            }
+        }
+        // An output whose square overflows f32 makes its panel's sum
+        // infinite (training takes that as a non-finite gradient norm).
+        let mut huge = x.clone();
+        huge[3] = 1e30;
+        let mut y = vec![0.0f32; rows * outputs];
+        let mut sums = vec![0.0; 3];
+        dense_threads_sum_squares(&layer, &huge, rows, &mut y, &mut sums, 1);
+        assert!(sums.iter().all(|s| s.is_infinite()), "{sums:?}");
         // Whole 16 × 16 tiles (the AVX2 path) and partial ones, into a
         // destination with and without padding between its rows.
         for (rows, cols, dst_stride) in [(20, 37, 20), (13, 21, 13), (20, 37, 24)] {

@@ -22,7 +22,10 @@
 
 use tch::{Device, Kind, Tensor};
 
-use super::native::{self, dense_threads, dense_threads_packed, tensor_values, Layer, PANEL};
+use super::native::{
+    self, dense_threads, dense_threads_packed, dense_threads_sum_squares, tensor_values, Layer,
+    PANEL,
+};
 use super::network::Activation;
 use super::optim::{NetTrainer, StepOutcome, Weighting};
 use super::TrainerError;
@@ -104,6 +107,10 @@ pub struct NativeTrainer {
     grad: Vec<f32>,
     grad_next: Vec<f32>,
     transposed: Vec<f32>,
+    /// Σ g² over every weight gradient of the last backward pass, added up
+    /// by the weight-gradient GEMMs as they store (one slot per panel).
+    weight_squares: f64,
+    panel_squares: Vec<f64>,
     /// Per layer, the packed operands of its forward (`Wᵀ` and the bias),
     /// weight gradient (the layer's input) and input gradient (`W`) GEMMs,
     /// kept apart so that each keeps its shape (and zero padding) across
@@ -210,6 +217,8 @@ impl NativeTrainer {
             grad: Vec::new(),
             grad_next: Vec::new(),
             transposed: Vec::new(),
+            weight_squares: 0.0,
+            panel_squares: Vec::new(),
         }))
     }
 
@@ -320,6 +329,7 @@ impl NativeTrainer {
     /// Gradients of every parameter from `self.grad` (the loss's gradient
     /// with respect to the logits).
     fn backward(&mut self, x: &[f32], rows: usize) {
+        self.weight_squares = 0.0;
         for l in (0..self.dims.len()).rev() {
             let (inputs, outputs) = self.dims[l];
             let input = if l == 0 { x } else { &self.acts[l - 1][..] };
@@ -342,14 +352,16 @@ impl NativeTrainer {
                 // forward.
                 dw.pack_rows(rows, inputs, input);
             }
-            dense_threads(
+            self.panel_squares.resize(inputs.div_ceil(PANEL), 0.0);
+            dense_threads_sum_squares(
                 dw,
                 &self.transposed,
                 outputs,
                 &mut self.weights[l].grad,
-                false,
+                &mut self.panel_squares,
                 self.threads,
             );
+            self.weight_squares += self.panel_squares.iter().sum::<f64>();
             if l == 0 {
                 break;
             }
@@ -362,16 +374,16 @@ impl NativeTrainer {
         }
     }
 
+    #[cfg(test)]
     fn params(&self) -> impl Iterator<Item = &Param> {
         self.weights.iter().chain(&self.biases)
     }
 
-    /// The global L2 norm of every gradient.
+    /// The global L2 norm of every gradient of the last backward pass: the
+    /// weights' squares were summed as their GEMMs stored them.
     fn grad_norm(&self) -> f64 {
-        self.params()
-            .map(|p| sum_of_squares(&p.grad))
-            .sum::<f64>()
-            .sqrt()
+        let biases: f64 = self.biases.iter().map(|p| sum_of_squares(&p.grad)).sum();
+        (self.weight_squares + biases).sqrt()
     }
 
     /// PyTorch's AdamW, element by element in the order of its tensor ops
@@ -1174,11 +1186,27 @@ mod tests {
                 .collect()
         };
         let before = values(&n);
-        n.weights[0].grad[0] = f32::INFINITY;
-        assert!(!n.apply_gradients(1.0));
-        assert_eq!(values(&n), before);
-        assert_packs_current(&n);
-        assert_eq!(n.step, 1);
+        // An overflow in a bias gradient, then in a weight gradient: the
+        // weight-gradient GEMMs report it through their sums of squares
+        // (an infinite output makes its panel's sum infinite: see
+        // `native::tests::packed_outputs_and_packings_match_their_definitions`).
+        let (weight_squares, bias) = (n.weight_squares, n.biases[0].grad[0]);
+        for overflow in ["bias", "weight"] {
+            match overflow {
+                "bias" => n.biases[0].grad[0] = f32::INFINITY,
+                _ => {
+                    n.biases[0].grad[0] = bias;
+                    n.weight_squares = f64::INFINITY;
+                }
+            }
+            assert!(!n.apply_gradients(1.0), "{overflow}");
+            assert_eq!(values(&n), before, "{overflow}");
+            assert_packs_current(&n);
+            assert_eq!(n.step, 1, "{overflow}");
+        }
+        n.weight_squares = weight_squares;
+        assert!(n.apply_gradients(1.0));
+        assert_eq!(n.step, 2);
     }
 
     /// A NaN target on a legal action makes the loss non-finite: the step
