@@ -581,51 +581,11 @@ unsafe fn relu_backward_avx2(d: &mut [f32], a: &[f32]) {
     relu_backward_lanes(&mut d[body..n], &a[body..n]);
 }
 
-/// `Σ v²`, on AVX2 where there is one (see [`sum_of_squares_lanes`]).
+/// `Σ v²`, added up in f64. Only the bias gradients (a few thousand
+/// values per step) come here: the weight gradients' squares are summed by
+/// their GEMMs (see [`NativeTrainer::backward`]).
 fn sum_of_squares(v: &[f32]) -> f64 {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a `NativeTrainer` exists only where `native::supported()`
-    // found AVX2 (see `load`).
-    unsafe {
-        sum_of_squares_avx2(v)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    sum_of_squares_lanes(v)
-}
-
-/// `Σ v²` in 32 independent f32 lanes, each folded into an f64 lane of its
-/// own every 256 values, and the 32 f64 lanes added at the end. The lanes
-/// keep the additions off one dependency chain: summing each block's lanes
-/// into a single f64 (as this did before) made the pass wait on the adder's
-/// latency, and it cost about 1.8% of a training step.
-#[inline(always)]
-fn sum_of_squares_lanes(v: &[f32]) -> f64 {
-    const LANES: usize = 32;
-    let mut wide = [0.0f64; LANES];
-    let (blocks, tail) = v.as_chunks::<{ 8 * LANES }>();
-    for block in blocks {
-        let mut lanes = [0.0f32; LANES];
-        for chunk in block.as_chunks::<LANES>().0 {
-            for (l, &x) in lanes.iter_mut().zip(chunk) {
-                *l += x * x;
-            }
-        }
-        for (w, &l) in wide.iter_mut().zip(&lanes) {
-            *w += f64::from(l);
-        }
-    }
-    let tail: f64 = tail.iter().map(|&x| f64::from(x * x)).sum();
-    wide.iter().sum::<f64>() + tail
-}
-
-/// [`sum_of_squares_lanes`] compiled for AVX2 (eight-lane registers).
-///
-/// # Safety
-/// The CPU must support AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn sum_of_squares_avx2(v: &[f32]) -> f64 {
-    sum_of_squares_lanes(v)
+    v.iter().map(|&x| f64::from(x) * f64::from(x)).sum()
 }
 
 /// `clamp(t/T, 0, 1)^alpha` with T = max(1, current); 1 when alpha is 0
@@ -762,16 +722,16 @@ mod tests {
     use crate::trainer::optim::{self, AdamWConfig, GradScaler};
 
     #[test]
-    fn sum_of_squares_adds_every_value_including_the_tail() {
-        if !native::supported() {
-            return;
-        }
-        // Lengths around the 32-lane chunks and 256-value blocks.
-        for n in [0, 1, 31, 32, 255, 256, 257, 511, 1000, 4099] {
+    fn sum_of_squares_adds_every_value() {
+        // Lengths around powers of two, and odd ones. The values are
+        // (2k − 3) / 2 for k = i mod 4, so the exact sum is counted in
+        // integers: (2k − 3)² quarters per value.
+        for n in [0usize, 1, 31, 32, 255, 256, 257, 511, 1000, 4099] {
             let v: Vec<f32> = (0..n)
-                .map(|i| ((i * 37) % 101) as f32 / 7.0 - 6.0)
+                .map(|i| (2 * (i % 4) as i32 - 3) as f32 / 2.0)
                 .collect();
-            let exact: f64 = v.iter().map(|&x| f64::from(x) * f64::from(x)).sum();
+            let quarters: i64 = (0..n).map(|i| (2 * (i % 4) as i64 - 3).pow(2)).sum();
+            let exact = quarters as f64 / 4.0;
             let got = sum_of_squares(&v);
             assert!(
                 (got - exact).abs() <= 1e-6 * exact.max(1.0),
