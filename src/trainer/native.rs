@@ -50,7 +50,69 @@ pub(super) struct Layer {
     bias: Vec<f32>,
 }
 
+/// A packed right-hand operand as the kernel reads it: the panels and bias
+/// of a [`Layer`], or panels kept elsewhere (training keeps each weight
+/// matrix in the packed form its input-gradient GEMM reads, and reads it
+/// there in place).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Panels<'a> {
+    inputs: usize,
+    outputs: usize,
+    panels: &'a [f32],
+    bias: &'a [f32],
+}
+
+impl<'a> Panels<'a> {
+    /// `panels` in [`Layer`]'s layout for an `inputs × outputs` operand,
+    /// with `bias` (at least one float per padded output column).
+    pub(super) fn new(inputs: usize, outputs: usize, panels: &'a [f32], bias: &'a [f32]) -> Self {
+        let padded = outputs.div_ceil(PANEL) * PANEL;
+        assert!(panels.len() == padded * inputs && bias.len() >= padded);
+        Self {
+            inputs,
+            outputs,
+            panels,
+            bias,
+        }
+    }
+
+    fn panel_count(&self) -> usize {
+        self.outputs.div_ceil(PANEL)
+    }
+}
+
+/// The layout of `Layer::pack_rows(rows, cols, m)`'s panels: the row-major
+/// `rows × cols` `m` cut into strips of 16 columns (zero-padded), one
+/// after the other.
+pub(super) fn to_row_panels(m: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    let mut layer = Layer::default();
+    layer.pack_rows(rows, cols, m);
+    layer.panels
+}
+
+/// The inverse of [`to_row_panels`] (padding dropped).
+pub(super) fn from_row_panels(panels: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    assert_eq!(panels.len(), cols.div_ceil(PANEL) * PANEL * rows);
+    let mut m = vec![0.0; rows * cols];
+    for (p, strip) in panels.chunks_exact(rows * PANEL).enumerate() {
+        let (c0, c1) = (p * PANEL, ((p + 1) * PANEL).min(cols));
+        for (row, src) in m.chunks_exact_mut(cols).zip(strip.chunks_exact(PANEL)) {
+            row[c0..c1].copy_from_slice(&src[..c1 - c0]);
+        }
+    }
+    m
+}
+
 impl Layer {
+    fn view(&self) -> Panels<'_> {
+        Panels {
+            inputs: self.inputs,
+            outputs: self.outputs,
+            panels: &self.panels,
+            bias: &self.bias,
+        }
+    }
+
     /// Packs a row-major `[outputs][inputs]` weight matrix (libtorch's
     /// layout) and its bias.
     fn pack(inputs: usize, outputs: usize, w: &[f32], b: &[f32]) -> Self {
@@ -119,25 +181,49 @@ impl Layer {
         self.bias.fill(0.0);
     }
 
-    /// Re-packs rows `o0..o1` of the row-major `[outputs][inputs]` `w`
-    /// already packed by [`Layer::pack_weights`]: one whole panel, so `o0`
-    /// is a multiple of 16 and `o1` the panel's end (or `outputs`).
-    pub(super) fn repack_weight_panel(&mut self, w: &[f32], o0: usize, o1: usize) {
+    /// Packs `P = Wᵀ` from `W` (`outputs × inputs`) kept in row panels (see
+    /// [`to_row_panels`]) and the bias, reusing the buffers.
+    pub(super) fn pack_weights_from_row_panels(
+        &mut self,
+        inputs: usize,
+        outputs: usize,
+        w: &[f32],
+        b: &[f32],
+    ) {
+        self.reset(inputs, outputs);
+        for o0 in (0..outputs).step_by(PANEL) {
+            for s in 0..inputs.div_ceil(PANEL) {
+                self.repack_weight_tile(w, o0, s);
+            }
+        }
+        self.set_bias(b);
+    }
+
+    /// Re-packs one 16 × 16 tile of a layer packed by
+    /// [`Layer::pack_weights_from_row_panels`]: weight rows `o0..o0 + 16`
+    /// (`o0` a multiple of 16) of row panel `s`, which lie together in `w`
+    /// (1 KB). The input columns it covers land in one run of panel
+    /// `o0 / 16`, so this is one tile transpose.
+    pub(super) fn repack_weight_tile(&mut self, w: &[f32], o0: usize, s: usize) {
         let (inputs, outputs) = (self.inputs, self.outputs);
         assert!(
-            w.len() == inputs * outputs
+            w.len() == inputs.div_ceil(PANEL) * PANEL * outputs
                 && o0.is_multiple_of(PANEL)
-                && o1 == (o0 + PANEL).min(outputs)
-                && o0 < o1
+                && o0 < outputs
+                && s * PANEL < inputs
         );
+        let rows = PANEL.min(outputs - o0);
+        let cols = PANEL.min(inputs - s * PANEL);
+        let src = &w[(s * outputs + o0) * PANEL..(s * outputs + o0 + rows) * PANEL];
         let p = o0 / PANEL;
-        let panel = &mut self.panels[p * inputs * PANEL..(p + 1) * inputs * PANEL];
-        transpose(&w[o0 * inputs..o1 * inputs], o1 - o0, inputs, panel, PANEL);
+        let dst = &mut self.panels
+            [(p * inputs + s * PANEL) * PANEL..(p * inputs + s * PANEL + cols) * PANEL];
+        transpose_tile(src, PANEL, dst, PANEL, rows, cols);
     }
 
     /// Re-packs the reduction rows `k0..k1` of the row-major
     /// `[inputs][outputs]` `m` already packed by [`Layer::pack_rows`].
-    pub(super) fn repack_rows(&mut self, m: &[f32], k0: usize, k1: usize) {
+    fn repack_rows(&mut self, m: &[f32], k0: usize, k1: usize) {
         let (inputs, outputs) = (self.inputs, self.outputs);
         assert!(m.len() == inputs * outputs && k0 <= k1 && k1 <= inputs);
         for p in 0..outputs.div_ceil(PANEL) {
@@ -157,10 +243,6 @@ impl Layer {
     /// Replaces the bias of a layer packed by [`Layer::pack_weights`].
     pub(super) fn set_bias(&mut self, b: &[f32]) {
         self.bias[..self.outputs].copy_from_slice(b);
-    }
-
-    fn panel_count(&self) -> usize {
-        self.outputs.div_ceil(PANEL)
     }
 }
 
@@ -385,14 +467,14 @@ pub(super) fn dense(layer: &Layer, x: &[f32], rows: usize, y: &mut [f32], relu: 
 /// `threads` tasks on the current rayon pool. Every output element is
 /// computed exactly as by [`dense`], so the result is the same to the bit.
 pub(super) fn dense_threads(
-    layer: &Layer,
+    layer: Panels<'_>,
     x: &[f32],
     rows: usize,
     y: &mut [f32],
     relu: bool,
     threads: usize,
 ) {
-    dense_threads_packed(layer, x, rows, y, None, relu, threads)
+    dense_general(layer, x, rows, Some(y), None, None, relu, threads)
 }
 
 /// [`dense_threads`] that also writes its output, packed, into `packed`:
@@ -410,47 +492,70 @@ pub(super) fn dense_threads_packed(
     relu: bool,
     threads: usize,
 ) {
-    dense_general(layer, x, rows, y, packed, None, relu, threads)
+    let packed = packed.map(|p| {
+        assert!(p.inputs == rows && p.outputs == layer.outputs);
+        &mut p.panels[..]
+    });
+    dense_general(layer.view(), x, rows, Some(y), packed, None, relu, threads)
 }
 
-/// [`dense_threads`] without the ReLU that also adds up the squares
-/// of what it writes: `sums[p]` becomes Σ y² over panel `p`'s columns,
-/// taken from the kernel's registers as the values are stored. Training's
-/// weight-gradient GEMMs use it for the gradient norm, which otherwise
-/// needed a pass of its own over every gradient. Each panel's sum runs in
-/// a fixed order (row blocks in turn), so it does not depend on `threads`.
+/// `x P + b` (no ReLU) written only in row panels (see
+/// [`to_row_panels`]: `packed` holds `rows × 16` floats per panel of
+/// `layer`), adding up the squares of what it writes: `sums[p]` becomes
+/// Σ y² over panel `p`, padding included, taken from the kernel's
+/// registers as the values are stored. Training's weight-gradient GEMMs
+/// use it: their output is the gradient in the layout the weights are
+/// kept in, and the sums give the gradient norm, which otherwise needed a
+/// pass of its own over every gradient. Each panel's sum runs in a fixed
+/// order (row blocks in turn), so it does not depend on `threads`.
 pub(super) fn dense_threads_sum_squares(
     layer: &Layer,
     x: &[f32],
     rows: usize,
-    y: &mut [f32],
+    packed: &mut [f32],
     sums: &mut [f64],
     threads: usize,
 ) {
     sums.fill(0.0);
-    dense_general(layer, x, rows, y, None, Some(sums), false, threads)
+    dense_general(
+        layer.view(),
+        x,
+        rows,
+        None,
+        Some(packed),
+        Some(sums),
+        false,
+        threads,
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
 fn dense_general(
-    layer: &Layer,
+    layer: Panels<'_>,
     x: &[f32],
     rows: usize,
-    y: &mut [f32],
-    packed: Option<&mut Layer>,
+    y: Option<&mut [f32]>,
+    packed: Option<&mut [f32]>,
     sums: Option<&mut [f64]>,
     relu: bool,
     threads: usize,
 ) {
-    assert!(x.len() == rows * layer.inputs && y.len() == rows * layer.outputs);
+    assert_eq!(x.len(), rows * layer.inputs);
     // The AVX2 code below must never run on a CPU without it; the check is
     // a cached flag.
     assert!(supported(), "lcx's kernel needs AVX2 and FMA");
     let panels = layer.panel_count();
+    let y = match y {
+        Some(y) => {
+            assert_eq!(y.len(), rows * layer.outputs);
+            y.as_mut_ptr()
+        }
+        None => std::ptr::null_mut(),
+    };
     let packed = match packed {
         Some(p) => {
-            assert!(p.inputs == rows && p.outputs == layer.outputs);
-            p.panels.as_mut_ptr()
+            assert_eq!(p.len(), panels * rows * PANEL);
+            p.as_mut_ptr()
         }
         None => std::ptr::null_mut(),
     };
@@ -463,16 +568,13 @@ fn dense_general(
     };
     #[cfg(target_arch = "x86_64")]
     {
-        let out = Out {
-            y: y.as_mut_ptr(),
-            packed,
-            sums,
-        };
+        let out = Out { y, packed, sums };
+        let layer = &layer;
         if threads <= 1 || panels < 2 {
             // SAFETY: AVX2 and FMA were checked above, as were the slice
-            // lengths; `packed` (when not null) holds `rows × 16` floats per
-            // panel (its shape was checked against `layer` and `rows`), and
-            // `sums` (when not null) one f64 per panel.
+            // lengths: `y` (when not null) holds `rows × outputs` floats,
+            // `packed` (when not null) `rows × 16` per panel, and `sums`
+            // (when not null) one f64 per panel.
             unsafe { dense_avx2(layer, x, rows, &out, relu, 0..panels) };
             return;
         }
@@ -490,21 +592,24 @@ fn dense_general(
         });
     }
     // Unreachable (`supported()` is false off x86-64), but spelled out: the
-    // portable path cannot fill `packed` or `sums`.
+    // portable path can only fill `y`.
     #[cfg(not(target_arch = "x86_64"))]
     {
         let _ = (threads, panels);
         assert!(
-            packed.is_null() && sums.is_null(),
+            !y.is_null() && packed.is_null() && sums.is_null(),
             "packed outputs and sums need the AVX2 kernel"
         );
+        // SAFETY: `y` came from a slice of this length just above.
+        let y = unsafe { std::slice::from_raw_parts_mut(y, rows * layer.outputs) };
         dense_portable(layer, x, rows, y, relu)
     }
 }
 
-/// Where [`dense_avx2`] writes: the row-major output and, unless null, the
-/// same values in panel order (see [`dense_threads_packed`]) and one sum of
-/// squares per panel (see [`dense_threads_sum_squares`]).
+/// Where [`dense_avx2`] writes, each pointer null when not wanted: the
+/// row-major output, the same values in panel order (see
+/// [`dense_threads_packed`]) and one sum of squares per panel (see
+/// [`dense_threads_sum_squares`]).
 #[cfg(target_arch = "x86_64")]
 struct Out {
     y: *mut f32,
@@ -520,7 +625,7 @@ unsafe impl Sync for Out {}
 /// fused multiply-add chain over k per output), so the two agree to the
 /// bit. Used off x86-64 (where no `NativeMlp` is built) and by the tests.
 #[cfg(any(test, not(target_arch = "x86_64")))]
-fn dense_portable(layer: &Layer, x: &[f32], rows: usize, y: &mut [f32], relu: bool) {
+fn dense_portable(layer: Panels<'_>, x: &[f32], rows: usize, y: &mut [f32], relu: bool) {
     let k = layer.inputs;
     for r in 0..rows {
         for o in 0..layer.outputs {
@@ -552,14 +657,15 @@ fn row_blocks(rows: usize) -> impl Iterator<Item = (usize, usize)> {
 
 /// # Safety
 /// The CPU must support AVX2 and FMA; `x.len() == rows · layer.inputs`,
-/// `out.y` points at `rows · layer.outputs` writable floats, `out.packed`
-/// is null or points at `rows · 16` floats per panel, `out.sums` is null
-/// or points at one f64 per panel, and `panels` lies within
+/// `out.y` is null or points at `rows · layer.outputs` writable floats,
+/// `out.packed` is null or points at `rows · 16` floats per panel,
+/// `out.sums` is null or points at one f64 per panel, and `panels` lies
+/// within
 /// `0..layer.panel_count()`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn dense_avx2(
-    layer: &Layer,
+    layer: &Panels<'_>,
     x: &[f32],
     rows: usize,
     out: &Out,
@@ -584,7 +690,11 @@ unsafe fn dense_avx2(
                     x: x.as_ptr().add(start * k),
                     panel,
                     bias,
-                    y: out.y.add(start * n + p * PANEL),
+                    y: if out.y.is_null() {
+                        out.y
+                    } else {
+                        out.y.add(start * n + p * PANEL)
+                    },
                     ldy: n,
                     packed: if out.packed.is_null() {
                         out.packed
@@ -619,6 +729,7 @@ struct Tile {
     x: *const f32,
     panel: *const f32,
     bias: *const f32,
+    /// Null, or where the `MR` output rows go (stride `ldy`).
     y: *mut f32,
     ldy: usize,
     /// Null, or where the `MR` output rows go in panel order (16 floats
@@ -634,8 +745,8 @@ struct Tile {
 
 /// # Safety
 /// AVX2 and FMA; `t.x` points at `MR` rows of `t.k` floats, `t.panel` at
-/// `t.k × 16` floats, `t.bias` at 16 floats, and `t.y` at `MR` rows
-/// (stride `t.ldy`) with `t.cols` writable floats each.
+/// `t.k × 16` floats, `t.bias` at 16 floats, and `t.y` is null or points
+/// at `MR` rows (stride `t.ldy`) with `t.cols` writable floats each.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 #[inline]
@@ -696,6 +807,9 @@ unsafe fn micro<const MR: usize>(t: &Tile) {
             squares = _mm256_fmadd_ps(v0, v0, squares);
             squares = _mm256_fmadd_ps(v1, v1, squares);
         }
+        if t.y.is_null() {
+            continue;
+        }
         let dst = t.y.add(r * t.ldy);
         if t.cols == PANEL {
             _mm256_storeu_ps(dst, v0);
@@ -743,7 +857,7 @@ mod tests {
         let mut h = x.to_vec();
         for (i, layer) in native.layers.iter().enumerate() {
             let mut y = vec![0.0; rows * layer.outputs];
-            dense_portable(layer, &h, rows, &mut y, i + 1 < native.layers.len());
+            dense_portable(layer.view(), &h, rows, &mut y, i + 1 < native.layers.len());
             h = y;
         }
         h
@@ -853,16 +967,18 @@ mod tests {
             dense(&layer, &x, rows, &mut plain, true);
             assert_eq!(y, plain);
         }
-        // Sums of squares per panel: those of the values written, and the
-        // same bits on one task or several.
+        // Outputs in row panels only, with sums of squares per panel: the
+        // values `dense` writes, the sums of their squares, and the same
+        // bits on one task or several.
         let mut sums_one_task = Vec::new();
         for threads in [1, 3] {
-            let mut y = vec![0.0f32; rows * outputs];
+            let mut packed = vec![f32::NAN; 3 * rows * PANEL];
             let mut sums = vec![f64::NAN; 3];
-            dense_threads_sum_squares(&layer, &x, rows, &mut y, &mut sums, threads);
+            dense_threads_sum_squares(&layer, &x, rows, &mut packed, &mut sums, threads);
             let mut plain = vec![0.0f32; rows * outputs];
             dense(&layer, &x, rows, &mut plain, false);
-            assert_eq!(y, plain);
+            assert_eq!(packed, to_row_panels(&plain, rows, outputs));
+            assert_eq!(from_row_panels(&packed, rows, outputs), plain);
             for (p, &got) in sums.iter().enumerate() {
                 let want: f64 = plain
                     .chunks_exact(outputs)
@@ -884,9 +1000,9 @@ mod tests {
         // infinite (training takes that as a non-finite gradient norm).
         let mut huge = x.clone();
         huge[3] = 1e30;
-        let mut y = vec![0.0f32; rows * outputs];
+        let mut packed = vec![0.0f32; 3 * rows * PANEL];
         let mut sums = vec![0.0; 3];
-        dense_threads_sum_squares(&layer, &huge, rows, &mut y, &mut sums, 1);
+        dense_threads_sum_squares(&layer, &huge, rows, &mut packed, &mut sums, 1);
         assert!(sums.iter().all(|s| s.is_infinite()), "{sums:?}");
         // Whole 16 × 16 tiles (the AVX2 path) and partial ones, into a
         // destination with and without padding between its rows.
@@ -902,27 +1018,34 @@ mod tests {
         }
     }
 
-    /// Re-packing one panel, a range of reduction rows, or the bias gives
-    /// what packing everything afresh gives.
+    /// Packing `Wᵀ` from `W` in row panels, whole or one tile at a time
+    /// (whole and partial tiles: 37 inputs and 40 outputs are not
+    /// multiples of 16), gives what packing the row-major `W` gives; the
+    /// row panels are `pack_rows`'s, and convert back without loss.
     #[test]
-    fn partial_repacks_match_a_fresh_pack() {
+    fn packing_from_row_panels_matches_a_fresh_pack() {
         let (inputs, outputs) = (37, 40);
         let w0: Vec<f32> = (0..outputs * inputs).map(|i| i as f32).collect();
         let w1: Vec<f32> = w0.iter().map(|v| -v - 0.5).collect();
         let b: Vec<f32> = (0..outputs).map(|i| i as f32 / 8.0).collect();
-        let (mut forward, mut rows) = (Layer::default(), Layer::default());
-        forward.pack_weights(inputs, outputs, &w0, None);
-        rows.pack_rows(outputs, inputs, &w0);
+        let strips0 = to_row_panels(&w0, outputs, inputs);
+        let strips1 = to_row_panels(&w1, outputs, inputs);
+        assert_eq!(from_row_panels(&strips1, outputs, inputs), w1);
+        let mut rows = Layer::default();
+        rows.pack_rows(outputs, inputs, &w1);
+        assert_eq!(rows.panels, strips1);
+        let mut forward = Layer::default();
+        forward.pack_weights_from_row_panels(inputs, outputs, &strips0, &b);
+        let mut want = Layer::default();
+        want.pack_weights(inputs, outputs, &w0, Some(&b));
+        assert!(forward == want);
         for o0 in (0..outputs).step_by(PANEL) {
-            let o1 = (o0 + PANEL).min(outputs);
-            forward.repack_weight_panel(&w1, o0, o1);
-            rows.repack_rows(&w1, o0, o1);
+            for s in 0..inputs.div_ceil(PANEL) {
+                forward.repack_weight_tile(&strips1, o0, s);
+            }
         }
-        forward.set_bias(&b);
-        let (mut want_forward, mut want_rows) = (Layer::default(), Layer::default());
-        want_forward.pack_weights(inputs, outputs, &w1, Some(&b));
-        want_rows.pack_rows(outputs, inputs, &w1);
-        assert!(forward == want_forward && rows == want_rows);
+        want.pack_weights(inputs, outputs, &w1, Some(&b));
+        assert!(forward == want);
     }
 
     #[test]

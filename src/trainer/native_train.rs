@@ -23,8 +23,8 @@
 use tch::{Device, Kind, Tensor};
 
 use super::native::{
-    self, dense_threads, dense_threads_packed, dense_threads_sum_squares, tensor_values, Layer,
-    PANEL,
+    self, dense_threads, dense_threads_packed, dense_threads_sum_squares, from_row_panels,
+    tensor_values, to_row_panels, Layer, Panels, PANEL,
 };
 use super::network::Activation;
 use super::optim::{NetTrainer, StepOutcome, Weighting};
@@ -47,6 +47,13 @@ struct Param {
     tensor: Tensor,
     /// Its place in the VarStore's (and the optimiser's) order.
     slot: usize,
+    /// `Some((outputs, inputs))` for a weight matrix, whose four vectors
+    /// are kept in row panels (see [`native::to_row_panels`]): the form
+    /// the input-gradient GEMM reads `W` in, which the weight-gradient GEMM
+    /// writes its output in, and in which a block of 16 rows is 1 KB
+    /// tiles for the forward pack's transposes. AdamW is element-wise, so
+    /// the layout does not change it. `None` for a bias (plain order).
+    panels: Option<(usize, usize)>,
     value: Vec<f32>,
     m: Vec<f32>,
     v: Vec<f32>,
@@ -61,20 +68,39 @@ fn copy_into(t: &Tensor, v: &[f32]) -> Result<(), TrainerError> {
 }
 
 impl Param {
+    /// Copies a tensor and its moments; `panels` as in [`Param::panels`].
     fn load(
         tensor: &Tensor,
         slot: usize,
         moments: &(Tensor, Tensor),
+        panels: Option<(usize, usize)>,
     ) -> Result<Self, TrainerError> {
-        let value = tensor_values(tensor)?;
+        let read = |t: &Tensor| -> Result<Vec<f32>, TrainerError> {
+            let v = tensor_values(t)?;
+            Ok(match panels {
+                Some((rows, cols)) => to_row_panels(&v, rows, cols),
+                None => v,
+            })
+        };
+        let value = read(tensor)?;
         Ok(Self {
             tensor: tensor.shallow_clone(),
             slot,
+            panels,
             grad: vec![0.0; value.len()],
-            m: tensor_values(&moments.0)?,
-            v: tensor_values(&moments.1)?,
+            m: read(&moments.0)?,
+            v: read(&moments.1)?,
             value,
         })
+    }
+
+    /// `v` (one of this parameter's vectors) in the tensor's row-major
+    /// order.
+    fn row_major(&self, v: &[f32]) -> Vec<f32> {
+        match self.panels {
+            Some((rows, cols)) => from_row_panels(v, rows, cols),
+            None => v.to_vec(),
+        }
     }
 }
 
@@ -111,13 +137,17 @@ pub struct NativeTrainer {
     /// by the weight-gradient GEMMs as they store (one slot per panel).
     weight_squares: f64,
     panel_squares: Vec<f64>,
-    /// Per layer, the packed operands of its forward (`Wᵀ` and the bias),
-    /// weight gradient (the layer's input) and input gradient (`W`) GEMMs,
-    /// kept apart so that each keeps its shape (and zero padding) across
-    /// steps. The two weight packs always hold the current parameters:
-    /// packed once by `load`, then refreshed by [`NativeTrainer::adamw`]
-    /// block by block right after it updates each block.
-    packs: Vec<[Layer; 3]>,
+    /// Per layer, the packed operands of its forward (`Wᵀ` and the bias)
+    /// and weight-gradient (the layer's input) GEMMs, kept apart so that
+    /// each keeps its shape (and zero padding) across steps. The input
+    /// gradient reads `W` where it is kept (see [`Param::panels`]). The
+    /// forward pack always holds the current parameters: packed once by
+    /// `load`, then refreshed by [`NativeTrainer::adamw`] tile by tile
+    /// right after it updates each tile.
+    packs: Vec<[Layer; 2]>,
+    /// The input-gradient GEMMs' (zero) bias: as many floats as the widest
+    /// layer input, padded.
+    zero_bias: Vec<f32>,
 }
 
 impl NativeTrainer {
@@ -182,25 +212,26 @@ impl NativeTrainer {
         for l in layout {
             let ((w, iw), (b, ib)) = (l.weight, l.bias);
             dims.push(l.dims);
-            weights.push(Param::load(w, iw, &moments[iw])?);
-            biases.push(Param::load(b, ib, &moments[ib])?);
+            weights.push(Param::load(
+                w,
+                iw,
+                &moments[iw],
+                Some((l.dims.1, l.dims.0)),
+            )?);
+            biases.push(Param::load(b, ib, &moments[ib], None)?);
         }
         let opt = &trainer.opt;
         let packs = dims
             .iter()
             .zip(&weights)
             .zip(&biases)
-            .enumerate()
-            .map(|(l, ((&(inputs, outputs), w), b))| {
-                let mut packs: [Layer; 3] = Default::default();
-                packs[0].pack_weights(inputs, outputs, &w.value, Some(&b.value));
-                // The first layer's input gradient is never needed.
-                if l > 0 {
-                    packs[2].pack_rows(outputs, inputs, &w.value);
-                }
+            .map(|((&(inputs, outputs), w), b)| {
+                let mut packs: [Layer; 2] = Default::default();
+                packs[0].pack_weights_from_row_panels(inputs, outputs, &w.value, &b.value);
                 packs
             })
             .collect();
+        let widest = dims.iter().map(|d| d.0).max().unwrap_or(0);
         Ok(Some(Self {
             acts: vec![Vec::new(); dims.len()],
             packs,
@@ -219,6 +250,7 @@ impl NativeTrainer {
             transposed: Vec::new(),
             weight_squares: 0.0,
             panel_squares: Vec::new(),
+            zero_bias: vec![0.0; widest.div_ceil(PANEL) * PANEL],
         }))
     }
 
@@ -228,9 +260,9 @@ impl NativeTrainer {
         let _guard = tch::no_grad_guard();
         let moments = &trainer.opt.moments;
         for p in self.weights.iter().chain(&self.biases) {
-            copy_into(&p.tensor, &p.value)?;
-            copy_into(&moments[p.slot].0, &p.m)?;
-            copy_into(&moments[p.slot].1, &p.v)?;
+            copy_into(&p.tensor, &p.row_major(&p.value))?;
+            copy_into(&moments[p.slot].0, &p.row_major(&p.m))?;
+            copy_into(&moments[p.slot].1, &p.row_major(&p.v))?;
         }
         trainer.opt.step = self.step;
         Ok(())
@@ -316,7 +348,7 @@ impl NativeTrainer {
             // A hidden layer's output is the next layer's input: the kernel
             // also stores it packed for that layer's weight gradient.
             let packed = match after.first_mut() {
-                Some([_, dw, _]) if l < last => {
+                Some([_, dw]) if l < last => {
                     dw.prepare_rows(rows, outputs);
                     Some(dw)
                 }
@@ -343,10 +375,11 @@ impl NativeTrainer {
                 }
             }
             // Weight: gᵀ (outputs × rows) times the layer's input (rows ×
-            // inputs); the micro-kernel reads its left operand by rows.
+            // inputs); the micro-kernel reads its left operand by rows, and
+            // writes the gradient in the weights' row panels.
             self.transposed.resize(outputs * rows, 0.0);
             native::transpose(g, rows, outputs, &mut self.transposed, rows);
-            let [_, dw, da] = &mut self.packs[l];
+            let [_, dw] = &mut self.packs[l];
             if l == 0 {
                 // The batch itself; deeper layers' inputs were packed by the
                 // forward.
@@ -366,9 +399,12 @@ impl NativeTrainer {
                 break;
             }
             // Input: g W (rows × inputs), through the previous ReLU (its
-            // output is zero exactly where the unit was off).
+            // output is zero exactly where the unit was off). `W` is kept
+            // in the kernel's packed form already.
             self.grad_next.resize(rows * inputs, 0.0);
-            dense_threads(da, g, rows, &mut self.grad_next, false, self.threads);
+            let zero_bias = &self.zero_bias[..inputs.div_ceil(PANEL) * PANEL];
+            let w = Panels::new(outputs, inputs, &self.weights[l].value, zero_bias);
+            dense_threads(w, g, rows, &mut self.grad_next, false, self.threads);
             relu_backward(&mut self.grad_next, input);
             std::mem::swap(&mut self.grad, &mut self.grad_next);
         }
@@ -389,10 +425,11 @@ impl NativeTrainer {
     /// PyTorch's AdamW, element by element in the order of its tensor ops
     /// (see `optim::AdamW::update`), on the gradients times `scale` (the
     /// clipping coefficient, when clipping applies): one pass per
-    /// parameter. Each block of 16 weight rows is re-packed for the next
-    /// step's GEMMs while it is still in cache, instead of by a pass of its
-    /// own over every weight (from L3, with three networks training at
-    /// once) at the start of the next step.
+    /// parameter. Each 16 × 16 tile of weights is transposed into the next
+    /// step's forward pack while it is still in cache, instead of by a
+    /// pass of its own over every weight (from L3, with three networks
+    /// training at once) at the start of the next step; the input-gradient
+    /// GEMM reads the weights where they are.
     fn adamw(&mut self, scale: Option<f32>) {
         self.step += 1;
         let step = self.step as i32;
@@ -415,23 +452,26 @@ impl NativeTrainer {
         for l in 0..self.dims.len() {
             let (inputs, outputs) = self.dims[l];
             let w = &mut self.weights[l];
-            let [forward, _, input_grad] = &mut self.packs[l];
-            for o0 in (0..outputs).step_by(PANEL) {
-                let o1 = (o0 + PANEL).min(outputs);
-                let block = o0 * inputs..o1 * inputs;
+            let [forward, _] = &mut self.packs[l];
+            // Row panel by row panel, in memory order (the four vectors
+            // stream; 1 KB tiles taken in the forward pack's order were
+            // 32 KB apart, and AdamW's share of a step went from 5% to
+            // 12%): update the panel, then transpose its 16 × 16 tiles
+            // into the forward pack while they are in cache.
+            for (s, strip) in (0..inputs.div_ceil(PANEL)).map(|s| (s, s * outputs * PANEL)) {
+                let strip = strip..strip + outputs * PANEL;
                 adamw_block(
                     &c,
                     scale,
                     Block {
-                        value: &mut w.value[block.clone()],
-                        m: &mut w.m[block.clone()],
-                        v: &mut w.v[block.clone()],
-                        grad: &w.grad[block],
+                        value: &mut w.value[strip.clone()],
+                        m: &mut w.m[strip.clone()],
+                        v: &mut w.v[strip.clone()],
+                        grad: &w.grad[strip],
                     },
                 );
-                forward.repack_weight_panel(&w.value, o0, o1);
-                if l > 0 {
-                    input_grad.repack_rows(&w.value, o0, o1);
+                for o0 in (0..outputs).step_by(PANEL) {
+                    forward.repack_weight_tile(&w.value, o0, s);
                 }
             }
             let b = &mut self.biases[l];
@@ -859,23 +899,18 @@ mod tests {
         let scale = |g: f32| clip.map_or(g, |s| g * s);
         params
             .iter()
-            .flat_map(|p| p.grad.iter().map(|&g| scale(g)))
+            .flat_map(|p| p.row_major(&p.grad).into_iter().map(scale))
             .collect()
     }
 
-    /// The packs the next step's GEMMs read hold exactly the current
-    /// parameters (as a fresh pack of them would).
+    /// The forward packs the next step's GEMMs read hold exactly the
+    /// current parameters (as a fresh pack of them would).
     fn assert_packs_current(n: &NativeTrainer) {
         for (l, &(inputs, outputs)) in n.dims.iter().enumerate() {
-            let (w, b) = (&n.weights[l].value, &n.biases[l].value);
+            let w = n.weights[l].row_major(&n.weights[l].value);
             let mut forward = Layer::default();
-            forward.pack_weights(inputs, outputs, w, Some(b));
+            forward.pack_weights(inputs, outputs, &w, Some(&n.biases[l].value));
             assert!(n.packs[l][0] == forward, "layer {l}: forward pack is stale");
-            if l > 0 {
-                let mut input_grad = Layer::default();
-                input_grad.pack_rows(outputs, inputs, w);
-                assert!(n.packs[l][2] == input_grad, "layer {l}: W pack is stale");
-            }
         }
     }
 
@@ -1056,7 +1091,10 @@ mod tests {
             let params = torch.params();
             torch.opt.update(&params).unwrap();
             for q in n.weights.iter_mut().chain(n.biases.iter_mut()) {
-                q.grad.clone_from(&grads[q.slot]);
+                q.grad = match q.panels {
+                    Some((rows, cols)) => to_row_panels(&grads[q.slot], rows, cols),
+                    None => grads[q.slot].clone(),
+                };
             }
             n.adamw(None);
             assert_packs_current(&n);
