@@ -2,6 +2,7 @@ mod binaries;
 mod config;
 mod golden;
 mod play;
+mod reference;
 mod report;
 mod runner;
 mod store;
