@@ -142,8 +142,8 @@ pub struct NativeTrainer {
     /// each keeps its shape (and zero padding) across steps. The input
     /// gradient reads `W` where it is kept (see [`Param::panels`]). The
     /// forward pack always holds the current parameters: packed once by
-    /// `load`, then refreshed by [`NativeTrainer::adamw`] tile by tile
-    /// right after it updates each tile.
+    /// `load`, then refreshed by [`NativeTrainer::adamw`] strip by strip
+    /// right after it updates each strip.
     packs: Vec<[Layer; 2]>,
     /// The input-gradient GEMMs' (zero) bias: as many floats as the widest
     /// layer input, padded.
@@ -458,8 +458,8 @@ impl NativeTrainer {
             // 32 KB apart, and AdamW's share of a step went from 5% to
             // 12%): update the panel, then transpose its 16 × 16 tiles
             // into the forward pack while they are in cache.
-            for (s, strip) in (0..inputs.div_ceil(PANEL)).map(|s| (s, s * outputs * PANEL)) {
-                let strip = strip..strip + outputs * PANEL;
+            for s in 0..inputs.div_ceil(PANEL) {
+                let strip = s * outputs * PANEL..(s + 1) * outputs * PANEL;
                 adamw_block(
                     &c,
                     scale,
