@@ -177,7 +177,17 @@ impl Layer {
     pub(super) fn pack_rows(&mut self, inputs: usize, outputs: usize, m: &[f32]) {
         assert_eq!(m.len(), inputs * outputs);
         self.reset(inputs, outputs);
-        self.repack_rows(m, 0, inputs);
+        for p in 0..outputs.div_ceil(PANEL) {
+            let (c0, c1) = (p * PANEL, ((p + 1) * PANEL).min(outputs));
+            let panel = &mut self.panels[p * inputs * PANEL..(p + 1) * inputs * PANEL];
+            for (dst, row) in panel.chunks_exact_mut(PANEL).zip(m.chunks_exact(outputs)) {
+                match <&[f32; PANEL]>::try_from(&row[c0..c1]) {
+                    // A fixed-size copy: two vector moves, not a memcpy call.
+                    Ok(full) => dst.copy_from_slice(full),
+                    Err(_) => dst[..c1 - c0].copy_from_slice(&row[c0..c1]),
+                }
+            }
+        }
         self.bias.fill(0.0);
     }
 
@@ -219,25 +229,6 @@ impl Layer {
         let dst = &mut self.panels
             [(p * inputs + s * PANEL) * PANEL..(p * inputs + s * PANEL + cols) * PANEL];
         transpose_tile(src, PANEL, dst, PANEL, rows, cols);
-    }
-
-    /// Re-packs the reduction rows `k0..k1` of the row-major
-    /// `[inputs][outputs]` `m` already packed by [`Layer::pack_rows`].
-    fn repack_rows(&mut self, m: &[f32], k0: usize, k1: usize) {
-        let (inputs, outputs) = (self.inputs, self.outputs);
-        assert!(m.len() == inputs * outputs && k0 <= k1 && k1 <= inputs);
-        for p in 0..outputs.div_ceil(PANEL) {
-            let (c0, c1) = (p * PANEL, ((p + 1) * PANEL).min(outputs));
-            let panel = &mut self.panels[(p * inputs + k0) * PANEL..(p * inputs + k1) * PANEL];
-            let rows = m[k0 * outputs..k1 * outputs].chunks_exact(outputs);
-            for (dst, row) in panel.chunks_exact_mut(PANEL).zip(rows) {
-                match <&[f32; PANEL]>::try_from(&row[c0..c1]) {
-                    // A fixed-size copy: two vector moves, not a memcpy call.
-                    Ok(full) => dst.copy_from_slice(full),
-                    Err(_) => dst[..c1 - c0].copy_from_slice(&row[c0..c1]),
-                }
-            }
-        }
     }
 
     /// Replaces the bias of a layer packed by [`Layer::pack_weights`].
@@ -660,8 +651,7 @@ fn row_blocks(rows: usize) -> impl Iterator<Item = (usize, usize)> {
 /// `out.y` is null or points at `rows · layer.outputs` writable floats,
 /// `out.packed` is null or points at `rows · 16` floats per panel,
 /// `out.sums` is null or points at one f64 per panel, and `panels` lies
-/// within
-/// `0..layer.panel_count()`.
+/// within `0..layer.panel_count()`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn dense_avx2(
@@ -690,22 +680,10 @@ unsafe fn dense_avx2(
                     x: x.as_ptr().add(start * k),
                     panel,
                     bias,
-                    y: if out.y.is_null() {
-                        out.y
-                    } else {
-                        out.y.add(start * n + p * PANEL)
-                    },
+                    y: offset(out.y, start * n + p * PANEL),
                     ldy: n,
-                    packed: if out.packed.is_null() {
-                        out.packed
-                    } else {
-                        out.packed.add((p * rows + start) * PANEL)
-                    },
-                    sum: if out.sums.is_null() {
-                        out.sums
-                    } else {
-                        out.sums.add(p)
-                    },
+                    packed: offset(out.packed, (p * rows + start) * PANEL),
+                    sum: offset(out.sums, p),
                     cols,
                     relu,
                 };
@@ -719,6 +697,19 @@ unsafe fn dense_avx2(
                 }
             }
         }
+    }
+}
+
+/// `p + count`, or null for a null `p` (an output not wanted).
+///
+/// # Safety
+/// A non-null `p` plus `count` stays inside its allocation.
+#[cfg(target_arch = "x86_64")]
+unsafe fn offset<T>(p: *mut T, count: usize) -> *mut T {
+    if p.is_null() {
+        p
+    } else {
+        p.add(count)
     }
 }
 

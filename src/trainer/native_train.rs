@@ -402,8 +402,7 @@ impl NativeTrainer {
             // output is zero exactly where the unit was off). `W` is kept
             // in the kernel's packed form already.
             self.grad_next.resize(rows * inputs, 0.0);
-            let zero_bias = &self.zero_bias[..inputs.div_ceil(PANEL) * PANEL];
-            let w = Panels::new(outputs, inputs, &self.weights[l].value, zero_bias);
+            let w = Panels::new(outputs, inputs, &self.weights[l].value, &self.zero_bias);
             dense_threads(w, g, rows, &mut self.grad_next, false, self.threads);
             relu_backward(&mut self.grad_next, input);
             std::mem::swap(&mut self.grad, &mut self.grad_next);
