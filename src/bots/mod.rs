@@ -132,7 +132,7 @@ pub enum BotError {
     Unknown { name: String, valid: String },
     /// A match could not set up or advance a game (bad rules, or a bot
     /// answered with an illegal move, which would be a bug).
-    #[error("match game {game}: {source}")]
+    #[error("match game {game}")]
     Game {
         game: u64,
         #[source]

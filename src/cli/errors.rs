@@ -32,7 +32,13 @@ pub(crate) fn metrics_sink(
 
 /// Exit code for an error that reached `main`.
 pub fn exit_code_for(err: &anyhow::Error) -> u8 {
-    if err.chain().any(|cause| cause.is::<BadInput>()) {
+    let user_input = |cause: &(dyn std::error::Error + 'static)| {
+        cause.is::<BadInput>()
+            || cause
+                .downcast_ref::<crate::store::StoreError>()
+                .is_some_and(crate::store::StoreError::is_user_input)
+    };
+    if err.chain().any(user_input) {
         2
     } else {
         1

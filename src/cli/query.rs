@@ -52,9 +52,8 @@ fn json(v: &SqlValue) -> serde_json::Value {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let store = Store::open_query_only(&args.db)
-        .map_err(user_or_not)
-        .map_err(|e| e.context(format!("opening database {}", args.db.display())))?;
+    // Every StoreError from opening names the path itself.
+    let store = Store::open_query_only(&args.db).map_err(user_or_not)?;
     // Any failure of the statement itself (syntax, unknown table, a write)
     // is the user's SQL.
     let result = store.query(&args.sql).map_err(crate::cli::bad_input)?;

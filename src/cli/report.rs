@@ -47,17 +47,17 @@ pub struct Args {
 /// Opens the database read-only; a missing file or an unknown schema is
 /// the user's problem (exit 2).
 pub(super) fn open_db(path: &Path) -> anyhow::Result<Store> {
-    Store::open_read_only(path)
-        .map_err(user_or_not)
-        .with_context(|| format!("opening database {}", path.display()))
+    // Every StoreError from opening names the path itself.
+    Store::open_read_only(path).map_err(user_or_not)
 }
 
 /// Store errors the user can fix (a selector, a path, a schema, a query)
 /// exit 2; database failures exit 1.
 pub(super) fn user_or_not(err: StoreError) -> anyhow::Error {
-    match err {
-        StoreError::Sql(_) | StoreError::Open { .. } | StoreError::Migration { .. } => err.into(),
-        _ => crate::cli::bad_input(err),
+    if err.is_user_input() {
+        crate::cli::bad_input(err)
+    } else {
+        err.into()
     }
 }
 
@@ -110,7 +110,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         // Archiving writes one row per file to `reports`; that needs the
         // read-write open (which also migrates an older file).
         let mut writer = Store::open(&args.db)
-            .with_context(|| format!("opening {} to record the archive", args.db.display()))?;
+            .map_err(user_or_not)
+            .context("opening the database to record the archive")?;
         for r in reports.iter_mut() {
             let mut plot_metrics: Vec<String> = vec![
                 "time/iteration_seconds".into(),

@@ -41,6 +41,10 @@ pub struct Args {
     /// Plain log lines even on a terminal (default: progress bars on a terminal).
     #[arg(long)]
     plain: bool,
+    /// With --resume: take over an experiment whose last runner was on
+    /// another host and may still be running there (it cannot be checked).
+    #[arg(long, requires = "resume")]
+    takeover: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
@@ -65,8 +69,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 Ok(0)
             }
             None => {
-                let store = Store::open_read_only(&args.db)
-                    .with_context(|| format!("opening {}", args.db.display()))?;
+                let store = Store::open_read_only(&args.db).map_err(user_or_work)?;
                 let selector = args.resume.as_deref().unwrap_or("latest");
                 let experiment = store
                     .find_experiment(selector)
@@ -78,15 +81,27 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         };
     }
 
-    let mut store =
-        Store::open(&args.db).with_context(|| format!("opening database {}", args.db.display()))?;
+    // A resume needs the database it resumes: a mistyped --db must not
+    // leave a new, empty one behind.
+    let opened = if args.file.is_some() {
+        Store::open(&args.db)
+    } else {
+        Store::open_existing(&args.db)
+    };
+    let mut store = opened.map_err(user_or_work)?;
     let (plan, experiment_id) = match (plan, text) {
         (Some(plan), Some(text)) => {
             let cwd = std::env::current_dir().unwrap_or_default();
             let git = crate::experiment::fingerprint::git_state(&cwd);
             let fingerprint = crate::experiment::fingerprint::probe();
             let argv: Vec<String> = std::env::args().collect();
-            let id = runner::create_experiment(&mut store, &plan, &text, argv, git, fingerprint)?;
+            let id = runner::create_experiment(&mut store, &plan, &text, argv, git, fingerprint)
+                .with_context(|| {
+                    format!(
+                        "recording the experiment into database {}",
+                        args.db.display()
+                    )
+                })?;
             (plan, id)
         }
         _ => {
@@ -113,6 +128,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         lcx_exe: std::env::current_exe().context("locating the lcx binary")?,
         stop: Arc::clone(&stop),
         cuda_available: None,
+        takeover: args.takeover,
     };
     let mut reporter: Box<dyn Reporter> = if !args.plain && std::io::stderr().is_terminal() {
         Box::new(ProgressReporter::new())
@@ -125,8 +141,24 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         experiment_id,
         &options,
         reporter.as_mut(),
-    )?;
+    );
     drop(reporter);
+    let summary = match summary {
+        Ok(summary) => summary,
+        Err(RunnerError::Store(
+            e @ (crate::store::StoreError::Taken { .. }
+            | crate::store::StoreError::TakenElsewhere { .. }),
+        )) => return Err(e.into()),
+        Err(e) => {
+            // A store that fails mid-run (a full disk) names no file by
+            // itself; the experiment stays `running` and reads `abandoned`
+            // once this process is gone.
+            return Err(anyhow::Error::new(e).context(format!(
+                "recording experiment {experiment_id} into database {}",
+                args.db.display()
+            )));
+        }
+    };
 
     let db = args.db.display();
     match summary.status {
@@ -150,6 +182,16 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             );
             Ok(1)
         }
+    }
+}
+
+/// Store errors about the file the user named (missing, foreign, newer)
+/// exit 2; the rest exit 1. Both name the database.
+fn user_or_work(err: crate::store::StoreError) -> anyhow::Error {
+    if err.is_user_input() {
+        crate::cli::bad_input(err)
+    } else {
+        anyhow::Error::new(err).context("opening the database")
     }
 }
 

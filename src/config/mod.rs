@@ -23,7 +23,7 @@ const DEFAULTS_ORIGIN: &str = "code defaults";
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file could not be read.
-    #[error("cannot read config file {}: {source}", path.display())]
+    #[error("cannot read config file {}", path.display())]
     Io {
         path: PathBuf,
         source: std::io::Error,

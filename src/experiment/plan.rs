@@ -23,6 +23,7 @@
 //! | `[[arms]]` | `name`, `label`, `set`, `requires = "cuda"`, `env` (table of strings), `args` (extra flags of lcx workloads, e.g. `["--amp"]`), `command` (command workload: array of strings, or a string run with `sh -c`) |
 //! | `[matrix]` | key → list of values; one arm per combination (crossed with `[[arms]]` when both are given). A dotted key is a config `--set`, a key starting with `--` is a flag appended to `args`, `env.NAME` sets an environment variable |
 //! | `[[columns]]` | report table columns: `metric`, `label`, `show` = `value` \| `speedup` \| `both`, `direction` = `lower` \| `higher` |
+//! | `variable_iterations` | `true`: command arms may emit fewer lines than `iterations` (at least one); by default a cell that exits 0 with fewer lines is `failed`. Also an `[[arms]]` key |
 //! | `[gate]` | decision rule for `lcx report --check`: `metric`, `min_speedup`, optional `min_effect` (minimum relative effect, e.g. 0.05) and `arm` (default: every non-baseline arm) |
 //!
 //! Command-line `--set` applies after the file's `set` and before the arm's.
@@ -38,7 +39,7 @@ use crate::config::ConfigError;
 /// Why an experiment file cannot be run. Every variant is the user's input.
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
-    #[error("cannot read experiment file {}: {source}", path.display())]
+    #[error("cannot read experiment file {}", path.display())]
     Io {
         path: PathBuf,
         source: std::io::Error,
@@ -51,12 +52,11 @@ pub enum PlanError {
         key: String,
         message: String,
     },
-    // `error` is shown inline and deliberately not a `#[source]`: the config
-    // error already prints its own cause, and anyhow's `{:#}` would repeat it.
-    #[error("{}: arm `{arm}`: trainer config: {error}", path.display())]
+    #[error("{}: arm `{arm}`: trainer config", path.display())]
     Config {
         path: PathBuf,
         arm: String,
+        #[source]
         error: ConfigError,
     },
     #[error("--set {arg:?}: {message}")]
@@ -185,6 +185,10 @@ pub struct Arm {
     /// The resolved trainer config of lcx workloads.
     pub config_toml: Option<String>,
     pub config_sha256: Option<String>,
+    /// A command arm that may emit fewer lines than `iterations` (at least
+    /// one); otherwise a cell that exits 0 with fewer is `failed`.
+    #[serde(default)]
+    pub variable_iterations: bool,
 }
 
 impl Arm {
@@ -316,8 +320,18 @@ const TOP_KEYS: &[&str] = &[
     "columns",
     "gate",
     "notes",
+    "variable_iterations",
 ];
-const ARM_KEYS: &[&str] = &["name", "label", "set", "requires", "command", "env", "args"];
+const ARM_KEYS: &[&str] = &[
+    "name",
+    "label",
+    "set",
+    "requires",
+    "command",
+    "env",
+    "args",
+    "variable_iterations",
+];
 const COLUMN_KEYS: &[&str] = &["metric", "label", "show", "direction"];
 const GATE_KEYS: &[&str] = &["metric", "min_speedup", "min_effect", "arm"];
 
@@ -331,6 +345,10 @@ struct RawArm {
     args: Vec<String>,
     env: BTreeMap<String, String>,
     command: Option<Vec<String>>,
+    variable_iterations: bool,
+    /// Whether the arm said `variable_iterations` itself (it wins over the
+    /// file's).
+    variable_set: bool,
 }
 
 /// One `[matrix]` key: (key, short name for arm names, values as (raw
@@ -385,6 +403,34 @@ impl Reader<'_> {
                 format!("expected a string, found {}", type_name(other)),
             )),
         }
+    }
+
+    fn boolean(
+        &self,
+        table: &toml::Table,
+        key: &str,
+        prefix: &str,
+    ) -> Result<Option<bool>, PlanError> {
+        match table.get(key) {
+            None => Ok(None),
+            Some(toml::Value::Boolean(b)) => Ok(Some(*b)),
+            Some(other) => Err(self.err(
+                format!("{prefix}{key}"),
+                format!("expected true or false, found {}", type_name(other)),
+            )),
+        }
+    }
+
+    /// Strings that become argv or environment entries cannot hold a NUL
+    /// byte (the child could not be started); refuse them with the file.
+    fn no_nul(&self, key: impl Into<String>, value: &str) -> Result<(), PlanError> {
+        if value.contains('\0') {
+            return Err(self.err(
+                key,
+                "contains a NUL byte, which no command line or environment can carry",
+            ));
+        }
+        Ok(())
     }
 
     fn count(&self, table: &toml::Table, key: &str, min: i64) -> Result<Option<u32>, PlanError> {
@@ -457,6 +503,7 @@ impl Reader<'_> {
     fn sets(&self, table: &toml::Table, key: &str, prefix: &str) -> Result<Vec<String>, PlanError> {
         let sets = self.strings(table, key, prefix)?;
         for (i, set) in sets.iter().enumerate() {
+            self.no_nul(format!("{prefix}{key}[{i}]"), set)?;
             if let Err(e) = crate::config::parse_set(set) {
                 return Err(self.err(format!("{prefix}{key}[{i}]"), e.to_string()));
             }
@@ -494,12 +541,21 @@ impl Reader<'_> {
 
     fn plan(&self, t: &toml::Table, cli_set: &[String]) -> Result<Plan, PlanError> {
         self.check_keys(t, "", TOP_KEYS)?;
-        for (i, set) in cli_set.iter().enumerate() {
-            if let Err(e) = crate::config::parse_set(set) {
-                let _ = i;
+        for set in cli_set {
+            if set.contains('\0') {
                 return Err(PlanError::CliSet {
                     arg: set.clone(),
-                    message: e.to_string(),
+                    message: "contains a NUL byte".into(),
+                });
+            }
+            if let Err(e) = crate::config::parse_set(set) {
+                let message = match e {
+                    ConfigError::Set { message, .. } => message,
+                    other => other.to_string(),
+                };
+                return Err(PlanError::CliSet {
+                    arg: set.clone(),
+                    message,
                 });
             }
         }
@@ -578,7 +634,21 @@ impl Reader<'_> {
             });
         }
 
-        let raw_arms = self.arms(t, workload)?;
+        let variable_iterations = self.boolean(t, "variable_iterations", "")?;
+        if variable_iterations.is_some() && workload.uses_config() {
+            return Err(self.err(
+                "variable_iterations",
+                "only command arms may emit a variable number of lines (lcx workloads emit \
+                 exactly `iterations`)",
+            ));
+        }
+        let mut raw_arms = self.arms(t, workload)?;
+        if variable_iterations == Some(true) {
+            for arm in raw_arms.iter_mut().filter(|a| !a.variable_set) {
+                arm.variable_iterations = true;
+            }
+        }
+        let raw_arms = raw_arms;
         let arms = self.expand_matrix(t, workload, raw_arms)?;
         if arms.is_empty() {
             return Err(self.err(
@@ -671,6 +741,16 @@ impl Reader<'_> {
             };
             let set = self.sets(arm, "set", &prefix)?;
             let args = self.strings(arm, "args", &prefix)?;
+            for (i, a) in args.iter().enumerate() {
+                self.no_nul(format!("{prefix}args[{i}]"), a)?;
+            }
+            let variable = self.boolean(arm, "variable_iterations", &prefix)?;
+            if variable.is_some() && workload.uses_config() {
+                return Err(self.err(
+                    format!("{prefix}variable_iterations"),
+                    "only command arms may emit a variable number of lines",
+                ));
+            }
             let env = match arm.get("env") {
                 None => BTreeMap::new(),
                 Some(toml::Value::Table(env)) => {
@@ -688,6 +768,14 @@ impl Reader<'_> {
                                 ))
                             }
                         };
+                        if k.is_empty() || k.contains('=') {
+                            return Err(self.err(
+                                format!("{prefix}env.{k}"),
+                                "an environment variable name must be non-empty and hold no `=`",
+                            ));
+                        }
+                        self.no_nul(format!("{prefix}env.{k}"), k)?;
+                        self.no_nul(format!("{prefix}env.{k}"), &value)?;
                         out.insert(k.clone(), value);
                     }
                     out
@@ -705,10 +793,14 @@ impl Reader<'_> {
                     return Err(self.err(format!("{prefix}command"), "must not be empty"))
                 }
                 Some(toml::Value::String(s)) => {
+                    self.no_nul(format!("{prefix}command"), s)?;
                     Some(vec!["sh".to_string(), "-c".to_string(), s.clone()])
                 }
                 Some(toml::Value::Array(_)) => {
                     let argv = self.strings(arm, "command", &prefix)?;
+                    for (i, a) in argv.iter().enumerate() {
+                        self.no_nul(format!("{prefix}command[{i}]"), a)?;
+                    }
                     if argv.first().is_none_or(|p| p.is_empty()) {
                         return Err(self.err(
                             format!("{prefix}command"),
@@ -769,6 +861,8 @@ impl Reader<'_> {
                 args,
                 env,
                 command,
+                variable_iterations: variable.unwrap_or(false),
+                variable_set: variable.is_some(),
             });
         }
         Ok(out)
@@ -800,6 +894,7 @@ impl Reader<'_> {
         let mut axes: Vec<Axis> = Vec::new();
         for (key, values) in matrix {
             let full = format!("matrix.{key}");
+            self.no_nul(&full, key)?;
             let kind_ok = if let Some(var) = key.strip_prefix("env.") {
                 !var.is_empty()
             } else if key.starts_with("--") {
@@ -844,6 +939,7 @@ impl Reader<'_> {
                         ))
                     }
                 };
+                self.no_nul(format!("{full}[{i}]"), &raw)?;
                 vals.push((raw, item.to_string()));
             }
             let short = key
@@ -914,6 +1010,8 @@ impl Reader<'_> {
                             args,
                             env,
                             command: None,
+                            variable_iterations: false,
+                            variable_set: false,
                         }
                     }
                     Some(b) => {
@@ -928,6 +1026,8 @@ impl Reader<'_> {
                             args: b.args.iter().cloned().chain(args).collect(),
                             env: arm_env,
                             command: b.command.clone(),
+                            variable_iterations: b.variable_iterations,
+                            variable_set: b.variable_set,
                         }
                     }
                 };
@@ -1050,6 +1150,7 @@ impl Reader<'_> {
                 workdir: Some(base_dir.to_path_buf()),
                 config_toml: None,
                 config_sha256: None,
+                variable_iterations: raw.variable_iterations,
             });
         }
         let mut sets: Vec<String> = plan
@@ -1109,6 +1210,7 @@ impl Reader<'_> {
             workdir: None,
             config_toml: Some(toml_text),
             config_sha256: Some(sha),
+            variable_iterations: false,
         })
     }
 }

@@ -16,7 +16,7 @@
 //! handed to the reporter one by one.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
+use std::io::BufReader;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -27,8 +27,8 @@ use std::time::{Duration, Instant};
 use super::child::{self, Line, Tail};
 use super::plan::{Plan, Program, Requirement};
 use crate::store::{
-    ExperimentStatus, Fingerprint, MetricLine, NewExperiment, NewRun, Run, RunOutcome, RunStatus,
-    Store, StoreError,
+    ExperimentStatus, Fingerprint, LineProblems, MetricLine, NewExperiment, NewRun, Run,
+    RunOutcome, RunStatus, RunnerIdentity, Store, StoreError,
 };
 
 /// Failures that stop the runner itself (a failing cell is not one).
@@ -40,7 +40,7 @@ pub enum RunnerError {
     Mismatch { experiment_id: i64, message: String },
     #[error("experiment {id} is already {status}; nothing to resume")]
     NothingToResume { id: i64, status: String },
-    #[error("the stored plan of experiment {id} cannot be read: {source}")]
+    #[error("the stored plan of experiment {id} cannot be read")]
     BadPlan {
         id: i64,
         #[source]
@@ -127,6 +127,9 @@ pub struct RunnerOptions {
     /// Whether CUDA is usable; `None` asks libtorch the first time an arm
     /// requires it.
     pub cuda_available: Option<bool>,
+    /// Resume even when the experiment's last runner was on another host
+    /// and may still be running there.
+    pub takeover: bool,
 }
 
 /// A cell as the reporter sees it.
@@ -230,7 +233,7 @@ pub fn create_experiment(
         git_commit: git.0,
         git_dirty: git.1,
         command_line,
-        runner_pid: Some(i64::from(std::process::id())),
+        runner: Some(RunnerIdentity::current()),
         fingerprint,
     })?;
     let runs: Vec<NewRun> = plan
@@ -277,6 +280,9 @@ pub fn run(
     reporter: &mut dyn Reporter,
 ) -> Result<Summary, RunnerError> {
     let started = Instant::now();
+    // Claim first: of two runners resuming one experiment, the second stops
+    // here, before it has looked at which cells are left.
+    store.claim_experiment(experiment_id, &RunnerIdentity::current(), options.takeover)?;
     let runs = store.runs(experiment_id)?;
     let mut todo: Vec<(usize, Run)> = Vec::new();
     let mut resumed = false;
@@ -297,7 +303,6 @@ pub fn run(
         }
     }
     todo.sort_by_key(|(arm, run)| plan.cell_rank(*arm, run.repeat.max(1) as u32));
-    store.set_runner_pid(experiment_id, i64::from(std::process::id()))?;
     store.set_experiment_status(experiment_id, ExperimentStatus::Running)?;
     reporter.report(&Event::Started {
         experiment_id,
@@ -355,7 +360,9 @@ pub fn run(
         completed: count(RunStatus::Completed),
         failed: count(RunStatus::Failed),
         skipped: count(RunStatus::Skipped),
-        interrupted: count(RunStatus::Interrupted) + count(RunStatus::Running),
+        interrupted: count(RunStatus::Interrupted)
+            + count(RunStatus::Running)
+            + count(RunStatus::Abandoned),
         pending: count(RunStatus::Pending),
         wall_seconds: started.elapsed().as_secs_f64(),
     };
@@ -377,6 +384,11 @@ pub fn run(
 /// Most lines committed in one transaction.
 const MAX_BATCH: usize = 4096;
 
+/// How long the runner keeps reading a cell's stdout after the child has
+/// exited and its process group was killed: a process that left the group
+/// (`setsid`) may still hold the pipe, and the cell must not wait for it.
+const STDOUT_GRACE: Duration = Duration::from_secs(2);
+
 #[derive(Debug, Default)]
 struct LineCounts {
     /// JSON object lines seen (numbers lines without `iteration`).
@@ -385,6 +397,7 @@ struct LineCounts {
     stored: u64,
     /// Lines refused because their iteration was already recorded.
     duplicates: u64,
+    problems: LineProblems,
 }
 
 /// Commits the pending lines in one transaction. A duplicate iteration
@@ -449,6 +462,86 @@ fn cell_env(plan: &Plan, info: &CellInfo) -> BTreeMap<String, String> {
     ])
 }
 
+/// What the reader and waiter threads tell the cell loop.
+enum Msg {
+    Line(Vec<u8>),
+    Overlong {
+        head: Vec<u8>,
+        bytes: usize,
+    },
+    /// The child's stdout reached end of file (or failed).
+    Eof,
+    /// The child exited (reaped by the waiter thread).
+    Exited(std::io::Result<std::process::ExitStatus>),
+}
+
+/// Lines in flight between the reader thread and the cell loop: bounded, so
+/// a child that prints faster than the store writes is slowed down by the
+/// pipe instead of growing the runner's memory.
+const CHANNEL_LINES: usize = 8192;
+
+/// Turns one stdout line into a stored line, a log line or a counted
+/// problem, warning once per cell for each kind of problem.
+fn take_line(
+    bytes: &[u8],
+    info: &CellInfo,
+    batch: &mut Vec<MetricLine>,
+    counts: &mut LineCounts,
+    stdout_log: &mut Tail,
+    reporter: &mut dyn Reporter,
+) {
+    let text = String::from_utf8_lossy(bytes);
+    match child::parse_line(&text) {
+        Line::Log(line) => {
+            if !line.trim().is_empty() {
+                stdout_log.push(&line);
+            }
+        }
+        Line::Malformed { line, reason } => {
+            counts.problems.malformed += 1;
+            stdout_log.push(&line);
+            if counts.problems.malformed == 1 {
+                reporter.report(&Event::Warning {
+                    cell: info,
+                    message: format!(
+                        "a metric line was not stored ({reason}); such lines are counted \
+                         on the cell and kept in its log"
+                    ),
+                });
+            }
+        }
+        Line::Metrics {
+            iteration,
+            numbers,
+            texts,
+            nonfinite,
+        } => {
+            counts.json_lines += 1;
+            let iteration = iteration.unwrap_or(counts.json_lines as i64);
+            if !nonfinite.is_empty() {
+                if counts.problems.nonfinite == 0 {
+                    let (name, value) = &nonfinite[0];
+                    reporter.report(&Event::Warning {
+                        cell: info,
+                        message: format!(
+                            "`{name}` is {} at iteration {iteration}; non-finite values are \
+                             stored apart and shown in the report",
+                            value.as_str()
+                        ),
+                    });
+                }
+                counts.problems.nonfinite += nonfinite.len() as i64;
+            }
+            batch.push(MetricLine {
+                iteration,
+                numbers,
+                texts,
+                nonfinite,
+            });
+        }
+    }
+}
+
 fn run_cell(
     store: &mut Store,
     plan: &Plan,
@@ -499,6 +592,7 @@ fn run_cell(
                 error: Some(format!("cannot start `{}`: {e}", program.display())),
                 stderr_tail: None,
                 wall_seconds: started.elapsed().as_secs_f64(),
+                problems: LineProblems::default(),
             };
             store.finish_run(info.run_id, &outcome)?;
             reporter.report(&Event::CellFinished {
@@ -509,7 +603,11 @@ fn run_cell(
             return Ok(outcome);
         }
     };
-    options.stop.set_child(child.id() as i32);
+    let group = child.id() as i32;
+    // Kills the group if this runner dies before the cell ends (PDEATHSIG
+    // reaches only the child, not what the child started).
+    let reaper = GroupReaper::spawn(group);
+    options.stop.set_child(group);
     let (stderr_tail, stderr_thread) = match child.stderr.take() {
         Some(stderr) => {
             let (tail, handle) = child::collect_tail(stderr);
@@ -517,61 +615,154 @@ fn run_cell(
         }
         None => (Default::default(), None),
     };
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Msg>(CHANNEL_LINES);
+    if let Some(stdout) = child.stdout.take() {
+        let tx = tx.clone();
+        // Detached: if something outside the group keeps the pipe open, the
+        // cell ends without it (STDOUT_GRACE) and the thread ends with the pipe.
+        std::thread::spawn(move || {
+            let mut reader = BufReader::with_capacity(64 * 1024, stdout);
+            loop {
+                let msg = match child::read_line_bounded(&mut reader, child::MAX_LINE) {
+                    Ok(child::LineRead::Line(bytes)) => Msg::Line(bytes),
+                    Ok(child::LineRead::Overlong { head, bytes }) => Msg::Overlong { head, bytes },
+                    Ok(child::LineRead::Eof) | Err(_) => {
+                        let _ = tx.send(Msg::Eof);
+                        return;
+                    }
+                };
+                if tx.send(msg).is_err() {
+                    return;
+                }
+            }
+        });
+    } else {
+        let _ = tx.send(Msg::Eof);
+    }
+    {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            let status = child.wait();
+            let _ = tx.send(Msg::Exited(status));
+        });
+    }
+    drop(tx);
+
     let mut stdout_log = Tail::default();
     let mut counts = LineCounts::default();
     let mut store_error = None;
-    if let Some(stdout) = child.stdout.take() {
-        let mut reader = BufReader::with_capacity(64 * 1024, stdout);
-        let mut buf = Vec::with_capacity(1024);
-        let mut batch: Vec<MetricLine> = Vec::new();
-        loop {
-            buf.clear();
-            let eof = !matches!(reader.read_until(b'\n', &mut buf), Ok(n) if n > 0);
-            if !eof {
-                let text = String::from_utf8_lossy(&buf);
-                match child::parse_line(&text) {
-                    Line::Log(line) => {
-                        if !line.trim().is_empty() {
-                            stdout_log.push(&line);
+    let mut batch: Vec<MetricLine> = Vec::new();
+    let mut exit: Option<(std::io::Result<std::process::ExitStatus>, Instant)> = None;
+    let mut eof = false;
+    let mut abandoned_pipe = false;
+    let mut waiting: Option<Msg> = None;
+    while !(eof && exit.is_some()) {
+        let msg = match waiting.take() {
+            Some(msg) => msg,
+            None => match &exit {
+                None => match rx.recv() {
+                    Ok(msg) => msg,
+                    Err(_) => break,
+                },
+                Some((_, at)) => {
+                    let left = STDOUT_GRACE.saturating_sub(at.elapsed());
+                    match rx.recv_timeout(left) {
+                        Ok(msg) => msg,
+                        Err(_) => {
+                            abandoned_pipe = true;
+                            break;
                         }
                     }
-                    Line::Metrics {
-                        iteration,
-                        numbers,
-                        texts,
-                    } => {
-                        counts.json_lines += 1;
-                        batch.push(MetricLine {
-                            iteration: iteration.unwrap_or(counts.json_lines as i64),
-                            numbers,
-                            texts,
-                        });
+                }
+            },
+        };
+        match msg {
+            Msg::Line(bytes) => {
+                take_line(
+                    &bytes,
+                    info,
+                    &mut batch,
+                    &mut counts,
+                    &mut stdout_log,
+                    reporter,
+                );
+                // Commit as soon as no further line is already waiting: a
+                // child printing one line per iteration gets one transaction
+                // per line; a burst that arrived together shares one.
+                while batch.len() < MAX_BATCH {
+                    match rx.try_recv() {
+                        Ok(Msg::Line(bytes)) => take_line(
+                            &bytes,
+                            info,
+                            &mut batch,
+                            &mut counts,
+                            &mut stdout_log,
+                            reporter,
+                        ),
+                        Ok(other) => {
+                            waiting = Some(other);
+                            break;
+                        }
+                        Err(_) => break,
                     }
                 }
-            }
-            // Commit as soon as no further complete line is already waiting:
-            // a child printing one line per iteration gets one transaction
-            // per line; a burst that arrived together shares one.
-            let more_waiting = reader.buffer().contains(&b'\n');
-            if eof || !more_waiting || batch.len() >= MAX_BATCH {
-                let result = flush(store, info, &mut batch, &mut counts, reporter, started);
-                if let Err(e) = result {
+                if let Err(e) = flush(store, info, &mut batch, &mut counts, reporter, started) {
                     // The store is unusable: stop the child, record what we
                     // can, and give up.
-                    signal_group(child.id() as i32, libc::SIGKILL);
+                    signal_group(group, libc::SIGKILL);
                     store_error = Some(e);
                     break;
                 }
             }
-            if eof {
+            Msg::Overlong { head, bytes } => {
+                counts.problems.overlong += 1;
+                stdout_log.push(&child::overlong_note(&head, bytes));
+                if counts.problems.overlong == 1 {
+                    reporter.report(&Event::Warning {
+                        cell: info,
+                        message: format!(
+                            "a stdout line of {bytes} bytes is over the {} MiB line cap; \
+                             its head is kept in the cell's log",
+                            child::MAX_LINE / (1024 * 1024)
+                        ),
+                    });
+                }
+            }
+            Msg::Eof => eof = true,
+            Msg::Exited(status) => {
+                // The cell is the child: whatever it left running in its
+                // group goes with it (and so does a grandchild's hold on
+                // the stdout pipe).
+                signal_group(group, libc::SIGKILL);
+                exit = Some((status, Instant::now()));
+            }
+        }
+    }
+    if store_error.is_some() && exit.is_none() {
+        // Wait for the killed child so its exit is what gets recorded.
+        while let Ok(msg) = rx.recv_timeout(KILL_GRACE) {
+            if let Msg::Exited(status) = msg {
+                exit = Some((status, Instant::now()));
                 break;
             }
         }
     }
-    let (lines, duplicates) = (counts.stored, counts.duplicates);
-    let status = child.wait();
     options.stop.clear_child();
-    if let Some(handle) = stderr_thread {
+    drop(reaper);
+    let wall_seconds = exit
+        .as_ref()
+        .map_or_else(|| started.elapsed(), |(_, at)| at.duration_since(started))
+        .as_secs_f64();
+    if abandoned_pipe {
+        reporter.report(&Event::Warning {
+            cell: info,
+            message: format!(
+                "the child exited, but a process it started outside its process group still \
+                 holds its stdout; stopped reading {} s after the exit",
+                STDOUT_GRACE.as_secs()
+            ),
+        });
+    } else if let Some(handle) = stderr_thread {
         let _ = handle.join();
     }
     let stderr = stderr_tail
@@ -585,32 +776,44 @@ fn run_cell(
         tail_text.push_str("--- stdout (non-JSON lines) ---\n");
         tail_text.push_str(&stdout_log.text());
     }
-    let wall_seconds = started.elapsed().as_secs_f64();
-    let mut outcome = match status {
-        Err(e) => RunOutcome {
+    let (lines, duplicates) = (counts.stored, counts.duplicates);
+    let stopped = options.stop.is_stopped();
+    let mut outcome = match exit.map(|(status, _)| status) {
+        None => RunOutcome {
+            status: RunStatus::Failed,
+            exit_code: None,
+            signal: None,
+            error: Some("the child's exit was not seen".into()),
+            stderr_tail: None,
+            wall_seconds,
+            problems: counts.problems,
+        },
+        Some(Err(e)) => RunOutcome {
             status: RunStatus::Failed,
             exit_code: None,
             signal: None,
             error: Some(format!("waiting for the child failed: {e}")),
             stderr_tail: None,
             wall_seconds,
+            problems: counts.problems,
         },
-        Ok(status) => {
+        Some(Ok(status)) => {
             let (exit_code, signal, how) = child::describe_exit(&status);
-            let state = if status.success() {
-                RunStatus::Completed
-            } else if options.stop.is_stopped() {
-                RunStatus::Interrupted
+            let short = short_count(plan, arm, lines);
+            let (state, error) = if status.success() && short.is_none() {
+                (RunStatus::Completed, None)
+            } else if stopped {
+                // The runner stopped it: whatever the child made of SIGTERM,
+                // the cell did not run to its end.
+                (RunStatus::Interrupted, Some(format!("interrupted ({how})")))
+            } else if status.success() {
+                (RunStatus::Failed, short)
             } else {
-                RunStatus::Failed
-            };
-            let error = match state {
-                RunStatus::Completed => None,
-                RunStatus::Interrupted => Some(format!("interrupted ({how})")),
-                _ => Some(match &last_line {
+                let error = match &last_line {
                     Some(line) => format!("{how}: {line}"),
                     None => how,
-                }),
+                };
+                (RunStatus::Failed, Some(error))
             };
             RunOutcome {
                 status: state,
@@ -619,6 +822,7 @@ fn run_cell(
                 error,
                 stderr_tail: None,
                 wall_seconds,
+                problems: counts.problems,
             }
         }
     };
@@ -642,4 +846,88 @@ fn run_cell(
         lines,
     });
     Ok(outcome)
+}
+
+/// Why a cell that exited 0 is not complete: it stored fewer lines than
+/// the plan's `iterations` (any number of at least one for an arm with
+/// `variable_iterations`).
+fn short_count(plan: &Plan, arm: &super::plan::Arm, stored: u64) -> Option<String> {
+    let expected = u64::from(plan.iterations);
+    if arm.variable_iterations {
+        return (stored == 0).then(|| "exited 0 without emitting any metric line".to_string());
+    }
+    (stored < expected).then(|| {
+        format!(
+            "exited 0 after emitting {stored} of {expected} iteration{}",
+            if expected == 1 { "" } else { "s" }
+        )
+    })
+}
+
+/// A forked watchdog that SIGKILLs a cell's process group when the runner
+/// goes away without ending the cell (`kill -9`, a crash): PDEATHSIG only
+/// reaches the child itself, not what it started. The runner holds the
+/// write end of a pipe; the watchdog blocks reading it, and EOF (the
+/// runner closed it, or died) makes it kill the group and exit. A process
+/// that leaves the group (`setsid`, `setpgid`) escapes it, as it escapes
+/// the runner's own group kill.
+struct GroupReaper {
+    pid: libc::pid_t,
+    write_fd: libc::c_int,
+}
+
+impl GroupReaper {
+    fn spawn(group: i32) -> Option<GroupReaper> {
+        let mut fds = [0 as libc::c_int; 2];
+        // SAFETY: pipe2 writes two descriptors into the array we own.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return None;
+        }
+        let [read_fd, write_fd] = fds;
+        // SAFETY: after fork the watchdog calls only async-signal-safe
+        // functions (close, sigaction via signal, setpgid, read, kill,
+        // _exit) and touches no memory shared with the runner's threads.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            // SAFETY: see above; this is the forked watchdog.
+            unsafe {
+                libc::close(write_fd);
+                // Terminal signals belong to the runner: the inherited Ctrl-C
+                // handler would write to the runner's own signal pipe.
+                for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+                    libc::signal(sig, libc::SIG_IGN);
+                }
+                libc::setpgid(0, 0);
+                let mut byte = 0u8;
+                loop {
+                    let n = libc::read(read_fd, (&mut byte as *mut u8).cast(), 1);
+                    if n == 0 || (n < 0 && *libc::__errno_location() != libc::EINTR) {
+                        break;
+                    }
+                }
+                libc::kill(-group, libc::SIGKILL);
+                libc::_exit(0);
+            }
+        }
+        // SAFETY: closing our copy of the read end, which we own.
+        unsafe { libc::close(read_fd) };
+        if pid < 0 {
+            // SAFETY: as above, the write end is ours.
+            unsafe { libc::close(write_fd) };
+            return None;
+        }
+        Some(GroupReaper { pid, write_fd })
+    }
+}
+
+impl Drop for GroupReaper {
+    fn drop(&mut self) {
+        // SAFETY: the descriptor and the child pid are ours; closing the
+        // pipe ends the watchdog, and waitpid reaps it.
+        unsafe {
+            libc::close(self.write_fd);
+            let mut status = 0;
+            libc::waitpid(self.pid, &mut status, 0);
+        }
+    }
 }

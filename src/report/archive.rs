@@ -15,18 +15,20 @@ use super::render::render_markdown;
 /// Why an archive could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum ArchiveError {
-    #[error("creating archive directory {}: {source}", path.display())]
+    #[error("creating archive directory {}", path.display())]
     Dir {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("writing {}: {source}", path.display())]
+    #[error("writing {}", path.display())]
     Write {
         path: PathBuf,
         source: std::io::Error,
     },
     #[error("no free file name for {} after 9999 tries", path.display())]
     NoName { path: PathBuf },
+    #[error("refusing to archive under the name `{0}`: not a plain file name")]
+    BadName(String),
     #[error(transparent)]
     Plot(#[from] PlotError),
 }
@@ -159,6 +161,16 @@ pub fn write(dir: &Path, report: &Report, plots: &[Plot]) -> Result<Archived, Ar
         report.experiment.date,
         slugify(&report.experiment.name)
     );
+    // The date and name come from the database; whatever they hold, the
+    // files land in `dir` or nowhere.
+    let plain = !base.is_empty()
+        && !base.starts_with('.')
+        && base
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if !plain {
+        return Err(ArchiveError::BadName(base));
+    }
     for k in 1..10_000u32 {
         let stem = if k == 1 {
             base.clone()

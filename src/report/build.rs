@@ -34,6 +34,8 @@ pub struct Input {
     pub moments: Vec<RunMoments>,
     /// (arm, metric, median) over the runs the statistics use.
     pub medians: Vec<(String, String, f64)>,
+    /// Live non-finite values: (run id, iteration, metric, value).
+    pub nonfinite: Vec<(i64, i64, String, String)>,
 }
 
 /// The plan stored with the experiment, if this lcx can read it.
@@ -218,6 +220,7 @@ pub fn load(store: &Store, experiment_id: i64, options: Options) -> Result<Repor
     let needed = needed_metrics(&columns, plan.as_ref());
     let counted = counted_runs(&runs);
     let summaries = store.summaries(experiment_id, &needed, &counted)?;
+    let nonfinite = store.nonfinite_values(experiment_id)?;
     Ok(assemble(
         Input {
             experiment,
@@ -225,13 +228,48 @@ pub fn load(store: &Store, experiment_id: i64, options: Options) -> Result<Repor
             metric_names,
             moments: summaries.moments,
             medians: summaries.medians,
+            nonfinite,
         },
         options,
     ))
 }
 
+/// `YYYY-MM-DD` of a stored timestamp. The date names archive files, so
+/// anything else (a row edited by hand) reads `undated` rather than going
+/// into a path.
 fn short_date(ts: &str) -> String {
-    ts.get(..10).unwrap_or(ts).to_string()
+    let date = ts.get(..10).unwrap_or("");
+    let shaped = date.len() == 10
+        && date.char_indices().all(|(i, c)| {
+            if i == 4 || i == 7 {
+                c == '-'
+            } else {
+                c.is_ascii_digit()
+            }
+        });
+    if shaped {
+        date.to_string()
+    } else {
+        "undated".to_string()
+    }
+}
+
+/// A metric's non-finite values, each with the iterations it occurred at.
+type ValuesAt = Vec<(String, Vec<i64>)>;
+
+/// `iteration 3`, `iterations 2, 4, 5`, at most eight of them.
+fn iteration_list(its: &[i64]) -> String {
+    let shown: Vec<String> = its.iter().take(8).map(i64::to_string).collect();
+    let more = if its.len() > 8 {
+        format!(" and {} more", its.len() - 8)
+    } else {
+        String::new()
+    };
+    format!(
+        "iteration{} {}{more}",
+        if its.len() == 1 { "" } else { "s" },
+        shown.join(", ")
+    )
 }
 
 /// Program name for display: the lcx binary's path becomes `lcx`.
@@ -573,6 +611,46 @@ pub fn assemble(input: Input, options: Options) -> Report {
         })
         .collect();
 
+    let line_problems: Vec<LineNote> = input
+        .runs
+        .iter()
+        .filter(|r| !r.problems.is_empty())
+        .map(|r| {
+            // metric → [(value, iterations)], in the store's name order.
+            let mut by_metric: Vec<(String, ValuesAt)> = Vec::new();
+            for (_, iteration, name, value) in input.nonfinite.iter().filter(|n| n.0 == r.id) {
+                if by_metric.last().is_none_or(|(m, _)| m != name) {
+                    by_metric.push((name.clone(), Vec::new()));
+                }
+                if let Some((_, values)) = by_metric.last_mut() {
+                    match values.iter_mut().find(|(v, _)| v == value) {
+                        Some((_, its)) => its.push(*iteration),
+                        None => values.push((value.clone(), vec![*iteration])),
+                    }
+                }
+            }
+            let nonfinite = by_metric
+                .into_iter()
+                .map(|(metric, values)| {
+                    let parts: Vec<String> = values
+                        .into_iter()
+                        .map(|(v, its)| format!("{v} at {}", iteration_list(&its)))
+                        .collect();
+                    format!("{metric}: {}", parts.join("; "))
+                })
+                .collect();
+            LineNote {
+                run_id: r.id,
+                arm: r.arm.clone(),
+                repeat: r.repeat,
+                malformed: r.problems.malformed,
+                nonfinite_values: r.problems.nonfinite,
+                overlong: r.problems.overlong,
+                nonfinite,
+            }
+        })
+        .collect();
+
     let mut exp_cmd = vec!["lcx".to_string(), "run".to_string(), e.file_path.clone()];
     if let Some(p) = &plan {
         for s in &p.cli_set {
@@ -616,6 +694,7 @@ pub fn assemble(input: Input, options: Options) -> Report {
         columns,
         arms,
         incomplete,
+        line_problems,
         total_cells: input.runs.len(),
         gate: gate_outcome,
         net_result,

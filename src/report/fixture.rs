@@ -26,6 +26,7 @@ fn arm(name: &str, label: &str, set: &[&str]) -> Arm {
         workdir: None,
         config_toml: None,
         config_sha256: None,
+        variable_iterations: false,
     }
 }
 
@@ -135,6 +136,7 @@ fn run(id: i64, arm: &str, index: i64, status: RunStatus) -> Run {
         started_at: None,
         finished_at: None,
         wall_seconds: (status == RunStatus::Completed).then_some(20.5 + index as f64),
+        problems: Default::default(),
     }
 }
 
@@ -185,7 +187,7 @@ pub fn report(gate_min: f64, columns: bool) -> Report {
         git_commit: Some("abc1234".into()),
         git_dirty: Some(true),
         command_line: vec!["lcx".into(), "run".into()],
-        runner_pid: None,
+        runner: None,
         fingerprint: Fingerprint {
             hostname: Some("bench-1".into()),
             os: Some("linux".into()),
@@ -270,6 +272,7 @@ pub fn report(gate_min: f64, columns: bool) -> Report {
             ],
             moments: m,
             medians,
+            nonfinite: Vec::new(),
         },
         Options::default(),
     )

@@ -337,7 +337,7 @@ mod tests {
             git_commit: Some("0123456789abcdef".into()),
             git_dirty: Some(false),
             command_line: vec![],
-            runner_pid: None,
+            runner: None,
             fingerprint: Fingerprint {
                 hostname: Some(host.into()),
                 ..Fingerprint::default()

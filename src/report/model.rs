@@ -21,6 +21,8 @@ pub struct Report {
     pub arms: Vec<ArmResult>,
     /// Cells that did not complete (failed, interrupted, skipped, pending).
     pub incomplete: Vec<CellNote>,
+    /// Cells whose output was not all stored as metrics.
+    pub line_problems: Vec<LineNote>,
     pub total_cells: usize,
     pub gate: Option<GateOutcome>,
     /// The one-line summary without a gate (also shown with one).
@@ -131,6 +133,20 @@ pub struct CellNote {
     /// The error, or the skip reason.
     pub reason: Option<String>,
     pub iterations_done: i64,
+}
+
+/// A cell whose output was not all stored as metrics: malformed and
+/// overlong lines, and non-finite values (kept apart, listed here).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LineNote {
+    pub run_id: i64,
+    pub arm: String,
+    pub repeat: i64,
+    pub malformed: i64,
+    pub nonfinite_values: i64,
+    pub overlong: i64,
+    /// `loss/strategy: NaN at iterations 3, 4`, one entry per metric.
+    pub nonfinite: Vec<String>,
 }
 
 /// The gate's decision for one arm.

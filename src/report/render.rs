@@ -11,6 +11,30 @@ use comfy_table::{presets::ASCII_MARKDOWN, Table};
 use super::model::{ColumnKind, Report};
 use super::stats::{Comparison, Direction, Speedup, Summary, Verdict};
 
+/// Text from a file, a database row or a child, made safe for one line of
+/// markdown: `|` cannot end a table cell, `<` and `>` cannot open HTML
+/// (the report is often rendered as HTML later), a newline cannot end the
+/// line.
+pub fn md(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '|' => out.push_str("\\|"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '\n' | '\r' => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Multi-line text (descriptions, notes) with its lines kept and HTML
+/// escaped; markdown syntax in it is the author's.
+fn md_block(text: &str) -> String {
+    text.replace('<', "&lt;").replace('>', "&gt;")
+}
+
 /// Decimals that show about four significant digits of `x`.
 fn decimals_for(x: f64) -> usize {
     let a = x.abs();
@@ -90,13 +114,13 @@ pub fn arm_table(report: &Report) -> String {
     let mut table = Table::new();
     table.load_preset(ASCII_MARKDOWN);
     let mut header = vec!["Mode".to_string()];
-    header.extend(report.columns.iter().map(|c| c.label.clone()));
+    header.extend(report.columns.iter().map(|c| md(&c.label)));
     table.set_header(header);
     for arm in &report.arms {
         let mut label = if arm.label.is_empty() || arm.label == arm.name {
-            arm.name.clone()
+            md(&arm.name)
         } else {
-            format!("{} ({})", arm.label, arm.name)
+            format!("{} ({})", md(&arm.label), md(&arm.name))
         };
         if arm.is_baseline {
             label.push_str(" [baseline]");
@@ -161,7 +185,7 @@ pub fn verdict_line(report: &Report) -> Option<String> {
     Some(format!(
         "Verdict: {} for the {} gate (min speedup {:.2}×): {}",
         if gate.pass { "PASS" } else { "FAIL" },
-        gate.label,
+        md(&gate.label),
         gate.min_speedup,
         if arms.is_empty() {
             "no arm to judge".to_string()
@@ -182,7 +206,7 @@ fn direction_word(d: Direction) -> &'static str {
 pub fn render_markdown(report: &Report) -> String {
     let e = &report.experiment;
     let mut out = String::new();
-    let _ = writeln!(out, "# {}\n", e.name);
+    let _ = writeln!(out, "# {}\n", md(&e.name));
     let finished = e
         .finished_at
         .as_deref()
@@ -194,7 +218,7 @@ pub fn render_markdown(report: &Report) -> String {
         e.date, e.id, e.status
     );
     if !e.description.trim().is_empty() {
-        let _ = writeln!(out, "{}\n", e.description.trim());
+        let _ = writeln!(out, "{}\n", md_block(e.description.trim()));
     }
     let _ = writeln!(
         out,
@@ -260,7 +284,7 @@ pub fn render_markdown(report: &Report) -> String {
                         let reason = c
                             .reason
                             .as_deref()
-                            .map(|r| format!(": {r}"))
+                            .map(|r| format!(": {}", md(r)))
                             .unwrap_or_default();
                         format!(" ({}{reason})", c.status)
                     })
@@ -283,7 +307,7 @@ pub fn render_markdown(report: &Report) -> String {
                     }
                     None => Verdict::Inconclusive.text().to_string(),
                 };
-                let _ = writeln!(out, "  - {label}: {text}");
+                let _ = writeln!(out, "  - {}: {text}", md(label));
             }
         }
         out.push('\n');
@@ -319,15 +343,66 @@ pub fn render_markdown(report: &Report) -> String {
             };
             t.add_row(vec![
                 c.run_id.to_string(),
-                c.arm.clone(),
+                md(&c.arm),
                 c.repeat.to_string(),
                 c.status.clone(),
                 exit,
                 c.iterations_done.to_string(),
-                c.reason.clone().unwrap_or_else(|| "—".into()),
+                c.reason.as_deref().map(md).unwrap_or_else(|| "—".into()),
             ]);
         }
         let _ = writeln!(out, "{t}\n");
+    }
+    if !report.line_problems.is_empty() {
+        let _ = writeln!(
+            out,
+            "{} of {} cells printed output that is not in the statistics: lines that are \
+             not valid metric JSON, lines over the 1 MiB cap (both kept in the cell's \
+             `stderr_tail`), and non-finite values (kept in `metric_nonfinite`, never \
+             averaged).\n",
+            report.line_problems.len(),
+            report.total_cells
+        );
+        let mut t = Table::new();
+        t.load_preset(ASCII_MARKDOWN);
+        t.set_header(vec![
+            "Run",
+            "Arm",
+            "Repeat",
+            "Malformed lines",
+            "Overlong lines",
+            "Non-finite values",
+        ]);
+        for p in &report.line_problems {
+            t.add_row(vec![
+                p.run_id.to_string(),
+                md(&p.arm),
+                p.repeat.to_string(),
+                p.malformed.to_string(),
+                p.overlong.to_string(),
+                p.nonfinite_values.to_string(),
+            ]);
+        }
+        let _ = writeln!(out, "{t}\n");
+        for p in report
+            .line_problems
+            .iter()
+            .filter(|p| !p.nonfinite.is_empty())
+        {
+            for detail in &p.nonfinite {
+                let _ = writeln!(
+                    out,
+                    "- run {} (`{}` #{}): {}",
+                    p.run_id,
+                    p.arm,
+                    p.repeat,
+                    md(detail)
+                );
+            }
+        }
+        if report.line_problems.iter().any(|p| !p.nonfinite.is_empty()) {
+            out.push('\n');
+        }
     }
 
     out.push_str("## Reproduce\n\n```sh\n");
@@ -343,7 +418,7 @@ pub fn render_markdown(report: &Report) -> String {
 
     out.push_str("## Environment\n\n");
     for (k, v) in &report.environment {
-        let _ = writeln!(out, "- {k}: {v}");
+        let _ = writeln!(out, "- {}: {}", md(k), md(v));
     }
     out.push('\n');
 
@@ -361,7 +436,7 @@ pub fn render_markdown(report: &Report) -> String {
     for r in &report.runs {
         t.add_row(vec![
             r.run_id.to_string(),
-            r.arm.clone(),
+            md(&r.arm),
             r.repeat.to_string(),
             r.status.clone(),
             r.iterations_done.to_string(),
@@ -379,10 +454,10 @@ pub fn render_markdown(report: &Report) -> String {
     if !report.notes.trim().is_empty() || !report.remarks.is_empty() || !unknown.is_empty() {
         out.push_str("## Notes\n\n");
         if !report.notes.trim().is_empty() {
-            let _ = writeln!(out, "{}\n", report.notes.trim());
+            let _ = writeln!(out, "{}\n", md_block(report.notes.trim()));
         }
         for r in &report.remarks {
-            let _ = writeln!(out, "- {r}");
+            let _ = writeln!(out, "- {}", md_block(r));
         }
         let mut seen = Vec::new();
         for c in report.columns.iter().filter(|c| !c.direction_known) {
@@ -403,7 +478,7 @@ pub fn render_markdown(report: &Report) -> String {
     if !report.plots.is_empty() {
         out.push_str("## Plots\n\n");
         for (title, path) in &report.plots {
-            let _ = writeln!(out, "![{title}]({path})\n");
+            let _ = writeln!(out, "![{}]({path})\n", md(title));
         }
     }
     while out.ends_with("\n\n") {
@@ -510,6 +585,56 @@ mod tests {
         // Header + 3 arms × 4 metrics.
         assert_eq!(csv.lines().count(), 1 + 3 * 4);
         insta::assert_snapshot!("csv", csv);
+    }
+
+    #[test]
+    fn names_and_labels_cannot_break_the_markdown() {
+        let mut report = fixture::report(1.5, true);
+        report.experiment.name = "<script>alert(1)</script>".into();
+        report.arms[1].label = "fast | <b>bold</b>".into();
+        report.columns[0].label = "s|x".into();
+        let md = render_markdown(&report);
+        assert!(!md.contains("<script>") && !md.contains("<b>"), "{md}");
+        assert!(
+            md.starts_with("# &lt;script&gt;alert(1)&lt;/script&gt;"),
+            "{md}"
+        );
+        assert!(md.contains("fast \\| &lt;b&gt;bold&lt;/b&gt;"), "{md}");
+        // Every row of the arm table has as many unescaped `|` as its header.
+        let table: Vec<&str> = md
+            .lines()
+            .skip_while(|l| !l.starts_with("| Mode"))
+            .take_while(|l| l.starts_with('|'))
+            .collect();
+        let bars = |l: &str| l.replace("\\|", "").matches('|').count();
+        assert!(table.len() >= 4, "{md}");
+        assert!(
+            table.iter().all(|l| bars(l) == bars(table[0])),
+            "{table:#?}"
+        );
+    }
+
+    #[test]
+    fn line_problems_are_listed_in_the_cells_section() {
+        let mut report = fixture::report(1.5, true);
+        report.line_problems.push(super::super::model::LineNote {
+            run_id: 7,
+            arm: "interleaved".into(),
+            repeat: 1,
+            malformed: 2,
+            nonfinite_values: 3,
+            overlong: 1,
+            nonfinite: vec![
+                "loss/strategy: NaN at iterations 3, 4; Infinity at iteration 5".into(),
+            ],
+        });
+        let md = render_markdown(&report);
+        let cells = &md[md.find("## Cells").unwrap()..md.find("## Reproduce").unwrap()];
+        assert!(cells.contains("| 7   | interleaved | 1      | 2               | 1              | 3                 |"), "{cells}");
+        assert!(
+            cells.contains("- run 7 (`interleaved` #1): loss/strategy: NaN at iterations 3, 4; Infinity at iteration 5"),
+            "{cells}"
+        );
     }
 
     #[test]

@@ -16,10 +16,16 @@ use super::StoreError;
 
 /// The migrations, in order; index + 1 is the `user_version` after each.
 /// Append only: never edit or reorder a released file.
-const MIGRATIONS: &[(&str, &str)] = &[(
-    "0001_initial.sql",
-    include_str!("../../migrations/0001_initial.sql"),
-)];
+const MIGRATIONS: &[(&str, &str)] = &[
+    (
+        "0001_initial.sql",
+        include_str!("../../migrations/0001_initial.sql"),
+    ),
+    (
+        "0002_runner_faults.sql",
+        include_str!("../../migrations/0002_runner_faults.sql"),
+    ),
+];
 
 /// The schema version this lcx writes.
 pub const LATEST_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -7,6 +7,7 @@
 //! are compiled in and applied in order on open, and `PRAGMA user_version`
 //! records how many were applied.
 
+mod liveness;
 mod migrate;
 mod read;
 pub mod report_read;
@@ -18,6 +19,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
+pub use liveness::{hostname, Liveness, RunnerIdentity};
 pub use migrate::LATEST_VERSION;
 pub use read::{QueryResult, SqlValue};
 pub use types::*;
@@ -30,7 +32,7 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
 /// Everything that can go wrong in the store.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("database {path}: {source}")]
+    #[error("database {path}")]
     Open {
         path: PathBuf,
         #[source]
@@ -56,7 +58,24 @@ pub enum StoreError {
     },
     #[error("no database at {0}")]
     Missing(PathBuf),
-    #[error("applying migration {name}: {source}")]
+    #[error("{0} is not an SQLite database; refusing to touch it (check --db / LCX_DB)")]
+    NotSqlite(PathBuf),
+    #[error(
+        "{0} is an SQLite database of another program (it has tables but no lcx schema \
+         version); refusing to touch it (check --db / LCX_DB)"
+    )]
+    Foreign(PathBuf),
+    #[error(
+        "experiment {id} is being run by lcx {holder}; wait for it to finish or stop it \
+         (Ctrl-C there) before resuming"
+    )]
+    Taken { id: i64, holder: String },
+    #[error(
+        "experiment {id} was last run by lcx {holder}, which cannot be checked from this host; \
+         if that runner is gone, resume with --takeover"
+    )]
+    TakenElsewhere { id: i64, holder: String },
+    #[error("applying migration {name}")]
     Migration {
         name: &'static str,
         #[source]
@@ -74,7 +93,7 @@ pub enum StoreError {
     NotReadOnly(String),
     #[error("database column {column} holds an unexpected value `{value}`")]
     BadValue { column: &'static str, value: String },
-    #[error("JSON column {column}: {source}")]
+    #[error("JSON column {column}")]
     Json {
         column: &'static str,
         #[source]
@@ -82,6 +101,24 @@ pub enum StoreError {
     },
     #[error(transparent)]
     Sql(#[from] rusqlite::Error),
+}
+
+impl StoreError {
+    /// Whether the error is about what the user pointed lcx at (a path, a
+    /// file of the wrong kind or version, a selector) rather than a failure
+    /// while working: the command line exits 2 for these.
+    pub fn is_user_input(&self) -> bool {
+        matches!(
+            self,
+            StoreError::TooNew { .. }
+                | StoreError::TooOld { .. }
+                | StoreError::Missing(_)
+                | StoreError::NotSqlite(_)
+                | StoreError::Foreign(_)
+                | StoreError::ExperimentNotFound(_)
+                | StoreError::NotReadOnly(_)
+        )
+    }
 }
 
 /// An open run store.
@@ -98,9 +135,12 @@ impl std::fmt::Debug for Store {
 
 impl Store {
     /// Opens (creating if needed) the database at `path` for reading and
-    /// writing, and brings its schema up to date. A database with a newer
-    /// schema than this lcx knows is refused before anything is written.
+    /// writing, and brings its schema up to date. A file that is not an lcx
+    /// database, or has a newer schema than this lcx knows, is refused
+    /// before anything is written: it stays byte-identical, with no `-wal`
+    /// or `-shm` beside it.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
+        check_header(path)?;
         let open_err = |source| StoreError::Open {
             path: path.to_path_buf(),
             source,
@@ -109,14 +149,7 @@ impl Store {
         conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
         // Read the version before any pragma that writes (journal_mode=WAL
         // rewrites the header), so a too-new file stays byte-for-byte intact.
-        let found = migrate::user_version(&conn).map_err(open_err)?;
-        if found > LATEST_VERSION {
-            return Err(StoreError::TooNew {
-                path: path.to_path_buf(),
-                found,
-                supported: LATEST_VERSION,
-            });
-        }
+        check_schema(&conn, path)?;
         conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get::<_, String>(0))
             .map_err(open_err)?;
         configure(&conn).map_err(open_err)?;
@@ -128,12 +161,22 @@ impl Store {
         Ok(store)
     }
 
+    /// Like [`Store::open`], but a missing file is an error instead of a new
+    /// database (`lcx run --resume` has nothing to resume in a new file).
+    pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
+        if !path.exists() {
+            return Err(StoreError::Missing(path.to_path_buf()));
+        }
+        Store::open(path)
+    }
+
     /// Opens an existing database for reading only (reports, queries): never
     /// creates the file, never migrates, refuses other schema versions.
     pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
         if !path.exists() {
             return Err(StoreError::Missing(path.to_path_buf()));
         }
+        check_header(path)?;
         let open_err = |source| StoreError::Open {
             path: path.to_path_buf(),
             source,
@@ -141,14 +184,7 @@ impl Store {
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags).map_err(open_err)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
-        let found = migrate::user_version(&conn).map_err(open_err)?;
-        if found > LATEST_VERSION {
-            return Err(StoreError::TooNew {
-                path: path.to_path_buf(),
-                found,
-                supported: LATEST_VERSION,
-            });
-        }
+        let found = check_schema(&conn, path)?;
         if found < LATEST_VERSION {
             return Err(StoreError::TooOld {
                 path: path.to_path_buf(),
@@ -187,6 +223,80 @@ impl Store {
             .conn
             .query_row("PRAGMA integrity_check", [], |row| row.get(0))?)
     }
+}
+
+/// The 100-byte SQLite header, read as plain bytes before SQLite opens the
+/// file (opening a WAL-mode file creates `-wal` and `-shm` beside it, even
+/// read-only). Refuses what is not SQLite, what a newer lcx wrote, and
+/// another program's database. A missing or empty file passes: SQLite
+/// creates an empty database there. The header of a WAL-mode file can lag
+/// behind its `-wal`; [`check_schema`] repeats the checks through SQLite.
+fn check_header(path: &Path) -> Result<(), StoreError> {
+    use std::io::Read;
+    let mut file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        // Let SQLite report what it makes of an unreadable path.
+        Err(_) => return Ok(()),
+    };
+    let mut header = [0u8; 100];
+    let mut filled = 0;
+    while filled < header.len() {
+        match file.read(&mut header[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(_) => return Ok(()),
+        }
+    }
+    if filled == 0 {
+        return Ok(());
+    }
+    if filled < header.len() || &header[..16] != b"SQLite format 3\0" {
+        return Err(StoreError::NotSqlite(path.to_path_buf()));
+    }
+    let be32 = |at: usize| {
+        u32::from_be_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]])
+    };
+    let schema_cookie = be32(40);
+    // user_version is a signed 32-bit integer.
+    let user_version = i64::from(be32(60) as i32);
+    if user_version > LATEST_VERSION {
+        return Err(StoreError::TooNew {
+            path: path.to_path_buf(),
+            found: user_version,
+            supported: LATEST_VERSION,
+        });
+    }
+    if user_version == 0 && schema_cookie != 0 {
+        return Err(StoreError::Foreign(path.to_path_buf()));
+    }
+    Ok(())
+}
+
+/// The same checks as [`check_header`] through SQLite, before anything is
+/// written; returns the schema version.
+fn check_schema(conn: &Connection, path: &Path) -> Result<i64, StoreError> {
+    let open_err = |source| StoreError::Open {
+        path: path.to_path_buf(),
+        source,
+    };
+    let found = migrate::user_version(conn).map_err(open_err)?;
+    if found > LATEST_VERSION {
+        return Err(StoreError::TooNew {
+            path: path.to_path_buf(),
+            found,
+            supported: LATEST_VERSION,
+        });
+    }
+    if found == 0 {
+        let tables: i64 = conn
+            .query_row("SELECT COUNT(*) FROM sqlite_master", [], |r| r.get(0))
+            .map_err(open_err)?;
+        if tables > 0 {
+            return Err(StoreError::Foreign(path.to_path_buf()));
+        }
+    }
+    Ok(found)
 }
 
 /// Per-connection settings. synchronous=NORMAL under WAL keeps commits

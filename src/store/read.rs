@@ -7,17 +7,48 @@ use rusqlite::{params, OptionalExtension, Row};
 use serde::de::DeserializeOwned;
 
 use super::types::*;
-use super::{Store, StoreError};
+use super::{Liveness, RunnerIdentity, Store, StoreError};
 
 const EXPERIMENT_COLUMNS: &str = "id, name, description, workload, file_path, file_text,
     file_sha256, plan_json, iterations, warmup, repeats, baseline, status, created_at,
     finished_at, lcx_version, git_commit, git_dirty, command_line, runner_pid, hostname, os,
     cpu_model, cpu_cores, memory_bytes, gpu_name, gpu_driver, cuda_version, cuda_available,
-    torch_version, torch_intra_threads, torch_inter_threads";
+    torch_version, torch_intra_threads, torch_inter_threads, runner_host, runner_boot_id,
+    runner_start_ticks";
 
 const RUN_COLUMNS: &str = "id, experiment_id, arm, arm_label, arm_index, repeat, attempt,
     config_toml, config_sha256, command_json, env_json, status, skip_reason, exit_code, signal,
-    error, stderr_tail, iterations_done, started_at, finished_at, wall_seconds";
+    error, stderr_tail, iterations_done, started_at, finished_at, wall_seconds,
+    malformed_lines, nonfinite_values, overlong_lines";
+
+/// The runner identity of an experiment row (`None` without a pid).
+pub(super) fn runner_identity(
+    pid: Option<i64>,
+    host: Option<String>,
+    boot_id: Option<String>,
+    start_ticks: Option<String>,
+) -> Option<RunnerIdentity> {
+    pid.map(|pid| RunnerIdentity {
+        pid,
+        host,
+        boot_id,
+        start_ticks,
+    })
+}
+
+/// The status readers see: `running` with a runner that is gone reads
+/// `abandoned`.
+pub(super) fn effective_status(
+    stored: ExperimentStatus,
+    runner: Option<&RunnerIdentity>,
+) -> ExperimentStatus {
+    match (stored, runner) {
+        (ExperimentStatus::Running, Some(r)) if r.liveness() == Liveness::Gone => {
+            ExperimentStatus::Abandoned
+        }
+        (status, _) => status,
+    }
+}
 
 /// A value of a read-only query's result (serialises untagged, so
 /// `lcx query --format json` prints plain JSON values).
@@ -77,7 +108,7 @@ fn experiment_from_row(row: &Row<'_>) -> rusqlite::Result<RawExperiment> {
         git_commit: row.get(16)?,
         git_dirty: row.get(17)?,
         command_line: Vec::new(),
-        runner_pid: row.get(19)?,
+        runner: runner_identity(row.get(19)?, row.get(32)?, row.get(33)?, row.get(34)?),
         fingerprint: Fingerprint {
             hostname: row.get(20)?,
             os: row.get(21)?,
@@ -98,7 +129,7 @@ fn experiment_from_row(row: &Row<'_>) -> rusqlite::Result<RawExperiment> {
 
 fn finish_experiment(raw: RawExperiment) -> Result<Experiment, StoreError> {
     let (mut experiment, status, command_line) = raw;
-    experiment.status = status.parse()?;
+    experiment.status = effective_status(status.parse()?, experiment.runner.as_ref());
     experiment.command_line = parse_json("experiments.command_line", command_line)?;
     Ok(experiment)
 }
@@ -128,6 +159,11 @@ fn run_from_row(row: &Row<'_>) -> rusqlite::Result<RawRun> {
         started_at: row.get(18)?,
         finished_at: row.get(19)?,
         wall_seconds: row.get(20)?,
+        problems: LineProblems {
+            malformed: row.get(21)?,
+            nonfinite: row.get(22)?,
+            overlong: row.get(23)?,
+        },
     };
     Ok((run, row.get(11)?, row.get(9)?, row.get(10)?))
 }
@@ -214,17 +250,64 @@ impl Store {
         let raws = stmt
             .query_map([experiment_id], run_from_row)?
             .collect::<rusqlite::Result<Vec<_>>>()?;
-        raws.into_iter().map(finish_run).collect()
+        let runs: Vec<Run> = raws.into_iter().map(finish_run).collect::<Result<_, _>>()?;
+        self.mark_abandoned(experiment_id, runs)
+    }
+
+    /// The `running` cells of an abandoned experiment read `abandoned`.
+    fn mark_abandoned(
+        &self,
+        experiment_id: i64,
+        mut runs: Vec<Run>,
+    ) -> Result<Vec<Run>, StoreError> {
+        if !runs.iter().any(|r| r.status == RunStatus::Running) {
+            return Ok(runs);
+        }
+        let abandoned = self
+            .experiment(experiment_id)?
+            .is_some_and(|e| e.status == ExperimentStatus::Abandoned);
+        if abandoned {
+            for r in runs.iter_mut().filter(|r| r.status == RunStatus::Running) {
+                r.status = RunStatus::Abandoned;
+            }
+        }
+        Ok(runs)
+    }
+
+    /// Non-finite numeric fields of an experiment's live rows, as (run id,
+    /// iteration, name, value), in run then iteration order.
+    pub fn nonfinite_values(
+        &self,
+        experiment_id: i64,
+    ) -> Result<Vec<(i64, i64, String, String)>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT n.run_id, n.iteration, n.name, n.value FROM metric_nonfinite n
+             JOIN runs r ON r.id = n.run_id
+             WHERE r.experiment_id = ?1 AND n.superseded = 0
+             ORDER BY n.run_id, n.name, n.iteration",
+        )?;
+        let rows = stmt
+            .query_map([experiment_id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
     }
 
     /// One run by id.
     pub fn run(&self, run_id: i64) -> Result<Option<Run>, StoreError> {
         let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1");
-        self.conn
+        let Some(run) = self
+            .conn
             .query_row(&sql, [run_id], run_from_row)
             .optional()?
             .map(finish_run)
-            .transpose()
+            .transpose()?
+        else {
+            return Ok(None);
+        };
+        let experiment_id = run.experiment_id;
+        Ok(self.mark_abandoned(experiment_id, vec![run])?.pop())
     }
 
     /// A run's live values of one metric in iteration order, warm-up

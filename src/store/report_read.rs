@@ -12,6 +12,7 @@ use std::path::Path;
 use rusqlite::types::Value;
 use rusqlite::{params_from_iter, OptionalExtension};
 
+use super::types::ExperimentStatus;
 use super::{Store, StoreError};
 
 /// Warm-up-excluded moments of one metric in one run.
@@ -321,18 +322,28 @@ impl Store {
                    (SELECT COUNT(*) FROM runs WHERE experiment_id = e.id \
                         AND status IN ('failed', 'interrupted')), \
                    (SELECT COUNT(*) FROM runs WHERE experiment_id = e.id \
-                        AND status = 'skipped') \
+                        AND status = 'skipped'), \
+                   e.runner_pid, e.runner_host, e.runner_boot_id, e.runner_start_ticks \
                    FROM experiments e ORDER BY e.id DESC LIMIT ?1";
         let limit = limit.map(|l| l as i64).unwrap_or(-1);
         let mut st = self.conn.prepare(sql)?;
         let rows = st
             .query_map([limit], |r| {
                 let arms: Option<String> = r.get(5)?;
+                let stored: String = r.get(3)?;
+                let runner =
+                    super::read::runner_identity(r.get(10)?, r.get(11)?, r.get(12)?, r.get(13)?);
+                let status = match stored.parse::<ExperimentStatus>() {
+                    Ok(st) => super::read::effective_status(st, runner.as_ref())
+                        .as_str()
+                        .to_string(),
+                    Err(_) => stored,
+                };
                 Ok(ListRow {
                     id: r.get(0)?,
                     name: r.get(1)?,
                     created_at: r.get(2)?,
-                    status: r.get(3)?,
+                    status,
                     workload: r.get(4)?,
                     arms: arms
                         .map(|a| a.split('\u{1f}').map(str::to_string).collect())
@@ -410,7 +421,7 @@ mod tests {
                 git_commit: None,
                 git_dirty: None,
                 command_line: vec![],
-                runner_pid: None,
+                runner: None,
                 fingerprint: Fingerprint::default(),
             })
             .unwrap();

@@ -21,7 +21,7 @@ fn new_experiment(name: &str, warmup: i64) -> NewExperiment {
         git_commit: None,
         git_dirty: Some(true),
         command_line: vec!["lcx".into(), "run".into()],
-        runner_pid: Some(7),
+        runner: None,
         fingerprint: Fingerprint {
             cpu_cores: Some(2),
             cuda_available: Some(false),
@@ -190,6 +190,7 @@ fn restart_supersedes_earlier_attempt() {
                 error: Some("interrupted".into()),
                 stderr_tail: Some("bye".into()),
                 wall_seconds: 0.5,
+                problems: Default::default(),
             },
         )
         .unwrap();

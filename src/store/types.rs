@@ -14,6 +14,9 @@ pub enum ExperimentStatus {
     Completed,
     Failed,
     Interrupted,
+    /// Never stored: a `running` row whose runner is gone (killed, or
+    /// stopped by a failing disk), as readers on its host see it.
+    Abandoned,
 }
 
 /// Lifecycle of a run (cell) row.
@@ -26,6 +29,8 @@ pub enum RunStatus {
     Failed,
     Interrupted,
     Skipped,
+    /// Never stored: a `running` cell of an abandoned experiment.
+    Abandoned,
 }
 
 macro_rules! string_enum {
@@ -58,10 +63,11 @@ macro_rules! string_enum {
 
 string_enum!(ExperimentStatus, "experiments.status",
     Running => "running", Completed => "completed", Failed => "failed",
-    Interrupted => "interrupted");
+    Interrupted => "interrupted", Abandoned => "abandoned");
 string_enum!(RunStatus, "runs.status",
     Pending => "pending", Running => "running", Completed => "completed",
-    Failed => "failed", Interrupted => "interrupted", Skipped => "skipped");
+    Failed => "failed", Interrupted => "interrupted", Skipped => "skipped",
+    Abandoned => "abandoned");
 
 impl RunStatus {
     /// Whether `lcx run --resume` runs this cell again.
@@ -107,7 +113,7 @@ pub struct NewExperiment {
     pub git_dirty: Option<bool>,
     /// The runner's own argv.
     pub command_line: Vec<String>,
-    pub runner_pid: Option<i64>,
+    pub runner: Option<super::RunnerIdentity>,
     pub fingerprint: Fingerprint,
 }
 
@@ -133,7 +139,8 @@ pub struct Experiment {
     pub git_commit: Option<String>,
     pub git_dirty: Option<bool>,
     pub command_line: Vec<String>,
-    pub runner_pid: Option<i64>,
+    /// The process that created or last resumed the experiment.
+    pub runner: Option<super::RunnerIdentity>,
     pub fingerprint: Fingerprint,
 }
 
@@ -175,6 +182,56 @@ pub struct Run {
     pub started_at: Option<String>,
     pub finished_at: Option<String>,
     pub wall_seconds: Option<f64>,
+    pub problems: LineProblems,
+}
+
+/// Output of a cell that was not stored as metrics, counted per attempt.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct LineProblems {
+    /// Lines that start like a JSON object but are not one (or carry an
+    /// unusable `iteration`).
+    pub malformed: i64,
+    /// NaN / Infinity / out-of-range numbers (stored in `metric_nonfinite`).
+    pub nonfinite: i64,
+    /// Lines over the runner's line cap (their head is kept in the tail).
+    pub overlong: i64,
+}
+
+impl LineProblems {
+    pub fn is_empty(&self) -> bool {
+        *self == LineProblems::default()
+    }
+}
+
+/// A numeric field whose value is not a finite number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum NonFinite {
+    NaN,
+    Infinity,
+    NegInfinity,
+}
+
+impl NonFinite {
+    /// The spelling stored in `metric_nonfinite.value` (JSON5's / Python's).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NonFinite::NaN => "NaN",
+            NonFinite::Infinity => "Infinity",
+            NonFinite::NegInfinity => "-Infinity",
+        }
+    }
+
+    pub fn of(value: f64) -> Option<NonFinite> {
+        if value.is_nan() {
+            Some(NonFinite::NaN)
+        } else if value == f64::INFINITY {
+            Some(NonFinite::Infinity)
+        } else if value == f64::NEG_INFINITY {
+            Some(NonFinite::NegInfinity)
+        } else {
+            None
+        }
+    }
 }
 
 /// How a cell's child process ended, as recorded on its run row.
@@ -186,6 +243,7 @@ pub struct RunOutcome {
     pub error: Option<String>,
     pub stderr_tail: Option<String>,
     pub wall_seconds: f64,
+    pub problems: LineProblems,
 }
 
 /// One JSON line of a child, ready to store: its iteration, numeric
@@ -195,6 +253,8 @@ pub struct MetricLine {
     pub iteration: i64,
     pub numbers: Vec<(String, f64)>,
     pub texts: Vec<(String, String)>,
+    /// Numeric fields that were NaN or infinite.
+    pub nonfinite: Vec<(String, NonFinite)>,
 }
 
 /// One live numeric metric value.

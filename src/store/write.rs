@@ -5,7 +5,7 @@
 use rusqlite::{params, ErrorCode, TransactionBehavior};
 
 use super::types::*;
-use super::{Store, StoreError};
+use super::{Liveness, Store, StoreError};
 
 const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
 
@@ -27,9 +27,11 @@ impl Store {
                 iterations, warmup, repeats, baseline, status, lcx_version, git_commit,
                 git_dirty, command_line, runner_pid, hostname, os, cpu_model, cpu_cores,
                 memory_bytes, gpu_name, gpu_driver, cuda_version, cuda_available,
-                torch_version, torch_intra_threads, torch_inter_threads, fingerprint_json)
+                torch_version, torch_intra_threads, torch_inter_threads, fingerprint_json,
+                runner_host, runner_boot_id, runner_start_ticks)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'running', ?12, ?13, ?14,
-                ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)",
+                ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29,
+                ?30, ?31, ?32)",
             params![
                 e.name,
                 e.description,
@@ -46,7 +48,7 @@ impl Store {
                 e.git_commit,
                 e.git_dirty,
                 to_json(&e.command_line),
-                e.runner_pid,
+                e.runner.as_ref().map(|r| r.pid),
                 fp.hostname,
                 fp.os,
                 fp.cpu_model,
@@ -60,6 +62,9 @@ impl Store {
                 fp.torch_intra_threads,
                 fp.torch_inter_threads,
                 to_json(fp),
+                e.runner.as_ref().and_then(|r| r.host.clone()),
+                e.runner.as_ref().and_then(|r| r.boot_id.clone()),
+                e.runner.as_ref().and_then(|r| r.start_ticks.clone()),
             ],
         )?;
         let id = tx.last_insert_rowid();
@@ -119,13 +124,59 @@ impl Store {
         Ok(())
     }
 
-    /// Records which process is running the experiment now (set again on
-    /// resume, so a stale pid never blocks a later resume).
-    pub fn set_runner_pid(&mut self, experiment_id: i64, pid: i64) -> Result<(), StoreError> {
-        self.conn.execute(
-            "UPDATE experiments SET runner_pid = ?1 WHERE id = ?2",
-            params![pid, experiment_id],
+    /// Makes `runner` the process that holds the experiment, in one
+    /// `BEGIN IMMEDIATE` transaction, so of two runners resuming the same
+    /// experiment exactly one gets it. Refused while the recorded runner is
+    /// alive ([`StoreError::Taken`]) or, with `takeover` false, when it ran
+    /// on another host and cannot be checked ([`StoreError::TakenElsewhere`]).
+    pub fn claim_experiment(
+        &mut self,
+        experiment_id: i64,
+        runner: &super::RunnerIdentity,
+        takeover: bool,
+    ) -> Result<(), StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let (status, pid, host, boot, ticks): (String, Option<i64>, _, _, _) = tx.query_row(
+            "SELECT status, runner_pid, runner_host, runner_boot_id, runner_start_ticks
+             FROM experiments WHERE id = ?1",
+            [experiment_id],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
         )?;
+        let holder = super::read::runner_identity(pid, host, boot, ticks);
+        if let Some(holder) = holder.filter(|h| h != runner) {
+            match holder.liveness() {
+                Liveness::Alive => {
+                    return Err(StoreError::Taken {
+                        id: experiment_id,
+                        holder: holder.describe(),
+                    })
+                }
+                // A `running` row from a host we cannot see may still be in
+                // progress there; any other status says that runner ended.
+                Liveness::Unknown if status == "running" && !takeover => {
+                    return Err(StoreError::TakenElsewhere {
+                        id: experiment_id,
+                        holder: holder.describe(),
+                    })
+                }
+                Liveness::Unknown | Liveness::Gone => {}
+            }
+        }
+        tx.execute(
+            "UPDATE experiments SET runner_pid = ?1, runner_host = ?2, runner_boot_id = ?3,
+                runner_start_ticks = ?4
+             WHERE id = ?5",
+            params![
+                runner.pid,
+                runner.host,
+                runner.boot_id,
+                runner.start_ticks,
+                experiment_id
+            ],
+        )?;
+        tx.commit()?;
         Ok(())
     }
 
@@ -145,11 +196,16 @@ impl Store {
             "UPDATE metric_text SET superseded = 1 WHERE run_id = ?1 AND superseded = 0",
             [run_id],
         )?;
+        tx.execute(
+            "UPDATE metric_nonfinite SET superseded = 1 WHERE run_id = ?1 AND superseded = 0",
+            [run_id],
+        )?;
         let sql = format!(
             "UPDATE runs SET
                 attempt = CASE WHEN status = 'pending' THEN attempt ELSE attempt + 1 END,
                 status = 'running', skip_reason = NULL, exit_code = NULL, signal = NULL,
                 error = NULL, stderr_tail = NULL, iterations_done = 0,
+                malformed_lines = 0, nonfinite_values = 0, overlong_lines = 0,
                 started_at = {NOW}, finished_at = NULL, wall_seconds = NULL
              WHERE id = ?1"
         );
@@ -177,6 +233,7 @@ impl Store {
             iteration,
             numbers: numbers.to_vec(),
             texts: texts.to_vec(),
+            nonfinite: Vec::new(),
         };
         self.insert_lines(run_id, attempt, std::slice::from_ref(&line))
     }
@@ -214,6 +271,10 @@ impl Store {
                 "INSERT INTO metric_text (run_id, attempt, iteration, name, value)
                  VALUES (?1, ?2, ?3, ?4, ?5)",
             )?;
+            let mut nonfinite = tx.prepare_cached(
+                "INSERT INTO metric_nonfinite (run_id, attempt, iteration, name, value)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?;
             for line in lines {
                 let iteration = line.iteration;
                 for (name, value) in &line.numbers {
@@ -224,6 +285,11 @@ impl Store {
                 for (name, value) in &line.texts {
                     texts
                         .execute(params![run_id, attempt, iteration, name, value])
+                        .map_err(|e| duplicate(e, iteration, name))?;
+                }
+                for (name, value) in &line.nonfinite {
+                    nonfinite
+                        .execute(params![run_id, attempt, iteration, name, value.as_str()])
                         .map_err(|e| duplicate(e, iteration, name))?;
                 }
             }
@@ -238,7 +304,8 @@ impl Store {
     pub fn finish_run(&mut self, run_id: i64, outcome: &RunOutcome) -> Result<(), StoreError> {
         let sql = format!(
             "UPDATE runs SET status = ?1, exit_code = ?2, signal = ?3, error = ?4,
-                stderr_tail = ?5, wall_seconds = ?6, finished_at = {NOW}
+                stderr_tail = ?5, wall_seconds = ?6, finished_at = {NOW},
+                malformed_lines = ?8, nonfinite_values = ?9, overlong_lines = ?10
              WHERE id = ?7"
         );
         self.conn.execute(
@@ -250,7 +317,10 @@ impl Store {
                 outcome.error,
                 outcome.stderr_tail,
                 outcome.wall_seconds,
-                run_id
+                run_id,
+                outcome.problems.malformed,
+                outcome.problems.nonfinite,
+                outcome.problems.overlong,
             ],
         )?;
         Ok(())

@@ -27,7 +27,7 @@ pub struct CheckpointMeta {
 /// Errors of checkpoint files.
 #[derive(Debug, thiserror::Error)]
 pub enum CheckpointError {
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Io {
         path: PathBuf,
         source: std::io::Error,

@@ -31,7 +31,7 @@ pub struct SessionOptions {
 pub enum SessionError {
     #[error(transparent)]
     Train(#[from] TrainError),
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Io {
         path: PathBuf,
         source: std::io::Error,

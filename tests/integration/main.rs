@@ -1,5 +1,6 @@
 mod binaries;
 mod config;
+mod faults;
 mod golden;
 mod play;
 mod reference;

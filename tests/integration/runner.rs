@@ -249,8 +249,8 @@ fn kill_9_then_resume_completes_every_cell_without_duplicates() {
         let e = store.find_experiment("latest").unwrap();
         assert_eq!(
             e.status,
-            ExperimentStatus::Running,
-            "left as the killed runner left it"
+            ExperimentStatus::Abandoned,
+            "the killed runner is gone"
         );
     }
     let out = run_ok(&["run", "--resume", "latest", "--db", db.to_str().unwrap()]);
@@ -285,7 +285,8 @@ fn kill_9_then_resume_completes_every_cell_without_duplicates() {
 #[test]
 fn sigint_marks_the_running_cell_interrupted_and_says_how_to_resume() {
     let dir = tempfile::tempdir().unwrap();
-    let arms: Vec<(&str, String)> = vec![("slow", counting(20, "0.1")), ("next", counting(2, "0"))];
+    let arms: Vec<(&str, String)> =
+        vec![("slow", counting(20, "0.1")), ("next", counting(20, "0"))];
     let file = write(dir.path(), "e.toml", &experiment("sigint", 20, &arms, ""));
     let db = dir.path().join("x.db");
     let child = lcx()
@@ -453,7 +454,11 @@ fn a_newer_database_is_refused_untouched() {
         .args(["run", file.to_str().unwrap(), "--db", db.to_str().unwrap()])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "a file from a newer lcx is the user's input"
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("newer") && stderr.contains("999"),

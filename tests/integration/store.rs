@@ -195,6 +195,7 @@ command = "true"
         lcx_exe: env!("CARGO_BIN_EXE_lcx").into(),
         stop: StopSignal::new(),
         cuda_available: Some(false),
+        takeover: false,
     };
     let mut reporter = RecordingReporter::default();
     let summary = runner::run(&mut store, &plan, id, &options, &mut reporter).unwrap();
@@ -256,6 +257,7 @@ command = "printf '{\"iteration\":1,\"t\":1}\n{\"iteration\":1,\"t\":9}\n{\"iter
         lcx_exe: env!("CARGO_BIN_EXE_lcx").into(),
         stop: StopSignal::new(),
         cuda_available: Some(false),
+        takeover: false,
     };
     let mut reporter = RecordingReporter::default();
     runner::run(&mut store, &plan, id, &options, &mut reporter).unwrap();

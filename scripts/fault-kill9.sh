@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Fault injection for the runner: SIGKILL `lcx run` at a random moment of a
+# multi-cell experiment, N times, and check after each kill that
+#   - no process a cell started survives (every cell starts a background
+#     `sleep` that only the group kill or the watchdog can end),
+#   - readers see the experiment as abandoned (not running),
+#   - `lcx run --resume latest` completes it,
+#   - the database passes PRAGMA integrity_check,
+#   - no (run, metric, iteration) has two live rows, and every cell has all
+#     its iterations.
+# Prints one line per kill and a summary; exits 1 if any check failed.
+#
+#   scripts/fault-kill9.sh [N=50] [LCX=target/release/lcx]
+set -uo pipefail
+
+n=${1:-50}
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+lcx=${2:-$root/target/release/lcx}
+[[ -x $lcx ]] || { echo "fault-kill9: no $lcx (cargo build --release)" >&2; exit 2; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+iterations=8
+# TOML literal strings ('...') keep the shell's backslashes as they are.
+cell='sleep 300 >/dev/null 2>&1 & echo $! >> pids; i=1; while [ $i -le 8 ]; do echo "{\"iteration\":$i,\"t\":0.$i}"; sleep 0.05; i=$((i+1)); done'
+{
+    printf 'name = "kill9"\nworkload = "command"\niterations = %d\nrepeats = 2\n' "$iterations"
+    for arm in a b c; do
+        printf "\n[[arms]]\nname = \"%s\"\ncommand = '%s'\n" "$arm" "$cell"
+    done
+} >"$work/e.toml"
+
+query() { "$lcx" query "$1" --db "$db" --format csv | tail -n +2; }
+alive() { # a pid that exists and is not a zombie
+    local state
+    state=$(awk '{ sub(/.*\) /, ""); print $1 }' "/proc/$1/stat" 2>/dev/null) || return 1
+    [[ -n $state && $state != Z ]]
+}
+
+bad=0 early=0 kills=0 abandoned=0 resumed=0 survivors=0 dups=0 short=0 integrity=0
+for ((k = 1; k <= n; k++)); do
+    db="$work/$k.db"
+    rm -f "$work/pids"
+    "$lcx" run "$work/e.toml" --db "$db" --plain >/dev/null 2>&1 &
+    pid=$!
+    # 0.2 - 3.7 s: while lcx-torch starts, mid-cell, between cells, near the end.
+    sleep "$(awk -v r="$RANDOM" 'BEGIN { printf "%.2f", 0.2 + (r % 350) / 100 }')"
+    kill -9 "$pid" 2>/dev/null && kills=$((kills + 1))
+    wait "$pid" 2>/dev/null
+    sleep 0.5
+    left=0
+    if [[ -f $work/pids ]]; then
+        while read -r p; do alive "$p" && { left=$((left + 1)); kill -9 "$p" 2>/dev/null; }; done <"$work/pids"
+    fi
+    survivors=$((survivors + left))
+    if [[ ! -e $db ]]; then
+        # Killed before it opened the database: nothing was written, nothing
+        # to resume (a new `lcx run` starts afresh).
+        early=$((early + 1))
+        echo "kill $k: before the database was created; surviving grandchildren $left"
+        [[ $left == 0 ]] || bad=$((bad + 1))
+        continue
+    fi
+    status=$(query "SELECT 1" >/dev/null 2>&1 && "$lcx" list --db "$db" --json 2>/dev/null |
+        awk -F'"' '/"status"/ { print $4; exit }')
+    [[ $status == abandoned || $status == completed ]] && abandoned=$((abandoned + 1))
+    "$lcx" run --resume latest --db "$db" --plain >/dev/null 2>&1
+    after=$("$lcx" list --db "$db" --json 2>/dev/null | awk -F'"' '/"status"/ { print $4; exit }')
+    [[ $after == completed ]] && resumed=$((resumed + 1))
+    ok=$(query "PRAGMA integrity_check")
+    [[ $ok == ok ]] && integrity=$((integrity + 1))
+    d=$(query "SELECT COUNT(*) FROM (SELECT run_id, name, iteration FROM metrics WHERE superseded = 0 GROUP BY 1, 2, 3 HAVING COUNT(*) > 1)")
+    dups=$((dups + d))
+    s=$(query "SELECT COUNT(*) FROM runs r WHERE (SELECT COUNT(*) FROM metrics m WHERE m.run_id = r.id AND m.superseded = 0 AND m.name = 't') <> $iterations")
+    short=$((short + s))
+    line="kill $k: after kill '$status', after resume '$after', integrity $ok, duplicates $d, short cells $s, surviving grandchildren $left"
+    if [[ ! ($status == abandoned || $status == completed) || $after != completed || $ok != ok || $d != 0 || $s != 0 || $left != 0 ]]; then
+        bad=$((bad + 1))
+        line="$line  <-- FAILED"
+    fi
+    echo "$line"
+    rm -f "$db" "$db-wal" "$db-shm"
+done
+echo "summary: $n runs, $kills killed ($early before the database existed); of the other $((n - early)): read as abandoned (or already completed) $abandoned, resume completed $resumed, integrity ok $integrity; duplicate live rows $dups; cells missing iterations $short; surviving grandchildren $survivors"
+[[ $bad == 0 ]]
