@@ -1,4 +1,5 @@
--- 0002_runner_faults: what the runner records about faults.
+-- 0002_runner_faults: what the runner records about faults, and the
+-- machine's measured ceiling.
 --
 -- experiments  runner_host, runner_boot_id, runner_start_ticks: with
 --   runner_pid, the identity of the process that holds the experiment (set
@@ -7,6 +8,12 @@
 --   shows an experiment left `running` by a dead runner as `abandoned`
 --   (and its `running` cells likewise), and `lcx run --resume` refuses an
 --   experiment whose runner is alive.
+--
+-- experiments  peak_isa, peak_fp32_gflops_core, peak_fp32_gflops,
+--   peak_stream_gbytes_per_second: the machine's ceiling measured by
+--   `lcx bench peak` when the experiment started (FMA loop on one core and
+--   on every core, streaming triad bandwidth), the denominator of the
+--   report's fraction-of-peak figures. NULL for experiments recorded before.
 --
 -- runs  malformed_lines (stdout lines that start like a JSON object but
 --   are not one, or carry an unusable `iteration`), nonfinite_values
@@ -22,6 +29,10 @@
 ALTER TABLE experiments ADD COLUMN runner_host TEXT;
 ALTER TABLE experiments ADD COLUMN runner_boot_id TEXT;
 ALTER TABLE experiments ADD COLUMN runner_start_ticks TEXT;
+ALTER TABLE experiments ADD COLUMN peak_isa TEXT;
+ALTER TABLE experiments ADD COLUMN peak_fp32_gflops_core REAL;
+ALTER TABLE experiments ADD COLUMN peak_fp32_gflops REAL;
+ALTER TABLE experiments ADD COLUMN peak_stream_gbytes_per_second REAL;
 
 ALTER TABLE runs ADD COLUMN malformed_lines INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN nonfinite_values INTEGER NOT NULL DEFAULT 0;

@@ -37,14 +37,14 @@ alive() { # a pid that exists and is not a zombie
     [[ -n $state && $state != Z ]]
 }
 
-bad=0 early=0 kills=0 abandoned=0 resumed=0 survivors=0 dups=0 short=0 integrity=0
+bad=0 early=0 finished=0 kills=0 abandoned=0 resumed=0 survivors=0 dups=0 short=0 integrity=0
 for ((k = 1; k <= n; k++)); do
     db="$work/$k.db"
     rm -f "$work/pids"
     "$lcx" run "$work/e.toml" --db "$db" --plain >/dev/null 2>&1 &
     pid=$!
-    # 0.2 - 3.7 s: while lcx-torch starts, mid-cell, between cells, near the end.
-    sleep "$(awk -v r="$RANDOM" 'BEGIN { printf "%.2f", 0.2 + (r % 350) / 100 }')"
+    # 0.2 - 3.0 s: while lcx-torch starts, mid-cell, between cells, near the end.
+    sleep "$(awk -v r="$RANDOM" 'BEGIN { printf "%.2f", 0.2 + (r % 280) / 100 }')"
     kill -9 "$pid" 2>/dev/null && kills=$((kills + 1))
     wait "$pid" 2>/dev/null
     sleep 0.5
@@ -53,17 +53,18 @@ for ((k = 1; k <= n; k++)); do
         while read -r p; do alive "$p" && { left=$((left + 1)); kill -9 "$p" 2>/dev/null; }; done <"$work/pids"
     fi
     survivors=$((survivors + left))
-    if [[ ! -e $db ]]; then
-        # Killed before it opened the database: nothing was written, nothing
-        # to resume (a new `lcx run` starts afresh).
+    if [[ ! -e $db || -z $(query "SELECT id FROM experiments" 2>/dev/null) ]]; then
+        # Killed before it recorded the experiment: nothing to resume (a new
+        # `lcx run` starts afresh).
         early=$((early + 1))
-        echo "kill $k: before the database was created; surviving grandchildren $left"
+        echo "kill $k: before the experiment was recorded; surviving grandchildren $left"
         [[ $left == 0 ]] || bad=$((bad + 1))
         continue
     fi
     status=$(query "SELECT 1" >/dev/null 2>&1 && "$lcx" list --db "$db" --json 2>/dev/null |
         awk -F'"' '/"status"/ { print $4; exit }')
-    [[ $status == abandoned || $status == completed ]] && abandoned=$((abandoned + 1))
+    [[ $status == abandoned ]] && abandoned=$((abandoned + 1))
+    [[ $status == completed ]] && finished=$((finished + 1))
     "$lcx" run --resume latest --db "$db" --plain >/dev/null 2>&1
     after=$("$lcx" list --db "$db" --json 2>/dev/null | awk -F'"' '/"status"/ { print $4; exit }')
     [[ $after == completed ]] && resumed=$((resumed + 1))
@@ -81,5 +82,5 @@ for ((k = 1; k <= n; k++)); do
     echo "$line"
     rm -f "$db" "$db-wal" "$db-shm"
 done
-echo "summary: $n runs, $kills killed ($early before the database existed); of the other $((n - early)): read as abandoned (or already completed) $abandoned, resume completed $resumed, integrity ok $integrity; duplicate live rows $dups; cells missing iterations $short; surviving grandchildren $survivors"
+echo "summary: $n runs, $kills killed ($early before the experiment was recorded); of the other $((n - early)): read as abandoned $abandoned, had completed before the kill $finished, resume completed $resumed, integrity ok $integrity; duplicate live rows $dups; cells missing iterations $short; surviving grandchildren $survivors"
 [[ $bad == 0 ]]

@@ -3,3 +3,4 @@
 
 pub mod engine;
 pub mod forward;
+pub mod peak;

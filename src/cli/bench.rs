@@ -29,6 +29,24 @@ enum Which {
     Engine(EngineArgs),
     /// Time one advantage pass (both players) + one strategy pass, fp32 (and AMP).
     Trainer(TrainerArgs),
+    /// The machine's FP32 ceiling now: an FMA loop on one and on all cores,
+    /// and streaming memory bandwidth (under a second).
+    Peak(PeakArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct PeakArgs {
+    /// Also time a libtorch matrix product on this device (cpu, cuda,
+    /// cuda:N): the ceiling a GPU's phases are read against.
+    #[arg(long)]
+    device: Option<String>,
+    /// Size of the matrix product's square matrices.
+    #[arg(long, default_value_t = 2048)]
+    matmul_size: i64,
+    /// Write the figures as one JSON line to PATH (`-` = stdout; the table
+    /// then goes to stderr).
+    #[arg(long, value_name = "PATH")]
+    metrics_out: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -106,7 +124,89 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         Which::Forward(a) => forward(a),
         Which::Engine(a) => engine(a),
         Which::Trainer(a) => trainer(a),
+        Which::Peak(a) => peak(a),
     }
+}
+
+fn peak(args: PeakArgs) -> anyhow::Result<u8> {
+    use crate::bench::peak;
+    if args.matmul_size < 1 {
+        return Err(bad_input(anyhow::anyhow!("--matmul-size must be ≥ 1")));
+    }
+    let device = match &args.device {
+        None => None,
+        Some(d) => Some(
+            device::resolve(d).map_err(|e| bad_input(anyhow::Error::new(e).context("--device")))?,
+        ),
+    };
+    let p = peak::measure();
+    let matmul = match device {
+        None => None,
+        Some(d) => Some((
+            d,
+            crate::trainer::bench::matmul_gflops(d, args.matmul_size, 5)
+                .context("timing the matrix product")?,
+        )),
+    };
+    let mut line = serde_json::json!({
+        "iteration": 1,
+        "peak/isa": p.isa,
+        "peak/threads": p.threads,
+        "peak/fp32_gflops_core": p.gflops_core,
+        "peak/fp32_gflops": p.gflops,
+        "peak/stream_gbytes_per_second": p.stream_gbytes_per_second,
+        "peak/probe_seconds": p.seconds,
+    });
+    if let Some((_, g)) = matmul {
+        line["peak/matmul_gflops"] = serde_json::json!(g);
+    }
+    let mut sink = metrics_sink(args.metrics_out.as_ref())?;
+    if let Some(out) = sink.as_mut() {
+        writeln!(out, "{line}")
+            .and_then(|()| out.flush())
+            .context("writing --metrics-out")?;
+    }
+    let mut table = Table::new();
+    table.load_preset(ASCII_MARKDOWN);
+    table.set_header(["measure", "value"]);
+    table.add_row([
+        format!("FP32 GFLOP/s, one core ({})", p.isa),
+        format!("{:.1}", p.gflops_core),
+    ]);
+    table.add_row([
+        format!("FP32 GFLOP/s, {} threads", p.threads),
+        format!("{:.1}", p.gflops),
+    ]);
+    table.add_row([
+        "stream triad GB/s".to_string(),
+        format!("{:.1}", p.stream_gbytes_per_second),
+    ]);
+    if let Some((d, g)) = matmul {
+        table.add_row([
+            format!(
+                "libtorch {n}×{n} matmul GFLOP/s on {d:?}",
+                n = args.matmul_size
+            ),
+            format!("{g:.1}"),
+        ]);
+    }
+    if let Some((ghz, source)) = peak::reported_clock_ghz() {
+        table.add_row([
+            format!("FMA bound at {ghz:.2} GHz ({source}), one core"),
+            format!("{:.1}", peak::theoretical_gflops(1, ghz, p.isa)),
+        ]);
+    }
+    let text = format!("probe took {:.2} s\n{table}", p.seconds);
+    if args
+        .metrics_out
+        .as_ref()
+        .is_some_and(|p| p.as_os_str() == "-")
+    {
+        eprintln!("{text}");
+    } else {
+        println!("{text}");
+    }
+    Ok(0)
 }
 
 fn load_config(path: Option<&std::path::Path>, sets: &[String]) -> anyhow::Result<TrainerConfig> {

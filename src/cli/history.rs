@@ -21,6 +21,11 @@ pub struct Args {
     /// Minimum relative effect for a change marker.
     #[arg(long, default_value_t = 0.05, value_name = "FRACTION")]
     min_effect: f64,
+    /// Show the metric as a fraction of each experiment's measured FP32
+    /// peak (for GFLOP/s rates such as perf/traversal_gflops): a change of
+    /// host then reads as such, not as a change of code.
+    #[arg(long)]
+    of_peak: bool,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -51,9 +56,18 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             })
             .unwrap_or_else(|| "time/iteration_seconds".into()),
     };
-    let runs = store
+    let mut runs = store
         .history_runs(&args.name, args.arm.as_deref(), &metric)
         .map_err(user_or_not)?;
+    if args.of_peak {
+        let dropped = history::scale_to_peak(&experiments, &mut runs);
+        if dropped > 0 {
+            eprintln!(
+                "note: {dropped} experiment(s) recorded no peak (run before lcx measured it) \
+                 and are left out of --of-peak"
+            );
+        }
+    }
     if runs.is_empty() {
         if let Some(arm) = &args.arm {
             return Err(crate::cli::bad_input(anyhow::anyhow!(
@@ -77,7 +91,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             serde_json::to_string_pretty(&rows).unwrap_or_default()
         );
     } else {
-        print!("{}", history::render_history(&metric, &rows));
+        let label = if args.of_peak {
+            format!("{metric} / peak")
+        } else {
+            metric.clone()
+        };
+        print!("{}", history::render_history(&label, &rows));
     }
     Ok(0)
 }

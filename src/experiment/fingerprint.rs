@@ -7,12 +7,18 @@ use std::process::{Command, Stdio};
 
 use crate::store::Fingerprint;
 
-/// Probes the machine. Asks libtorch about CUDA (loads the CUDA runtime
-/// where present), so call it once per `lcx run`.
+/// Probes the machine, its measured FP32 and memory ceiling included
+/// (`lcx bench peak`, about 0.3 s). Asks libtorch about CUDA (loads the
+/// CUDA runtime where present), so call it once per `lcx run`.
 pub fn probe() -> Fingerprint {
     let (intra, inter) = crate::trainer::device::torch_threads();
     let (gpu_name, gpu_driver, cuda_version) = nvidia_smi();
+    let peak = crate::bench::peak::measure();
     Fingerprint {
+        peak_isa: Some(peak.isa.to_string()),
+        peak_fp32_gflops_core: Some(peak.gflops_core),
+        peak_fp32_gflops: Some(peak.gflops),
+        peak_stream_gbytes_per_second: Some(peak.stream_gbytes_per_second),
         hostname: read_trimmed("/proc/sys/kernel/hostname"),
         os: Some(os_description()),
         cpu_model: cpu_model(),

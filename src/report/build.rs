@@ -36,7 +36,17 @@ pub struct Input {
     pub medians: Vec<(String, String, f64)>,
     /// Live non-finite values: (run id, iteration, metric, value).
     pub nonfinite: Vec<(i64, i64, String, String)>,
+    /// Per-run moments of [`PERF_METRICS`] (for the fraction of peak).
+    pub perf: Vec<RunMoments>,
 }
+
+/// What the trainer emits of its work rate, and the device ceiling it
+/// measured on a GPU: read against the recorded peak.
+pub const PERF_METRICS: [&str; 3] = [
+    "perf/traversal_gflops",
+    "perf/training_gflops",
+    "peak/device_matmul_gflops",
+];
 
 /// The plan stored with the experiment, if this lcx can read it.
 pub fn stored_plan(e: &Experiment) -> Option<Plan> {
@@ -221,6 +231,14 @@ pub fn load(store: &Store, experiment_id: i64, options: Options) -> Result<Repor
     let counted = counted_runs(&runs);
     let summaries = store.summaries(experiment_id, &needed, &counted)?;
     let nonfinite = store.nonfinite_values(experiment_id)?;
+    let perf_names: Vec<String> = PERF_METRICS
+        .iter()
+        .filter(|m| metric_names.iter().any(|n| n == *m))
+        .map(|m| (*m).to_string())
+        .collect();
+    let perf = store
+        .summaries(experiment_id, &perf_names, &counted)?
+        .moments;
     Ok(assemble(
         Input {
             experiment,
@@ -229,6 +247,7 @@ pub fn load(store: &Store, experiment_id: i64, options: Options) -> Result<Repor
             moments: summaries.moments,
             medians: summaries.medians,
             nonfinite,
+            perf,
         },
         options,
     ))
@@ -252,6 +271,45 @@ fn short_date(ts: &str) -> String {
     } else {
         "undated".to_string()
     }
+}
+
+/// The fraction of the recorded peak each arm's phases reached, for arms
+/// whose trainer emitted its work rate. A GPU arm that measured its
+/// device's matrix-product ceiling is read against that.
+fn roofline(
+    e: &Experiment,
+    arms: &[(i64, String, String)],
+    perf: &[RunMoments],
+    counted: &[i64],
+) -> Option<Roofline> {
+    let mean = |arm: &str, metric: &str| {
+        let ms: Vec<&RunMoments> = perf
+            .iter()
+            .filter(|m| m.arm == arm && m.name == metric && m.n > 0 && counted.contains(&m.run_id))
+            .collect();
+        pooled(&ms, None).map(|s| s.mean)
+    };
+    let rows: Vec<RooflineArm> = arms
+        .iter()
+        .map(|(_, arm, _)| RooflineArm {
+            arm: arm.clone(),
+            traversal_gflops: mean(arm, PERF_METRICS[0]),
+            training_gflops: mean(arm, PERF_METRICS[1]),
+            device_peak_gflops: mean(arm, PERF_METRICS[2]),
+        })
+        .filter(|r| r.traversal_gflops.is_some() || r.training_gflops.is_some())
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    let f = &e.fingerprint;
+    Some(Roofline {
+        peak_gflops: f.peak_fp32_gflops,
+        peak_gflops_core: f.peak_fp32_gflops_core,
+        isa: f.peak_isa.clone(),
+        threads: f.cpu_cores,
+        arms: rows,
+    })
 }
 
 /// A metric's non-finite values, each with the iterations it occurred at.
@@ -306,6 +364,21 @@ fn environment(e: &Experiment) -> Vec<(String, String)> {
         }
     };
     push("host", f.hostname.clone());
+    push(
+        "measured peak (lcx bench peak)",
+        match (f.peak_fp32_gflops, f.peak_fp32_gflops_core) {
+            (Some(all), Some(core)) => Some(format!(
+                "{} GFLOP/s FP32 on all cores, {} on one ({}); {} GB/s stream",
+                super::render::num(all),
+                super::render::num(core),
+                f.peak_isa.as_deref().unwrap_or("?"),
+                f.peak_stream_gbytes_per_second
+                    .map(super::render::num)
+                    .unwrap_or_else(|| "?".into())
+            )),
+            _ => None,
+        },
+    );
     push("os", f.os.clone());
     push(
         "cpu",
@@ -651,6 +724,8 @@ pub fn assemble(input: Input, options: Options) -> Report {
         })
         .collect();
 
+    let roofline = roofline(e, &arm_order, &input.perf, &counted);
+
     let mut exp_cmd = vec!["lcx".to_string(), "run".to_string(), e.file_path.clone()];
     if let Some(p) = &plan {
         for s in &p.cli_set {
@@ -695,6 +770,7 @@ pub fn assemble(input: Input, options: Options) -> Report {
         arms,
         incomplete,
         line_problems,
+        roofline,
         total_cells: input.runs.len(),
         gate: gate_outcome,
         net_result,

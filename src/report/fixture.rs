@@ -201,6 +201,7 @@ pub fn report(gate_min: f64, columns: bool) -> Report {
             torch_version: Some("2.11.0".into()),
             torch_intra_threads: Some(8),
             torch_inter_threads: Some(1),
+            ..Default::default()
         },
     };
     let runs = vec![
@@ -273,6 +274,7 @@ pub fn report(gate_min: f64, columns: bool) -> Report {
             moments: m,
             medians,
             nonfinite: Vec::new(),
+            perf: Vec::new(),
         },
         Options::default(),
     )

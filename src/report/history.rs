@@ -67,6 +67,39 @@ pub fn replicate_summary(moments: &[&RunMoments]) -> Option<Summary> {
     }
 }
 
+/// The runs' values as fractions of their experiment's recorded all-core
+/// FP32 peak (`lcx history --of-peak`), so a faster host does not read as a
+/// faster build. Runs of experiments without a recorded peak are dropped;
+/// returns how many experiments that was.
+pub fn scale_to_peak(experiments: &[Experiment], runs: &mut Vec<HistoryRun>) -> usize {
+    let peak = |id: i64| {
+        experiments
+            .iter()
+            .find(|e| e.id == id)
+            .and_then(|e| e.fingerprint.peak_fp32_gflops)
+            .filter(|p| *p > 0.0)
+    };
+    let mut without: Vec<i64> = Vec::new();
+    runs.retain_mut(|r| match peak(r.experiment_id) {
+        Some(p) => {
+            if let Some(m) = r.moments.as_mut() {
+                m.sum /= p;
+                m.sum_sq /= p * p;
+                m.min /= p;
+                m.max /= p;
+            }
+            true
+        }
+        None => {
+            if !without.contains(&r.experiment_id) {
+                without.push(r.experiment_id);
+            }
+            false
+        }
+    });
+    without.len()
+}
+
 /// One line of `lcx history`.
 #[derive(Debug, Clone, Serialize)]
 pub struct HistoryRow {

@@ -23,6 +23,9 @@ pub struct Report {
     pub incomplete: Vec<CellNote>,
     /// Cells whose output was not all stored as metrics.
     pub line_problems: Vec<LineNote>,
+    /// How far each arm's phases got towards the recorded peak (arms whose
+    /// trainer emitted `perf/*` rates).
+    pub roofline: Option<Roofline>,
     pub total_cells: usize,
     pub gate: Option<GateOutcome>,
     /// The one-line summary without a gate (also shown with one).
@@ -147,6 +150,35 @@ pub struct LineNote {
     pub overlong: i64,
     /// `loss/strategy: NaN at iterations 3, 4`, one entry per metric.
     pub nonfinite: Vec<String>,
+}
+
+/// Each arm's phase rates against the machine's measured ceiling.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Roofline {
+    /// `lcx bench peak` at the experiment's start (all cores / one core).
+    pub peak_gflops: Option<f64>,
+    pub peak_gflops_core: Option<f64>,
+    pub isa: Option<String>,
+    pub threads: Option<i64>,
+    pub arms: Vec<RooflineArm>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RooflineArm {
+    pub arm: String,
+    /// Warm-up-excluded means of `perf/traversal_gflops` and
+    /// `perf/training_gflops`.
+    pub traversal_gflops: Option<f64>,
+    pub training_gflops: Option<f64>,
+    /// A GPU arm's measured matrix-product ceiling (`peak/device_matmul_gflops`).
+    pub device_peak_gflops: Option<f64>,
+}
+
+impl RooflineArm {
+    /// The ceiling this arm is read against: its device's, else the host's.
+    pub fn ceiling(&self, host: Option<f64>) -> Option<f64> {
+        self.device_peak_gflops.or(host)
+    }
 }
 
 /// The gate's decision for one arm.

@@ -163,6 +163,65 @@ pub fn arm_table(report: &Report) -> String {
     table.to_string()
 }
 
+/// `72 %` of `ceiling`, or `—`.
+fn percent_of(value: Option<f64>, ceiling: Option<f64>) -> String {
+    match (value, ceiling) {
+        (Some(v), Some(c)) if c > 0.0 => format!("{:.0} %", 100.0 * v / c),
+        _ => "—".into(),
+    }
+}
+
+/// Each arm's phase rates as GFLOP/s and as a share of the measured peak.
+fn roofline_section(r: &super::model::Roofline) -> String {
+    let mut out = String::new();
+    let mut t = Table::new();
+    t.load_preset(ASCII_MARKDOWN);
+    t.set_header(vec![
+        "Arm",
+        "traversal GFLOP/s",
+        "of peak",
+        "training GFLOP/s",
+        "of peak",
+    ]);
+    for a in &r.arms {
+        let ceiling = a.ceiling(r.peak_gflops);
+        let rate = |v: Option<f64>| v.map(num).unwrap_or_else(|| "—".into());
+        t.add_row(vec![
+            md(&a.arm),
+            rate(a.traversal_gflops),
+            percent_of(a.traversal_gflops, ceiling),
+            rate(a.training_gflops),
+            percent_of(a.training_gflops, ceiling),
+        ]);
+    }
+    let _ = writeln!(out, "{t}\n");
+    let peak = match (r.peak_gflops, r.peak_gflops_core) {
+        (Some(all), Some(core)) => format!(
+            "{} GFLOP/s: `lcx bench peak`'s FMA loop ({}) on all {} cores at the experiment's \
+             start ({} on one core)",
+            num(all),
+            r.isa.as_deref().unwrap_or("?"),
+            r.threads
+                .map_or_else(|| "the".to_string(), |n| n.to_string()),
+            num(core)
+        ),
+        _ => "— (not recorded: the experiment predates lcx's peak probe)".into(),
+    };
+    let device = if r.arms.iter().any(|a| a.device_peak_gflops.is_some()) {
+        " GPU arms are read against their device's measured matrix-product ceiling \
+         (`peak/device_matmul_gflops`)."
+    } else {
+        ""
+    };
+    let _ = writeln!(
+        out,
+        "Work rates from the FLOPs each phase did (forward rows × FLOPs per row; training \
+         rows × forward, weight- and input-gradient FLOPs, plus AdamW) over the phase's \
+         seconds, against this host's FP32 peak of {peak}.{device}\n"
+    );
+    out
+}
+
 /// The gate line, e.g. `Verdict: PASS for the gate on traversal s (min
 /// speedup 1.50×): interleaved 3.20× ± 0.10`.
 pub fn verdict_line(report: &Report) -> Option<String> {
@@ -248,6 +307,10 @@ pub fn render_markdown(report: &Report) -> String {
             e.warmup,
             if e.warmup == 1 { "" } else { "s" }
         );
+    }
+
+    if let Some(r) = &report.roofline {
+        out.push_str(&roofline_section(r));
     }
 
     if let Some(line) = verdict_line(report) {

@@ -14,7 +14,8 @@ const EXPERIMENT_COLUMNS: &str = "id, name, description, workload, file_path, fi
     finished_at, lcx_version, git_commit, git_dirty, command_line, runner_pid, hostname, os,
     cpu_model, cpu_cores, memory_bytes, gpu_name, gpu_driver, cuda_version, cuda_available,
     torch_version, torch_intra_threads, torch_inter_threads, runner_host, runner_boot_id,
-    runner_start_ticks";
+    runner_start_ticks, peak_isa, peak_fp32_gflops_core, peak_fp32_gflops,
+    peak_stream_gbytes_per_second";
 
 const RUN_COLUMNS: &str = "id, experiment_id, arm, arm_label, arm_index, repeat, attempt,
     config_toml, config_sha256, command_json, env_json, status, skip_reason, exit_code, signal,
@@ -122,6 +123,10 @@ fn experiment_from_row(row: &Row<'_>) -> rusqlite::Result<RawExperiment> {
             torch_version: row.get(29)?,
             torch_intra_threads: row.get(30)?,
             torch_inter_threads: row.get(31)?,
+            peak_isa: row.get(35)?,
+            peak_fp32_gflops_core: row.get(36)?,
+            peak_fp32_gflops: row.get(37)?,
+            peak_stream_gbytes_per_second: row.get(38)?,
         },
     };
     Ok((experiment, status, command_line))

@@ -92,6 +92,17 @@ pub struct Fingerprint {
     pub torch_version: Option<String>,
     pub torch_intra_threads: Option<i64>,
     pub torch_inter_threads: Option<i64>,
+    /// `lcx bench peak` at the experiment's start: the FMA loop's
+    /// instruction set, its FP32 GFLOP/s on one core and on every core, and
+    /// the streaming triad's GB/s.
+    #[serde(default)]
+    pub peak_isa: Option<String>,
+    #[serde(default)]
+    pub peak_fp32_gflops_core: Option<f64>,
+    #[serde(default)]
+    pub peak_fp32_gflops: Option<f64>,
+    #[serde(default)]
+    pub peak_stream_gbytes_per_second: Option<f64>,
 }
 
 /// What the runner knows about an experiment when it starts it.

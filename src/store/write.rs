@@ -28,10 +28,11 @@ impl Store {
                 git_dirty, command_line, runner_pid, hostname, os, cpu_model, cpu_cores,
                 memory_bytes, gpu_name, gpu_driver, cuda_version, cuda_available,
                 torch_version, torch_intra_threads, torch_inter_threads, fingerprint_json,
-                runner_host, runner_boot_id, runner_start_ticks)
+                runner_host, runner_boot_id, runner_start_ticks, peak_isa, peak_fp32_gflops_core,
+                peak_fp32_gflops, peak_stream_gbytes_per_second)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'running', ?12, ?13, ?14,
                 ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29,
-                ?30, ?31, ?32)",
+                ?30, ?31, ?32, ?33, ?34, ?35, ?36)",
             params![
                 e.name,
                 e.description,
@@ -65,6 +66,10 @@ impl Store {
                 e.runner.as_ref().and_then(|r| r.host.clone()),
                 e.runner.as_ref().and_then(|r| r.boot_id.clone()),
                 e.runner.as_ref().and_then(|r| r.start_ticks.clone()),
+                fp.peak_isa,
+                fp.peak_fp32_gflops_core,
+                fp.peak_fp32_gflops,
+                fp.peak_stream_gbytes_per_second,
             ],
         )?;
         let id = tx.last_insert_rowid();

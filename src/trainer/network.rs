@@ -34,7 +34,49 @@ impl MlpSpec {
         }
         total + prev * self.outputs + self.outputs
     }
+
+    /// Multiply-adds of one row through the linear layers.
+    pub fn macs_per_row(&self) -> u64 {
+        let mut total = 0u64;
+        let mut prev = self.input_dim as u64;
+        for _ in 0..self.num_layers {
+            total += prev * self.hidden_size as u64;
+            prev = self.hidden_size as u64;
+        }
+        total + prev * self.outputs as u64
+    }
+
+    /// FP32 operations of one row's forward: two per multiply-add (biases
+    /// and activations, one operation per output, are left out as noise).
+    pub fn forward_flops_per_row(&self) -> f64 {
+        2.0 * self.macs_per_row() as f64
+    }
+
+    /// FP32 operations of one row's training step: the forward, the weight
+    /// gradients (as many operations again) and the input gradients of
+    /// every layer but the first (nothing needs the gradient of the input).
+    pub fn training_flops_per_row(&self) -> f64 {
+        let first_out = if self.num_layers > 0 {
+            self.hidden_size
+        } else {
+            self.outputs
+        };
+        let first = 2.0 * (self.input_dim * first_out) as f64;
+        3.0 * self.forward_flops_per_row() - first
+    }
+
+    /// FP32 operations of one optimiser step over every parameter:
+    /// [`OPTIMIZER_FLOPS_PER_PARAMETER`] each.
+    pub fn optimizer_flops_per_step(&self) -> f64 {
+        OPTIMIZER_FLOPS_PER_PARAMETER * self.parameter_count() as f64
+    }
 }
+
+/// Operations per parameter of a clipped AdamW step: the gradient's square
+/// for the norm (2), the clip scale (1), the first moment (3), the second
+/// moment (4), and the update with bias corrections, square root, division
+/// and weight decay (6).
+pub const OPTIMIZER_FLOPS_PER_PARAMETER: f64 = 16.0;
 
 /// An MLP whose parameters live in the `VarStore` passed to [`Mlp::new`].
 #[derive(Debug)]
@@ -221,6 +263,34 @@ mod tests {
             outputs: 22,
             activation: Activation::Relu,
         }
+    }
+
+    #[test]
+    fn flop_counts_of_small_networks_by_hand() {
+        // 3 inputs -> 4 hidden -> 4 hidden -> 2 outputs.
+        let spec = MlpSpec {
+            input_dim: 3,
+            hidden_size: 4,
+            num_layers: 2,
+            outputs: 2,
+            activation: Activation::Relu,
+        };
+        // Multiply-adds: 3·4 + 4·4 + 4·2 = 36.
+        assert_eq!(spec.macs_per_row(), 36);
+        assert_eq!(spec.forward_flops_per_row(), 72.0);
+        // Forward 72 + weight gradients 72 + input gradients of layers 2
+        // and 3 (2·(16 + 8) = 48) = 192.
+        assert_eq!(spec.training_flops_per_row(), 192.0);
+        // Parameters: 3·4+4 + 4·4+4 + 4·2+2 = 46, 16 operations each.
+        assert_eq!(spec.parameter_count(), 46);
+        assert_eq!(spec.optimizer_flops_per_step(), 736.0);
+        // No hidden layer: one linear map, no input gradient at all.
+        let linear = MlpSpec {
+            num_layers: 0,
+            ..spec
+        };
+        assert_eq!(linear.macs_per_row(), 6);
+        assert_eq!(linear.training_flops_per_row(), 24.0);
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! The CFR core's batched [`Policy`] over libtorch networks.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use tch::{Device, Kind, Tensor};
 
 use super::native::NativeMlp;
@@ -18,6 +20,9 @@ pub struct TorchPolicy<'a> {
     /// [`TorchPolicy::native_snapshots`]; when present every forward runs
     /// there, `None` runs every forward in libtorch.
     pub native: Option<[NativeMlp; 3]>,
+    /// Rows evaluated per network (adv0, adv1, strategy), where the caller
+    /// wants the traversal's network work counted.
+    pub rows: Option<&'a [AtomicU64; 3]>,
 }
 
 impl<'a> TorchPolicy<'a> {
@@ -72,6 +77,9 @@ impl Policy for TorchPolicy<'_> {
         out: &mut [f32],
     ) -> Result<(), PolicyError> {
         let index = net.index();
+        if let Some(counts) = self.rows {
+            counts[index].fetch_add(rows as u64, Ordering::Relaxed);
+        }
         if let Some(native) = &self.native {
             let n = &native[index];
             let (input, output) = (rows * n.input_dim(), rows * n.output_dim());

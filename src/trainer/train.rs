@@ -3,6 +3,7 @@
 //! metrics, checkpoints, and one metrics object per iteration.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
 use tch::{Device, Kind, Tensor};
@@ -122,6 +123,34 @@ struct NetJob {
     threads: usize,
 }
 
+/// The FP32 work of one iteration, counted from what ran: the rows every
+/// traversal forward evaluated, and the steps and rows every network
+/// trained on (see [`MlpSpec`]'s FLOP conventions).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Work {
+    pub forward_rows: u64,
+    pub traversal_flops: f64,
+    pub training_flops: f64,
+}
+
+impl Work {
+    pub fn of(spec: &MlpSpec, forward_rows: [u64; 3], trained: [(u64, u64); 3]) -> Work {
+        let rows: u64 = forward_rows.iter().sum();
+        let training = trained
+            .iter()
+            .map(|&(steps, rows)| {
+                rows as f64 * spec.training_flops_per_row()
+                    + steps as f64 * spec.optimizer_flops_per_step()
+            })
+            .sum();
+        Work {
+            forward_rows: rows,
+            traversal_flops: rows as f64 * spec.forward_flops_per_row(),
+            training_flops: training,
+        }
+    }
+}
+
 /// What [`NetJob::run`] returns.
 #[derive(Debug, Clone, Copy)]
 struct NetResult {
@@ -129,6 +158,9 @@ struct NetResult {
     /// when the memory was empty or no update was asked for.
     loss: Option<f64>,
     nonfinite: u64,
+    /// Steps taken and rows they trained on (for the FLOP count).
+    steps: u64,
+    rows: u64,
 }
 
 impl NetJob {
@@ -164,6 +196,8 @@ impl NetJob {
             return Ok(NetResult {
                 loss: None,
                 nonfinite: 0,
+                steps: 0,
+                rows: 0,
             });
         }
         if self.native {
@@ -174,6 +208,7 @@ impl NetJob {
         let mut tally = Tally::default();
         for _ in 0..self.updates {
             let b = mem.sample(self.batch)?;
+            tally.rows += b.rows as u64;
             let (x, y, m, it) = self.batch_tensors(&b)?;
             let amp = scaler.enabled();
             let out = tch::autocast(amp, || trainer.forward(&x))?;
@@ -210,7 +245,10 @@ impl NetJob {
                 .map_err(TrainError::from)
                 .and_then(|()| Ok(native.step(&b, loss, self.weighting, t, self.grad_clip)?));
             match step {
-                Ok(outcome) => tally.add(outcome),
+                Ok(outcome) => {
+                    tally.rows += b.rows as u64;
+                    tally.add(outcome);
+                }
                 Err(e) => {
                     failure = Some(e);
                     break;
@@ -233,10 +271,13 @@ struct Tally {
     sum: f64,
     finite: u32,
     nonfinite: u64,
+    steps: u64,
+    rows: u64,
 }
 
 impl Tally {
     fn add(&mut self, outcome: optim::StepOutcome) {
+        self.steps += 1;
         if outcome.nonfinite_loss {
             self.nonfinite += 1;
         } else {
@@ -254,6 +295,8 @@ impl Tally {
                 f64::NAN
             }),
             nonfinite: self.nonfinite,
+            steps: self.steps,
+            rows: self.rows,
         }
     }
 }
@@ -273,6 +316,13 @@ pub struct Trainer {
     pub iteration: u64,
     nonfinite_losses: u64,
     amp_warned: bool,
+    /// The networks' shape (all three share it), for FLOP counts.
+    spec: MlpSpec,
+    /// This iteration's training work: (steps, rows) per network.
+    trained: [(u64, u64); 3],
+    /// On a GPU: its measured FP32 matrix-product ceiling (taken once,
+    /// before the first iteration), the peak its phases are read against.
+    device_peak: Option<f64>,
 }
 
 impl Trainer {
@@ -323,6 +373,9 @@ impl Trainer {
             iteration: 0,
             nonfinite_losses: 0,
             amp_warned: false,
+            spec,
+            trained: [(0, 0); 3],
+            device_peak: None,
         })
     }
 
@@ -342,7 +395,9 @@ impl Trainer {
     /// Runs iteration `t`'s traversals for both players with the configured
     /// scheduler and workers (see `super::workers`); the batching metrics
     /// come back for the interleaved scheduler.
-    fn traverse(&self, t: u64) -> Result<super::workers::TraversalResult, TrainError> {
+    /// Runs iteration `t`'s traversals; also returns the rows each network
+    /// evaluated.
+    fn traverse(&self, t: u64) -> Result<(super::workers::TraversalResult, [u64; 3]), TrainError> {
         let advantage = [&self.nets[0].net, &self.nets[1].net];
         let strategy = &self.nets[2].net;
         let native = if self.config.network.native_forward {
@@ -350,20 +405,18 @@ impl Trainer {
         } else {
             None
         };
+        let rows = [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)];
         let policy = TorchPolicy {
             advantage,
             strategy,
             device: self.device,
             dim: self.dim,
             native,
+            rows: Some(&rows),
         };
-        Ok(super::workers::run_traversals(
-            &self.config,
-            &self.params,
-            policy,
-            self.dim,
-            t,
-        )?)
+        let result =
+            super::workers::run_traversals(&self.config, &self.params, policy, self.dim, t)?;
+        Ok((result, rows.map(AtomicU64::into_inner)))
     }
 
     /// What training network `net` (0, 1: advantage; 2: strategy) needs.
@@ -403,6 +456,8 @@ impl Trainer {
         };
         let r = job.run(&mut self.nets[net], mem, &mut self.scaler, t)?;
         self.nonfinite_losses += r.nonfinite;
+        self.trained[net].0 += r.steps;
+        self.trained[net].1 += r.rows;
         Ok(r.loss)
     }
 
@@ -478,6 +533,8 @@ impl Trainer {
         for (i, r) in results.into_iter().enumerate() {
             let (r, seconds) = r?;
             self.nonfinite_losses += r.nonfinite;
+            self.trained[i].0 += r.steps;
+            self.trained[i].1 += r.rows;
             losses[i] = r.loss;
             done[i] = seconds;
         }
@@ -504,12 +561,23 @@ impl Trainer {
     /// caller adds checkpoint time and writes them).
     pub fn run_iteration(&mut self) -> Result<Metrics, TrainError> {
         let t = self.iteration + 1;
+        if self.device != Device::Cpu && self.device_peak.is_none() {
+            // Before the iteration's clock starts: 4096² is large enough to
+            // keep a datacenter GPU's tensor cores busy, small enough for
+            // any GPU lcx trains on.
+            let peak =
+                super::bench::matmul_gflops(self.device, 4096, 3).map_err(TrainerError::from)?;
+            self.device_peak = Some(peak);
+        }
         let start = Instant::now();
         let mut m = Metrics::new();
         m.insert("iteration".into(), t as f64);
+        if let Some(peak) = self.device_peak {
+            m.insert("peak/device_matmul_gflops".into(), peak);
+        }
 
         let trav_start = Instant::now();
-        let traversal = self.traverse(t)?;
+        let (traversal, forward_rows) = self.traverse(t)?;
         let out = traversal.output;
         let traversal_seconds = trav_start.elapsed().as_secs_f64();
 
@@ -524,8 +592,25 @@ impl Trainer {
         let add_seconds = add_start.elapsed().as_secs_f64();
 
         let train_start = Instant::now();
+        self.trained = [(0, 0); 3];
         let (losses, adv_seconds, strat_seconds) = self.train_networks(t)?;
         let training_seconds = train_start.elapsed().as_secs_f64();
+        let work = Work::of(&self.spec, forward_rows, self.trained);
+        m.insert("perf/forward_rows".into(), work.forward_rows as f64);
+        m.insert("perf/traversal_flops".into(), work.traversal_flops);
+        m.insert("perf/training_flops".into(), work.training_flops);
+        if traversal_seconds > 0.0 {
+            m.insert(
+                "perf/traversal_gflops".into(),
+                work.traversal_flops / traversal_seconds / 1e9,
+            );
+        }
+        if training_seconds > 0.0 && work.training_flops > 0.0 {
+            m.insert(
+                "perf/training_gflops".into(),
+                work.training_flops / training_seconds / 1e9,
+            );
+        }
         let adv_losses: Vec<f64> = losses[..2].iter().flatten().copied().collect();
         let strat_loss = losses[2];
 
@@ -675,6 +760,24 @@ pub fn flat_parameters(nets: &[NetTrainer; 3]) -> Vec<f32> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn work_counts_forward_and_training_flops_from_what_ran() {
+        use super::super::network::{Activation, MlpSpec};
+        // 3 -> 4 -> 4 -> 2: 72 forward FLOPs a row, 192 per trained row,
+        // 736 per optimiser step (see MlpSpec's test).
+        let spec = MlpSpec {
+            input_dim: 3,
+            hidden_size: 4,
+            num_layers: 2,
+            outputs: 2,
+            activation: Activation::Relu,
+        };
+        let w = super::Work::of(&spec, [1, 2, 3], [(1, 10), (0, 0), (2, 5)]);
+        assert_eq!(w.forward_rows, 6);
+        assert_eq!(w.traversal_flops, 6.0 * 72.0);
+        assert_eq!(w.training_flops, 15.0 * 192.0 + 3.0 * 736.0);
+    }
     use super::*;
 
     fn smoke() -> TrainerConfig {

@@ -186,6 +186,7 @@ mod tests {
             device: Device::Cpu,
             dim: 297,
             native: TorchPolicy::native_snapshots(advantage, &nets[2].net).unwrap(),
+            rows: None,
         }
     }
 

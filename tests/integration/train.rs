@@ -172,3 +172,82 @@ fn bench_trainer_names_the_training_backend() {
     let off = run(&["--set", "optimization.native_training=false"]);
     assert!(off.contains("| libtorch |"), "{off}");
 }
+
+#[test]
+fn bench_peak_prints_the_ceiling_as_a_metric_line() {
+    let out = succeed(lcx().args([
+        "bench",
+        "peak",
+        "--device",
+        "cpu",
+        "--matmul-size",
+        "256",
+        "--metrics-out",
+        "-",
+    ]));
+    let line: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON line");
+    for key in [
+        "peak/fp32_gflops_core",
+        "peak/fp32_gflops",
+        "peak/stream_gbytes_per_second",
+        "peak/matmul_gflops",
+    ] {
+        assert!(line[key].as_f64().is_some_and(|v| v > 0.0), "{key}: {line}");
+    }
+    assert!(line["peak/isa"].is_string(), "{line}");
+}
+
+/// A two-iteration train experiment: the runner records the peak with the
+/// fingerprint, the trainer its work rates, and the report reads one
+/// against the other.
+#[test]
+fn train_arms_report_their_fraction_of_the_recorded_peak() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("e.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"roofline\"\nworkload = \"train\"\nconfig = \"{}\"\niterations = 2\n\
+             set = [\"run.device=cpu\"]\n[[arms]]\nname = \"a\"\n",
+            smoke()
+        ),
+    )
+    .unwrap();
+    let db = dir.path().join("x.db");
+    let db = db.to_str().unwrap();
+    succeed(
+        lcx()
+            .args(["run", file.to_str().unwrap(), "--db", db])
+            .current_dir(dir.path()),
+    );
+    let store = lcx::store::Store::open_read_only(Path::new(db)).unwrap();
+    let e = store.find_experiment("roofline").unwrap();
+    let peak = e.fingerprint.peak_fp32_gflops.expect("peak recorded");
+    assert!(peak > 0.0 && e.fingerprint.peak_fp32_gflops_core.unwrap() > 0.0);
+    let run = &store.runs(e.id).unwrap()[0];
+    for metric in [
+        "perf/traversal_gflops",
+        "perf/traversal_flops",
+        "perf/forward_rows",
+    ] {
+        let series = store.metric_series(run.id, metric).unwrap();
+        assert_eq!(series.len(), 2, "{metric}");
+        assert!(series.iter().all(|(_, v)| *v > 0.0), "{metric}: {series:?}");
+    }
+    let md = succeed(lcx().args(["report", "--db", db]));
+    assert!(md.contains("| Arm | traversal GFLOP/s | of peak"), "{md}");
+    assert!(md.contains("measured peak (lcx bench peak)"), "{md}");
+    let history = succeed(lcx().args([
+        "history",
+        "roofline",
+        "--metric",
+        "perf/traversal_gflops",
+        "--of-peak",
+        "--db",
+        db,
+    ]));
+    assert!(
+        history.contains("perf/traversal_gflops / peak"),
+        "{history}"
+    );
+}
