@@ -33,7 +33,8 @@ pub struct Args {
     /// Directory for --archive.
     #[arg(long, default_value = "archive", value_name = "DIR")]
     archive_dir: PathBuf,
-    /// Exit 1 when the experiment's gate FAILs, 0 when it passes or there is none.
+    /// Exit 0 when the gate passes (or there is none), 1 when it FAILs, 3 when
+    /// it is INCONCLUSIVE (an arm without data, or too few data to decide).
     #[arg(long)]
     check: bool,
     /// Minimum relative effect for a verdict (default: the gate's, else 0.05).
@@ -177,27 +178,27 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
 
     if args.check {
-        let mut failed = false;
+        // 0 PASS, 1 FAIL, 3 INCONCLUSIVE (no data, or too few to decide);
+        // over several experiments the worst wins.
+        let mut decisions = Vec::new();
         for r in &reports {
             match &r.gate {
                 None => eprintln!(
                     "note: experiment #{} ({}) has no [gate]; --check passes",
                     r.experiment.id, r.experiment.name
                 ),
-                Some(g) if !g.pass => {
-                    failed = true;
+                Some(g) => {
+                    decisions.push(g.decision);
                     eprintln!(
-                        "check: FAIL for experiment #{} ({})",
-                        r.experiment.id, r.experiment.name
+                        "check: {} for experiment #{} ({})",
+                        g.decision.word(),
+                        r.experiment.id,
+                        r.experiment.name
                     );
                 }
-                Some(_) => eprintln!(
-                    "check: PASS for experiment #{} ({})",
-                    r.experiment.id, r.experiment.name
-                ),
             }
         }
-        return Ok(u8::from(failed));
+        return Ok(report::stats::Decision::combine(decisions).exit_code());
     }
     Ok(0)
 }

@@ -24,7 +24,7 @@
 //! | `[matrix]` | key → list of values; one arm per combination (crossed with `[[arms]]` when both are given). A dotted key is a config `--set`, a key starting with `--` is a flag appended to `args`, `env.NAME` sets an environment variable |
 //! | `[[columns]]` | report table columns: `metric`, `label`, `show` = `value` \| `speedup` \| `both`, `direction` = `lower` \| `higher` |
 //! | `variable_iterations` | `true`: command arms may emit fewer lines than `iterations` (at least one); by default a cell that exits 0 with fewer lines is `failed`. Also an `[[arms]]` key |
-//! | `[gate]` | decision rule for `lcx report --check`: `metric`, `min_speedup`, optional `min_effect` (minimum relative effect, e.g. 0.05) and `arm` (default: every non-baseline arm) |
+//! | `[gate]` | decision rule for `lcx report --check`: `metric`, `min_speedup` (> 1: superiority; ≤ 1: non-inferiority margin) or `max_slowdown`, optional `min_effect` (minimum relative effect, e.g. 0.05) and `arm` (default: every non-baseline arm) |
 //!
 //! Command-line `--set` applies after the file's `set` and before the arm's.
 
@@ -148,8 +148,13 @@ pub struct Column {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Gate {
     pub metric: String,
-    /// Baseline mean / arm mean (inverted for higher-is-better) must reach this.
+    /// The speedup threshold (baseline mean / arm mean, inverted for
+    /// higher-is-better): above 1 a superiority test, at or below 1 a
+    /// non-inferiority margin (`max_slowdown = x` is stored as 1/(1+x)).
     pub min_speedup: f64,
+    /// The file's `max_slowdown`, when it gave one instead of `min_speedup`.
+    #[serde(default)]
+    pub max_slowdown: Option<f64>,
     /// Minimum relative effect |Δ| / baseline for a verdict other than
     /// "no significant change" (e.g. 0.05 = 5 %).
     pub min_effect: Option<f64>,
@@ -333,7 +338,7 @@ const ARM_KEYS: &[&str] = &[
     "variable_iterations",
 ];
 const COLUMN_KEYS: &[&str] = &["metric", "label", "show", "direction"];
-const GATE_KEYS: &[&str] = &["metric", "min_speedup", "min_effect", "arm"];
+const GATE_KEYS: &[&str] = &["metric", "min_speedup", "max_slowdown", "min_effect", "arm"];
 
 /// A raw arm before matrix expansion and config resolution.
 struct RawArm {
@@ -1102,12 +1107,30 @@ impl Reader<'_> {
             .string(g, "metric", "gate.")?
             .filter(|m| !m.trim().is_empty())
             .ok_or_else(|| self.err("gate.metric", "missing (the metric the gate judges)"))?;
-        let min_speedup = self
-            .number(g, "min_speedup", "gate.")?
-            .ok_or_else(|| self.err("gate.min_speedup", "missing (e.g. 1.5)"))?;
-        if min_speedup <= 0.0 {
-            return Err(self.err("gate.min_speedup", "must be > 0"));
-        }
+        let max_slowdown = self.number(g, "max_slowdown", "gate.")?;
+        let min_speedup = match (self.number(g, "min_speedup", "gate.")?, max_slowdown) {
+            (Some(_), Some(_)) => {
+                return Err(self.err(
+                    "gate.max_slowdown",
+                    "give either min_speedup or max_slowdown, not both",
+                ))
+            }
+            (Some(m), None) if m <= 0.0 => return Err(self.err("gate.min_speedup", "must be > 0")),
+            (Some(m), None) => m,
+            (None, Some(x)) if !(0.0..1.0).contains(&x) => {
+                return Err(self.err(
+                    "gate.max_slowdown",
+                    "expected a fraction in [0, 1), e.g. 0.03 for 3 % slower at most",
+                ))
+            }
+            (None, Some(x)) => 1.0 / (1.0 + x),
+            (None, None) => {
+                return Err(self.err(
+                    "gate.min_speedup",
+                    "missing (e.g. min_speedup = 1.5 to require 1.5×, or max_slowdown = 0.03)",
+                ))
+            }
+        };
         let min_effect = self.number(g, "min_effect", "gate.")?;
         if min_effect.is_some_and(|e| e < 0.0) {
             return Err(self.err("gate.min_effect", "must be ≥ 0"));
@@ -1127,6 +1150,7 @@ impl Reader<'_> {
         Ok(Some(Gate {
             metric,
             min_speedup,
+            max_slowdown,
             min_effect,
             arm,
         }))

@@ -12,7 +12,10 @@ use crate::store::report_read::RunMoments;
 use crate::store::{Experiment, Run, RunStatus, Store, StoreError};
 
 use super::model::*;
-use super::stats::{compare, direction_for, replicates, Direction, Summary, Verdict, VerdictRule};
+use super::stats::{
+    compare, direction_for, replicates, Decision, Direction, GateTest, Summary, Verdict,
+    VerdictRule,
+};
 
 /// Knobs of a report that come from the command line.
 #[derive(Debug, Clone, Copy, Default)]
@@ -595,6 +598,7 @@ pub fn assemble(input: Input, options: Options) -> Report {
     };
 
     let gate_outcome = gate.as_ref().map(|g| {
+        let test = GateTest::from_min_speedup(g.min_speedup);
         let targets: Vec<String> = match &g.arm {
             Some(a) => vec![a.clone()],
             None => arms
@@ -603,54 +607,81 @@ pub fn assemble(input: Input, options: Options) -> Report {
                 .map(|a| a.name.clone())
                 .collect(),
         };
+        // Why an arm has nothing to judge: its cells' skip reason or status.
+        let no_data = |arm: &str| -> String {
+            let runs: Vec<&Run> = input.runs.iter().filter(|r| r.arm == arm).collect();
+            if let Some(reason) = runs.iter().find_map(|r| r.skip_reason.as_deref()) {
+                return format!("`{arm}` has no data (skipped: {reason})");
+            }
+            match runs.first() {
+                Some(r) if r.status != RunStatus::Completed => {
+                    format!("`{arm}` has no data (its cells are {})", r.status)
+                }
+                Some(_) => format!("`{arm}` recorded no `{}`", g.metric),
+                None => format!("no arm named `{arm}`"),
+            }
+        };
+        let base_has_data = arms
+            .iter()
+            .find(|a| a.is_baseline)
+            .and_then(|a| a.metric(&g.metric))
+            .is_some_and(|m| m.replicate.is_some());
         let gate_arms: Vec<GateArm> = targets
             .iter()
             .map(|name| {
-                let cmp = arms
+                let metric = arms
                     .iter()
                     .find(|a| &a.name == name)
-                    .and_then(|a| a.metric(&g.metric))
-                    .and_then(|m| m.comparison);
-                let Some(c) = cmp else {
-                    return GateArm {
-                        arm: name.clone(),
-                        speedup: None,
-                        verdict: Verdict::Inconclusive,
-                        pass: false,
-                        why: Some(if arms.iter().any(|a| &a.name == name) {
-                            "no data".into()
-                        } else {
-                            "no such arm".into()
-                        }),
-                    };
-                };
-                let ratio = c.speedup.map(|s| s.ratio).unwrap_or(f64::NAN);
-                let p = c.welch.map(|w| w.p_value).unwrap_or(f64::NAN);
-                let why = if c.speedup.is_none() {
-                    Some("no speedup (zero or negative mean)".to_string())
-                } else if c.verdict == Verdict::Regressed {
-                    Some("regressed".into())
-                } else if ratio.is_nan() || ratio < g.min_speedup {
-                    Some(format!("below {:.2}×", g.min_speedup))
-                } else if g.min_speedup > 1.0 && (p.is_nan() || p >= rule.alpha) {
-                    Some(format!("not significant, {}", super::render::p_text(p)))
+                    .and_then(|a| a.metric(&g.metric));
+                let has_data = metric.is_some_and(|m| m.replicate.is_some());
+                let (decision, why, speedup, verdict) = if !base_has_data {
+                    (
+                        Decision::Inconclusive,
+                        Some(format!("baseline {}", no_data(&baseline))),
+                        None,
+                        Verdict::Inconclusive,
+                    )
+                } else if !has_data {
+                    (
+                        Decision::Inconclusive,
+                        Some(no_data(name)),
+                        None,
+                        Verdict::Inconclusive,
+                    )
                 } else {
-                    None
+                    let c = metric.and_then(|m| m.comparison);
+                    let speedup = c.and_then(|c| c.speedup);
+                    let (d, why) = test.decide(speedup.as_ref());
+                    (
+                        d,
+                        why,
+                        speedup,
+                        c.map_or(Verdict::Inconclusive, |c| c.verdict),
+                    )
                 };
                 GateArm {
                     arm: name.clone(),
-                    speedup: c.speedup,
-                    verdict: c.verdict,
-                    pass: why.is_none(),
+                    speedup,
+                    verdict,
+                    pass: decision == Decision::Pass,
+                    decision,
                     why,
                 }
             })
             .collect();
+        let decision = if gate_arms.is_empty() {
+            Decision::Inconclusive
+        } else {
+            Decision::combine(gate_arms.iter().map(|a| a.decision))
+        };
         GateOutcome {
             metric: g.metric.clone(),
             label: label_of(&g.metric),
             min_speedup: g.min_speedup,
-            pass: !gate_arms.is_empty() && gate_arms.iter().all(|a| a.pass),
+            test,
+            rule: test.describe(rule.alpha),
+            pass: decision == Decision::Pass,
+            decision,
             arms: gate_arms,
         }
     });
@@ -809,30 +840,42 @@ fn net_result(
     if others.is_empty() {
         return "a single arm, nothing to compare".into();
     }
-    let mut improved = Vec::new();
-    let mut regressed = Vec::new();
+    let has_data = |a: &ArmResult| a.metric(metric).is_some_and(|m| m.replicate.is_some());
+    if let Some(base) = arms.iter().find(|a| a.is_baseline) {
+        if !has_data(base) {
+            return format!(
+                "no data for the baseline `{}` on {label}: nothing can be compared",
+                base.name
+            );
+        }
+    }
+    let mut groups: [(Verdict, Vec<String>); 4] = [
+        (Verdict::Improved, Vec::new()),
+        (Verdict::Regressed, Vec::new()),
+        (Verdict::Equivalent, Vec::new()),
+        (Verdict::Inconclusive, Vec::new()),
+    ];
+    let mut without = Vec::new();
     for a in &others {
         let Some(c) = a.metric(metric).and_then(|m| m.comparison) else {
+            without.push(format!("`{}`", a.name));
             continue;
         };
         let s = c
             .speedup
-            .map(|s| super::render::speedup_text(&s))
+            .map(|s| format!(" {}", super::render::speedup_text(&s)))
             .unwrap_or_default();
-        match c.verdict {
-            Verdict::Improved => improved.push(format!("{} {s}", a.name)),
-            Verdict::Regressed => regressed.push(format!("{} {s}", a.name)),
-            _ => {}
+        if let Some((_, names)) = groups.iter_mut().find(|(v, _)| *v == c.verdict) {
+            names.push(format!("{}{s}", a.name));
         }
     }
-    match (improved.is_empty(), regressed.is_empty()) {
-        (true, true) => format!("no significant change on {label}"),
-        (false, true) => format!("improvement on {label}: {}", improved.join("; ")),
-        (true, false) => format!("regression on {label}: {}", regressed.join("; ")),
-        (false, false) => format!(
-            "mixed on {label}: improved {}; regressed {}",
-            improved.join("; "),
-            regressed.join("; ")
-        ),
+    let mut parts: Vec<String> = groups
+        .into_iter()
+        .filter(|(_, names)| !names.is_empty())
+        .map(|(v, names)| format!("{} {}", v.text(), names.join("; ")))
+        .collect();
+    if !without.is_empty() {
+        parts.push(format!("no data for {}", without.join(", ")));
     }
+    format!("on {label}: {}", parts.join("; "))
 }

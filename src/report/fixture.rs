@@ -90,6 +90,7 @@ fn plan(gate_min: f64, columns: bool) -> Plan {
         gate: Some(Gate {
             metric: "time/traversal_seconds".into(),
             min_speedup: gate_min,
+            max_slowdown: None,
             min_effect: None,
             arm: Some("interleaved".into()),
         }),

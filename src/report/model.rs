@@ -6,7 +6,9 @@
 
 use serde::Serialize;
 
-use super::stats::{Comparison, Direction, Speedup, Summary, Verdict, VerdictRule};
+use super::stats::{
+    Comparison, Decision, Direction, GateTest, Speedup, Summary, Verdict, VerdictRule,
+};
 
 /// Everything one experiment's report says.
 #[derive(Debug, Clone, Serialize)]
@@ -187,8 +189,10 @@ pub struct GateArm {
     pub arm: String,
     pub speedup: Option<Speedup>,
     pub verdict: Verdict,
+    /// `decision == Pass` (kept for tools that read `pass`).
     pub pass: bool,
-    /// Why it failed, when it did.
+    pub decision: Decision,
+    /// Why it did not pass, when it did not.
     pub why: Option<String>,
 }
 
@@ -198,8 +202,14 @@ pub struct GateOutcome {
     pub metric: String,
     pub label: String,
     pub min_speedup: f64,
+    pub test: GateTest,
+    /// The rule applied and its error rate, in one line.
+    pub rule: String,
     pub arms: Vec<GateArm>,
+    /// `decision == Pass`.
     pub pass: bool,
+    /// FAIL if any arm fails, else INCONCLUSIVE if any is, else PASS.
+    pub decision: Decision,
 }
 
 /// Commands that reproduce the experiment.

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use comfy_table::{presets::ASCII_MARKDOWN, Table};
 
 use super::model::{ColumnKind, Report};
-use super::stats::{Comparison, Direction, Speedup, Summary, Verdict};
+use super::stats::{equivalence_band, Comparison, Direction, GateTest, Speedup, Summary, Verdict};
 
 /// Text from a file, a database row or a child, made safe for one line of
 /// markdown: `|` cannot end a table cell, `<` and `>` cannot open HTML
@@ -163,6 +163,20 @@ pub fn arm_table(report: &Report) -> String {
     table.to_string()
 }
 
+/// The four-way verdict rule in one paragraph.
+pub fn verdict_rule_text(alpha: f64, min_effect: f64) -> String {
+    let (low, high) = equivalence_band(min_effect);
+    format!(
+        "Verdicts compare each speedup's {}% interval (α = {alpha}) with no change (1×) and \
+         with the minimum effect of {}% (speedups from {low:.3}× to {high:.3}× count as no \
+         change): **improved** / **regressed** when the interval excludes 1× and the \
+         speedup itself lies beyond the minimum effect; **equivalent** when the whole \
+         interval lies within it; **inconclusive** otherwise.",
+        trim_number(100.0 * (1.0 - alpha)),
+        trim_number(min_effect * 100.0)
+    )
+}
+
 /// `72 %` of `ceiling`, or `—`.
 fn percent_of(value: Option<f64>, ceiling: Option<f64>) -> String {
     match (value, ceiling) {
@@ -222,35 +236,40 @@ fn roofline_section(r: &super::model::Roofline) -> String {
     out
 }
 
-/// The gate line, e.g. `Verdict: PASS for the gate on traversal s (min
-/// speedup 1.50×): interleaved 3.20× ± 0.10`.
+/// The gate lines: the decision per arm, then the rule applied, e.g.
+/// `Verdict: PASS for the traversal s gate (min speedup 1.50×): interleaved
+/// 3.20× ± 0.10`.
 pub fn verdict_line(report: &Report) -> Option<String> {
     let gate = report.gate.as_ref()?;
     let arms: Vec<String> = gate
         .arms
         .iter()
         .map(|a| {
-            let s = a
-                .speedup
-                .as_ref()
-                .map(speedup_text)
-                .unwrap_or_else(|| "no data".into());
-            match &a.why {
-                Some(why) if !a.pass => format!("{} {s} ({why})", a.arm),
-                _ => format!("{} {s}", a.arm),
+            let s = a.speedup.as_ref().map(speedup_text);
+            match (&a.why, s) {
+                (Some(why), Some(s)) => {
+                    format!("{} {s}: {} ({})", a.arm, a.decision.word(), md(why))
+                }
+                (Some(why), None) => format!("{}: {} ({})", a.arm, a.decision.word(), md(why)),
+                (None, Some(s)) => format!("{} {s}", a.arm),
+                (None, None) => a.arm.clone(),
             }
         })
         .collect();
+    let threshold = match gate.test {
+        GateTest::Superiority { min_speedup } => format!("min speedup {min_speedup:.2}×"),
+        GateTest::NonInferiority { margin } => format!("non-inferiority margin {margin:.3}×"),
+    };
     Some(format!(
-        "Verdict: {} for the {} gate (min speedup {:.2}×): {}",
-        if gate.pass { "PASS" } else { "FAIL" },
+        "Verdict: {} for the {} gate ({threshold}): {}\n\nGate rule: {}.",
+        gate.decision.word(),
         md(&gate.label),
-        gate.min_speedup,
         if arms.is_empty() {
             "no arm to judge".to_string()
         } else {
             arms.join("; ")
-        }
+        },
+        gate.rule
     ))
 }
 
@@ -329,11 +348,9 @@ pub fn render_markdown(report: &Report) -> String {
     if !others.is_empty() && !metrics.is_empty() {
         let _ = writeln!(
             out,
-            "## Verdicts vs `{}`\n\nWelch's t-test (α = {}) and a minimum effect of {}% of the \
-             baseline mean.\n",
+            "## Verdicts vs `{}`\n\n{}\n",
             report.baseline,
-            report.rule.alpha,
-            trim_number(report.rule.min_effect * 100.0)
+            verdict_rule_text(report.rule.alpha, report.rule.min_effect)
         );
         let baseline = report.arms.iter().find(|a| a.is_baseline);
         for arm in others {
@@ -352,14 +369,23 @@ pub fn render_markdown(report: &Report) -> String {
                         format!(" ({}{reason})", c.status)
                     })
                     .unwrap_or_default();
-                let _ = writeln!(out, "- **{}**: no data{why}", arm.name);
+                let _ = writeln!(out, "- **{}**: no data{why}", md(&arm.name));
                 continue;
             }
             let _ = writeln!(out, "- **{}**", arm.name);
             for (metric, label) in &metrics {
                 let m = arm.metric(metric);
                 let text = match m.and_then(|m| m.comparison.as_ref()) {
-                    Some(c) => format!("{} ({})", c.verdict.text(), comparison_detail(c)),
+                    Some(c) => {
+                        let more = match c.more_replicates {
+                            Some(k) => format!(
+                                "; about {k} more replicate{} per arm would decide",
+                                if k == 1 { "" } else { "s" }
+                            ),
+                            None => String::new(),
+                        };
+                        format!("{} ({}{more})", c.verdict.text(), comparison_detail(c))
+                    }
                     None if m.and_then(|m| m.summary.as_ref()).is_none() => "no data".into(),
                     None if baseline
                         .and_then(|b| b.metric(metric))

@@ -238,6 +238,16 @@ pub struct Speedup {
 /// (delta method, Welch–Satterthwaite degrees of freedom), so it stays
 /// positive and is symmetric in "2× faster" vs "2× slower".
 pub fn speedup(baseline: &Summary, arm: &Summary, direction: Direction) -> Option<Speedup> {
+    speedup_at(baseline, arm, direction, 0.05)
+}
+
+/// [`speedup`] with a `1 - alpha` interval.
+pub fn speedup_at(
+    baseline: &Summary,
+    arm: &Summary,
+    direction: Direction,
+    alpha: f64,
+) -> Option<Speedup> {
     if baseline.mean <= 0.0 || arm.mean <= 0.0 || !baseline.mean.is_finite() {
         return None;
     }
@@ -258,7 +268,7 @@ pub fn speedup(baseline: &Summary, arm: &Summary, direction: Direction) -> Optio
         let df = rel2.powi(2)
             / (rb.powi(2) / (baseline.n - 1) as f64 + ra.powi(2) / (arm.n - 1) as f64)
                 .max(f64::MIN_POSITIVE);
-        let half = t_quantile(0.975, df) * rel2.sqrt();
+        let half = t_quantile(1.0 - alpha / 2.0, df) * rel2.sqrt();
         (ratio * (-half).exp(), ratio * half.exp())
     };
     Some(Speedup {
@@ -287,14 +297,18 @@ impl Default for VerdictRule {
     }
 }
 
-/// An arm's standing against the baseline on one metric.
+/// An arm's standing against the baseline on one metric (JSON: `improved`,
+/// `regressed`, `equivalent`, `inconclusive`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
+    /// The interval excludes no change and the speedup is beyond the
+    /// minimum effect.
     Improved,
     Regressed,
-    NoSignificantChange,
-    /// Too few replicates (or no data) to test.
+    /// The whole interval lies within the minimum effect either way.
+    Equivalent,
+    /// Neither (or too few data to form an interval).
     Inconclusive,
 }
 
@@ -303,7 +317,7 @@ impl Verdict {
         match self {
             Self::Improved => "improved",
             Self::Regressed => "regressed",
-            Self::NoSignificantChange => "no significant change",
+            Self::Equivalent => "equivalent",
             Self::Inconclusive => "inconclusive",
         }
     }
@@ -312,16 +326,75 @@ impl Verdict {
 /// Everything the report says about one arm vs the baseline on one metric.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct Comparison {
+    /// With the rule's `1 - alpha` interval.
     pub speedup: Option<Speedup>,
     pub welch: Option<Welch>,
     /// (arm mean − baseline mean) / baseline mean.
     pub relative_change: f64,
     pub verdict: Verdict,
+    /// For an inconclusive verdict with an interval: roughly how many more
+    /// replicates per arm would narrow the interval enough to decide, at
+    /// the spread and the speedup seen so far.
+    pub more_replicates: Option<usize>,
 }
 
-/// Compares two summaries: significant (p < alpha) AND the mean moved by at
-/// least `min_effect` of the baseline mean; the sign and the metric's
-/// direction say whether that is an improvement.
+/// The band of speedups the minimum effect `m` counts as no change:
+/// `1/(1+m)` to `1+m`, symmetric on the log scale (5 %: 0.952× to 1.05×).
+pub fn equivalence_band(min_effect: f64) -> (f64, f64) {
+    (1.0 / (1.0 + min_effect), 1.0 + min_effect)
+}
+
+/// The four-way verdict on a speedup and its interval (see the README's
+/// Statistics section). Improved / regressed need the interval to exclude
+/// 1 (significance at `alpha`) *and* the point estimate to lie beyond the
+/// minimum effect: asking the whole interval to clear the band would need
+/// far more replicates than a CI run has (at 3 repeats the interval is
+/// often ±6 %), and asking only significance would call a 1 % change a
+/// regression. Equivalent needs the whole interval inside the band.
+pub fn verdict_of(speedup: Option<&Speedup>, min_effect: f64) -> Verdict {
+    let Some(s) = speedup else {
+        return Verdict::Inconclusive;
+    };
+    if !(s.ci_low.is_finite() && s.ci_high.is_finite() && s.ratio.is_finite()) {
+        return Verdict::Inconclusive;
+    }
+    let (low, high) = equivalence_band(min_effect);
+    if s.ci_low > 1.0 && s.ratio >= high {
+        Verdict::Improved
+    } else if s.ci_high < 1.0 && s.ratio <= low {
+        Verdict::Regressed
+    } else if s.ci_low > low && s.ci_high < high {
+        Verdict::Equivalent
+    } else {
+        Verdict::Inconclusive
+    }
+}
+
+/// Replicates per arm that would likely decide an inconclusive speedup:
+/// the interval's half-width shrinks as 1/√n, and it has to fall below the
+/// distance from the estimate to 1 (to show a change beyond the band) or to
+/// the band's edge (to show equivalence), whichever the estimate points to.
+pub fn replicates_to_decide(s: &Speedup, min_effect: f64, replicates: usize) -> Option<usize> {
+    if replicates == 0 || !(s.ci_low > 0.0 && s.ci_high.is_finite() && s.ratio > 0.0) {
+        return None;
+    }
+    let half = (s.ci_high.ln() - s.ci_low.ln()) / 2.0;
+    let center = s.ratio.ln().abs();
+    let edge = (1.0 + min_effect).ln();
+    let target = if center >= edge {
+        center
+    } else {
+        edge - center
+    };
+    if half <= 0.0 || target <= half * 0.05 {
+        return None;
+    }
+    let needed = (replicates as f64 * (half / target).powi(2)).ceil();
+    (needed < 1e6).then(|| (needed as usize).saturating_sub(replicates).max(1))
+}
+
+/// Compares two summaries (see [`verdict_of`]); the sign and the metric's
+/// direction are folded into the speedup, so > 1 is always better.
 pub fn compare(
     baseline: &Summary,
     arm: &Summary,
@@ -334,29 +407,160 @@ pub fn compare(
         f64::NAN
     };
     let welch = welch(arm, baseline);
-    let verdict = match welch {
-        None => Verdict::Inconclusive,
-        Some(w) if w.p_value.is_nan() || relative_change.is_nan() => Verdict::Inconclusive,
-        Some(w) => {
-            if w.p_value < rule.alpha && relative_change.abs() >= rule.min_effect {
-                let arm_is_bigger = relative_change > 0.0;
-                match (direction, arm_is_bigger) {
-                    (Direction::LowerIsBetter, false) | (Direction::HigherIsBetter, true) => {
-                        Verdict::Improved
-                    }
-                    _ => Verdict::Regressed,
-                }
-            } else {
-                Verdict::NoSignificantChange
-            }
+    let speedup = speedup_at(baseline, arm, direction, rule.alpha);
+    let verdict = verdict_of(speedup.as_ref(), rule.min_effect);
+    let more_replicates = match (verdict, &speedup) {
+        (Verdict::Inconclusive, Some(s)) => {
+            replicates_to_decide(s, rule.min_effect, baseline.n.min(arm.n))
         }
+        _ => None,
     };
     Comparison {
-        speedup: speedup(baseline, arm, direction),
+        speedup,
         welch,
         relative_change,
         verdict,
+        more_replicates,
     }
+}
+
+/// How a gate decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Pass,
+    Fail,
+    /// Too few data to decide, or no data at all (an arm skipped or failed).
+    Inconclusive,
+}
+
+impl Decision {
+    pub fn word(self) -> &'static str {
+        match self {
+            Decision::Pass => "PASS",
+            Decision::Fail => "FAIL",
+            Decision::Inconclusive => "INCONCLUSIVE",
+        }
+    }
+
+    /// `lcx report --check`'s exit code: 0, 1, 3.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Decision::Pass => 0,
+            Decision::Fail => 1,
+            Decision::Inconclusive => 3,
+        }
+    }
+
+    /// The worst of several: any FAIL fails, else any INCONCLUSIVE.
+    pub fn combine(decisions: impl IntoIterator<Item = Decision>) -> Decision {
+        let mut out = Decision::Pass;
+        for d in decisions {
+            match d {
+                Decision::Fail => return Decision::Fail,
+                Decision::Inconclusive => out = Decision::Inconclusive,
+                Decision::Pass => {}
+            }
+        }
+        out
+    }
+}
+
+/// A gate's hypothesis test on a speedup (> 1 is better).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum GateTest {
+    /// `min_speedup > 1`: PASS when the interval's lower end reaches it,
+    /// FAIL when its upper end is below it, INCONCLUSIVE in between.
+    Superiority { min_speedup: f64 },
+    /// `min_speedup ≤ 1` or `max_slowdown`: FAIL only when the interval's
+    /// upper end is below the margin (the data show the arm slower than
+    /// allowed), PASS otherwise.
+    NonInferiority { margin: f64 },
+}
+
+impl GateTest {
+    /// From the gate's `min_speedup` (a file's `max_slowdown = x` is stored
+    /// as `min_speedup = 1/(1+x)`).
+    pub fn from_min_speedup(min_speedup: f64) -> GateTest {
+        if min_speedup > 1.0 {
+            GateTest::Superiority { min_speedup }
+        } else {
+            GateTest::NonInferiority {
+                margin: min_speedup,
+            }
+        }
+    }
+
+    /// The threshold the speedup is compared with.
+    pub fn threshold(self) -> f64 {
+        match self {
+            GateTest::Superiority { min_speedup } => min_speedup,
+            GateTest::NonInferiority { margin } => margin,
+        }
+    }
+
+    /// The rule in one line, with its error rate.
+    pub fn describe(self, alpha: f64) -> String {
+        let one_sided = trim(alpha / 2.0);
+        let level = trim(100.0 * (1.0 - alpha));
+        match self {
+            GateTest::Superiority { min_speedup } => format!(
+                "superiority: PASS when the {level} % interval's lower end is at least \
+                 {min_speedup:.2}× (one-sided α = {one_sided}), FAIL when its upper end is \
+                 below, INCONCLUSIVE in between"
+            ),
+            GateTest::NonInferiority { margin } => format!(
+                "non-inferiority: FAIL only when the {level} % interval's upper end is below \
+                 {margin:.3}× (the arm shown slower than the margin, one-sided α = \
+                 {one_sided}), PASS otherwise"
+            ),
+        }
+    }
+
+    /// The decision on `speedup` (`None` or no interval: INCONCLUSIVE).
+    pub fn decide(self, speedup: Option<&Speedup>) -> (Decision, Option<String>) {
+        let Some(s) = speedup else {
+            return (Decision::Inconclusive, Some("no speedup to judge".into()));
+        };
+        if !(s.ci_low.is_finite() && s.ci_high.is_finite()) {
+            return (
+                Decision::Inconclusive,
+                Some("one replicate: no interval".into()),
+            );
+        }
+        let t = self.threshold();
+        match self {
+            GateTest::Superiority { .. } if s.ci_low >= t => (Decision::Pass, None),
+            GateTest::Superiority { .. } if s.ci_high < t => (
+                Decision::Fail,
+                Some(format!(
+                    "interval {:.2}–{:.2}× below {t:.2}×",
+                    s.ci_low, s.ci_high
+                )),
+            ),
+            GateTest::Superiority { .. } => (
+                Decision::Inconclusive,
+                Some(format!(
+                    "interval {:.2}–{:.2}× straddles {t:.2}×",
+                    s.ci_low, s.ci_high
+                )),
+            ),
+            GateTest::NonInferiority { .. } if s.ci_high < t => (
+                Decision::Fail,
+                Some(format!(
+                    "interval {:.3}–{:.3}× below the {t:.3}× margin",
+                    s.ci_low, s.ci_high
+                )),
+            ),
+            GateTest::NonInferiority { .. } => (Decision::Pass, None),
+        }
+    }
+}
+
+fn trim(x: f64) -> String {
+    let t = format!("{x:.4}");
+    t.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// Convenience over raw series.
@@ -592,7 +796,7 @@ mod tests {
     }
 
     #[test]
-    fn small_shift_below_min_effect_is_no_change() {
+    fn small_shift_below_min_effect_is_equivalent() {
         // Very precise data, 2% shift: significant but below the 5% floor.
         let base: Vec<f64> = (0..50).map(|i| 1.0 + (i % 5) as f64 * 1e-4).collect();
         let arm: Vec<f64> = base.iter().map(|x| x * 0.98).collect();
@@ -604,6 +808,181 @@ mod tests {
         )
         .unwrap();
         assert!(c.welch.unwrap().p_value < 0.001);
-        assert_eq!(c.verdict, Verdict::NoSignificantChange);
+        assert_eq!(c.verdict, Verdict::Equivalent);
+    }
+
+    /// One arm of a synthetic experiment: `repeats` processes of `n`
+    /// iterations each, times around `mean` with a per-process offset of
+    /// `process_cv` and iteration noise of `iteration_cv`; returns the
+    /// replicates the report tests (the repeat means).
+    fn arm_replicates(
+        rng: &mut ChaCha8Rng,
+        mean: f64,
+        repeats: usize,
+        n: usize,
+        process_cv: f64,
+        iteration_cv: f64,
+    ) -> Summary {
+        let runs: Vec<Vec<f64>> = (0..repeats)
+            .map(|_| {
+                let offset = normal_series(rng, 1, 1.0, process_cv)[0];
+                normal_series(rng, n, mean * offset, mean * offset * iteration_cv)
+            })
+            .collect();
+        Summary::from_values(&replicates(&runs)).unwrap()
+    }
+
+    /// Verdict counts over `seeds` experiments of 3 repeats × 10 iterations
+    /// per arm (1 % per-process spread, 4 % per-iteration noise: repeat
+    /// means vary by about 1.6 %, the interval of the speedup is about
+    /// ±5 %), the arm's true time `ratio` × the baseline's.
+    fn verdicts(seeds: u64, ratio: f64, rule: VerdictRule) -> [usize; 4] {
+        let mut out = [0; 4];
+        for seed in 0..seeds {
+            let mut rng = ChaCha8Rng::seed_from_u64(50_000 + seed);
+            let base = arm_replicates(&mut rng, 1.0, 3, 10, 0.01, 0.04);
+            let arm = arm_replicates(&mut rng, ratio, 3, 10, 0.01, 0.04);
+            let c = compare(&base, &arm, Direction::LowerIsBetter, rule);
+            out[match c.verdict {
+                Verdict::Improved => 0,
+                Verdict::Regressed => 1,
+                Verdict::Equivalent => 2,
+                Verdict::Inconclusive => 3,
+            }] += 1;
+        }
+        out
+    }
+
+    #[test]
+    fn aa_verdicts_are_equivalent_or_inconclusive_in_at_least_99_percent_of_400_seeds() {
+        let [improved, regressed, equivalent, inconclusive] =
+            verdicts(400, 1.0, VerdictRule::default());
+        eprintln!(
+            "A/A over 400 seeds: improved {improved}, regressed {regressed}, equivalent \
+             {equivalent}, inconclusive {inconclusive}"
+        );
+        assert!(
+            improved + regressed <= 4,
+            "A/A called changed {} of 400 times",
+            improved + regressed
+        );
+        assert!(
+            equivalent > inconclusive,
+            "A/A should mostly read equivalent"
+        );
+    }
+
+    #[test]
+    fn a_10_percent_slowdown_at_3_repeats_is_regressed_in_at_least_95_percent_of_400_seeds() {
+        let [improved, regressed, ..] = verdicts(400, 1.10, VerdictRule::default());
+        eprintln!("10 % slower over 400 seeds: regressed {regressed}");
+        assert_eq!(improved, 0);
+        assert!(regressed >= 380, "regressed {regressed} of 400");
+    }
+
+    #[test]
+    fn a_3_percent_change_under_a_5_percent_minimum_effect_is_rarely_regressed() {
+        // Below the minimum effect: regressed only when noise pushes the
+        // point estimate past 5 %, which 3 repeats cannot rule out.
+        let [_, regressed, equivalent, inconclusive] = verdicts(400, 1.03, VerdictRule::default());
+        eprintln!(
+            "3 % slower over 400 seeds: regressed {regressed}, equivalent {equivalent}, \
+             inconclusive {inconclusive}"
+        );
+        assert!(regressed <= 100, "regressed {regressed} of 400");
+    }
+
+    fn gate_decisions(seeds: u64, ratio: f64, test: GateTest) -> [usize; 3] {
+        let mut out = [0; 3];
+        for seed in 0..seeds {
+            let mut rng = ChaCha8Rng::seed_from_u64(90_000 + seed);
+            let base = arm_replicates(&mut rng, 1.0, 3, 10, 0.01, 0.04);
+            let arm = arm_replicates(&mut rng, ratio, 3, 10, 0.01, 0.04);
+            let c = compare(
+                &base,
+                &arm,
+                Direction::LowerIsBetter,
+                VerdictRule::default(),
+            );
+            out[match test.decide(c.speedup.as_ref()).0 {
+                Decision::Pass => 0,
+                Decision::Fail => 1,
+                Decision::Inconclusive => 2,
+            }] += 1;
+        }
+        out
+    }
+
+    #[test]
+    fn aa_passes_a_must_not_be_slower_gate_in_at_least_95_percent_of_400_seeds() {
+        for test in [
+            GateTest::from_min_speedup(1.0),
+            GateTest::from_min_speedup(1.0 / 1.03),
+        ] {
+            let [pass, fail, inconclusive] = gate_decisions(400, 1.0, test);
+            eprintln!("A/A, {test:?}: pass {pass}, fail {fail}, inconclusive {inconclusive}");
+            assert!(pass >= 380, "{test:?}: A/A passed {pass} of 400");
+        }
+        // An arm 10 % slower fails the 3 % non-inferiority margin most of
+        // the time at 3 repeats (the interval must clear the margin).
+        let [_, fail, _] = gate_decisions(400, 1.10, GateTest::from_min_speedup(1.0 / 1.03));
+        eprintln!("10 % slower vs a 3 % margin: failed {fail} of 400");
+        assert!(fail >= 300, "a 10 % slowdown failed only {fail} of 400");
+    }
+
+    #[test]
+    fn aa_passes_a_superiority_gate_at_most_at_its_one_sided_alpha_over_400_seeds() {
+        let test = GateTest::from_min_speedup(1.02);
+        let [pass, ..] = gate_decisions(400, 1.0, test);
+        eprintln!("A/A vs a 1.02× superiority gate: passed {pass} of 400");
+        assert!(
+            pass <= 10,
+            "A/A passed a 1.02× superiority gate {pass} of 400 times"
+        );
+        // A true 1.25× speedup passes it.
+        let [pass, ..] = gate_decisions(400, 0.8, test);
+        eprintln!("1.25× vs a 1.02× superiority gate: passed {pass} of 400");
+        assert!(pass >= 380, "1.25× passed {pass} of 400");
+    }
+
+    #[test]
+    fn gate_decisions_on_missing_intervals_are_inconclusive() {
+        let test = GateTest::from_min_speedup(1.5);
+        assert_eq!(test.decide(None).0, Decision::Inconclusive);
+        let no_interval = Speedup {
+            ratio: 2.0,
+            se: f64::NAN,
+            ci_low: f64::NAN,
+            ci_high: f64::NAN,
+        };
+        assert_eq!(test.decide(Some(&no_interval)).0, Decision::Inconclusive);
+        assert_eq!(
+            Decision::combine([Decision::Pass, Decision::Inconclusive]),
+            Decision::Inconclusive
+        );
+        assert_eq!(
+            Decision::combine([Decision::Inconclusive, Decision::Fail]),
+            Decision::Fail
+        );
+        assert_eq!(Decision::combine([]), Decision::Pass);
+        assert_eq!(
+            [Decision::Pass, Decision::Fail, Decision::Inconclusive].map(Decision::exit_code),
+            [0, 1, 3]
+        );
+    }
+
+    #[test]
+    fn inconclusive_verdicts_say_how_many_replicates_would_decide() {
+        // A 2 % difference with a ±6 % interval on 3 replicates: equivalence
+        // needs the half-width under 3 %, so about four times the data.
+        let s = Speedup {
+            ratio: 1.02,
+            se: 0.03,
+            ci_low: 1.02 / 1.06,
+            ci_high: 1.02 * 1.06,
+        };
+        assert_eq!(verdict_of(Some(&s), 0.05), Verdict::Inconclusive);
+        let more = replicates_to_decide(&s, 0.05, 3).unwrap();
+        assert!((8..=14).contains(&more), "{more}");
     }
 }
