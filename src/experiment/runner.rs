@@ -677,33 +677,27 @@ fn run_cell(
             },
         };
         match msg {
-            Msg::Line(bytes) => {
-                take_line(
-                    &bytes,
-                    info,
-                    &mut batch,
-                    &mut counts,
-                    &mut stdout_log,
-                    reporter,
-                );
+            Msg::Line(first) => {
                 // Commit as soon as no further line is already waiting: a
                 // child printing one line per iteration gets one transaction
                 // per line; a burst that arrived together shares one.
-                while batch.len() < MAX_BATCH {
+                let mut next = Some(first);
+                while let Some(bytes) = next.take() {
+                    take_line(
+                        &bytes,
+                        info,
+                        &mut batch,
+                        &mut counts,
+                        &mut stdout_log,
+                        reporter,
+                    );
+                    if batch.len() >= MAX_BATCH {
+                        break;
+                    }
                     match rx.try_recv() {
-                        Ok(Msg::Line(bytes)) => take_line(
-                            &bytes,
-                            info,
-                            &mut batch,
-                            &mut counts,
-                            &mut stdout_log,
-                            reporter,
-                        ),
-                        Ok(other) => {
-                            waiting = Some(other);
-                            break;
-                        }
-                        Err(_) => break,
+                        Ok(Msg::Line(bytes)) => next = Some(bytes),
+                        Ok(other) => waiting = Some(other),
+                        Err(_) => {}
                     }
                 }
                 if let Err(e) = flush(store, info, &mut batch, &mut counts, reporter, started) {

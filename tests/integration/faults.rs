@@ -7,19 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use lcx::store::{ExperimentStatus, RunStatus, SqlValue, Store};
+use lcx::store::{ExperimentStatus, RunStatus, Store};
 
-fn lcx() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lcx"));
-    cmd.env_remove("LCX_DB");
-    cmd
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path
-}
+use crate::support::{count, lcx, signal, wait_for_rows, write};
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
@@ -47,36 +37,6 @@ fn counting(n: u32, pause: &str) -> String {
     format!(
         r#"i=1; while [ $i -le {n} ]; do echo "{{\"iteration\":$i,\"t\":0.$i}}"; sleep {pause}; i=$((i+1)); done"#
     )
-}
-
-fn count(store: &Store, sql: &str) -> i64 {
-    match store.query(sql).unwrap().rows[0][0] {
-        SqlValue::Integer(n) => n,
-        ref other => panic!("{sql}: {other:?}"),
-    }
-}
-
-fn wait_for_rows(db: &Path, sql: &str, n: i64) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Ok(store) = Store::open_read_only(db) {
-            if store.query(sql).is_ok() && count(&store, sql) >= n {
-                return;
-            }
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {sql} >= {n}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn signal(pid: u32, sig: i32) {
-    // SAFETY: kill(2) on a process this test started.
-    unsafe {
-        libc::kill(pid as i32, sig);
-    }
 }
 
 /// Whether a process runs (a zombie, killed but not reaped by its new
@@ -646,7 +606,8 @@ fn a_process_holding_the_cells_stdout_does_not_hold_the_cell() {
     ]);
     let took = started.elapsed();
     let escaped = read_pid(&pidfile);
-    signal(escaped as u32, libc::SIGKILL);
+    // SAFETY: kill(2) on the test's own escaped sleep (gone already is fine).
+    unsafe { libc::kill(escaped, libc::SIGKILL) };
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(took < Duration::from_secs(15), "the runner waited {took:?}");

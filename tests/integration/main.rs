@@ -7,4 +7,5 @@ mod reference;
 mod report;
 mod runner;
 mod store;
+mod support;
 mod train;

@@ -2,22 +2,11 @@
 //! SQLite files in a temp dir, real signals.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Output, Stdio};
 
-use lcx::store::{ExperimentStatus, RunStatus, SqlValue, Store};
+use lcx::store::{ExperimentStatus, RunStatus, Store};
 
-fn lcx() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lcx"));
-    cmd.env_remove("LCX_DB");
-    cmd
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path
-}
+use crate::support::{count, lcx, signal, wait_for_rows, write};
 
 fn run_ok(args: &[&str]) -> Output {
     let out = lcx().args(args).output().unwrap();
@@ -48,38 +37,6 @@ fn experiment(name: &str, iterations: u32, arms: &[(&str, String)], extra: &str)
         ));
     }
     text
-}
-
-fn count(store: &Store, sql: &str) -> i64 {
-    match store.query(sql).unwrap().rows[0][0] {
-        SqlValue::Integer(n) => n,
-        ref other => panic!("{sql}: {other:?}"),
-    }
-}
-
-/// Waits until `sql` counts at least `n` (the runner writes as lines arrive).
-fn wait_for_rows(db: &Path, sql: &str, n: i64) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if db.exists() {
-            if let Ok(store) = Store::open_read_only(db) {
-                if store.query(sql).is_ok() && count(&store, sql) >= n {
-                    return;
-                }
-            }
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {sql} >= {n}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn signal(child: &Child, sig: i32) {
-    // SAFETY: kill(2) on a child we spawned and have not reaped yet.
-    let rc = unsafe { libc::kill(child.id() as i32, sig) };
-    assert_eq!(rc, 0);
 }
 
 #[test]
@@ -241,7 +198,7 @@ fn kill_9_then_resume_completes_every_cell_without_duplicates() {
         .unwrap();
     // Kill in the middle of the second cell.
     wait_for_rows(&db, "SELECT COUNT(*) FROM metrics", 8);
-    signal(&child, libc::SIGKILL);
+    signal(child.id(), libc::SIGKILL);
     child.wait().unwrap();
 
     {
@@ -296,7 +253,7 @@ fn sigint_marks_the_running_cell_interrupted_and_says_how_to_resume() {
         .spawn()
         .unwrap();
     wait_for_rows(&db, "SELECT COUNT(*) FROM metrics", 2);
-    signal(&child, libc::SIGINT);
+    signal(child.id(), libc::SIGINT);
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130));
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -1,0 +1,53 @@
+//! Helpers shared by the runner tests: the `lcx` binary, files in a temp
+//! dir, counts from a database that a running `lcx run` is writing.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use lcx::store::{SqlValue, Store};
+
+/// The `lcx` binary, with no `LCX_DB` from the environment.
+pub fn lcx() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lcx"));
+    cmd.env_remove("LCX_DB");
+    cmd
+}
+
+pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The one integer a counting query returns.
+pub fn count(store: &Store, sql: &str) -> i64 {
+    match store.query(sql).unwrap().rows[0][0] {
+        SqlValue::Integer(n) => n,
+        ref other => panic!("{sql}: {other:?}"),
+    }
+}
+
+/// Waits until `sql` counts at least `n` (the runner writes as lines arrive).
+pub fn wait_for_rows(db: &Path, sql: &str, n: i64) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(store) = Store::open_read_only(db) {
+            if store.query(sql).is_ok() && count(&store, sql) >= n {
+                return;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {sql} >= {n}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Sends `sig` to a process this test started.
+pub fn signal(pid: u32, sig: i32) {
+    // SAFETY: kill(2) on a process the test spawned and has not reaped.
+    let rc = unsafe { libc::kill(pid as i32, sig) };
+    assert_eq!(rc, 0, "kill({pid}, {sig})");
+}
