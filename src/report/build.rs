@@ -41,6 +41,29 @@ pub struct Input {
     pub nonfinite: Vec<(i64, i64, String, String)>,
     /// Per-run moments of [`PERF_METRICS`] (for the fraction of peak).
     pub perf: Vec<RunMoments>,
+    /// The primary metric's first [`SERIES_HEAD`] values per counted run
+    /// (warm-up included), for warm-up detection, trends and outliers.
+    pub series: Vec<(i64, Vec<(i64, f64)>)>,
+}
+
+/// How much of each run's series the warm-up checks read: the transient is
+/// at the start, and a million-iteration run must not slow the report.
+pub const SERIES_HEAD: usize = 2000;
+
+/// The metric a report's net result, gate and series checks are about: the
+/// gate's, else the first speedup column's, else the first column's.
+pub fn primary_metric(
+    gate: Option<&crate::experiment::Gate>,
+    columns: &[ReportColumn],
+) -> Option<String> {
+    gate.map(|g| g.metric.clone())
+        .or_else(|| {
+            columns
+                .iter()
+                .find(|c| c.kind == ColumnKind::Speedup)
+                .map(|c| c.metric.clone())
+        })
+        .or_else(|| columns.first().map(|c| c.metric.clone()))
 }
 
 /// What the trainer emits of its work rate, and the device ceiling it
@@ -242,6 +265,12 @@ pub fn load(store: &Store, experiment_id: i64, options: Options) -> Result<Repor
     let perf = store
         .summaries(experiment_id, &perf_names, &counted)?
         .moments;
+    let mut series = Vec::new();
+    if let Some(metric) = primary_metric(plan.as_ref().and_then(|p| p.gate.as_ref()), &columns) {
+        for id in &counted {
+            series.push((*id, store.metric_head(*id, &metric, SERIES_HEAD)?));
+        }
+    }
     Ok(assemble(
         Input {
             experiment,
@@ -251,6 +280,7 @@ pub fn load(store: &Store, experiment_id: i64, options: Options) -> Result<Repor
             medians: summaries.medians,
             nonfinite,
             perf,
+            series,
         },
         options,
     ))
@@ -274,6 +304,67 @@ fn short_date(ts: &str) -> String {
     } else {
         "undated".to_string()
     }
+}
+
+/// What the primary metric's series say about the declared warm-up: a
+/// transient longer than it (MSER), a trend after it, outlier iterations
+/// (kept in the statistics, named here).
+fn series_remarks(
+    e: &Experiment,
+    runs: &[Run],
+    series: &[(i64, Vec<(i64, f64)>)],
+    metric: &str,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let warmup = e.warmup.max(0) as usize;
+    for (run_id, points) in series {
+        let Some(run) = runs.iter().find(|r| r.id == *run_id) else {
+            continue;
+        };
+        let cell = format!("run {run_id} (`{}` #{})", run.arm, run.repeat);
+        let values: Vec<f64> = points.iter().map(|p| p.1).collect();
+        let detected = super::stats::mser_truncation(&values);
+        if detected > warmup {
+            out.push(format!(
+                "{cell}: `{metric}` settles only after iteration {} (MSER), but the warm-up \
+                 is {warmup}: {} more iteration{} may be start-up transient.",
+                points[detected - 1].0,
+                detected - warmup,
+                if detected - warmup == 1 { "" } else { "s" }
+            ));
+        }
+        let after: Vec<f64> = values.iter().skip(warmup).copied().collect();
+        if let Some((slope, p)) = super::stats::trend(&after) {
+            if p < 0.01 {
+                out.push(format!(
+                    "{cell}: `{metric}` trends after the warm-up ({:+.2} % per iteration, {}): \
+                     the mean depends on how long the cell ran.",
+                    slope * 100.0,
+                    super::render::p_text(p)
+                ));
+            }
+        }
+        let flagged = super::stats::outliers(&after);
+        if !flagged.is_empty() {
+            let shown: Vec<String> = flagged
+                .iter()
+                .take(5)
+                .map(|(i, z)| format!("{} (z = {z:.1})", points[warmup + i].0))
+                .collect();
+            out.push(format!(
+                "{cell}: outlier iteration{} of `{metric}` by the modified z-score (above 3.5 on \
+                 the MAD), kept in the statistics: {}{}.",
+                if flagged.len() == 1 { "" } else { "s" },
+                shown.join(", "),
+                if flagged.len() > 5 {
+                    format!(" and {} more", flagged.len() - 5)
+                } else {
+                    String::new()
+                }
+            ));
+        }
+    }
+    out
 }
 
 /// The fraction of the recorded peak each arm's phases reached, for arms
@@ -687,17 +778,11 @@ pub fn assemble(input: Input, options: Options) -> Report {
     });
 
     // Net result on the primary metric.
-    let primary = gate
-        .as_ref()
-        .map(|g| g.metric.clone())
-        .or_else(|| {
-            columns
-                .iter()
-                .find(|c| c.kind == ColumnKind::Speedup)
-                .map(|c| c.metric.clone())
-        })
-        .or_else(|| columns.first().map(|c| c.metric.clone()));
+    let primary = primary_metric(gate.as_ref(), &columns);
     let net_result = net_result(&arms, primary.as_deref(), &label_of);
+    if let Some(metric) = &primary {
+        remarks.extend(series_remarks(e, &input.runs, &input.series, metric));
+    }
 
     let incomplete: Vec<CellNote> = input
         .runs

@@ -276,6 +276,7 @@ pub fn report(gate_min: f64, columns: bool) -> Report {
             medians,
             nonfinite: Vec::new(),
             perf: Vec::new(),
+            series: Vec::new(),
         },
         Options::default(),
     )

@@ -563,6 +563,147 @@ fn trim(x: f64) -> String {
     t.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
+/// Positions of outliers by the modified z-score on the median absolute
+/// deviation (Iglewicz and Hoaglin; hyperfine uses the same rule): values
+/// whose `0.6745 (x - median) / MAD` exceeds 3.5 in magnitude. Nothing is
+/// flagged in fewer than 5 values or when the MAD is 0.
+pub fn outliers(values: &[f64]) -> Vec<(usize, f64)> {
+    if values.len() < 5 {
+        return Vec::new();
+    }
+    let median_of = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        }
+    };
+    let median = median_of(&mut values.to_vec());
+    let mad = median_of(&mut values.iter().map(|x| (x - median).abs()).collect());
+    if mad <= 0.0 || !mad.is_finite() {
+        return Vec::new();
+    }
+    values
+        .iter()
+        .enumerate()
+        .map(|(i, x)| (i, 0.6745 * (x - median) / mad))
+        .filter(|(_, z)| z.abs() > 3.5)
+        .collect()
+}
+
+/// How many leading values of a series are a start-up transient, by the
+/// marginal standard error rule (MSER, White 1997): the truncation `d` that
+/// minimises the variance of the remaining mean, `Σ (y - ȳ_d)² / (n - d)²`,
+/// over `d` up to half the series. Series of 50 values or more are batched
+/// in fives (MSER-5). Two guards keep it from truncating noise, which plain
+/// MSER does in about half of short stationary series: the last dropped
+/// values within 3 standard deviations of the rest are given back (the
+/// statistic's minimum drifts late, where few values remain), and what is
+/// still dropped must differ from the rest by Welch's |t| > 3. 0 means
+/// nothing to drop.
+pub fn mser_truncation(values: &[f64]) -> usize {
+    let n = values.len();
+    if n < 8 || values.iter().any(|x| !x.is_finite()) {
+        return 0;
+    }
+    let batch = if n >= 50 { 5 } else { 1 };
+    let means: Vec<f64> = values
+        .chunks_exact(batch)
+        .map(|c| c.iter().sum::<f64>() / batch as f64)
+        .collect();
+    let b = means.len();
+    // Suffix sums make every candidate O(1).
+    let mut sum = vec![0.0; b + 1];
+    let mut sq = vec![0.0; b + 1];
+    for i in (0..b).rev() {
+        sum[i] = sum[i + 1] + means[i];
+        sq[i] = sq[i + 1] + means[i] * means[i];
+    }
+    let stat: Vec<f64> = (0..=b / 2)
+        .map(|d| {
+            let k = (b - d) as f64;
+            let ss = (sq[d] - sum[d] * sum[d] / k).max(0.0);
+            ss / (k * k)
+        })
+        .collect();
+    let Some(d) = (0..stat.len()).min_by(|&x, &y| stat[x].total_cmp(&stat[y])) else {
+        return 0;
+    };
+    let mut cut = d * batch;
+    if cut == 0 {
+        return 0;
+    }
+    // Give back the last dropped values that look like the rest.
+    if let Some(r) = Summary::from_values(&values[cut..]) {
+        while cut > 0 && (values[cut - 1] - r.mean).abs() <= 3.0 * r.sd {
+            cut -= 1;
+        }
+    }
+    if cut == 0 {
+        return 0;
+    }
+    let (head, rest) = values.split_at(cut);
+    let (Some(h), Some(r)) = (Summary::from_values(head), Summary::from_values(rest)) else {
+        return 0;
+    };
+    let se = if h.n >= 2 {
+        (h.sd.powi(2) / h.n as f64 + r.sd.powi(2) / r.n as f64).sqrt()
+    } else {
+        r.sd * (1.0 + 1.0 / r.n as f64).sqrt()
+    };
+    let t = if se > 0.0 {
+        (h.mean - r.mean).abs() / se
+    } else if h.mean != r.mean {
+        f64::INFINITY
+    } else {
+        0.0
+    };
+    if t > 3.0 {
+        cut
+    } else {
+        0
+    }
+}
+
+/// A linear trend in a series: the least-squares slope relative to the
+/// mean (per value) and its two-sided p-value; `None` below 5 values or
+/// without spread.
+pub fn trend(values: &[f64]) -> Option<(f64, f64)> {
+    let n = values.len();
+    if n < 5 {
+        return None;
+    }
+    let nf = n as f64;
+    let mean_x = (nf - 1.0) / 2.0;
+    let mean_y = values.iter().sum::<f64>() / nf;
+    let sxx: f64 = (0..n).map(|i| (i as f64 - mean_x).powi(2)).sum();
+    let sxy: f64 = values
+        .iter()
+        .enumerate()
+        .map(|(i, y)| (i as f64 - mean_x) * (y - mean_y))
+        .sum();
+    let slope = sxy / sxx;
+    let residual: f64 = values
+        .iter()
+        .enumerate()
+        .map(|(i, y)| (y - mean_y - slope * (i as f64 - mean_x)).powi(2))
+        .sum();
+    let se = (residual / (nf - 2.0) / sxx).sqrt();
+    if mean_y == 0.0 || !se.is_finite() {
+        return None;
+    }
+    let p = if se > 0.0 {
+        two_sided_p(slope / se, nf - 2.0)
+    } else if slope == 0.0 {
+        1.0
+    } else {
+        0.0
+    };
+    Some((slope / mean_y.abs(), p))
+}
+
 /// Convenience over raw series.
 pub fn compare_values(
     baseline: &[f64],
@@ -984,5 +1125,72 @@ mod tests {
         assert_eq!(verdict_of(Some(&s), 0.05), Verdict::Inconclusive);
         let more = replicates_to_decide(&s, 0.05, 3).unwrap();
         assert!((8..=14).contains(&more), "{more}");
+    }
+
+    #[test]
+    fn outliers_by_the_modified_z_score() {
+        let mut v = vec![1.0, 1.01, 0.99, 1.02, 0.98, 1.0, 1.01, 0.99];
+        assert!(outliers(&v).is_empty());
+        v.push(1.5);
+        let o = outliers(&v);
+        assert_eq!(o.len(), 1);
+        assert_eq!(o[0].0, 8);
+        assert!(o[0].1 > 3.5);
+        assert!(outliers(&[1.0, 1.0, 1.0, 1.0, 9.0]).is_empty(), "MAD 0");
+    }
+
+    /// A series of `n` values around 1 with 5 % noise; the first `slow`
+    /// values `amp` higher.
+    fn with_transient(rng: &mut ChaCha8Rng, n: usize, slow: usize, amp: f64) -> Vec<f64> {
+        normal_series(rng, n, 1.0, 0.05)
+            .into_iter()
+            .enumerate()
+            .map(|(i, x)| if i < slow { x + amp } else { x })
+            .collect()
+    }
+
+    #[test]
+    fn mser_finds_a_planted_4_iteration_transient_in_at_least_90_percent_of_300_seeds() {
+        for n in [10, 20, 40, 100] {
+            let mut found = 0;
+            for seed in 0..300u64 {
+                let mut rng = ChaCha8Rng::seed_from_u64(70_000 + seed);
+                // 4 iterations 50 % slow, as a cold cache or a JIT would be.
+                let d = mser_truncation(&with_transient(&mut rng, n, 4, 0.5));
+                if (4..=n / 2).contains(&d) {
+                    found += 1;
+                }
+            }
+            eprintln!("n = {n}: transient found in {found} of 300");
+            assert!(found >= 270, "n = {n}: found in {found} of 300");
+        }
+    }
+
+    #[test]
+    fn mser_truncates_nothing_from_stationary_series_in_at_least_90_percent_of_300_seeds() {
+        for n in [10, 20, 40, 100] {
+            let mut untouched = 0;
+            for seed in 0..300u64 {
+                let mut rng = ChaCha8Rng::seed_from_u64(80_000 + seed);
+                if mser_truncation(&normal_series(&mut rng, n, 1.0, 0.05)) == 0 {
+                    untouched += 1;
+                }
+            }
+            eprintln!("n = {n}: stationary untouched in {untouched} of 300");
+            assert!(untouched >= 270, "n = {n}: untouched in {untouched} of 300");
+        }
+    }
+
+    #[test]
+    fn trend_of_a_rising_and_a_flat_series() {
+        let rising: Vec<f64> = (0..20).map(|i| 1.0 + 0.01 * i as f64).collect();
+        let (slope, p) = trend(&rising).unwrap();
+        assert!((slope - 0.01 / 1.095).abs() < 1e-9, "{slope}");
+        assert_eq!(p, 0.0);
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let flat = normal_series(&mut rng, 30, 1.0, 0.05);
+        let (_, p) = trend(&flat).unwrap();
+        assert!(p > 0.01, "{p}");
+        assert!(trend(&[1.0, 2.0]).is_none());
     }
 }

@@ -328,6 +328,26 @@ impl Store {
         Ok(rows)
     }
 
+    /// The first `limit` live values of one metric of a run, in iteration
+    /// order (warm-up included): what warm-up detection looks at.
+    pub fn metric_head(
+        &self,
+        run_id: i64,
+        name: &str,
+        limit: usize,
+    ) -> Result<Vec<(i64, f64)>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT iteration, value FROM metrics
+             WHERE run_id = ?1 AND name = ?2 AND superseded = 0 ORDER BY iteration LIMIT ?3",
+        )?;
+        let rows = stmt
+            .query_map(params![run_id, name, limit as i64], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
     /// Every live numeric value of a run, by iteration then name.
     pub fn run_metrics(&self, run_id: i64) -> Result<Vec<MetricPoint>, StoreError> {
         let mut stmt = self.conn.prepare(

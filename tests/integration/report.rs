@@ -354,3 +354,50 @@ fn a_gate_without_data_is_inconclusive_and_check_exits_3() {
     assert!(md.contains("non-inferiority margin 0.971×"), "{md}");
     assert!(!md.contains("no significant change"), "{md}");
 }
+
+#[test]
+fn a_transient_longer_than_the_warm_up_and_an_outlier_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("x.db");
+    // 20 iterations: 1-4 half as slow again, iteration 15 an outlier.
+    let series: Vec<String> = (1..=20)
+        .map(|i| {
+            let base = 1.0 + 0.01 * f64::from(i % 3);
+            let v = if i <= 4 {
+                base + 0.5
+            } else if i == 15 {
+                base + 0.3
+            } else {
+                base
+            };
+            format!("echo '{{\"iteration\":{i},\"time/iteration_seconds\":{v}}}'")
+        })
+        .collect();
+    let file = dir.path().join("e.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"cold\"\nworkload = \"command\"\niterations = 20\nwarmup = 1\n\
+             [[arms]]\nname = \"a\"\ncommand = {}\n",
+            toml_string(&series.join("; "))
+        ),
+    )
+    .unwrap();
+    let out = run_lcx(&db, dir.path(), &["run", "--plain", file.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let md = ok(&db, dir.path(), &["report"]);
+    assert!(
+        md.contains(
+            "settles only after iteration 4 (MSER), but the warm-up is 1: 3 more iterations"
+        ),
+        "{md}"
+    );
+    // The transient's iterations are outliers too; so is iteration 15.
+    assert!(
+        md.contains(
+            "outlier iterations of `time/iteration_seconds` by the modified z-score (above 3.5"
+        ),
+        "{md}"
+    );
+    assert!(md.contains(", 15 (z = "), "{md}");
+}
