@@ -39,6 +39,7 @@ mod store;
 mod experiment {
     //! Experiment files only; the runner lives in lcx-torch.
     pub mod plan;
+    pub mod warmup;
     pub use plan::{Arm, Column, Direction, Gate, Order, Plan, Program, Show, Workload};
 }
 

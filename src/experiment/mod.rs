@@ -12,6 +12,7 @@ pub mod fingerprint;
 pub mod plan;
 pub mod reporter;
 pub mod runner;
+pub mod warmup;
 
 pub use plan::{
     Arm, CellSpec, Column, Direction, Gate, Order, Plan, PlanError, Program, Requirement, Show,

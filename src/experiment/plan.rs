@@ -15,7 +15,7 @@
 //! | `workload` | `train` \| `bench-forward` \| `bench-trainer` \| `command` (required) |
 //! | `config` | trainer config file (lcx workloads; code defaults when absent) |
 //! | `iterations` | iterations (train), timed repetitions (bench), or expected lines (command); ≥ 1 |
-//! | `warmup` | leading iterations excluded from statistics (< iterations, default 0) |
+//! | `warmup` | leading iterations excluded from statistics (< iterations, default 0), or `"auto"`: detected per cell by MSER on the primary metric |
 //! | `repeats` | cells per arm (default 1) |
 //! | `baseline` | arm the others are compared with (default: the first arm) |
 //! | `set` | `key=value` config overrides for every arm |
@@ -220,7 +220,12 @@ pub struct Plan {
     /// The trainer config file (absolute), if any.
     pub config: Option<PathBuf>,
     pub iterations: u32,
+    /// Leading iterations excluded from statistics (0 with `warmup_auto`).
     pub warmup: u32,
+    /// `warmup = "auto"`: each cell's warm-up is detected when it completes
+    /// (MSER on the primary metric) and stored on its run row.
+    #[serde(default)]
+    pub warmup_auto: bool,
     pub repeats: u32,
     pub baseline: String,
     pub order: Order,
@@ -272,6 +277,23 @@ impl Plan {
             Order::Interleaved => u64::from(repeat.saturating_sub(1)) * arms + arm as u64,
             Order::Sequential => arm as u64 * repeats + u64::from(repeat.saturating_sub(1)),
         }
+    }
+
+    /// The metric the gate judges, else the first column shown as a
+    /// speedup, else the first column, else `time/iteration_seconds`: what
+    /// `warmup = "auto"` detects the transient on.
+    pub fn primary_metric(&self) -> String {
+        self.gate
+            .as_ref()
+            .map(|g| g.metric.clone())
+            .or_else(|| {
+                self.columns
+                    .iter()
+                    .find(|c| c.show != Show::Value)
+                    .or(self.columns.first())
+                    .map(|c| c.metric.clone())
+            })
+            .unwrap_or_else(|| "time/iteration_seconds".into())
     }
 
     pub fn to_json(&self) -> String {
@@ -589,7 +611,20 @@ impl Reader<'_> {
         let iterations = self
             .count(t, "iterations", 1)?
             .ok_or_else(|| self.err("iterations", "missing (expected an integer ≥ 1)"))?;
-        let warmup = self.count(t, "warmup", 0)?.unwrap_or(0);
+        let warmup_auto = matches!(t.get("warmup"), Some(toml::Value::String(w)) if w == "auto");
+        if let Some(toml::Value::String(w)) = t.get("warmup") {
+            if w != "auto" {
+                return Err(self.err(
+                    "warmup",
+                    format!("expected an integer ≥ 0 or \"auto\", found \"{w}\""),
+                ));
+            }
+        }
+        let warmup = if warmup_auto {
+            0
+        } else {
+            self.count(t, "warmup", 0)?.unwrap_or(0)
+        };
         if warmup >= iterations {
             return Err(self.err(
                 "warmup",
@@ -697,6 +732,7 @@ impl Reader<'_> {
             config,
             iterations,
             warmup,
+            warmup_auto,
             repeats,
             baseline,
             order,

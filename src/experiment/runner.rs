@@ -834,6 +834,12 @@ fn run_cell(
         return Err(e.into());
     }
     store.finish_run(info.run_id, &outcome)?;
+    if plan.warmup_auto && outcome.status == RunStatus::Completed {
+        let series = store.metric_head(info.run_id, &plan.primary_metric(), 2000)?;
+        let values: Vec<f64> = series.iter().map(|p| p.1).collect();
+        let warmup = super::warmup::mser_truncation(&values);
+        store.set_run_warmup(info.run_id, warmup as i64)?;
+    }
     reporter.report(&Event::CellFinished {
         cell: info,
         outcome: &outcome,

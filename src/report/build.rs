@@ -316,14 +316,14 @@ fn series_remarks(
     metric: &str,
 ) -> Vec<String> {
     let mut out = Vec::new();
-    let warmup = e.warmup.max(0) as usize;
     for (run_id, points) in series {
         let Some(run) = runs.iter().find(|r| r.id == *run_id) else {
             continue;
         };
+        let warmup = run.warmup.unwrap_or(e.warmup).max(0) as usize;
         let cell = format!("run {run_id} (`{}` #{})", run.arm, run.repeat);
         let values: Vec<f64> = points.iter().map(|p| p.1).collect();
-        let detected = super::stats::mser_truncation(&values);
+        let detected = crate::experiment::warmup::mser_truncation(&values);
         if detected > warmup {
             out.push(format!(
                 "{cell}: `{metric}` settles only after iteration {} (MSER), but the warm-up \
@@ -877,6 +877,7 @@ pub fn assemble(input: Input, options: Options) -> Report {
             status: e.status.to_string(),
             iterations: e.iterations,
             warmup: e.warmup,
+            warmup_auto: plan.as_ref().is_some_and(|p| p.warmup_auto),
             repeats: e.repeats,
             file_path: e.file_path.clone(),
         },
@@ -904,6 +905,7 @@ pub fn assemble(input: Input, options: Options) -> Report {
                 status: r.status.to_string(),
                 iterations_done: r.iterations_done,
                 wall_seconds: r.wall_seconds,
+                warmup: r.warmup.unwrap_or(e.warmup),
             })
             .collect(),
         notes: plan.map(|p| p.notes).unwrap_or_default(),

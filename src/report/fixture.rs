@@ -39,6 +39,7 @@ fn plan(gate_min: f64, columns: bool) -> Plan {
         config: None,
         iterations: 10,
         warmup: 2,
+        warmup_auto: false,
         repeats: 1,
         baseline: "recursive".into(),
         order: Order::Interleaved,
@@ -138,6 +139,7 @@ fn run(id: i64, arm: &str, index: i64, status: RunStatus) -> Run {
         finished_at: None,
         wall_seconds: (status == RunStatus::Completed).then_some(20.5 + index as f64),
         problems: Default::default(),
+        warmup: None,
     }
 }
 

@@ -59,6 +59,8 @@ pub struct Meta {
     pub status: String,
     pub iterations: i64,
     pub warmup: i64,
+    /// `warmup = "auto"`: each run's warm-up was detected (see [`RunRef`]).
+    pub warmup_auto: bool,
     pub repeats: i64,
     pub file_path: String,
 }
@@ -230,6 +232,8 @@ pub struct RunRef {
     pub status: String,
     pub iterations_done: i64,
     pub wall_seconds: Option<f64>,
+    /// Leading iterations this run excluded as warm-up.
+    pub warmup: i64,
 }
 
 /// Quotes one argument for a POSIX shell, only when it needs it.

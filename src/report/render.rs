@@ -318,13 +318,20 @@ pub fn render_markdown(report: &Report) -> String {
         } else {
             "each iteration is one replicate"
         };
+        let excluded = if e.warmup_auto {
+            "warm-up detected per cell by MSER, its length in the Runs table".to_string()
+        } else {
+            format!(
+                "first {} iteration{} excluded",
+                e.warmup,
+                if e.warmup == 1 { "" } else { "s" }
+            )
+        };
         let _ = writeln!(
             out,
-            "Warm-up-excluded means (first {} iteration{} excluded) ± standard deviation; \
+            "Warm-up-excluded means ({excluded}) ± standard deviation; \
              {unit}. Speedup = baseline mean / arm mean (arm / baseline for \
-             higher-is-better metrics), so > 1 is better; ± is its standard error.\n",
-            e.warmup,
-            if e.warmup == 1 { "" } else { "s" }
+             higher-is-better metrics), so > 1 is better; ± is its standard error.\n"
         );
     }
 
@@ -520,6 +527,7 @@ pub fn render_markdown(report: &Report) -> String {
         "Repeat",
         "Status",
         "Iterations",
+        "Warm-up",
         "Wall s",
     ]);
     for r in &report.runs {
@@ -529,6 +537,7 @@ pub fn render_markdown(report: &Report) -> String {
             r.repeat.to_string(),
             r.status.clone(),
             r.iterations_done.to_string(),
+            r.warmup.to_string(),
             r.wall_seconds.map(num).unwrap_or_else(|| "—".into()),
         ]);
     }

@@ -593,80 +593,6 @@ pub fn outliers(values: &[f64]) -> Vec<(usize, f64)> {
         .collect()
 }
 
-/// How many leading values of a series are a start-up transient, by the
-/// marginal standard error rule (MSER, White 1997): the truncation `d` that
-/// minimises the variance of the remaining mean, `Σ (y - ȳ_d)² / (n - d)²`,
-/// over `d` up to half the series. Series of 50 values or more are batched
-/// in fives (MSER-5). Two guards keep it from truncating noise, which plain
-/// MSER does in about half of short stationary series: the last dropped
-/// values within 3 standard deviations of the rest are given back (the
-/// statistic's minimum drifts late, where few values remain), and what is
-/// still dropped must differ from the rest by Welch's |t| > 3. 0 means
-/// nothing to drop.
-pub fn mser_truncation(values: &[f64]) -> usize {
-    let n = values.len();
-    if n < 8 || values.iter().any(|x| !x.is_finite()) {
-        return 0;
-    }
-    let batch = if n >= 50 { 5 } else { 1 };
-    let means: Vec<f64> = values
-        .chunks_exact(batch)
-        .map(|c| c.iter().sum::<f64>() / batch as f64)
-        .collect();
-    let b = means.len();
-    // Suffix sums make every candidate O(1).
-    let mut sum = vec![0.0; b + 1];
-    let mut sq = vec![0.0; b + 1];
-    for i in (0..b).rev() {
-        sum[i] = sum[i + 1] + means[i];
-        sq[i] = sq[i + 1] + means[i] * means[i];
-    }
-    let stat: Vec<f64> = (0..=b / 2)
-        .map(|d| {
-            let k = (b - d) as f64;
-            let ss = (sq[d] - sum[d] * sum[d] / k).max(0.0);
-            ss / (k * k)
-        })
-        .collect();
-    let Some(d) = (0..stat.len()).min_by(|&x, &y| stat[x].total_cmp(&stat[y])) else {
-        return 0;
-    };
-    let mut cut = d * batch;
-    if cut == 0 {
-        return 0;
-    }
-    // Give back the last dropped values that look like the rest.
-    if let Some(r) = Summary::from_values(&values[cut..]) {
-        while cut > 0 && (values[cut - 1] - r.mean).abs() <= 3.0 * r.sd {
-            cut -= 1;
-        }
-    }
-    if cut == 0 {
-        return 0;
-    }
-    let (head, rest) = values.split_at(cut);
-    let (Some(h), Some(r)) = (Summary::from_values(head), Summary::from_values(rest)) else {
-        return 0;
-    };
-    let se = if h.n >= 2 {
-        (h.sd.powi(2) / h.n as f64 + r.sd.powi(2) / r.n as f64).sqrt()
-    } else {
-        r.sd * (1.0 + 1.0 / r.n as f64).sqrt()
-    };
-    let t = if se > 0.0 {
-        (h.mean - r.mean).abs() / se
-    } else if h.mean != r.mean {
-        f64::INFINITY
-    } else {
-        0.0
-    };
-    if t > 3.0 {
-        cut
-    } else {
-        0
-    }
-}
-
 /// A linear trend in a series: the least-squares slope relative to the
 /// mean (per value) and its two-sided p-value; `None` below 5 values or
 /// without spread.
@@ -1137,48 +1063,6 @@ mod tests {
         assert_eq!(o[0].0, 8);
         assert!(o[0].1 > 3.5);
         assert!(outliers(&[1.0, 1.0, 1.0, 1.0, 9.0]).is_empty(), "MAD 0");
-    }
-
-    /// A series of `n` values around 1 with 5 % noise; the first `slow`
-    /// values `amp` higher.
-    fn with_transient(rng: &mut ChaCha8Rng, n: usize, slow: usize, amp: f64) -> Vec<f64> {
-        normal_series(rng, n, 1.0, 0.05)
-            .into_iter()
-            .enumerate()
-            .map(|(i, x)| if i < slow { x + amp } else { x })
-            .collect()
-    }
-
-    #[test]
-    fn mser_finds_a_planted_4_iteration_transient_in_at_least_90_percent_of_300_seeds() {
-        for n in [10, 20, 40, 100] {
-            let mut found = 0;
-            for seed in 0..300u64 {
-                let mut rng = ChaCha8Rng::seed_from_u64(70_000 + seed);
-                // 4 iterations 50 % slow, as a cold cache or a JIT would be.
-                let d = mser_truncation(&with_transient(&mut rng, n, 4, 0.5));
-                if (4..=n / 2).contains(&d) {
-                    found += 1;
-                }
-            }
-            eprintln!("n = {n}: transient found in {found} of 300");
-            assert!(found >= 270, "n = {n}: found in {found} of 300");
-        }
-    }
-
-    #[test]
-    fn mser_truncates_nothing_from_stationary_series_in_at_least_90_percent_of_300_seeds() {
-        for n in [10, 20, 40, 100] {
-            let mut untouched = 0;
-            for seed in 0..300u64 {
-                let mut rng = ChaCha8Rng::seed_from_u64(80_000 + seed);
-                if mser_truncation(&normal_series(&mut rng, n, 1.0, 0.05)) == 0 {
-                    untouched += 1;
-                }
-            }
-            eprintln!("n = {n}: stationary untouched in {untouched} of 300");
-            assert!(untouched >= 270, "n = {n}: untouched in {untouched} of 300");
-        }
     }
 
     #[test]

@@ -20,7 +20,7 @@ const EXPERIMENT_COLUMNS: &str = "id, name, description, workload, file_path, fi
 const RUN_COLUMNS: &str = "id, experiment_id, arm, arm_label, arm_index, repeat, attempt,
     config_toml, config_sha256, command_json, env_json, status, skip_reason, exit_code, signal,
     error, stderr_tail, iterations_done, started_at, finished_at, wall_seconds,
-    malformed_lines, nonfinite_values, overlong_lines";
+    malformed_lines, nonfinite_values, overlong_lines, warmup";
 
 /// The runner identity of an experiment row (`None` without a pid).
 pub(super) fn runner_identity(
@@ -169,6 +169,7 @@ fn run_from_row(row: &Row<'_>) -> rusqlite::Result<RawRun> {
             nonfinite: row.get(22)?,
             overlong: row.get(23)?,
         },
+        warmup: row.get(24)?,
     };
     Ok((run, row.get(11)?, row.get(9)?, row.get(10)?))
 }

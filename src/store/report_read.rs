@@ -107,12 +107,12 @@ fn placeholders(n: usize) -> String {
 }
 
 /// The shared SELECT list of the per-run moment queries; columns 5..=10.
-const MOMENTS: &str = "SUM(m.iteration > e.warmup), \
-     TOTAL(CASE WHEN m.iteration > e.warmup THEN m.value END), \
-     TOTAL(CASE WHEN m.iteration > e.warmup THEN m.value * m.value END), \
-     MIN(CASE WHEN m.iteration > e.warmup THEN m.value END), \
-     MAX(CASE WHEN m.iteration > e.warmup THEN m.value END), \
-     SUM(m.iteration <= e.warmup)";
+const MOMENTS: &str = "SUM(m.iteration > COALESCE(r.warmup, e.warmup)), \
+     TOTAL(CASE WHEN m.iteration > COALESCE(r.warmup, e.warmup) THEN m.value END), \
+     TOTAL(CASE WHEN m.iteration > COALESCE(r.warmup, e.warmup) THEN m.value * m.value END), \
+     MIN(CASE WHEN m.iteration > COALESCE(r.warmup, e.warmup) THEN m.value END), \
+     MAX(CASE WHEN m.iteration > COALESCE(r.warmup, e.warmup) THEN m.value END), \
+     SUM(m.iteration <= COALESCE(r.warmup, e.warmup))";
 
 fn moments_at(
     row: &rusqlite::Row<'_>,
@@ -200,12 +200,15 @@ impl Store {
         let Some(warmup) = warmup else {
             return Ok(out);
         };
+        // Each run's own warm-up where it was detected, else the experiment's.
         let mut st = self.conn.prepare(
-            "SELECT id, arm, repeat FROM runs WHERE experiment_id = ?1 \
+            "SELECT id, arm, repeat, COALESCE(warmup, ?2) FROM runs WHERE experiment_id = ?1 \
              ORDER BY arm_index, repeat, id",
         )?;
-        let plan: Vec<(i64, String, i64)> = st
-            .query_map([experiment_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        let plan: Vec<(i64, String, i64, i64)> = st
+            .query_map(rusqlite::params![experiment_id, warmup], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })?
             .collect::<rusqlite::Result<_>>()?;
         let mut sorted_names = names.to_vec();
         sorted_names.sort();
@@ -217,7 +220,7 @@ impl Store {
         // Post-warm-up values per (arm, metric), for the medians.
         let mut pooled: std::collections::BTreeMap<(String, String), Vec<f64>> =
             std::collections::BTreeMap::new();
-        for (run_id, arm, repeat) in &plan {
+        for (run_id, arm, repeat, warmup) in &plan {
             if !runs.is_empty() && !runs.contains(run_id) {
                 continue;
             }
@@ -241,7 +244,7 @@ impl Store {
                     any = true;
                     let iteration: i64 = row.get(0)?;
                     let value: f64 = row.get(1)?;
-                    if iteration <= warmup {
+                    if iteration <= *warmup {
                         m.excluded += 1;
                         continue;
                     }

@@ -194,6 +194,9 @@ pub struct Run {
     pub finished_at: Option<String>,
     pub wall_seconds: Option<f64>,
     pub problems: LineProblems,
+    /// Iterations this cell excludes as warm-up when they were detected
+    /// (`warmup = "auto"`); `None`: the experiment's `warmup`.
+    pub warmup: Option<i64>,
 }
 
 /// Output of a cell that was not stored as metrics, counted per attempt.

@@ -210,7 +210,7 @@ impl Store {
                 attempt = CASE WHEN status = 'pending' THEN attempt ELSE attempt + 1 END,
                 status = 'running', skip_reason = NULL, exit_code = NULL, signal = NULL,
                 error = NULL, stderr_tail = NULL, iterations_done = 0,
-                malformed_lines = 0, nonfinite_values = 0, overlong_lines = 0,
+                malformed_lines = 0, nonfinite_values = 0, overlong_lines = 0, warmup = NULL,
                 started_at = {NOW}, finished_at = NULL, wall_seconds = NULL
              WHERE id = ?1"
         );
@@ -327,6 +327,15 @@ impl Store {
                 outcome.problems.nonfinite,
                 outcome.problems.overlong,
             ],
+        )?;
+        Ok(())
+    }
+
+    /// Records the warm-up detected for a cell (`warmup = "auto"`).
+    pub fn set_run_warmup(&mut self, run_id: i64, warmup: i64) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE runs SET warmup = ?1 WHERE id = ?2",
+            params![warmup, run_id],
         )?;
         Ok(())
     }

@@ -401,3 +401,70 @@ fn a_transient_longer_than_the_warm_up_and_an_outlier_are_named() {
     );
     assert!(md.contains(", 15 (z = "), "{md}");
 }
+
+#[test]
+fn warmup_auto_drops_each_cells_detected_transient_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("x.db");
+    // Iterations 1-4 take 1.5 s, the rest 1.00-1.02 s.
+    let series: Vec<String> = (1..=20)
+        .map(|i| {
+            let v = if i <= 4 {
+                1.5
+            } else {
+                1.0 + 0.01 * f64::from(i % 3)
+            };
+            format!("echo '{{\"iteration\":{i},\"time/iteration_seconds\":{v}}}'")
+        })
+        .collect();
+    let file = dir.path().join("e.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"auto\"\nworkload = \"command\"\niterations = 20\nwarmup = \"auto\"\n\
+             [[arms]]\nname = \"a\"\ncommand = {}\n",
+            toml_string(&series.join("; "))
+        ),
+    )
+    .unwrap();
+    let out = run_lcx(&db, dir.path(), &["run", "--plain", file.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let store = lcx::store::Store::open_read_only(&db).unwrap();
+    let run = &store.runs(1).unwrap()[0];
+    assert_eq!(run.warmup, Some(4));
+    let q = |sql: &str| match &store.query(sql).unwrap().rows[0][0] {
+        lcx::store::SqlValue::Integer(n) => *n as f64,
+        lcx::store::SqlValue::Real(x) => *x,
+        other => panic!("{sql}: {other:?}"),
+    };
+    assert_eq!(q("SELECT detected FROM run_warmup WHERE run_id = 1"), 4.0);
+    assert_eq!(q("SELECT declared FROM run_warmup WHERE run_id = 1"), 0.0);
+    assert_eq!(q("SELECT n FROM arm_metric_stats WHERE arm = 'a'"), 16.0);
+    let mean = q("SELECT mean FROM arm_metric_stats WHERE arm = 'a'");
+    assert!(mean < 1.02, "the view still averages the transient: {mean}");
+    let md = ok(&db, dir.path(), &["report"]);
+    assert!(md.contains("warm-up detected per cell by MSER"), "{md}");
+    assert!(md.contains("| Warm-up |"), "{md}");
+    assert!(!md.contains("settles only after"), "{md}");
+    // The report's mean agrees with the view's.
+    assert!(
+        md.contains(&format!("{mean:.3} ±")),
+        "{mean:.3} not in {md}"
+    );
+
+    // A word other than "auto" is refused with the key.
+    std::fs::write(
+        &file,
+        std::fs::read_to_string(&file)
+            .unwrap()
+            .replace("\"auto\"", "\"soon\""),
+    )
+    .unwrap();
+    let bad = run_lcx(&db, dir.path(), &["run", file.to_str().unwrap()]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        text(&bad.stderr).contains("warmup: expected an integer ≥ 0 or \"auto\""),
+        "{}",
+        text(&bad.stderr)
+    );
+}
