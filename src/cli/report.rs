@@ -182,16 +182,16 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         // over several experiments the worst wins.
         let mut decisions = Vec::new();
         for r in &reports {
-            match &r.gate {
+            match r.check {
                 None => eprintln!(
-                    "note: experiment #{} ({}) has no [gate]; --check passes",
+                    "note: experiment #{} ({}) has no [gate] or [[guard]]; --check passes",
                     r.experiment.id, r.experiment.name
                 ),
-                Some(g) => {
-                    decisions.push(g.decision);
+                Some(d) => {
+                    decisions.push(d);
                     eprintln!(
                         "check: {} for experiment #{} ({})",
-                        g.decision.word(),
+                        d.word(),
                         r.experiment.id,
                         r.experiment.name
                     );

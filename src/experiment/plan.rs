@@ -24,6 +24,7 @@
 //! | `[matrix]` | key → list of values; one arm per combination (crossed with `[[arms]]` when both are given). A dotted key is a config `--set`, a key starting with `--` is a flag appended to `args`, `env.NAME` sets an environment variable |
 //! | `[[columns]]` | report table columns: `metric`, `label`, `show` = `value` \| `speedup` \| `both`, `direction` = `lower` \| `higher` |
 //! | `variable_iterations` | `true`: command arms may emit fewer lines than `iterations` (at least one); by default a cell that exits 0 with fewer lines is `failed`. Also an `[[arms]]` key |
+//! | `[[guard]]` | a metric that must not get worse: `metric`, `margin` (in its units), optional `direction`, `arm`; a failed guard fails `--check` even when the gate passes |
 //! | `[gate]` | decision rule for `lcx report --check`: `metric`, `min_speedup` (> 1: superiority; ≤ 1: non-inferiority margin) or `max_slowdown`, optional `min_effect` (minimum relative effect, e.g. 0.05) and `arm` (default: every non-baseline arm) |
 //!
 //! Command-line `--set` applies after the file's `set` and before the arm's.
@@ -162,6 +163,18 @@ pub struct Gate {
     pub arm: Option<String>,
 }
 
+/// A metric that must not get worse than the baseline by more than
+/// `margin` (in the metric's own units), e.g. a win rate or a loss.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Guard {
+    pub metric: String,
+    pub margin: f64,
+    /// `None`: inferred from the metric's name by the report.
+    pub direction: Option<Direction>,
+    /// `None`: every non-baseline arm.
+    pub arm: Option<String>,
+}
+
 /// Which program a cell runs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -236,6 +249,10 @@ pub struct Plan {
     pub arms: Vec<Arm>,
     pub columns: Vec<Column>,
     pub gate: Option<Gate>,
+    /// Metrics that must not get worse (`[[guard]]`), judged like a
+    /// non-inferiority gate; a failed guard fails the experiment's check.
+    #[serde(default)]
+    pub guards: Vec<Guard>,
     pub notes: String,
 }
 
@@ -348,7 +365,9 @@ const TOP_KEYS: &[&str] = &[
     "gate",
     "notes",
     "variable_iterations",
+    "guard",
 ];
+const GUARD_KEYS: &[&str] = &["metric", "margin", "direction", "arm"];
 const ARM_KEYS: &[&str] = &[
     "name",
     "label",
@@ -723,6 +742,7 @@ impl Reader<'_> {
         };
         let columns = self.columns(t)?;
         let gate = self.gate(t, &seen, &baseline)?;
+        let guards = self.guards(t, &seen, &baseline)?;
 
         let mut plan = Plan {
             name,
@@ -741,6 +761,7 @@ impl Reader<'_> {
             arms: Vec::with_capacity(arms.len()),
             columns,
             gate,
+            guards,
             notes,
         };
         for raw in arms {
@@ -1190,6 +1211,61 @@ impl Reader<'_> {
             min_effect,
             arm,
         }))
+    }
+
+    fn guards(
+        &self,
+        t: &toml::Table,
+        arms: &BTreeSet<&str>,
+        baseline: &str,
+    ) -> Result<Vec<Guard>, PlanError> {
+        let mut out = Vec::new();
+        for (i, g) in self.tables(t, "guard")?.into_iter().enumerate() {
+            let prefix = format!("guard[{i}].");
+            self.check_keys(g, &prefix, GUARD_KEYS)?;
+            let metric = self
+                .string(g, "metric", &prefix)?
+                .filter(|m| !m.trim().is_empty())
+                .ok_or_else(|| {
+                    self.err(format!("{prefix}metric"), "missing (the metric guarded)")
+                })?;
+            let margin = self.number(g, "margin", &prefix)?.ok_or_else(|| {
+                self.err(
+                    format!("{prefix}margin"),
+                    "missing (how much worse the arm may be, in the metric's units, e.g. 0.05)",
+                )
+            })?;
+            if margin < 0.0 {
+                return Err(self.err(format!("{prefix}margin"), "must be ≥ 0"));
+            }
+            let direction = match self.string(g, "direction", &prefix)?.as_deref() {
+                None => None,
+                Some("lower") => Some(Direction::Lower),
+                Some("higher") => Some(Direction::Higher),
+                Some(other) => {
+                    return Err(self.err(
+                        format!("{prefix}direction"),
+                        format!("unknown `{other}` (expected lower or higher)"),
+                    ))
+                }
+            };
+            let arm = self.string(g, "arm", &prefix)?;
+            if let Some(a) = &arm {
+                if !arms.contains(a.as_str()) || a == baseline {
+                    return Err(self.err(
+                        format!("{prefix}arm"),
+                        format!("`{a}` is not an arm other than the baseline"),
+                    ));
+                }
+            }
+            out.push(Guard {
+                metric,
+                margin,
+                direction,
+                arm,
+            });
+        }
+        Ok(out)
     }
 
     /// Builds the child argv and, for lcx workloads, loads and validates the

@@ -212,7 +212,20 @@ pub fn resolve_columns(
 pub fn needed_metrics(columns: &[ReportColumn], plan: Option<&Plan>) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     let gate = plan.and_then(|p| p.gate.as_ref()).map(|g| g.metric.clone());
-    for m in columns.iter().map(|c| c.metric.clone()).chain(gate) {
+    let guards = plan
+        .map(|p| {
+            p.guards
+                .iter()
+                .map(|g| g.metric.clone())
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    for m in columns
+        .iter()
+        .map(|c| c.metric.clone())
+        .chain(gate)
+        .chain(guards)
+    {
         if !names.contains(&m) {
             names.push(m);
         }
@@ -304,6 +317,74 @@ fn short_date(ts: &str) -> String {
     } else {
         "undated".to_string()
     }
+}
+
+/// Every `[[guard]]` on every arm it guards.
+fn guard_outcomes(
+    plan: Option<&Plan>,
+    arms: &[ArmResult],
+    baseline: &str,
+    alpha: f64,
+) -> Vec<GuardOutcome> {
+    let Some(plan) = plan else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for g in &plan.guards {
+        let direction = match g.direction {
+            Some(crate::experiment::Direction::Lower) => Direction::LowerIsBetter,
+            Some(crate::experiment::Direction::Higher) => Direction::HigherIsBetter,
+            None => direction_for(&g.metric).0,
+        };
+        let base = arms
+            .iter()
+            .find(|a| a.name == baseline)
+            .and_then(|a| a.metric(&g.metric))
+            .and_then(|m| m.replicate);
+        for arm in arms.iter().filter(|a| !a.is_baseline) {
+            if g.arm.as_ref().is_some_and(|x| x != &arm.name) {
+                continue;
+            }
+            let value = arm.metric(&g.metric).and_then(|m| m.replicate);
+            let (test, decision, why) = match (&base, &value) {
+                (None, _) => (
+                    None,
+                    Decision::Inconclusive,
+                    Some(format!("baseline `{baseline}` has no `{}`", g.metric)),
+                ),
+                (_, None) => (
+                    None,
+                    Decision::Inconclusive,
+                    Some(format!("`{}` has no `{}`", arm.name, g.metric)),
+                ),
+                (Some(b), Some(a)) => {
+                    let t = super::stats::guard_test(b, a, direction, g.margin, alpha);
+                    let why = match t.decision {
+                        Decision::Fail => Some(format!(
+                            "worse by {} (interval {} to {}), beyond the margin of {}",
+                            super::render::num(-t.gain),
+                            super::render::num(-t.ci_high),
+                            super::render::num(-t.ci_low),
+                            super::render::num(g.margin)
+                        )),
+                        Decision::Inconclusive => Some("one replicate: no interval".into()),
+                        Decision::Pass => None,
+                    };
+                    (Some(t), t.decision, why)
+                }
+            };
+            out.push(GuardOutcome {
+                metric: g.metric.clone(),
+                arm: arm.name.clone(),
+                margin: g.margin,
+                direction,
+                test,
+                decision,
+                why,
+            });
+        }
+    }
+    out
 }
 
 /// What the primary metric's series say about the declared warm-up: a
@@ -778,6 +859,12 @@ pub fn assemble(input: Input, options: Options) -> Report {
     });
 
     // Net result on the primary metric.
+    let guard_outcomes = guard_outcomes(plan.as_ref(), &arms, &baseline, rule.alpha);
+    let check = {
+        let mut all: Vec<Decision> = gate_outcome.iter().map(|g| g.decision).collect();
+        all.extend(guard_outcomes.iter().map(|g| g.decision));
+        (!all.is_empty()).then(|| Decision::combine(all))
+    };
     let primary = primary_metric(gate.as_ref(), &columns);
     let net_result = net_result(&arms, primary.as_deref(), &label_of);
     if let Some(metric) = &primary {
@@ -890,6 +977,8 @@ pub fn assemble(input: Input, options: Options) -> Report {
         roofline,
         total_cells: input.runs.len(),
         gate: gate_outcome,
+        guards: guard_outcomes,
+        check,
         net_result,
         reproduce: Reproduce {
             experiment: shell_line(&exp_cmd),

@@ -95,6 +95,7 @@ fn plan(gate_min: f64, columns: bool) -> Plan {
             min_effect: None,
             arm: Some("interleaved".into()),
         }),
+        guards: Vec::new(),
         notes: "Interleaving batches network calls across traversals.".into(),
     }
 }

@@ -30,6 +30,11 @@ pub struct Report {
     pub roofline: Option<Roofline>,
     pub total_cells: usize,
     pub gate: Option<GateOutcome>,
+    /// The `[[guard]]`s, per guarded arm.
+    pub guards: Vec<GuardOutcome>,
+    /// What `--check` acts on: the gate's decision combined with the
+    /// guards' (`None` with neither).
+    pub check: Option<Decision>,
     /// The one-line summary without a gate (also shown with one).
     pub net_result: String,
     pub reproduce: Reproduce,
@@ -212,6 +217,19 @@ pub struct GateOutcome {
     pub pass: bool,
     /// FAIL if any arm fails, else INCONCLUSIVE if any is, else PASS.
     pub decision: Decision,
+}
+
+/// One `[[guard]]` on one arm, evaluated.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GuardOutcome {
+    pub metric: String,
+    pub arm: String,
+    pub margin: f64,
+    pub direction: Direction,
+    /// `None` when either side has no data.
+    pub test: Option<super::stats::GuardTest>,
+    pub decision: Decision,
+    pub why: Option<String>,
 }
 
 /// Commands that reproduce the experiment.

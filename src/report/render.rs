@@ -163,6 +163,64 @@ pub fn arm_table(report: &Report) -> String {
     table.to_string()
 }
 
+/// The guards, one line per guarded arm, and the overall decision when a
+/// guard overrules the gate.
+pub fn guard_lines(report: &Report) -> Option<String> {
+    if report.guards.is_empty() {
+        return None;
+    }
+    let alpha = report.rule.alpha;
+    let mut out = format!(
+        "Guards (non-inferiority in the metric's own units: FAIL when the {}% interval of the \
+         arm's gain over the baseline lies below minus the margin, one-sided α = {}):\n",
+        trim_number(100.0 * (1.0 - alpha)),
+        trim_number(alpha / 2.0)
+    );
+    for g in &report.guards {
+        let detail = match &g.test {
+            Some(t) if t.ci_low.is_finite() => format!(
+                ", gain {}{} [{} to {}]",
+                if t.gain >= 0.0 { "+" } else { "" },
+                num(t.gain),
+                num(t.ci_low),
+                num(t.ci_high)
+            ),
+            Some(t) => format!(", gain {}", num(t.gain)),
+            None => String::new(),
+        };
+        let why = g
+            .why
+            .as_deref()
+            .map(|w| format!(" ({})", md(w)))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "- `{}` on {} (margin {}, {}): {}{detail}{why}",
+            md(&g.arm),
+            md(&g.metric),
+            num(g.margin),
+            direction_word(g.direction),
+            g.decision.word()
+        );
+    }
+    let failed: Vec<String> = report
+        .guards
+        .iter()
+        .filter(|g| g.decision == super::stats::Decision::Fail)
+        .map(|g| format!("`{}` on {}", md(&g.arm), md(&g.metric)))
+        .collect();
+    if let (Some(gate), false) = (&report.gate, failed.is_empty()) {
+        if gate.decision == super::stats::Decision::Pass {
+            let _ = write!(
+                out,
+                "\nOverall: FAIL: faster but learns worse: {}.",
+                failed.join(", ")
+            );
+        }
+    }
+    Some(out.trim_end().to_string())
+}
+
 /// The four-way verdict rule in one paragraph.
 pub fn verdict_rule_text(alpha: f64, min_effect: f64) -> String {
     let (low, high) = equivalence_band(min_effect);
@@ -341,6 +399,9 @@ pub fn render_markdown(report: &Report) -> String {
 
     if let Some(line) = verdict_line(report) {
         let _ = writeln!(out, "{line}\n");
+    }
+    if let Some(text) = guard_lines(report) {
+        let _ = writeln!(out, "{text}\n");
     }
     let _ = writeln!(out, "Net result: {}\n", report.net_result);
 

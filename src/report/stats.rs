@@ -558,6 +558,67 @@ impl GateTest {
     }
 }
 
+/// A guard's judgement of one arm: how much better (> 0) or worse (< 0)
+/// than the baseline the arm is on the guarded metric, with its interval.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct GuardTest {
+    /// Arm minus baseline, sign flipped for lower-is-better: > 0 is better.
+    pub gain: f64,
+    pub ci_low: f64,
+    pub ci_high: f64,
+    pub decision: Decision,
+}
+
+/// Non-inferiority on a difference: FAIL when the whole `1 - alpha`
+/// interval of the gain lies below `-margin` (the arm shown worse than
+/// allowed, one-sided α/2), INCONCLUSIVE without an interval, PASS
+/// otherwise.
+pub fn guard_test(
+    baseline: &Summary,
+    arm: &Summary,
+    direction: Direction,
+    margin: f64,
+    alpha: f64,
+) -> GuardTest {
+    let sign = match direction {
+        Direction::HigherIsBetter => 1.0,
+        Direction::LowerIsBetter => -1.0,
+    };
+    let gain = sign * (arm.mean - baseline.mean);
+    if arm.n < 2 || baseline.n < 2 {
+        return GuardTest {
+            gain,
+            ci_low: f64::NAN,
+            ci_high: f64::NAN,
+            decision: Decision::Inconclusive,
+        };
+    }
+    let (va, vb) = (
+        arm.sd.powi(2) / arm.n as f64,
+        baseline.sd.powi(2) / baseline.n as f64,
+    );
+    let se = (va + vb).sqrt();
+    let df = if se > 0.0 {
+        (va + vb).powi(2)
+            / (va.powi(2) / (arm.n - 1) as f64 + vb.powi(2) / (baseline.n - 1) as f64)
+                .max(f64::MIN_POSITIVE)
+    } else {
+        (arm.n + baseline.n - 2) as f64
+    };
+    let half = t_quantile(1.0 - alpha / 2.0, df) * se;
+    let (ci_low, ci_high) = (gain - half, gain + half);
+    GuardTest {
+        gain,
+        ci_low,
+        ci_high,
+        decision: if ci_high < -margin {
+            Decision::Fail
+        } else {
+            Decision::Pass
+        },
+    }
+}
+
 fn trim(x: f64) -> String {
     let t = format!("{x:.4}");
     t.trim_end_matches('0').trim_end_matches('.').to_string()
@@ -1076,5 +1137,32 @@ mod tests {
         let (_, p) = trend(&flat).unwrap();
         assert!(p > 0.01, "{p}");
         assert!(trend(&[1.0, 2.0]).is_none());
+    }
+
+    #[test]
+    fn guards_fail_only_an_arm_shown_worse_than_the_margin_over_400_seeds() {
+        let run = |shift: f64| {
+            let mut fails = 0;
+            for seed in 0..400u64 {
+                let mut rng = ChaCha8Rng::seed_from_u64(120_000 + seed);
+                // A win rate of 0.80 measured with ±0.02 noise, 3 repeats.
+                let base = Summary::from_values(&normal_series(&mut rng, 3, 0.80, 0.02)).unwrap();
+                let arm =
+                    Summary::from_values(&normal_series(&mut rng, 3, 0.80 + shift, 0.02)).unwrap();
+                let g = guard_test(&base, &arm, Direction::HigherIsBetter, 0.05, 0.05);
+                if g.decision == Decision::Fail {
+                    fails += 1;
+                }
+            }
+            fails
+        };
+        let aa = run(0.0);
+        let worse = run(-0.15);
+        eprintln!("guard, margin 0.05: A/A failed {aa} of 400, 0.15 worse failed {worse} of 400");
+        assert!(aa <= 4, "A/A failed the guard {aa} of 400 times");
+        assert!(
+            worse >= 300,
+            "a 0.15 drop failed the guard only {worse} of 400 times"
+        );
     }
 }

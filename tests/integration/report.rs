@@ -468,3 +468,52 @@ fn warmup_auto_drops_each_cells_detected_transient_everywhere() {
         text(&bad.stderr)
     );
 }
+
+#[test]
+fn a_guard_fails_an_arm_that_is_faster_but_learns_worse() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("x.db");
+    let arm_with = |name: &str, time: &str, win: &str| {
+        let command = format!(
+            r#"i=1; while [ $i -le 8 ]; do echo "{{\"iteration\":$i,\"time/traversal_seconds\":{time}$i,\"eval/random/win_rate0\":{win}$i}}"; i=$((i+1)); done"#
+        );
+        format!(
+            "\n[[arms]]\nname = \"{name}\"\ncommand = {}\n",
+            toml_string(&command)
+        )
+    };
+    let write = |file: &str, fast_win: &str, margin: &str| {
+        let path = dir.path().join(file);
+        std::fs::write(
+            &path,
+            format!(
+                "name = \"{file}\"\nworkload = \"command\"\niterations = 8\nwarmup = 1\nbaseline = \"slow\"\n{}{}\
+                 [gate]\nmetric = \"time/traversal_seconds\"\nmin_speedup = 1.5\narm = \"fast\"\n\
+                 [[guard]]\nmetric = \"eval/random/win_rate0\"\nmargin = {margin}\n",
+                arm_with("slow", "1.0", "0.8"),
+                arm_with("fast", "0.3", fast_win)
+            ),
+        )
+        .unwrap();
+        let out = run_lcx(&db, dir.path(), &["run", "--plain", path.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    };
+    // Win rate 0.80x vs 0.60x: 0.2 worse, the margin is 0.05.
+    write("worse", "0.6", "0.05");
+    let check = run_lcx(&db, dir.path(), &["report", "worse", "--check"]);
+    let md = text(&check.stdout);
+    assert_eq!(check.status.code(), Some(1), "{md}");
+    assert!(md.contains("Verdict: PASS"), "{md}");
+    assert!(
+        md.contains("- `fast` on eval/random/win_rate0 (margin 0.05"),
+        "{md}"
+    );
+    assert!(
+        md.contains("Overall: FAIL: faster but learns worse: `fast` on eval/random/win_rate0"),
+        "{md}"
+    );
+    // The same data with a margin of 0.3: faster and not worse beyond it.
+    write("within", "0.6", "0.3");
+    let check = run_lcx(&db, dir.path(), &["report", "within", "--check"]);
+    assert_eq!(check.status.code(), Some(0), "{}", text(&check.stdout));
+}
