@@ -129,6 +129,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         stop: Arc::clone(&stop),
         cuda_available: None,
         takeover: args.takeover,
+        precise_enough: Some(runner::PrecisionCheck(Arc::new(|store, id, precision| {
+            let report = crate::report::build::load(store, id, Default::default())?;
+            Ok(crate::report::build::precision_reached(&report, precision))
+        }))),
     };
     let mut reporter: Box<dyn Reporter> = if !args.plain && std::io::stderr().is_terminal() {
         Box::new(ProgressReporter::new())

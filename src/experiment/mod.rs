@@ -15,7 +15,7 @@ pub mod runner;
 pub mod warmup;
 
 pub use plan::{
-    Arm, CellSpec, Column, Direction, Gate, Guard, Order, Plan, PlanError, Program, Requirement,
-    Show, Workload,
+    Adaptive, Arm, CellSpec, Column, Direction, Gate, Guard, Order, Plan, PlanError, Program,
+    Requirement, Show, Workload,
 };
 pub use runner::{Event, RunnerError, RunnerOptions, StopSignal, Summary};

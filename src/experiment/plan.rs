@@ -16,7 +16,7 @@
 //! | `config` | trainer config file (lcx workloads; code defaults when absent) |
 //! | `iterations` | iterations (train), timed repetitions (bench), or expected lines (command); ≥ 1 |
 //! | `warmup` | leading iterations excluded from statistics (< iterations, default 0), or `"auto"`: detected per cell by MSER on the primary metric |
-//! | `repeats` | cells per arm (default 1) |
+//! | `repeats` | cells per arm (default 1), or `{ min, max, precision }`: interleaved rounds past `min` until every judged speedup's 95 % interval is within ±precision, or `max` |
 //! | `baseline` | arm the others are compared with (default: the first arm) |
 //! | `set` | `key=value` config overrides for every arm |
 //! | `order` | `interleaved` (A B A B, default) \| `sequential` (A A B B) |
@@ -239,7 +239,12 @@ pub struct Plan {
     /// (MSER on the primary metric) and stored on its run row.
     #[serde(default)]
     pub warmup_auto: bool,
+    /// Cells per arm (the most, with `adaptive`).
     pub repeats: u32,
+    /// `repeats = { min, max, precision }`: rounds go on past `min` until
+    /// every judged speedup's interval is within ±precision, or `max`.
+    #[serde(default)]
+    pub adaptive: Option<Adaptive>,
     pub baseline: String,
     pub order: Order,
     /// The file's `set`.
@@ -254,6 +259,15 @@ pub struct Plan {
     #[serde(default)]
     pub guards: Vec<Guard>,
     pub notes: String,
+}
+
+/// Adaptive repeats: at least `min` rounds, at most `max`, stopping once
+/// every gated or speedup-column interval is within ±`precision`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Adaptive {
+    pub min: u32,
+    pub max: u32,
+    pub precision: f64,
 }
 
 /// One cell: an arm index into [`Plan::arms`] and a 1-based repeat.
@@ -653,8 +667,50 @@ impl Reader<'_> {
                 ),
             ));
         }
-        let repeats = self.count(t, "repeats", 1)?.unwrap_or(1);
-        let order = match self.string(t, "order", "")?.as_deref() {
+        let (repeats, adaptive) = match t.get("repeats") {
+            Some(toml::Value::Table(r)) => {
+                self.check_keys(r, "repeats.", &["min", "max", "precision"])?;
+                let count = |key: &str| -> Result<u32, PlanError> {
+                    match r.get(key) {
+                        Some(toml::Value::Integer(n)) if *n >= 1 && *n <= 10_000 => Ok(*n as u32),
+                        _ => Err(self.err(
+                            format!("repeats.{key}"),
+                            "expected an integer from 1 to 10000",
+                        )),
+                    }
+                };
+                let (min, max) = (count("min")?, count("max")?);
+                if min > max {
+                    return Err(self.err("repeats.min", "must not exceed repeats.max"));
+                }
+                let precision = self
+                    .number(r, "precision", "repeats.")?
+                    .filter(|p| *p > 0.0 && *p < 1.0)
+                    .ok_or_else(|| {
+                        self.err(
+                            "repeats.precision",
+                            "expected a fraction in (0, 1), e.g. 0.03 for intervals within ±3 %",
+                        )
+                    })?;
+                (
+                    max,
+                    Some(Adaptive {
+                        min,
+                        max,
+                        precision,
+                    }),
+                )
+            }
+            _ => (self.count(t, "repeats", 1)?.unwrap_or(1), None),
+        };
+        let order_text = self.string(t, "order", "")?;
+        if adaptive.is_some() && order_text.as_deref() == Some("sequential") {
+            return Err(self.err(
+                "order",
+                "adaptive repeats run interleaved rounds (A B A B …); remove `order = \"sequential\"`",
+            ));
+        }
+        let order = match order_text.as_deref() {
             None | Some("interleaved") => Order::Interleaved,
             Some("sequential") => Order::Sequential,
             Some(other) => {
@@ -754,6 +810,7 @@ impl Reader<'_> {
             warmup,
             warmup_auto,
             repeats,
+            adaptive,
             baseline,
             order,
             file_set,

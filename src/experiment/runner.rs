@@ -130,6 +130,24 @@ pub struct RunnerOptions {
     /// Resume even when the experiment's last runner was on another host
     /// and may still be running there.
     pub takeover: bool,
+    /// For adaptive repeats: after a round, says why the experiment has
+    /// enough data (every judged interval within the precision), or `None`
+    /// to go on. Supplied by the caller, which knows the report's statistics.
+    pub precise_enough: Option<PrecisionCheck>,
+}
+
+/// The function behind a [`PrecisionCheck`]: (store, experiment id,
+/// precision) → why the data suffice, or `None`.
+pub type PrecisionFn = dyn Fn(&Store, i64, f64) -> Result<Option<String>, StoreError> + Send + Sync;
+
+/// See [`RunnerOptions::precise_enough`].
+#[derive(Clone)]
+pub struct PrecisionCheck(pub Arc<PrecisionFn>);
+
+impl std::fmt::Debug for PrecisionCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PrecisionCheck")
+    }
 }
 
 /// A cell as the reporter sees it.
@@ -315,10 +333,34 @@ pub fn run(
     let mut cuda = options.cuda_available;
     let mut failed_fast = false;
     let cells = todo.len();
+    let rounds: Vec<i64> = todo.iter().map(|(_, r)| r.repeat).collect();
+    let mut enough: Option<String> = None;
     for (position, (arm_index, run)) in todo.into_iter().enumerate() {
         if options.stop.is_stopped() || failed_fast {
             break;
         }
+        if let Some(reason) = &enough {
+            let reason = format!("not needed: {reason}");
+            store.skip_run(run.id, &reason)?;
+            let info = CellInfo {
+                run_id: run.id,
+                arm: plan.arms[arm_index].name.clone(),
+                label: plan.arms[arm_index].label.clone(),
+                repeat: run.repeat.max(1) as u32,
+                repeats: plan.repeats,
+                position: position + 1,
+                cells,
+                iterations: plan.iterations,
+                attempt: run.attempt,
+            };
+            reporter.report(&Event::CellSkipped {
+                cell: &info,
+                reason: &reason,
+            });
+            continue;
+        }
+        // The last cell of a round: adaptive repeats may stop after it.
+        let round_ends = rounds.get(position + 1) != Some(&run.repeat);
         let arm = &plan.arms[arm_index];
         let mut info = CellInfo {
             run_id: run.id,
@@ -347,6 +389,14 @@ pub fn run(
         let outcome = run_cell(store, plan, arm_index, &info, options, reporter)?;
         if outcome.status == RunStatus::Failed && options.fail_fast {
             failed_fast = true;
+        }
+        if let (Some(a), Some(check), true) = (&plan.adaptive, &options.precise_enough, round_ends)
+        {
+            if run.repeat >= i64::from(a.min) && run.repeat < i64::from(a.max) {
+                if let Some(why) = (check.0)(store, experiment_id, a.precision)? {
+                    enough = Some(format!("stopped after round {}: {why}", run.repeat));
+                }
+            }
         }
     }
 

@@ -319,6 +319,42 @@ fn short_date(ts: &str) -> String {
     }
 }
 
+/// Whether adaptive repeats may stop: every non-baseline arm's speedup on
+/// the gate's metric and on every speedup column has an interval within
+/// ±`precision` of its estimate (on the log scale). `None`: go on.
+pub fn precision_reached(report: &Report, precision: f64) -> Option<String> {
+    let mut metrics: Vec<&str> = report
+        .columns
+        .iter()
+        .filter(|c| c.kind == ColumnKind::Speedup)
+        .map(|c| c.metric.as_str())
+        .collect();
+    if let Some(g) = &report.gate {
+        metrics.push(&g.metric);
+    }
+    if metrics.is_empty() {
+        if let Some(c) = report.columns.first() {
+            metrics.push(&c.metric);
+        }
+    }
+    let others: Vec<&ArmResult> = report.arms.iter().filter(|a| !a.is_baseline).collect();
+    if metrics.is_empty() || others.is_empty() {
+        return None;
+    }
+    for arm in others {
+        for m in &metrics {
+            let s = arm.metric(m)?.comparison?.speedup?;
+            if !super::stats::within_precision(&s, precision) {
+                return None;
+            }
+        }
+    }
+    Some(format!(
+        "every judged speedup's interval is within ±{}%",
+        super::render::num(precision * 100.0)
+    ))
+}
+
 /// Every `[[guard]]` on every arm it guards.
 fn guard_outcomes(
     plan: Option<&Plan>,
@@ -867,6 +903,15 @@ pub fn assemble(input: Input, options: Options) -> Report {
     };
     let primary = primary_metric(gate.as_ref(), &columns);
     let net_result = net_result(&arms, primary.as_deref(), &label_of);
+    if e.repeats == 1 && arms.len() > 1 {
+        remarks.push(
+            "One process per arm: each iteration is a replicate, so differences between \
+             processes (a slow core, a cold page cache) cannot be seen and the intervals are \
+             too narrow for them; give `repeats` ≥ 3 (or adaptive repeats) for verdicts to \
+             gate on."
+                .to_string(),
+        );
+    }
     if let Some(metric) = &primary {
         remarks.extend(series_remarks(e, &input.runs, &input.series, metric));
     }

@@ -40,6 +40,7 @@ fn plan(gate_min: f64, columns: bool) -> Plan {
         iterations: 10,
         warmup: 2,
         warmup_auto: false,
+        adaptive: None,
         repeats: 1,
         baseline: "recursive".into(),
         order: Order::Interleaved,

@@ -424,6 +424,17 @@ pub fn compare(
     }
 }
 
+/// Whether a speedup's interval lies within ±`precision` of its estimate
+/// on the log scale (adaptive repeats stop when all do).
+pub fn within_precision(s: &Speedup, precision: f64) -> bool {
+    let edge = (1.0 + precision).ln();
+    s.ci_low > 0.0
+        && s.ci_high.is_finite()
+        && s.ratio > 0.0
+        && (s.ci_high / s.ratio).ln() <= edge
+        && (s.ratio / s.ci_low).ln() <= edge
+}
+
 /// How a gate decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -1164,5 +1175,68 @@ mod tests {
             worse >= 300,
             "a 0.15 drop failed the guard only {worse} of 400 times"
         );
+    }
+
+    /// Adaptive rounds on synthetic arms (1 % process spread, 4 % iteration
+    /// noise): at least 3 rounds, at most 12, stopping once the interval is
+    /// within ±`precision`; returns the verdict counts and mean rounds.
+    fn adaptive_verdicts(seeds: u64, ratio: f64, precision: f64) -> ([usize; 4], f64) {
+        let mut out = [0; 4];
+        let mut rounds_total = 0;
+        for seed in 0..seeds {
+            let mut rng = ChaCha8Rng::seed_from_u64(150_000 + seed);
+            let mut base_runs: Vec<Vec<f64>> = Vec::new();
+            let mut arm_runs: Vec<Vec<f64>> = Vec::new();
+            let mut last = None;
+            for round in 1..=12 {
+                for (runs, mean) in [(&mut base_runs, 1.0), (&mut arm_runs, ratio)] {
+                    let offset = normal_series(&mut rng, 1, 1.0, 0.01)[0];
+                    runs.push(normal_series(
+                        &mut rng,
+                        10,
+                        mean * offset,
+                        mean * offset * 0.04,
+                    ));
+                }
+                if round < 3 {
+                    continue;
+                }
+                let b = Summary::from_values(&replicates(&base_runs)).unwrap();
+                let a = Summary::from_values(&replicates(&arm_runs)).unwrap();
+                let c = compare(&b, &a, Direction::LowerIsBetter, VerdictRule::default());
+                last = Some(c.verdict);
+                rounds_total += 1;
+                if c.speedup.is_some_and(|s| within_precision(&s, precision)) {
+                    break;
+                }
+            }
+            out[match last.unwrap() {
+                Verdict::Improved => 0,
+                Verdict::Regressed => 1,
+                Verdict::Equivalent => 2,
+                Verdict::Inconclusive => 3,
+            }] += 1;
+        }
+        (out, 2.0 + rounds_total as f64 / seeds as f64)
+    }
+
+    #[test]
+    fn adaptive_repeats_settle_a_3_percent_change_and_keep_aa_clean_over_400_seeds() {
+        let ([_, regressed, equivalent, inconclusive], rounds) =
+            adaptive_verdicts(400, 1.03, 0.015);
+        eprintln!(
+            "adaptive (3-12 rounds, ±1.5 %), 3 % slower: regressed {regressed}, equivalent \
+             {equivalent}, inconclusive {inconclusive}, {rounds:.1} rounds on average"
+        );
+        assert!(regressed <= 8, "regressed {regressed} of 400");
+        let ([improved, regressed, ..], rounds) = adaptive_verdicts(400, 1.0, 0.015);
+        eprintln!("adaptive A/A: improved {improved}, regressed {regressed}, {rounds:.1} rounds");
+        assert!(
+            improved + regressed <= 20,
+            "A/A called changed {} of 400",
+            improved + regressed
+        );
+        let ([_, regressed, ..], _) = adaptive_verdicts(400, 1.10, 0.015);
+        assert!(regressed >= 390, "10 % slower regressed {regressed} of 400");
     }
 }

@@ -517,3 +517,55 @@ fn a_guard_fails_an_arm_that_is_faster_but_learns_worse() {
     let check = run_lcx(&db, dir.path(), &["report", "within", "--check"]);
     assert_eq!(check.status.code(), Some(0), "{}", text(&check.stdout));
 }
+
+#[test]
+fn adaptive_repeats_stop_once_the_intervals_are_precise_and_say_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("x.db");
+    let arm = |name: &str, base: &str| {
+        let command = format!(
+            r#"i=1; while [ $i -le 4 ]; do echo "{{\"iteration\":$i,\"t\":{base}$LCX_REPEAT$i}}"; i=$((i+1)); done"#
+        );
+        format!(
+            "\n[[arms]]\nname = \"{name}\"\ncommand = {}\n",
+            toml_string(&command)
+        )
+    };
+    let file = dir.path().join("e.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"adaptive\"\nworkload = \"command\"\niterations = 4\n\
+             repeats = {{ min = 2, max = 6, precision = 0.05 }}\n{}{}\
+             [[columns]]\nmetric = \"t\"\nshow = \"speedup\"\ndirection = \"lower\"\n",
+            arm("a", "1.00"),
+            arm("b", "0.50")
+        ),
+    )
+    .unwrap();
+    let out = run_lcx(&db, dir.path(), &["run", "--plain", file.to_str().unwrap()]);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let store = lcx::store::Store::open_read_only(&db).unwrap();
+    let runs = store.runs(1).unwrap();
+    assert_eq!(runs.len(), 12, "cells for the most repeats");
+    let done: Vec<i64> = runs
+        .iter()
+        .filter(|r| r.status == lcx::store::RunStatus::Completed)
+        .map(|r| r.repeat)
+        .collect();
+    assert!(done.iter().all(|r| *r <= 2) && done.len() == 4, "{runs:#?}");
+    let skipped = runs.iter().find(|r| r.repeat == 3).unwrap();
+    assert!(
+        skipped.skip_reason.as_deref().unwrap().starts_with(
+            "not needed: stopped after round 2: every judged speedup's interval is within ±5"
+        ),
+        "{skipped:?}"
+    );
+    assert_eq!(
+        store.find_experiment("adaptive").unwrap().status,
+        lcx::store::ExperimentStatus::Completed
+    );
+    let md = ok(&db, dir.path(), &["report"]);
+    assert!(md.contains("stopped after round 2"), "{md}");
+}

@@ -196,6 +196,7 @@ command = "true"
         stop: StopSignal::new(),
         cuda_available: Some(false),
         takeover: false,
+        precise_enough: None,
     };
     let mut reporter = RecordingReporter::default();
     let summary = runner::run(&mut store, &plan, id, &options, &mut reporter).unwrap();
@@ -258,6 +259,7 @@ command = "printf '{\"iteration\":1,\"t\":1}\n{\"iteration\":1,\"t\":9}\n{\"iter
         stop: StopSignal::new(),
         cuda_available: Some(false),
         takeover: false,
+        precise_enough: None,
     };
     let mut reporter = RecordingReporter::default();
     runner::run(&mut store, &plan, id, &options, &mut reporter).unwrap();
