@@ -361,7 +361,9 @@ fn engine(args: EngineArgs) -> anyhow::Result<u8> {
 }
 
 fn trainer(args: TrainerArgs) -> anyhow::Result<u8> {
-    use crate::trainer::bench::{summarize, synthetic_trainer, time_training_call};
+    use crate::trainer::bench::{
+        summarize, synthetic_trainer, time_training_call, timed_training_call,
+    };
     if args.runs == 0 {
         return Err(bad_input(anyhow::anyhow!("--runs must be ≥ 1")));
     }
@@ -400,10 +402,16 @@ fn trainer(args: TrainerArgs) -> anyhow::Result<u8> {
         }
         let mut ms = Vec::with_capacity(args.runs);
         for _ in 0..args.runs {
-            let v = time_training_call(&mut t)?;
+            let (v, adv_loss, strat_loss) = timed_training_call(&mut t)?;
             iteration += 1;
             if let Some(out) = sink.as_mut() {
-                let line = serde_json::json!({"iteration": iteration, "mode": mode, "bench/ms_per_call": v});
+                let line = serde_json::json!({
+                    "iteration": iteration,
+                    "mode": mode,
+                    "bench/ms_per_call": v,
+                    "loss/advantage": adv_loss,
+                    "loss/strategy": strat_loss,
+                });
                 writeln!(out, "{line}")
                     .and_then(|()| out.flush())
                     .context("writing --metrics-out")?;

@@ -193,6 +193,13 @@ pub fn resolve_columns(
             .collect(),
         _ => default_columns(&e.workload, present),
     };
+    // Guarded (learning) metrics sit beside the speed columns.
+    let mut specs = specs;
+    for g in plan.map(|p| p.guards.as_slice()).unwrap_or_default() {
+        if !specs.iter().any(|(m, _, _)| *m == g.metric) {
+            specs.push((g.metric.clone(), g.metric.clone(), ColumnKind::Value));
+        }
+    }
     specs
         .into_iter()
         .map(|(metric, label, kind)| {

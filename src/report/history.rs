@@ -103,6 +103,8 @@ pub fn scale_to_peak(experiments: &[Experiment], runs: &mut Vec<HistoryRun>) -> 
 /// One line of `lcx history`.
 #[derive(Debug, Clone, Serialize)]
 pub struct HistoryRow {
+    #[serde(skip)]
+    pub fingerprint_key: String,
     pub experiment_id: i64,
     pub date: String,
     pub arm: String,
@@ -114,6 +116,84 @@ pub struct HistoryRow {
     pub change: Option<Comparison>,
     /// Id of that previous experiment.
     pub compared_with: Option<i64>,
+    /// The arm's previous row ran on another host fingerprint: a break in
+    /// the series, not a change of code.
+    pub new_host: bool,
+    /// A step change starts at this row: its relative size, found by
+    /// [`step_changes`] over the rows of this arm on this fingerprint.
+    pub step: Option<f64>,
+}
+
+/// Where a series of means shifts to a new level, in the manner of asv's
+/// step detection: the piecewise-constant fit (segments of at least 2
+/// values) that minimises the squared error plus a penalty of
+/// `3 σ² ln n` per segment, σ estimated robustly from successive
+/// differences (so a few steps do not inflate it); a boundary is kept where
+/// the level moves by at least `min_effect`. Returns (index where the new
+/// level starts, relative change), in order.
+pub fn step_changes(values: &[f64], min_effect: f64) -> Vec<(usize, f64)> {
+    let n = values.len();
+    if n < 4 || values.iter().any(|x| !x.is_finite()) {
+        return Vec::new();
+    }
+    let mut diffs: Vec<f64> = values.windows(2).map(|w| (w[1] - w[0]).abs()).collect();
+    diffs.sort_by(f64::total_cmp);
+    let mad = diffs[diffs.len() / 2];
+    let scale = values.iter().map(|x| x.abs()).sum::<f64>() / n as f64;
+    // Noise of a series with identical values: a hair of its scale.
+    let sigma = (mad / (0.6745 * std::f64::consts::SQRT_2)).max(scale * 1e-6);
+    let penalty = 3.0 * sigma * sigma * (n as f64).ln();
+    let (mut sum, mut sq) = (vec![0.0; n + 1], vec![0.0; n + 1]);
+    for (i, x) in values.iter().enumerate() {
+        sum[i + 1] = sum[i] + x;
+        sq[i + 1] = sq[i] + x * x;
+    }
+    let sse = |a: usize, b: usize| {
+        let k = (b - a) as f64;
+        let s = sum[b] - sum[a];
+        (sq[b] - sq[a] - s * s / k).max(0.0)
+    };
+    // best[j]: cost of the best fit of values[..j]; from[j]: its last start.
+    let mut best = vec![f64::INFINITY; n + 1];
+    let mut from = vec![0usize; n + 1];
+    best[0] = -penalty;
+    for j in 2..=n {
+        for i in (0..=j - 2).filter(|&i| i == 0 || i >= 2) {
+            if !best[i].is_finite() {
+                continue;
+            }
+            let c = best[i] + sse(i, j) + penalty;
+            if c < best[j] {
+                best[j] = c;
+                from[j] = i;
+            }
+        }
+    }
+    let mut starts = Vec::new();
+    let mut j = n;
+    while j > 0 {
+        let i = from[j];
+        if i > 0 {
+            starts.push(i);
+        }
+        j = i;
+    }
+    starts.reverse();
+    let mean = |a: usize, b: usize| (sum[b] - sum[a]) / (b - a) as f64;
+    let mut bounds = vec![0];
+    bounds.extend(&starts);
+    bounds.push(n);
+    let mut out = Vec::new();
+    for w in bounds.windows(3) {
+        let (before, after) = (mean(w[0], w[1]), mean(w[1], w[2]));
+        if before != 0.0 {
+            let rel = (after - before) / before.abs();
+            if rel.abs() >= min_effect {
+                out.push((w[1], rel));
+            }
+        }
+    }
+    out
 }
 
 /// Builds history rows (oldest first) from `experiments` (any order) and
@@ -161,7 +241,15 @@ pub fn history_rows(
                 last.retain(|(k, _)| *k != slot);
                 last.push((slot, (e.id, s)));
             }
+            let new_host = rows
+                .iter()
+                .rev()
+                .find(|r| r.arm == *arm)
+                .is_some_and(|r| r.fingerprint_key != key);
             rows.push(HistoryRow {
+                fingerprint_key: key.clone(),
+                new_host,
+                step: None,
                 experiment_id: e.id,
                 date: e.created_at.get(..10).unwrap_or(&e.created_at).to_string(),
                 arm: arm.to_string(),
@@ -176,6 +264,27 @@ pub fn history_rows(
                 change,
                 compared_with,
             });
+        }
+    }
+    // Step changes within each arm's rows on one fingerprint.
+    let mut groups: Vec<(String, String)> = Vec::new();
+    for r in &rows {
+        let g = (r.arm.clone(), r.fingerprint_key.clone());
+        if !groups.contains(&g) {
+            groups.push(g);
+        }
+    }
+    for (arm, key) in groups {
+        let idx: Vec<usize> = (0..rows.len())
+            .filter(|&i| rows[i].arm == arm && rows[i].fingerprint_key == key)
+            .filter(|&i| rows[i].summary.is_some())
+            .collect();
+        let means: Vec<f64> = idx
+            .iter()
+            .filter_map(|&i| rows[i].summary.map(|s| s.mean))
+            .collect();
+        for (at, rel) in step_changes(&means, rule.min_effect) {
+            rows[idx[at]].step = Some(rel);
         }
     }
     rows
@@ -206,6 +315,7 @@ pub fn render_history(metric: &str, rows: &[HistoryRow]) -> String {
         "Runs",
         metric,
         "Change vs previous",
+        "Step",
     ]);
     for r in rows {
         let change = match (&r.change, r.compared_with) {
@@ -220,7 +330,12 @@ pub fn render_history(metric: &str, rows: &[HistoryRow]) -> String {
                 let m = if m.is_empty() { "" } else { m };
                 format!("{m} {rel} vs #{id} ({p})").trim().to_string()
             }
+            _ if r.new_host => "new host: not compared".into(),
             _ => "—".into(),
+        };
+        let step = match r.step {
+            Some(rel) => format!("step {:+.1}% from here", rel * 100.0),
+            None => String::new(),
         };
         t.add_row(vec![
             r.date.clone(),
@@ -234,13 +349,17 @@ pub fn render_history(metric: &str, rows: &[HistoryRow]) -> String {
                 .map(mean_sd)
                 .unwrap_or_else(|| "no data".into()),
             change,
+            step,
         ]);
     }
     let mut out = t.to_string();
     out.push_str(
         "\n\nWarm-up-excluded mean ± spread (sd over iterations for one run, over repeat \
          means for several). Changes are marked against the previous experiment of the \
-         same arm on the same fingerprint (Welch's t-test and the minimum effect).\n",
+         same arm on the same fingerprint (the report's verdict rule); a row on another \
+         fingerprint than the arm's previous one starts a new series. Step: where the arm's \
+         level on one fingerprint shifts, by binary segmentation (Welch's |t| > 4 and the \
+         minimum effect).\n",
     );
     out
 }
@@ -428,5 +547,49 @@ mod tests {
         let text = render_history("t", &rows);
         assert!(text.contains("▼ regressed +50.0% vs #2"), "{text}");
         assert!(text.contains("0123456789"));
+    }
+
+    #[test]
+    fn steps_are_found_where_the_level_moves_and_nowhere_else() {
+        let flat = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.0, 1.01];
+        assert!(step_changes(&flat, 0.05).is_empty());
+        let stepped = [1.0, 1.01, 0.99, 1.0, 1.2, 1.21, 1.19, 1.2, 1.2];
+        let steps = step_changes(&stepped, 0.05);
+        assert_eq!(steps.len(), 1, "{steps:?}");
+        assert_eq!(steps[0].0, 4);
+        assert!((steps[0].1 - 0.2).abs() < 0.01);
+        // Two steps: up, then back down.
+        let twice = [1.0, 1.0, 1.01, 1.3, 1.31, 1.3, 1.0, 1.01, 0.99];
+        let at: Vec<usize> = step_changes(&twice, 0.05).iter().map(|s| s.0).collect();
+        assert_eq!(at, vec![3, 6]);
+    }
+
+    #[test]
+    fn step_detection_rates_over_300_seeds() {
+        use rand::{Rng, SeedableRng};
+        let series = |seed: u64, step: f64| -> Vec<f64> {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(200_000 + seed);
+            (0..12)
+                .map(|i| {
+                    let u1: f64 = rng.random::<f64>().max(1e-300);
+                    let u2: f64 = rng.random();
+                    let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
+                    (if i >= 6 { 1.0 + step } else { 1.0 }) * (1.0 + 0.02 * z)
+                })
+                .collect()
+        };
+        let false_alarms = (0..300)
+            .filter(|&s| !step_changes(&series(s, 0.0), 0.05).is_empty())
+            .count();
+        let found = (0..300)
+            .filter(|&s| {
+                step_changes(&series(s, 0.15), 0.05)
+                    .iter()
+                    .any(|(at, _)| (5..=7).contains(at))
+            })
+            .count();
+        eprintln!("steps over 300 seeds of 12 means (2 % noise): false alarms {false_alarms}, a 15 % step found {found}");
+        assert!(false_alarms <= 15, "false alarms {false_alarms} of 300");
+        assert!(found >= 270, "found {found} of 300");
     }
 }

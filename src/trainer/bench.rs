@@ -97,11 +97,23 @@ pub fn synthetic_trainer(mut config: TrainerConfig, amp: bool) -> Result<Trainer
 /// iteration runs them (concurrently where it would), with the device
 /// synchronised; milliseconds.
 pub fn time_training_call(trainer: &mut Trainer) -> Result<f64, TrainError> {
+    Ok(timed_training_call(trainer)?.0)
+}
+
+/// [`time_training_call`] with the call's mean losses: (ms, advantage loss
+/// over both players, strategy loss). The losses let an experiment guard
+/// against a mode (AMP) that is faster but trains worse.
+pub fn timed_training_call(
+    trainer: &mut Trainer,
+) -> Result<(f64, Option<f64>, Option<f64>), TrainError> {
     let t = (trainer.adv_mem[0].len() as u64).max(1);
     device::synchronize(trainer.device);
     let start = Instant::now();
-    trainer.train_networks(t)?;
-    Ok(start.elapsed().as_secs_f64() * 1e3)
+    let (losses, _, _) = trainer.train_networks(t)?;
+    let ms = start.elapsed().as_secs_f64() * 1e3;
+    let adv: Vec<f64> = losses[..2].iter().flatten().copied().collect();
+    let adv = (!adv.is_empty()).then(|| adv.iter().sum::<f64>() / adv.len() as f64);
+    Ok((ms, adv, losses[2]))
 }
 
 /// Mean, p50 and p95 (sorted value at index ⌈0.95(n−1)⌉) of `ms`.
