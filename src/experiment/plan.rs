@@ -1179,17 +1179,7 @@ impl Reader<'_> {
                     ))
                 }
             };
-            let direction = match self.string(c, "direction", &prefix)?.as_deref() {
-                None => None,
-                Some("lower") => Some(Direction::Lower),
-                Some("higher") => Some(Direction::Higher),
-                Some(other) => {
-                    return Err(self.err(
-                        format!("{prefix}direction"),
-                        format!("unknown `{other}` (expected lower or higher)"),
-                    ))
-                }
-            };
+            let direction = self.direction(c, &prefix)?;
             out.push(Column {
                 metric,
                 label,
@@ -1270,6 +1260,19 @@ impl Reader<'_> {
         }))
     }
 
+    /// A table's optional `direction` (`lower` | `higher`).
+    fn direction(&self, t: &toml::Table, prefix: &str) -> Result<Option<Direction>, PlanError> {
+        match self.string(t, "direction", prefix)?.as_deref() {
+            None => Ok(None),
+            Some("lower") => Ok(Some(Direction::Lower)),
+            Some("higher") => Ok(Some(Direction::Higher)),
+            Some(other) => Err(self.err(
+                format!("{prefix}direction"),
+                format!("unknown `{other}` (expected lower or higher)"),
+            )),
+        }
+    }
+
     fn guards(
         &self,
         t: &toml::Table,
@@ -1295,17 +1298,7 @@ impl Reader<'_> {
             if margin < 0.0 {
                 return Err(self.err(format!("{prefix}margin"), "must be ≥ 0"));
             }
-            let direction = match self.string(g, "direction", &prefix)?.as_deref() {
-                None => None,
-                Some("lower") => Some(Direction::Lower),
-                Some("higher") => Some(Direction::Higher),
-                Some(other) => {
-                    return Err(self.err(
-                        format!("{prefix}direction"),
-                        format!("unknown `{other}` (expected lower or higher)"),
-                    ))
-                }
-            };
+            let direction = self.direction(g, &prefix)?;
             let arm = self.string(g, "arm", &prefix)?;
             if let Some(a) = &arm {
                 if !arms.contains(a.as_str()) || a == baseline {

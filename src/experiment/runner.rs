@@ -339,28 +339,6 @@ pub fn run(
         if options.stop.is_stopped() || failed_fast {
             break;
         }
-        if let Some(reason) = &enough {
-            let reason = format!("not needed: {reason}");
-            store.skip_run(run.id, &reason)?;
-            let info = CellInfo {
-                run_id: run.id,
-                arm: plan.arms[arm_index].name.clone(),
-                label: plan.arms[arm_index].label.clone(),
-                repeat: run.repeat.max(1) as u32,
-                repeats: plan.repeats,
-                position: position + 1,
-                cells,
-                iterations: plan.iterations,
-                attempt: run.attempt,
-            };
-            reporter.report(&Event::CellSkipped {
-                cell: &info,
-                reason: &reason,
-            });
-            continue;
-        }
-        // The last cell of a round: adaptive repeats may stop after it.
-        let round_ends = rounds.get(position + 1) != Some(&run.repeat);
         let arm = &plan.arms[arm_index];
         let mut info = CellInfo {
             run_id: run.id,
@@ -373,6 +351,17 @@ pub fn run(
             iterations: plan.iterations,
             attempt: run.attempt,
         };
+        if let Some(reason) = &enough {
+            let reason = format!("not needed: {reason}");
+            store.skip_run(run.id, &reason)?;
+            reporter.report(&Event::CellSkipped {
+                cell: &info,
+                reason: &reason,
+            });
+            continue;
+        }
+        // The last cell of a round: adaptive repeats may stop after it.
+        let round_ends = rounds.get(position + 1) != Some(&run.repeat);
         if arm.requires == Some(Requirement::Cuda) {
             let available = *cuda.get_or_insert_with(crate::trainer::device::cuda_available);
             if !available {
