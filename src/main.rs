@@ -46,6 +46,7 @@ mod experiment {
 #[cfg(not(test))]
 fn main() -> std::process::ExitCode {
     use std::process::ExitCode;
+    cli::quiet_broken_pipe();
     let err = match cli::light::run() {
         Ok(Some(code)) => return ExitCode::from(code),
         Ok(None) => cli::light::exec_torch_binary(),

@@ -4,6 +4,7 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    lcx::cli::quiet_broken_pipe();
     match lcx::cli::run() {
         Ok(code) => ExitCode::from(code),
         Err(err) => {

@@ -62,6 +62,10 @@ struct EngineArgs {
     /// table or json.
     #[arg(long, default_value = "table", value_parser = ["table", "json"])]
     format: String,
+    /// Write the figures as one JSON metric line to PATH (`-` = stdout; the
+    /// table then goes to stderr).
+    #[arg(long, value_name = "PATH")]
+    metrics_out: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -324,7 +328,26 @@ fn engine(args: EngineArgs) -> anyhow::Result<u8> {
         ..Default::default()
     };
     let r = crate::bench::engine::run(&options)?;
-    if args.format == "json" {
+    if let Some(out) = metrics_sink(args.metrics_out.as_ref())?.as_mut() {
+        let mut line = serde_json::to_value(&r)?;
+        if let Some(map) = line.as_object_mut() {
+            // Metric names in lcx's `area/name` form, under `bench/engine/`.
+            let fields: Vec<(String, serde_json::Value)> =
+                std::mem::take(map).into_iter().collect();
+            map.insert("iteration".into(), 1.into());
+            for (k, v) in fields {
+                map.insert(format!("bench/engine/{k}"), v);
+            }
+        }
+        writeln!(out, "{line}")
+            .and_then(|()| out.flush())
+            .context("writing --metrics-out")?;
+    }
+    let to_stdout = args
+        .metrics_out
+        .as_ref()
+        .is_some_and(|p| p.as_os_str() == "-");
+    if args.format == "json" && !to_stdout {
         println!("{}", serde_json::to_string(&r)?);
         return Ok(0);
     }
@@ -356,7 +379,12 @@ fn engine(args: EngineArgs) -> anyhow::Result<u8> {
         format!("encode µs ({} floats)", r.encode_dim),
         format!("{:.3}", r.encode_ns / 1000.0),
     ]);
-    println!("{} games, {:.2} s\n{table}", r.games, r.seconds);
+    let text = format!("{} games, {:.2} s\n{table}", r.games, r.seconds);
+    if to_stdout {
+        eprintln!("{text}");
+    } else {
+        println!("{text}");
+    }
     Ok(0)
 }
 

@@ -44,3 +44,24 @@ pub fn exit_code_for(err: &anyhow::Error) -> u8 {
         1
     }
 }
+
+/// Makes a closed stdout (`lcx report | head -1`) end the process quietly
+/// with exit 0, as Unix tools do, instead of a "failed printing to stdout:
+/// Broken pipe" panic (exit 101). Rust ignores SIGPIPE, so the print macros
+/// see EPIPE and panic; this hook recognises that one panic. Every other
+/// panic goes to the default hook.
+pub fn quiet_broken_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if payload.starts_with("failed printing to stdout") && payload.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default(info);
+    }));
+}

@@ -11,4 +11,4 @@ mod play;
 mod query;
 mod report;
 
-pub use errors::{bad_input, exit_code_for};
+pub use errors::{bad_input, exit_code_for, quiet_broken_pipe};

@@ -22,7 +22,7 @@ mod train;
 mod version;
 
 pub(crate) use errors::metrics_sink;
-pub use errors::{bad_input, exit_code_for, BadInput};
+pub use errors::{bad_input, exit_code_for, quiet_broken_pipe, BadInput};
 
 #[derive(Debug, Parser)]
 #[command(

@@ -140,6 +140,24 @@ impl Store {
     /// before anything is written: it stays byte-identical, with no `-wal`
     /// or `-shm` beside it.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
+        // Several processes opening a new file at once: the one switching it
+        // to WAL holds a lock that SQLite reports as busy without calling the
+        // busy handler, so the open is retried until the busy timeout.
+        let start = std::time::Instant::now();
+        loop {
+            match Store::open_once(path) {
+                Err(StoreError::Open { source, .. })
+                    if source.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+                        && start.elapsed() < BUSY_TIMEOUT =>
+                {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn open_once(path: &Path) -> Result<Store, StoreError> {
         check_header(path)?;
         let open_err = |source| StoreError::Open {
             path: path.to_path_buf(),
@@ -228,8 +246,8 @@ impl Store {
 /// The 100-byte SQLite header, read as plain bytes before SQLite opens the
 /// file (opening a WAL-mode file creates `-wal` and `-shm` beside it, even
 /// read-only). Refuses what is not SQLite, what a newer lcx wrote, and
-/// another program's database. A missing or empty file passes: SQLite
-/// creates an empty database there. The header of a WAL-mode file can lag
+/// another program's database. A missing, empty or busy file passes:
+/// SQLite creates an empty database there, or reads it under its locks. The header of a WAL-mode file can lag
 /// behind its `-wal`; [`check_schema`] repeats the checks through SQLite.
 fn check_header(path: &Path) -> Result<(), StoreError> {
     use std::io::Read;
@@ -248,11 +266,24 @@ fn check_header(path: &Path) -> Result<(), StoreError> {
             Err(_) => return Ok(()),
         }
     }
-    if filled == 0 {
+    // A file another process is creating or writing right now (a partial
+    // first page, an open -wal or -journal) is left to SQLite, whose locks
+    // make it consistent; the header of an idle file is authoritative.
+    let side = |suffix: &str| {
+        let mut p = path.as_os_str().to_owned();
+        p.push(suffix);
+        Path::new(&p).exists()
+    };
+    let busy = side("-wal") || side("-journal");
+    if filled < header.len() {
         return Ok(());
     }
-    if filled < header.len() || &header[..16] != b"SQLite format 3\0" {
-        return Err(StoreError::NotSqlite(path.to_path_buf()));
+    if &header[..16] != b"SQLite format 3\0" {
+        return if busy {
+            Ok(())
+        } else {
+            Err(StoreError::NotSqlite(path.to_path_buf()))
+        };
     }
     let be32 = |at: usize| {
         u32::from_be_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]])
@@ -267,7 +298,7 @@ fn check_header(path: &Path) -> Result<(), StoreError> {
             supported: LATEST_VERSION,
         });
     }
-    if user_version == 0 && schema_cookie != 0 {
+    if user_version == 0 && schema_cookie != 0 && !busy {
         return Err(StoreError::Foreign(path.to_path_buf()));
     }
     Ok(())

@@ -569,3 +569,25 @@ fn adaptive_repeats_stop_once_the_intervals_are_precise_and_say_why() {
     let md = ok(&db, dir.path(), &["report"]);
     assert!(md.contains("stopped after round 2"), "{md}");
 }
+
+#[test]
+fn a_closed_pipe_ends_the_output_quietly_with_exit_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("x.db");
+    drop(lcx::store::Store::open(&db).unwrap());
+    // 200,000 rows into `head -1`: lcx meets a closed pipe long before the end.
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(
+            "set -o pipefail; \"$0\" query --format csv --db \"$1\" \
+             'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 200000) SELECT x FROM c' \
+             | head -1",
+        )
+        .arg(env!("CARGO_BIN_EXE_lcx"))
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "x\n");
+    assert!(text(&out.stderr).is_empty(), "{}", text(&out.stderr));
+}

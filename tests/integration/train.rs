@@ -251,3 +251,25 @@ fn train_arms_report_their_fraction_of_the_recorded_peak() {
         "{history}"
     );
 }
+
+#[test]
+fn bench_engine_writes_a_metric_line() {
+    let out = succeed(lcx().args([
+        "bench",
+        "engine",
+        "--games",
+        "50",
+        "--micro-iters",
+        "1000",
+        "--metrics-out",
+        "-",
+    ]));
+    let line: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON line");
+    assert_eq!(line["iteration"], 1);
+    assert!(
+        line["bench/engine/games_per_second"]
+            .as_f64()
+            .is_some_and(|v| v > 0.0),
+        "{line}"
+    );
+}
