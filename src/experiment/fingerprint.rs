@@ -19,7 +19,8 @@ pub fn probe() -> Fingerprint {
         peak_fp32_gflops_core: Some(peak.gflops_core),
         peak_fp32_gflops: Some(peak.gflops),
         peak_stream_gbytes_per_second: Some(peak.stream_gbytes_per_second),
-        hostname: read_trimmed("/proc/sys/kernel/hostname"),
+        // The same name the runner identity records (store::liveness).
+        hostname: crate::store::hostname(),
         os: Some(os_description()),
         cpu_model: cpu_model(),
         cpu_cores: std::thread::available_parallelism()

@@ -311,20 +311,17 @@ impl Plan {
     }
 
     /// The metric the gate judges, else the first column shown as a
-    /// speedup, else the first column, else `time/iteration_seconds`: what
-    /// `warmup = "auto"` detects the transient on.
-    pub fn primary_metric(&self) -> String {
-        self.gate
-            .as_ref()
-            .map(|g| g.metric.clone())
-            .or_else(|| {
-                self.columns
-                    .iter()
-                    .find(|c| c.show != Show::Value)
-                    .or(self.columns.first())
-                    .map(|c| c.metric.clone())
-            })
-            .unwrap_or_else(|| "time/iteration_seconds".into())
+    /// speedup, else the first column; `None` for a file with neither. What
+    /// `warmup = "auto"` detects the transient on, and what the report's
+    /// net result and series checks are about.
+    pub fn primary_metric(&self) -> Option<String> {
+        self.gate.as_ref().map(|g| g.metric.clone()).or_else(|| {
+            self.columns
+                .iter()
+                .find(|c| c.show != Show::Value)
+                .or(self.columns.first())
+                .map(|c| c.metric.clone())
+        })
     }
 
     pub fn to_json(&self) -> String {

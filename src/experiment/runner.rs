@@ -811,26 +811,22 @@ fn run_cell(
     }
     let (lines, duplicates) = (counts.stored, counts.duplicates);
     let stopped = options.stop.is_stopped();
-    let mut outcome = match exit.map(|(status, _)| status) {
-        None => RunOutcome {
+    let status = match exit {
+        None => Err("the child's exit was not seen".to_string()),
+        Some((Err(e), _)) => Err(format!("waiting for the child failed: {e}")),
+        Some((Ok(status), _)) => Ok(status),
+    };
+    let mut outcome = match status {
+        Err(error) => RunOutcome {
             status: RunStatus::Failed,
             exit_code: None,
             signal: None,
-            error: Some("the child's exit was not seen".into()),
+            error: Some(error),
             stderr_tail: None,
             wall_seconds,
             problems: counts.problems,
         },
-        Some(Err(e)) => RunOutcome {
-            status: RunStatus::Failed,
-            exit_code: None,
-            signal: None,
-            error: Some(format!("waiting for the child failed: {e}")),
-            stderr_tail: None,
-            wall_seconds,
-            problems: counts.problems,
-        },
-        Some(Ok(status)) => {
+        Ok(status) => {
             let (exit_code, signal, how) = child::describe_exit(&status);
             let short = short_count(plan, arm, lines);
             let (state, error) = if status.success() && short.is_none() {
@@ -874,7 +870,10 @@ fn run_cell(
     }
     store.finish_run(info.run_id, &outcome)?;
     if plan.warmup_auto && outcome.status == RunStatus::Completed {
-        let series = store.metric_head(info.run_id, &plan.primary_metric(), 2000)?;
+        let metric = plan
+            .primary_metric()
+            .unwrap_or_else(|| "time/iteration_seconds".into());
+        let series = store.metric_head(info.run_id, &metric, super::warmup::SERIES_HEAD)?;
         let values: Vec<f64> = series.iter().map(|p| p.1).collect();
         let warmup = super::warmup::mser_truncation(&values);
         store.set_run_warmup(info.run_id, warmup as i64)?;

@@ -3,6 +3,10 @@
 //! runner for `warmup = "auto"` and by reports to warn when a declared
 //! warm-up is too short. Pure arithmetic, no I/O.
 
+/// How much of a cell's series the checks read: the transient is at the
+/// start, and a million-iteration cell must not slow a report.
+pub const SERIES_HEAD: usize = 2000;
+
 /// Mean and sample standard deviation (0 below two values).
 fn moments(values: &[f64]) -> (f64, f64) {
     let n = values.len() as f64;

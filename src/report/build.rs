@@ -41,29 +41,25 @@ pub struct Input {
     pub nonfinite: Vec<(i64, i64, String, String)>,
     /// Per-run moments of [`PERF_METRICS`] (for the fraction of peak).
     pub perf: Vec<RunMoments>,
-    /// The primary metric's first [`SERIES_HEAD`] values per counted run
-    /// (warm-up included), for warm-up detection, trends and outliers.
+    /// The primary metric's first
+    /// [`SERIES_HEAD`](crate::experiment::warmup::SERIES_HEAD) values per
+    /// counted run (warm-up included), for warm-up detection, trends and
+    /// outliers.
     pub series: Vec<(i64, Vec<(i64, f64)>)>,
 }
 
-/// How much of each run's series the warm-up checks read: the transient is
-/// at the start, and a million-iteration run must not slow the report.
-pub const SERIES_HEAD: usize = 2000;
-
-/// The metric a report's net result, gate and series checks are about: the
-/// gate's, else the first speedup column's, else the first column's.
-pub fn primary_metric(
-    gate: Option<&crate::experiment::Gate>,
-    columns: &[ReportColumn],
-) -> Option<String> {
-    gate.map(|g| g.metric.clone())
-        .or_else(|| {
-            columns
-                .iter()
-                .find(|c| c.kind == ColumnKind::Speedup)
-                .map(|c| c.metric.clone())
-        })
-        .or_else(|| columns.first().map(|c| c.metric.clone()))
+/// The metric a report's net result, gate and series checks are about:
+/// the plan's ([`Plan::primary_metric`], the one `warmup = "auto"` used),
+/// else, for a plan without gate or columns, the first speedup column of
+/// the default columns, else the first column.
+pub fn primary_metric(plan: Option<&Plan>, columns: &[ReportColumn]) -> Option<String> {
+    plan.and_then(Plan::primary_metric).or_else(|| {
+        columns
+            .iter()
+            .find(|c| c.kind == ColumnKind::Speedup)
+            .or(columns.first())
+            .map(|c| c.metric.clone())
+    })
 }
 
 /// What the trainer emits of its work rate, and the device ceiling it
@@ -286,9 +282,12 @@ pub fn load(store: &Store, experiment_id: i64, options: Options) -> Result<Repor
         .summaries(experiment_id, &perf_names, &counted)?
         .moments;
     let mut series = Vec::new();
-    if let Some(metric) = primary_metric(plan.as_ref().and_then(|p| p.gate.as_ref()), &columns) {
+    if let Some(metric) = primary_metric(plan.as_ref(), &columns) {
         for id in &counted {
-            series.push((*id, store.metric_head(*id, &metric, SERIES_HEAD)?));
+            series.push((
+                *id,
+                store.metric_head(*id, &metric, crate::experiment::warmup::SERIES_HEAD)?,
+            ));
         }
     }
     Ok(assemble(
@@ -908,7 +907,7 @@ pub fn assemble(input: Input, options: Options) -> Report {
         all.extend(guard_outcomes.iter().map(|g| g.decision));
         (!all.is_empty()).then(|| Decision::combine(all))
     };
-    let primary = primary_metric(gate.as_ref(), &columns);
+    let primary = primary_metric(plan.as_ref(), &columns);
     let net_result = net_result(&arms, primary.as_deref(), &label_of);
     if e.repeats == 1 && arms.len() > 1 {
         remarks.push(

@@ -763,16 +763,9 @@ mod tests {
 
     #[test]
     fn work_counts_forward_and_training_flops_from_what_ran() {
-        use super::super::network::{Activation, MlpSpec};
         // 3 -> 4 -> 4 -> 2: 72 forward FLOPs a row, 192 per trained row,
         // 736 per optimiser step (see MlpSpec's test).
-        let spec = MlpSpec {
-            input_dim: 3,
-            hidden_size: 4,
-            num_layers: 2,
-            outputs: 2,
-            activation: Activation::Relu,
-        };
+        let spec = super::MlpSpec::hand_counted();
         let w = super::Work::of(&spec, [1, 2, 3], [(1, 10), (0, 0), (2, 5)]);
         assert_eq!(w.forward_rows, 6);
         assert_eq!(w.traversal_flops, 6.0 * 72.0);
