@@ -11,10 +11,6 @@ use crate::cli::{bad_input, metrics_sink};
 use crate::config::{self, TrainerConfig};
 use crate::trainer::{device, probe::ForwardProbe};
 
-/// The trainer config used when `--config` is not given: configs/default.toml
-/// as shipped, so `lcx bench forward` works from any directory.
-const DEFAULT_CONFIG: &str = include_str!("../../configs/default.toml");
-
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(subcommand)]
@@ -213,11 +209,17 @@ fn peak(args: PeakArgs) -> anyhow::Result<u8> {
     Ok(0)
 }
 
+/// Without `--config`, configs/default.toml as shipped, so that a bench
+/// works from any directory.
 fn load_config(path: Option<&std::path::Path>, sets: &[String]) -> anyhow::Result<TrainerConfig> {
     match path {
         Some(p) => config::load(Some(p), sets).map_err(bad_input),
-        None => config::from_toml_str(DEFAULT_CONFIG, "configs/default.toml (built in)", sets)
-            .map_err(bad_input),
+        None => config::from_toml_str(
+            config::BENCH_DEFAULT_TOML,
+            config::BENCH_DEFAULT_ORIGIN,
+            sets,
+        )
+        .map_err(bad_input),
     }
 }
 

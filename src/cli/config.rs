@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
+use super::report::open_db;
 use crate::cli::bad_input;
 
 #[derive(Debug, clap::Args)]
@@ -25,12 +26,40 @@ enum Action {
         /// (repeatable, applied in order; VALUE is TOML, `null` unsets).
         #[arg(long = "set", value_name = "PATH=VALUE")]
         sets: Vec<String>,
+        /// Print the config a recorded cell ran (`lcx list` shows run ids);
+        /// pipe it into `lcx train --config -` to run that cell again.
+        #[arg(long, value_name = "RUN_ID", conflicts_with_all = ["config", "sets"])]
+        run: Option<i64>,
+        /// Database for --run.
+        #[arg(long, env = "LCX_DB", default_value = "lcx.db")]
+        db: PathBuf,
     },
 }
 
 pub fn run(args: Args) -> Result<u8> {
     match args.action {
-        Action::Show { config, sets } => {
+        Action::Show {
+            run: Some(run_id),
+            db,
+            ..
+        } => {
+            let store = open_db(&db)?;
+            let run = store.run(run_id)?.ok_or_else(|| {
+                bad_input(anyhow::anyhow!(
+                    "--run {run_id}: no such run in {}",
+                    db.display()
+                ))
+            })?;
+            let text = run.config_toml.ok_or_else(|| {
+                bad_input(anyhow::anyhow!(
+                    "--run {run_id}: arm `{}` runs a command, not the trainer: it has no config",
+                    run.arm
+                ))
+            })?;
+            print!("{text}");
+            Ok(0)
+        }
+        Action::Show { config, sets, .. } => {
             let resolved = crate::config::load(config.as_deref(), &sets).map_err(bad_input)?;
             print!("{}", resolved.to_toml());
             Ok(0)

@@ -247,6 +247,13 @@ fn print_dry_run(plan: &Plan) {
         for (k, v) in &arm.env {
             println!("    env {k}={v}");
         }
+        if let (Some(_), Some(sha)) = (arm.stdin_config(), &arm.config_sha256) {
+            let short: String = sha.chars().take(12).collect();
+            println!(
+                "    stdin: the resolved config of arm `{}` (sha256 {short}…)",
+                arm.name
+            );
+        }
     }
     for arm in &plan.arms {
         if let Some(config) = &arm.config_toml {

@@ -54,10 +54,28 @@ impl ConfigError {
     }
 }
 
+/// The config the benches use when none is given: `configs/default.toml`,
+/// compiled in so that a bench runs the same anywhere.
+pub const BENCH_DEFAULT_TOML: &str = include_str!("../../configs/default.toml");
+/// How [`BENCH_DEFAULT_TOML`] is named in messages.
+pub const BENCH_DEFAULT_ORIGIN: &str = "configs/default.toml (built in)";
+
 /// Loads a config: the file at `path` (or the code defaults when `None`),
-/// then each `--set` in order, then validation.
+/// then each `--set` in order, then validation. The path `-` reads the
+/// config from standard input: that is how `lcx run` hands each cell the
+/// exact config it recorded for it.
 pub fn load(path: Option<&Path>, sets: &[String]) -> Result<TrainerConfig, ConfigError> {
     match path {
+        Some(path) if path.as_os_str() == "-" => {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map_err(|source| {
+                ConfigError::Io {
+                    path: path.to_path_buf(),
+                    source,
+                }
+            })?;
+            from_toml_str(&text, "standard input", sets)
+        }
         Some(path) => {
             let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
                 path: path.to_path_buf(),

@@ -210,6 +210,18 @@ pub struct Arm {
 }
 
 impl Arm {
+    /// The resolved config that the child reads from its stdin: lcx
+    /// workloads recorded since the child stopped re-reading the file
+    /// (older stored plans name the file and their `set` list instead).
+    pub fn stdin_config(&self) -> Option<&str> {
+        let handed = self.program == Program::Lcx
+            && self
+                .args
+                .windows(2)
+                .any(|w| w[0] == "--config" && w[1] == "-");
+        self.config_toml.as_deref().filter(|_| handed)
+    }
+
     /// The full argv, `lcx` standing for this binary.
     pub fn command_line(&self) -> Vec<String> {
         let program = match &self.program {
@@ -1352,14 +1364,10 @@ impl Reader<'_> {
         if plan.workload == Workload::Train {
             sets.push(format!("run.max_iterations={iterations}"));
         }
-        if let Some(config) = &plan.config {
-            args.push("--config".into());
-            args.push(config.display().to_string());
-        }
-        for s in &sets {
-            args.push("--set".into());
-            args.push(s.clone());
-        }
+        // The child reads the config resolved here from its stdin (the
+        // runner writes `config_toml`), never the file or the `set` list
+        // again: a resume after the file changed runs what was recorded.
+        args.extend(["--config".into(), "-".into()]);
         match plan.workload {
             Workload::BenchForward => args.extend(["--reps".into(), iterations.clone()]),
             Workload::BenchTrainer => args.extend([
@@ -1378,8 +1386,19 @@ impl Reader<'_> {
             arm: raw.name.clone(),
             error,
         };
-        let config = crate::config::load(plan.config.as_deref(), &sets).map_err(config_err)?;
-        config.validate().map_err(config_err)?;
+        // Without a config file the benches start from configs/default.toml
+        // (as `lcx bench` does by itself) and training from the code defaults.
+        let config = match (&plan.config, plan.workload) {
+            (None, Workload::BenchForward | Workload::BenchTrainer) => {
+                crate::config::from_toml_str(
+                    crate::config::BENCH_DEFAULT_TOML,
+                    crate::config::BENCH_DEFAULT_ORIGIN,
+                    &sets,
+                )
+            }
+            (path, _) => crate::config::load(path.as_deref(), &sets),
+        }
+        .map_err(config_err)?;
         let toml_text = config.to_toml();
         let sha = sha256_hex(toml_text.as_bytes());
         Ok(Arm {

@@ -601,7 +601,11 @@ fn run_cell(
         .args(&arm.args)
         .envs(cell_env(plan, info))
         .envs(&arm.env)
-        .stdin(Stdio::null())
+        .stdin(if arm.stdin_config().is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         // Own process group: a terminal's Ctrl-C goes to the runner only,
@@ -642,6 +646,15 @@ fn run_cell(
             return Ok(outcome);
         }
     };
+    if let (Some(text), Some(mut stdin)) = (arm.stdin_config(), child.stdin.take()) {
+        let text = text.to_owned();
+        // A thread, so that a child that never reads cannot block the
+        // runner; a child that exits first makes the write fail, and its
+        // exit is what the cell records.
+        std::thread::spawn(move || {
+            let _ = std::io::Write::write_all(&mut stdin, text.as_bytes());
+        });
+    }
     let group = child.id() as i32;
     // Kills the group if this runner dies before the cell ends (PDEATHSIG
     // reaches only the child, not what the child started).
@@ -929,7 +942,10 @@ impl GroupReaper {
         if pid == 0 {
             // SAFETY: see above; this is the forked watchdog.
             unsafe {
-                libc::close(write_fd);
+                // Every inherited descriptor but our pipe goes: a copy of a
+                // cell's stdin write end, say, would keep that child waiting
+                // for an end of file that never comes.
+                close_all_but(read_fd);
                 // Terminal signals belong to the runner: the inherited Ctrl-C
                 // handler would write to the runner's own signal pipe.
                 for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
@@ -955,6 +971,29 @@ impl GroupReaper {
             return None;
         }
         Some(GroupReaper { pid, write_fd })
+    }
+}
+
+/// Closes every descriptor of this process except `keep`: `close_range(2)`
+/// where the kernel has it (5.9 and later), a loop over the usual range
+/// otherwise. Async-signal-safe, for the forked watchdog.
+///
+/// # Safety
+/// Only in a freshly forked child that owns no Rust objects holding
+/// descriptors it will use again.
+unsafe fn close_all_but(keep: libc::c_int) {
+    let keep = keep as libc::c_uint;
+    // SAFETY: plain syscalls on this process's own descriptor table.
+    unsafe {
+        let low = keep == 0 || libc::syscall(libc::SYS_close_range, 0, keep - 1, 0) == 0;
+        let high = libc::syscall(libc::SYS_close_range, keep + 1, libc::c_uint::MAX, 0) == 0;
+        if !(low && high) {
+            for fd in 0..4096 {
+                if fd != keep as libc::c_int {
+                    libc::close(fd);
+                }
+            }
+        }
     }
 }
 

@@ -995,7 +995,13 @@ pub fn assemble(input: Input, options: Options) -> Report {
                 .iter()
                 .map(|(k, v)| format!("{k}={}", shell_quote(v)))
                 .collect();
-            words.push(shell_line(&pretty_argv(&r.command)));
+            let argv = pretty_argv(&r.command);
+            // A cell that read its recorded config from stdin is reproduced
+            // from that record, not from the file as it is now.
+            if r.config_toml.is_some() && argv.windows(2).any(|w| w == ["--config", "-"]) {
+                words.insert(0, format!("lcx config show --run {} |", r.id));
+            }
+            words.push(shell_line(&argv));
             cells.push((arm.clone(), words.join(" ")));
         }
     }

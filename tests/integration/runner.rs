@@ -504,3 +504,66 @@ fn seed_experiments_validate() {
     }
     assert!(seen >= 5, "expected the seed experiments, found {seen}");
 }
+
+/// #17: a resumed cell runs the config recorded when the experiment was
+/// created, not the config file as it reads at resume time.
+#[test]
+fn a_resumed_cell_runs_the_recorded_config_not_the_edited_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let smoke = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/configs/smoke.toml"))
+        .unwrap();
+    let config = write(dir.path(), "trainer.toml", &smoke);
+    let file = write(
+        dir.path(),
+        "e.toml",
+        "name = \"recorded\"\nworkload = \"train\"\nconfig = \"trainer.toml\"\niterations = 2\n\
+         warmup = 0\n[[arms]]\nname = \"a\"\n[[arms]]\nname = \"b\"\nset = [\"network.hidden_size=8\"]\n",
+    );
+    let db = dir.path().join("x.db");
+    let db_arg = db.to_str().unwrap();
+    let child = lcx()
+        .args(["run", file.to_str().unwrap(), "--db", db_arg, "--plain"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_rows(
+        &db,
+        "SELECT COUNT(*) FROM runs WHERE status = 'completed'",
+        1,
+    );
+    signal(child.id(), libc::SIGINT);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // The file no longer parses: a child that reads it fails.
+    std::fs::write(&config, "this is [not toml\n").unwrap();
+    run_ok(&["run", "--resume", "recorded", "--db", db_arg, "--plain"]);
+
+    let store = Store::open_read_only(&db).unwrap();
+    let e = store.find_experiment("recorded").unwrap();
+    assert_eq!(e.status, ExperimentStatus::Completed);
+    let runs = store.runs(e.id).unwrap();
+    assert!(runs
+        .iter()
+        .all(|r| r.status == RunStatus::Completed && r.iterations_done == 2));
+    let b = runs.iter().find(|r| r.arm == "b").unwrap();
+    let recorded = b.config_toml.clone().unwrap();
+    assert!(recorded.contains("hidden_size = 8"), "{recorded}");
+
+    // The recorded config is what `config show --run` prints, the first
+    // half of the report's reproduce line for the cell.
+    let shown = run_ok(&["config", "show", "--run", &b.id.to_string(), "--db", db_arg]);
+    assert_eq!(String::from_utf8(shown.stdout).unwrap(), recorded);
+    let report = run_ok(&["report", "recorded", "--db", db_arg]);
+    let report = String::from_utf8(report.stdout).unwrap();
+    assert!(
+        report.contains(&format!("lcx config show --run {} | ", b.id)),
+        "{report}"
+    );
+}
