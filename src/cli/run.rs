@@ -29,6 +29,18 @@ pub struct Args {
     /// before each arm's own); repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     sets: Vec<String>,
+    /// Replace the file's `iterations`.
+    #[arg(long, value_name = "N")]
+    iterations: Option<u32>,
+    /// Replace the file's `warmup` (a count or `auto`).
+    #[arg(long, value_name = "N|auto")]
+    warmup: Option<String>,
+    /// Replace the file's `repeats` with a fixed count (adaptive repeats off).
+    #[arg(long, value_name = "N")]
+    repeats: Option<u32>,
+    /// Run only these arms (comma-separated names, as `--dry-run` lists them).
+    #[arg(long, value_name = "A,B", value_delimiter = ',')]
+    arms: Vec<String>,
     /// Print the cells and their resolved configs; run and write nothing.
     #[arg(long)]
     dry_run: bool,
@@ -48,16 +60,24 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    if args.resume.is_some() && !args.sets.is_empty() {
+    let overrides = plan::Overrides {
+        sets: args.sets.clone(),
+        iterations: args.iterations,
+        warmup: args.warmup.clone(),
+        repeats: args.repeats,
+        arms: args.arms.clone(),
+    };
+    if args.resume.is_some() && overrides != plan::Overrides::default() {
         return Err(crate::cli::bad_input(anyhow::anyhow!(
-            "--set cannot be combined with --resume: a resumed experiment keeps its recorded configs"
+            "--set, --iterations, --warmup, --repeats and --arms cannot be combined with \
+             --resume: a resumed experiment keeps what was recorded"
         )));
     }
     // Validation comes first and completely: a bad file writes nothing, not
     // even an empty database.
     let (plan, text) = match &args.file {
         Some(file) => {
-            let loaded = plan::load(file, &args.sets).map_err(crate::cli::bad_input)?;
+            let loaded = plan::load(file, &overrides).map_err(crate::cli::bad_input)?;
             (Some(loaded.0), Some(loaded.1))
         }
         None => (None, None),

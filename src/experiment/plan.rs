@@ -62,6 +62,56 @@ pub enum PlanError {
     },
     #[error("--set {arg:?}: {message}")]
     CliSet { arg: String, message: String },
+    /// A command-line flag (`--iterations`, `--arms`, …) that cannot apply.
+    #[error("{flag}: {message}")]
+    Flag { flag: &'static str, message: String },
+}
+
+/// What the command line changes in an experiment file: `--set` and the
+/// flags that replace a top-level key. Each one either applies or is an
+/// error; none is silently outranked by the file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Overrides {
+    /// `--set KEY=VALUE`, after the file's `set` (arms' own `set` may not
+    /// touch the same key).
+    pub sets: Vec<String>,
+    /// `--iterations N` replaces `iterations`.
+    pub iterations: Option<u32>,
+    /// `--warmup N|auto` replaces `warmup`.
+    pub warmup: Option<String>,
+    /// `--repeats N` replaces `repeats` (a fixed count: adaptive repeats off).
+    pub repeats: Option<u32>,
+    /// `--arms a,b`: only these arms (after matrix expansion), in file order.
+    pub arms: Vec<String>,
+}
+
+impl Overrides {
+    /// Only `--set`s.
+    pub fn sets(sets: &[String]) -> Overrides {
+        Overrides {
+            sets: sets.to_vec(),
+            ..Overrides::default()
+        }
+    }
+
+    /// The flags other than `--set`, as command-line words (for the
+    /// report's reproduce line).
+    pub fn flag_words(&self) -> Vec<String> {
+        let mut words = Vec::new();
+        if let Some(n) = self.iterations {
+            words.extend(["--iterations".to_string(), n.to_string()]);
+        }
+        if let Some(w) = &self.warmup {
+            words.extend(["--warmup".to_string(), w.clone()]);
+        }
+        if let Some(n) = self.repeats {
+            words.extend(["--repeats".to_string(), n.to_string()]);
+        }
+        if !self.arms.is_empty() {
+            words.extend(["--arms".to_string(), self.arms.join(",")]);
+        }
+        words
+    }
 }
 
 /// What each cell's child process does.
@@ -263,6 +313,10 @@ pub struct Plan {
     pub file_set: Vec<String>,
     /// `--set` from the command line.
     pub cli_set: Vec<String>,
+    /// The command line's other overrides (`--iterations 5`, `--arms a,b`),
+    /// as words.
+    #[serde(default)]
+    pub cli_flags: Vec<String>,
     pub arms: Vec<Arm>,
     pub columns: Vec<Column>,
     pub gate: Option<Gate>,
@@ -348,27 +402,27 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Reads and validates an experiment file; `cli_set` is the command line's
-/// `--set`. Returns the plan and the file's text as written.
-pub fn load(path: &Path, cli_set: &[String]) -> Result<(Plan, String), PlanError> {
+/// Reads and validates an experiment file with the command line's
+/// overrides. Returns the plan and the file's text as written.
+pub fn load(path: &Path, cli: &Overrides) -> Result<(Plan, String), PlanError> {
     let text = std::fs::read_to_string(path).map_err(|source| PlanError::Io {
         path: path.to_path_buf(),
         source,
     })?;
-    let plan = from_str(&text, path, cli_set)?;
+    let plan = from_str(&text, path, cli)?;
     Ok((plan, text))
 }
 
 /// Validates experiment text as if read from `path` (which anchors relative
 /// paths and names the file in errors).
-pub fn from_str(text: &str, path: &Path, cli_set: &[String]) -> Result<Plan, PlanError> {
+pub fn from_str(text: &str, path: &Path, cli: &Overrides) -> Result<Plan, PlanError> {
     let table: toml::Table = text
         .parse()
         .map_err(|e: toml::de::Error| PlanError::Syntax {
             path: path.to_path_buf(),
             message: e.to_string().trim_end().to_string(),
         })?;
-    Reader { path }.plan(&table, cli_set)
+    Reader { path }.plan(&table, cli)
 }
 
 const TOP_KEYS: &[&str] = &[
@@ -608,7 +662,8 @@ impl Reader<'_> {
         }
     }
 
-    fn plan(&self, t: &toml::Table, cli_set: &[String]) -> Result<Plan, PlanError> {
+    fn plan(&self, t: &toml::Table, cli: &Overrides) -> Result<Plan, PlanError> {
+        let cli_set = cli.sets.as_slice();
         self.check_keys(t, "", TOP_KEYS)?;
         for set in cli_set {
             if set.contains('\0') {
@@ -650,67 +705,110 @@ impl Reader<'_> {
                 ),
             )
         })?;
-        let iterations = self
-            .count(t, "iterations", 1)?
-            .ok_or_else(|| self.err("iterations", "missing (expected an integer ≥ 1)"))?;
-        let warmup_auto = matches!(t.get("warmup"), Some(toml::Value::String(w)) if w == "auto");
-        if let Some(toml::Value::String(w)) = t.get("warmup") {
-            if w != "auto" {
-                return Err(self.err(
-                    "warmup",
-                    format!("expected an integer ≥ 0 or \"auto\", found \"{w}\""),
-                ));
+        let iterations = match cli.iterations {
+            Some(0) => {
+                return Err(PlanError::Flag {
+                    flag: "--iterations",
+                    message: "expected an integer ≥ 1".into(),
+                })
             }
-        }
-        let warmup = if warmup_auto {
-            0
-        } else {
-            self.count(t, "warmup", 0)?.unwrap_or(0)
+            Some(n) => n,
+            None => self
+                .count(t, "iterations", 1)?
+                .ok_or_else(|| self.err("iterations", "missing (expected an integer ≥ 1)"))?,
+        };
+        let (warmup, warmup_auto) = match cli.warmup.as_deref() {
+            Some("auto") => (0, true),
+            Some(w) => match w.parse::<u32>() {
+                Ok(n) => (n, false),
+                Err(_) => {
+                    return Err(PlanError::Flag {
+                        flag: "--warmup",
+                        message: format!("expected an integer ≥ 0 or `auto`, found `{w}`"),
+                    })
+                }
+            },
+            None => {
+                let auto = matches!(t.get("warmup"), Some(toml::Value::String(w)) if w == "auto");
+                if let Some(toml::Value::String(w)) = t.get("warmup") {
+                    if w != "auto" {
+                        return Err(self.err(
+                            "warmup",
+                            format!("expected an integer ≥ 0 or \"auto\", found \"{w}\""),
+                        ));
+                    }
+                }
+                let n = if auto {
+                    0
+                } else {
+                    self.count(t, "warmup", 0)?.unwrap_or(0)
+                };
+                (n, auto)
+            }
         };
         if warmup >= iterations {
-            return Err(self.err(
-                "warmup",
-                format!(
-                    "warm-up ({warmup}) must be smaller than iterations ({iterations}), \
-                     or no iteration would be left for statistics"
-                ),
-            ));
+            let message = format!(
+                "warm-up ({warmup}) must be smaller than iterations ({iterations}), \
+                 or no iteration would be left for statistics"
+            );
+            return Err(match (cli.warmup.is_some(), cli.iterations.is_some()) {
+                (true, _) => PlanError::Flag {
+                    flag: "--warmup",
+                    message,
+                },
+                (false, true) => PlanError::Flag {
+                    flag: "--iterations",
+                    message,
+                },
+                _ => self.err("warmup", message),
+            });
         }
-        let (repeats, adaptive) = match t.get("repeats") {
-            Some(toml::Value::Table(r)) => {
-                self.check_keys(r, "repeats.", &["min", "max", "precision"])?;
-                let count = |key: &str| -> Result<u32, PlanError> {
-                    match r.get(key) {
-                        Some(toml::Value::Integer(n)) if *n >= 1 && *n <= 10_000 => Ok(*n as u32),
-                        _ => Err(self.err(
-                            format!("repeats.{key}"),
-                            "expected an integer from 1 to 10000",
-                        )),
+        let (repeats, adaptive) = match (cli.repeats, t.get("repeats")) {
+            (Some(n), _) if !(1..=10_000).contains(&n) => {
+                return Err(PlanError::Flag {
+                    flag: "--repeats",
+                    message: "expected an integer from 1 to 10000".into(),
+                })
+            }
+            (Some(n), _) => (n, None),
+            (None, repeats) => match repeats {
+                Some(toml::Value::Table(r)) => {
+                    self.check_keys(r, "repeats.", &["min", "max", "precision"])?;
+                    let count = |key: &str| -> Result<u32, PlanError> {
+                        match r.get(key) {
+                            Some(toml::Value::Integer(n)) if *n >= 1 && *n <= 10_000 => {
+                                Ok(*n as u32)
+                            }
+                            _ => Err(self.err(
+                                format!("repeats.{key}"),
+                                "expected an integer from 1 to 10000",
+                            )),
+                        }
+                    };
+                    let (min, max) = (count("min")?, count("max")?);
+                    if min > max {
+                        return Err(self.err("repeats.min", "must not exceed repeats.max"));
                     }
-                };
-                let (min, max) = (count("min")?, count("max")?);
-                if min > max {
-                    return Err(self.err("repeats.min", "must not exceed repeats.max"));
-                }
-                let precision = self
-                    .number(r, "precision", "repeats.")?
-                    .filter(|p| *p > 0.0 && *p < 1.0)
-                    .ok_or_else(|| {
-                        self.err(
+                    let precision = self
+                        .number(r, "precision", "repeats.")?
+                        .filter(|p| *p > 0.0 && *p < 1.0)
+                        .ok_or_else(|| {
+                            self.err(
                             "repeats.precision",
                             "expected a fraction in (0, 1), e.g. 0.03 for intervals within ±3 %",
                         )
-                    })?;
-                (
-                    max,
-                    Some(Adaptive {
-                        min,
+                        })?;
+                    (
                         max,
-                        precision,
-                    }),
-                )
-            }
-            _ => (self.count(t, "repeats", 1)?.unwrap_or(1), None),
+                        Some(Adaptive {
+                            min,
+                            max,
+                            precision,
+                        }),
+                    )
+                }
+                _ => (self.count(t, "repeats", 1)?.unwrap_or(1), None),
+            },
         };
         let order_text = self.string(t, "order", "")?;
         if adaptive.is_some() && order_text.as_deref() == Some("sequential") {
@@ -773,7 +871,59 @@ impl Reader<'_> {
             }
         }
         let raw_arms = raw_arms;
-        let arms = self.expand_matrix(t, workload, raw_arms)?;
+        let mut arms = self.expand_matrix(t, workload, raw_arms)?;
+        let mut file_baseline: Option<String> = None;
+        if !cli.arms.is_empty() {
+            for wanted in &cli.arms {
+                if !arms.iter().any(|a| &a.name == wanted) {
+                    return Err(PlanError::Flag {
+                        flag: "--arms",
+                        message: format!(
+                            "`{wanted}` names no arm of {} (arms: {})",
+                            self.path.display(),
+                            arms.iter()
+                                .map(|a| a.name.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    });
+                }
+            }
+            // The file's default baseline is its first arm, subset or not.
+            file_baseline = arms.first().map(|a| a.name.clone());
+            let named = |v: Option<&toml::Value>| {
+                v.and_then(|v| v.get("arm"))
+                    .and_then(|a| a.as_str())
+                    .map(str::to_owned)
+            };
+            let mut wanted_by: Vec<(String, String)> = Vec::new();
+            if let Some(b) = t.get("baseline").and_then(|b| b.as_str()) {
+                wanted_by.push(("`baseline`".into(), b.to_owned()));
+            } else if let Some(b) = &file_baseline {
+                wanted_by.push(("the default baseline (the first arm)".into(), b.clone()));
+            }
+            if let Some(a) = named(t.get("gate")) {
+                wanted_by.push(("[gate]".into(), a));
+            }
+            if let Some(toml::Value::Array(guards)) = t.get("guard") {
+                for (i, g) in guards.iter().enumerate() {
+                    if let Some(a) = named(Some(g)) {
+                        wanted_by.push((format!("[[guard]] {}", i + 1), a));
+                    }
+                }
+            }
+            if let Some((what, arm)) = wanted_by.iter().find(|(_, a)| !cli.arms.contains(a)) {
+                return Err(PlanError::Flag {
+                    flag: "--arms",
+                    message: format!(
+                        "leaves out arm `{arm}`, which {what} of {} names; add it",
+                        self.path.display()
+                    ),
+                });
+            }
+            arms.retain(|a| cli.arms.contains(&a.name));
+        }
+        self.check_set_precedence(workload, &file_set, cli_set, &arms)?;
         if arms.is_empty() {
             return Err(self.err(
                 "arms",
@@ -790,7 +940,7 @@ impl Reader<'_> {
             }
         }
         let baseline = match self.string(t, "baseline", "")? {
-            None => arms[0].name.clone(),
+            None => file_baseline.unwrap_or_else(|| arms[0].name.clone()),
             Some(b) if seen.contains(b.as_str()) => b,
             Some(b) => {
                 return Err(self.err(
@@ -824,6 +974,7 @@ impl Reader<'_> {
             order,
             file_set,
             cli_set: cli_set.to_vec(),
+            cli_flags: cli.flag_words(),
             arms: Vec::with_capacity(arms.len()),
             columns,
             gate,
@@ -835,6 +986,78 @@ impl Reader<'_> {
             plan.arms.push(arm);
         }
         Ok(plan)
+    }
+
+    /// A `set` that another one would silently outrank is an error naming
+    /// both: the command line's `--set` against an arm's own `set`, and
+    /// any `set` of `run.max_iterations`, which the runner writes from
+    /// `iterations` for training cells.
+    fn check_set_precedence(
+        &self,
+        workload: Workload,
+        file_set: &[String],
+        cli_set: &[String],
+        arms: &[RawArm],
+    ) -> Result<(), PlanError> {
+        let key_of = |arg: &str| {
+            crate::config::parse_set(arg)
+                .map(|(path, _)| path)
+                .unwrap_or_default()
+        };
+        // Two keys collide when one is the other or a table holding it.
+        let overlap = |a: &[String], b: &[String]| {
+            let n = a.len().min(b.len());
+            n > 0 && a[..n] == b[..n]
+        };
+        let max_iterations = ["run".to_string(), "max_iterations".to_string()];
+        if workload == Workload::Train {
+            let runner_wins = "the runner sets it from `iterations` for every training cell";
+            if let Some(arg) = cli_set
+                .iter()
+                .find(|a| overlap(&key_of(a), &max_iterations))
+            {
+                return Err(PlanError::CliSet {
+                    arg: arg.clone(),
+                    message: format!("{runner_wins}; use --iterations N"),
+                });
+            }
+            if let Some(arg) = file_set
+                .iter()
+                .find(|a| overlap(&key_of(a), &max_iterations))
+            {
+                return Err(self.err("set", format!("`{arg}`: {runner_wins}; set `iterations`")));
+            }
+            for arm in arms {
+                if let Some(arg) = arm
+                    .set
+                    .iter()
+                    .find(|a| overlap(&key_of(a), &max_iterations))
+                {
+                    return Err(self.err(
+                        format!("{}.set", arm.key),
+                        format!("`{arg}`: {runner_wins}; set `iterations`"),
+                    ));
+                }
+            }
+        }
+        for arg in cli_set {
+            let key = key_of(arg);
+            for arm in arms {
+                if let Some(own) = arm.set.iter().find(|a| overlap(&key_of(a), &key)) {
+                    return Err(PlanError::CliSet {
+                        arg: arg.clone(),
+                        message: format!(
+                            "arm `{}` has `{own}` in its own `set` ({}), which would win \
+                             over the command line; change the file, or leave the arm out \
+                             with --arms",
+                            arm.name,
+                            self.path.display(),
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 
     fn base_dir(&self) -> PathBuf {

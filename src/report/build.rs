@@ -986,6 +986,7 @@ pub fn assemble(input: Input, options: Options) -> Report {
             exp_cmd.push("--set".into());
             exp_cmd.push(s.clone());
         }
+        exp_cmd.extend(p.cli_flags.iter().cloned());
     }
     let mut cells = Vec::new();
     for (_, arm, _) in &arm_order {

@@ -46,6 +46,7 @@ fn plan(gate_min: f64, columns: bool) -> Plan {
         order: Order::Interleaved,
         file_set: vec!["evaluation.eval_every=0".into()],
         cli_set: vec!["traversal.traversals_per_iteration=64".into()],
+        cli_flags: Vec::new(),
         arms: vec![
             arm(
                 "recursive",

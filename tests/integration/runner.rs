@@ -567,3 +567,78 @@ fn a_resumed_cell_runs_the_recorded_config_not_the_edited_file() {
         "{report}"
     );
 }
+
+/// #19 item 7: the command line's counts and arm subset apply, are stored
+/// and reproduced; a `--set` that something else would outrank is refused
+/// before anything is written.
+#[test]
+fn command_line_counts_and_arms_apply_and_outranked_sets_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = r#"i=1; while [ $i -le $LCX_ITERATIONS ]; do echo "{\"iteration\":$i,\"time/iteration_seconds\":0.5}"; i=$((i+1)); done"#;
+    let file = write(
+        dir.path(),
+        "e.toml",
+        &experiment(
+            "flags",
+            6,
+            &[
+                ("a", lines.to_string()),
+                ("b", lines.to_string()),
+                ("c", lines.to_string()),
+            ],
+            "repeats = 3",
+        ),
+    );
+    let db = dir.path().join("x.db");
+    let db_arg = db.to_str().unwrap();
+    let file_arg = file.to_str().unwrap();
+    run_ok(&[
+        "run",
+        file_arg,
+        "--db",
+        db_arg,
+        "--iterations",
+        "3",
+        "--warmup",
+        "0",
+        "--repeats",
+        "1",
+        "--arms",
+        "c,a",
+        "--plain",
+    ]);
+    let store = Store::open_read_only(&db).unwrap();
+    let e = store.find_experiment("flags").unwrap();
+    assert_eq!((e.iterations, e.warmup, e.repeats), (3, 0, 1));
+    let runs = store.runs(e.id).unwrap();
+    let arms: Vec<&str> = runs.iter().map(|r| r.arm.as_str()).collect();
+    assert_eq!(arms, ["a", "c"]);
+    assert!(runs
+        .iter()
+        .all(|r| r.status == RunStatus::Completed && r.iterations_done == 3));
+    let report = String::from_utf8(run_ok(&["report", "flags", "--db", db_arg]).stdout).unwrap();
+    assert!(
+        report.contains("--iterations 3 --warmup 0 --repeats 1 --arms c,a"),
+        "{report}"
+    );
+    drop(store);
+
+    // A training experiment: the runner sets run.max_iterations itself.
+    let smoke = concat!(env!("CARGO_MANIFEST_DIR"), "/experiments/smoke.toml");
+    let fresh = dir.path().join("fresh.db");
+    let out = lcx()
+        .args([
+            "run",
+            smoke,
+            "--db",
+            fresh.to_str().unwrap(),
+            "--set",
+            "run.max_iterations=5",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--iterations"), "{stderr}");
+    assert!(!fresh.exists(), "nothing written");
+}

@@ -179,7 +179,7 @@ command = "true"
 "#;
     let file = dir.path().join("e.toml");
     std::fs::write(&file, text).unwrap();
-    let (plan, text) = plan::load(&file, &[]).unwrap();
+    let (plan, text) = plan::load(&file, &Default::default()).unwrap();
     let mut store = Store::open_in_memory().unwrap();
     let id = runner::create_experiment(
         &mut store,
@@ -242,7 +242,7 @@ command = "printf '{\"iteration\":1,\"t\":1}\n{\"iteration\":1,\"t\":9}\n{\"iter
 "#,
     )
     .unwrap();
-    let (plan, text) = plan::load(&file, &[]).unwrap();
+    let (plan, text) = plan::load(&file, &Default::default()).unwrap();
     let mut store = Store::open_in_memory().unwrap();
     let id = runner::create_experiment(
         &mut store,

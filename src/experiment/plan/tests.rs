@@ -3,7 +3,7 @@
 use super::*;
 
 fn plan(text: &str) -> Result<Plan, PlanError> {
-    from_str(text, Path::new("/exp/dir/x.toml"), &[])
+    from_str(text, Path::new("/exp/dir/x.toml"), &Overrides::default())
 }
 
 fn error(text: &str) -> String {
@@ -146,7 +146,12 @@ fn errors_name_the_file_key_and_arm() {
 #[test]
 fn command_workloads_refuse_config_keys() {
     assert!(error(&format!("set = [\"a.b=1\"]\n{COMMAND}")).contains("set"));
-    let err = from_str(COMMAND, Path::new("x.toml"), &["a.b=1".to_string()]).unwrap_err();
+    let err = from_str(
+        COMMAND,
+        Path::new("x.toml"),
+        &Overrides::sets(&["a.b=1".to_string()]),
+    )
+    .unwrap_err();
     assert!(matches!(err, PlanError::CliSet { .. }), "{err}");
 }
 
@@ -170,4 +175,175 @@ fn sha256_matches_a_known_vector() {
         sha256_hex(b"abc"),
         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
     );
+}
+
+const TRAIN: &str = r#"
+name = "t"
+workload = "train"
+iterations = 4
+warmup = 1
+repeats = { min = 2, max = 6, precision = 0.05 }
+[[arms]]
+name = "rec"
+set = ["traversal.scheduler=recursive"]
+[[arms]]
+name = "int"
+set = ["traversal.scheduler=interleaved"]
+[[arms]]
+name = "wide"
+set = ["network.hidden_size=32"]
+"#;
+
+fn with(cli: Overrides) -> Result<Plan, PlanError> {
+    from_str(TRAIN, Path::new("/exp/dir/x.toml"), &cli)
+}
+
+fn sets(list: &[&str]) -> Overrides {
+    Overrides::sets(&list.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+}
+
+#[test]
+fn a_set_that_the_runner_or_an_arm_would_outrank_is_an_error_naming_both() {
+    // The runner writes run.max_iterations from `iterations`.
+    let err = with(sets(&["run.max_iterations=5"]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("run.max_iterations") && err.contains("--iterations"),
+        "{err}"
+    );
+    let err = with(sets(&["run={max_iterations = 5}"]))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("--iterations"), "{err}");
+    let file = TRAIN.replace(
+        "warmup = 1\n",
+        "warmup = 1\nset = [\"run.max_iterations=9\"]\n",
+    );
+    assert!(error(&file).contains("`iterations`"), "{}", error(&file));
+    let arm = TRAIN.replace("network.hidden_size=32", "run.max_iterations=9");
+    assert!(error(&arm).contains("arms"), "{}", error(&arm));
+    // An arm's own `set` of the key would win over the command line.
+    let err = with(sets(&["traversal.scheduler=bogus"]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("arm `rec`") && err.contains("traversal.scheduler=recursive"),
+        "{err}"
+    );
+    let err = with(sets(&["traversal={scheduler = \"interleaved\"}"])).unwrap_err();
+    assert!(matches!(err, PlanError::CliSet { .. }), "{err}");
+    // A key no arm sets applies to every arm.
+    let p = with(sets(&["network.num_layers=3"])).unwrap();
+    assert!(p
+        .arms
+        .iter()
+        .all(|a| a.config_toml.as_deref().unwrap().contains("num_layers = 3")));
+    // Without the arms that set it, a key is free again.
+    let mut cli = sets(&["network.hidden_size=8"]);
+    cli.arms = vec!["rec".into(), "int".into()];
+    let p = with(cli).unwrap();
+    assert_eq!(p.arms.len(), 2);
+}
+
+#[test]
+fn flags_replace_the_files_counts_and_are_recorded() {
+    let p = with(Overrides {
+        iterations: Some(7),
+        warmup: Some("2".into()),
+        repeats: Some(3),
+        ..Overrides::default()
+    })
+    .unwrap();
+    assert_eq!((p.iterations, p.warmup, p.repeats), (7, 2, 3));
+    assert!(
+        p.adaptive.is_none(),
+        "a fixed --repeats turns adaptive repeats off"
+    );
+    assert!(p.arms[0]
+        .config_toml
+        .as_deref()
+        .unwrap()
+        .contains("max_iterations = 7"));
+    assert_eq!(
+        p.cli_flags,
+        ["--iterations", "7", "--warmup", "2", "--repeats", "3"]
+    );
+    let auto = with(Overrides {
+        warmup: Some("auto".into()),
+        ..Overrides::default()
+    })
+    .unwrap();
+    assert!(auto.warmup_auto);
+    let p = with(Overrides::default()).unwrap();
+    assert_eq!((p.iterations, p.warmup, p.repeats), (4, 1, 6));
+    assert!(p.adaptive.is_some() && p.cli_flags.is_empty());
+    for (cli, flag) in [
+        (
+            Overrides {
+                iterations: Some(0),
+                ..Overrides::default()
+            },
+            "--iterations",
+        ),
+        (
+            Overrides {
+                iterations: Some(1),
+                ..Overrides::default()
+            },
+            "--iterations",
+        ),
+        (
+            Overrides {
+                warmup: Some("4".into()),
+                ..Overrides::default()
+            },
+            "--warmup",
+        ),
+        (
+            Overrides {
+                warmup: Some("x".into()),
+                ..Overrides::default()
+            },
+            "--warmup",
+        ),
+        (
+            Overrides {
+                repeats: Some(0),
+                ..Overrides::default()
+            },
+            "--repeats",
+        ),
+    ] {
+        let err = with(cli.clone()).unwrap_err();
+        assert!(err.to_string().starts_with(flag), "{cli:?}: {err}");
+    }
+}
+
+#[test]
+fn arms_runs_a_subset_that_keeps_the_baseline() {
+    let subset = |names: &[&str]| Overrides {
+        arms: names.iter().map(|s| s.to_string()).collect(),
+        ..Overrides::default()
+    };
+    let p = with(subset(&["wide", "rec"])).unwrap();
+    let names: Vec<&str> = p.arms.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["rec", "wide"], "file order");
+    assert_eq!(p.baseline, "rec");
+    assert_eq!(p.cli_flags, ["--arms", "wide,rec"]);
+    // The default baseline is the file's first arm, not the subset's.
+    let err = with(subset(&["int"])).unwrap_err().to_string();
+    assert!(err.contains("`rec`") && err.contains("baseline"), "{err}");
+    let err = with(subset(&["rec", "nosuch"])).unwrap_err().to_string();
+    assert!(
+        err.contains("nosuch") && err.contains("rec, int, wide"),
+        "{err}"
+    );
+    let gated = format!(
+        "{TRAIN}\n[gate]\nmetric = \"time/iteration_seconds\"\nmin_speedup = 1.1\narm = \"int\"\n"
+    );
+    let err = from_str(&gated, Path::new("x.toml"), &subset(&["rec", "wide"]))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("`int`") && err.contains("[gate]"), "{err}");
 }
