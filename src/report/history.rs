@@ -119,6 +119,12 @@ pub struct HistoryRow {
     /// The arm's previous row ran on another host fingerprint: a break in
     /// the series, not a change of code.
     pub new_host: bool,
+    /// Why this row starts a new series of its arm, when it does: another
+    /// host, another resolved config, command, or iteration count. Such a
+    /// row is compared only with earlier rows of the same set-up.
+    pub series_break: Option<String>,
+    #[serde(skip)]
+    setup: Setup,
     /// A step change starts at this row: its relative size, found by
     /// [`step_changes`] over the rows of this arm on this fingerprint.
     pub step: Option<f64>,
@@ -196,6 +202,56 @@ pub fn step_changes(values: &[f64], min_effect: f64) -> Vec<(usize, f64)> {
     out
 }
 
+/// What a cell measured, beyond the host: two rows of an arm are
+/// comparable only when these match. The experiment file's own hash is
+/// left out on purpose: editing its notes or columns changes no number.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Setup {
+    config_sha256: Option<String>,
+    /// argv without `--config X` / `--set K=V` (the config hash covers
+    /// those, however they were handed over), and the arm's environment.
+    command: String,
+    iterations: i64,
+    warmup: i64,
+}
+
+impl Setup {
+    fn of(e: &Experiment, run: Option<&HistoryRun>) -> Setup {
+        let Some(run) = run else {
+            return Setup::default();
+        };
+        let argv: Vec<String> = serde_json::from_str(&run.command_json).unwrap_or_default();
+        let mut kept = Vec::new();
+        let mut words = argv.iter().skip(1);
+        while let Some(w) = words.next() {
+            if w == "--config" || w == "--set" {
+                words.next();
+            } else {
+                kept.push(w.as_str());
+            }
+        }
+        Setup {
+            config_sha256: run.config_sha256.clone(),
+            command: format!("{} {}", kept.join(" "), run.env_json),
+            iterations: e.iterations,
+            warmup: e.warmup,
+        }
+    }
+
+    /// Why `self` is not comparable with `before`, if it is not.
+    fn differs_from(&self, before: &Setup) -> Option<&'static str> {
+        if self.config_sha256 != before.config_sha256 {
+            Some("config changed")
+        } else if self.command != before.command {
+            Some("command changed")
+        } else if (self.iterations, self.warmup) != (before.iterations, before.warmup) {
+            Some("iterations or warm-up changed")
+        } else {
+            None
+        }
+    }
+}
+
 /// Builds history rows (oldest first) from `experiments` (any order) and
 /// their runs' moments.
 pub fn history_rows(
@@ -216,7 +272,7 @@ pub fn history_rows(
         }
     }
     for e in exps {
-        let key = fingerprint_key(&e.fingerprint);
+        let host_key = fingerprint_key(&e.fingerprint);
         for arm in &arms {
             let these: Vec<&HistoryRun> = runs
                 .iter()
@@ -225,6 +281,16 @@ pub fn history_rows(
             if these.is_empty() {
                 continue;
             }
+            let setup = Setup::of(
+                e,
+                these
+                    .iter()
+                    .find(|r| r.status == "completed")
+                    .or(these.first())
+                    .copied(),
+            );
+            // Rows compare within one host and one set-up.
+            let key = format!("{host_key}|{setup:?}");
             let counted: Vec<&RunMoments> = these
                 .iter()
                 .filter(|r| r.status == "completed")
@@ -241,14 +307,21 @@ pub fn history_rows(
                 last.retain(|(k, _)| *k != slot);
                 last.push((slot, (e.id, s)));
             }
-            let new_host = rows
-                .iter()
-                .rev()
-                .find(|r| r.arm == *arm)
-                .is_some_and(|r| r.fingerprint_key != key);
+            let before = rows.iter().rev().find(|r| r.arm == *arm);
+            let new_host =
+                before.is_some_and(|r| !r.fingerprint_key.starts_with(&format!("{host_key}|")));
+            let series_break = before.and_then(|b| {
+                if new_host {
+                    Some("new host".to_string())
+                } else {
+                    setup.differs_from(&b.setup).map(str::to_string)
+                }
+            });
             rows.push(HistoryRow {
                 fingerprint_key: key.clone(),
                 new_host,
+                series_break,
+                setup,
                 step: None,
                 experiment_id: e.id,
                 date: e.created_at.get(..10).unwrap_or(&e.created_at).to_string(),
@@ -328,10 +401,16 @@ pub fn render_history(metric: &str, rows: &[HistoryRow]) -> String {
                 };
                 let p = c.welch.map(|w| p_text(w.p_value)).unwrap_or_default();
                 let m = if m.is_empty() { "" } else { m };
-                format!("{m} {rel} vs #{id} ({p})").trim().to_string()
+                let text = format!("{m} {rel} vs #{id} ({p})").trim().to_string();
+                match &r.series_break {
+                    Some(why) => format!("{why} since the previous row; {text}"),
+                    None => text,
+                }
             }
-            _ if r.new_host => "new host: not compared".into(),
-            _ => "—".into(),
+            _ => match &r.series_break {
+                Some(why) => format!("{why}: not compared"),
+                None => "—".into(),
+            },
         };
         let step = match r.step {
             Some(rel) => format!("step {:+.1}% from here", rel * 100.0),
@@ -356,8 +435,9 @@ pub fn render_history(metric: &str, rows: &[HistoryRow]) -> String {
     out.push_str(
         "\n\nWarm-up-excluded mean ± spread (sd over iterations for one run, over repeat \
          means for several). Changes are marked against the previous experiment of the \
-         same arm on the same fingerprint (the report's verdict rule); a row on another \
-         fingerprint than the arm's previous one starts a new series. Step: where the arm's \
+         same arm on the same fingerprint and set-up (the report's verdict rule); a row \
+         on another host, resolved config, command or iteration count than the arm's \
+         previous one starts a new series. Step: where the arm's \
          level on one fingerprint shifts, by binary segmentation (Welch's |t| > 4 and the \
          minimum effect).\n",
     );
@@ -508,6 +588,9 @@ mod tests {
             arm: "a".into(),
             repeat: 1,
             status: "completed".into(),
+            config_sha256: Some("c1".into()),
+            command_json: r#"["lcx","train","--config","-","--metrics-out","-"]"#.into(),
+            env_json: "{}".into(),
             moments: Some(RunMoments {
                 run_id: exp * 10,
                 arm: "a".into(),
@@ -547,6 +630,62 @@ mod tests {
         let text = render_history("t", &rows);
         assert!(text.contains("▼ regressed +50.0% vs #2"), "{text}");
         assert!(text.contains("0123456789"));
+    }
+
+    #[test]
+    fn another_config_command_or_count_starts_a_new_series_not_a_regression() {
+        let mut exps = vec![
+            exp(1, "h"),
+            exp(2, "h"),
+            exp(3, "h"),
+            exp(4, "h"),
+            exp(5, "h"),
+        ];
+        let mut runs = vec![
+            hrun(1, 1.0),
+            hrun(2, 1.25),
+            hrun(3, 1.0),
+            hrun(4, 1.0),
+            hrun(5, 2.0),
+        ];
+        // 2: more traversals per player (another resolved config), 25 % slower.
+        runs[1].config_sha256 = Some("c2".into());
+        // 3: the same config handed the old way (file and --set): comparable.
+        runs[2].command_json =
+            r#"["/x/lcx","train","--config","/a/b.toml","--set","k=v","--metrics-out","-"]"#.into();
+        // 4: another command flag, 5: another iteration count.
+        runs[3].command_json = r#"["lcx","bench","trainer","--amp"]"#.into();
+        runs[4].command_json = runs[3].command_json.clone();
+        exps[4].iterations = 99;
+        let rows = history_rows(
+            &exps,
+            &runs,
+            Direction::LowerIsBetter,
+            VerdictRule::default(),
+        );
+        assert_eq!(rows[1].series_break.as_deref(), Some("config changed"));
+        assert!(rows[1].change.is_none(), "not compared with another config");
+        assert_eq!(rows[2].series_break.as_deref(), Some("config changed"));
+        assert_eq!(
+            rows[2].compared_with,
+            Some(1),
+            "back to config 1: compared with #1"
+        );
+        assert_eq!(rows[3].series_break.as_deref(), Some("command changed"));
+        assert_eq!(
+            rows[4].series_break.as_deref(),
+            Some("iterations or warm-up changed")
+        );
+        assert!(rows
+            .iter()
+            .all(|r| r.change.is_none_or(|c| c.verdict != Verdict::Regressed)));
+        let text = render_history("t", &rows);
+        assert!(text.contains("config changed: not compared"), "{text}");
+        assert!(
+            text.contains("config changed since the previous row; "),
+            "{text}"
+        );
+        assert!(!text.contains("regressed"), "{text}");
     }
 
     #[test]

@@ -99,6 +99,10 @@ pub struct HistoryRun {
     pub status: String,
     /// `None` when the run recorded no post-warm-up value of the metric.
     pub moments: Option<RunMoments>,
+    /// What the cell ran, so that history compares like with like.
+    pub config_sha256: Option<String>,
+    pub command_json: String,
+    pub env_json: String,
 }
 
 /// `?, ?, ?` for an IN list.
@@ -371,7 +375,8 @@ impl Store {
         metric: &str,
     ) -> Result<Vec<HistoryRun>, StoreError> {
         let sql = format!(
-            "SELECT e.id, r.id, r.arm, r.repeat, r.status, {MOMENTS} \
+            "SELECT e.id, r.id, r.arm, r.repeat, r.status, {MOMENTS}, \
+                    r.config_sha256, r.command_json, r.env_json \
              FROM experiments e \
              JOIN runs r ON r.experiment_id = e.id AND (?2 IS NULL OR r.arm = ?2) \
              LEFT JOIN metrics m ON m.run_id = r.id AND m.superseded = 0 AND m.name = ?3 \
@@ -392,6 +397,9 @@ impl Store {
                     repeat,
                     status: r.get(4)?,
                     moments: (m.n > 0).then_some(m),
+                    config_sha256: r.get(11)?,
+                    command_json: r.get(12)?,
+                    env_json: r.get(13)?,
                 })
             })?
             .collect::<rusqlite::Result<_>>()?;

@@ -251,7 +251,7 @@ fn list_history_and_compare() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("lcx.db");
     experiment(dir.path(), &db, "again", 1.5, "");
-    experiment(dir.path(), &db, "again", 1.5, "");
+    let file = experiment(dir.path(), &db, "again", 1.5, "");
     let list = ok(&db, dir.path(), &["list"]);
     assert!(list.contains("| 2 ") && list.contains("| 1 "), "{list}");
     assert!(list.contains("slow, fast"), "{list}");
@@ -279,6 +279,17 @@ fn list_history_and_compare() {
         "{history}"
     );
     assert!(history.contains("0.3550 ± 0.0187"), "{history}");
+    // Another warm-up is another series, not a change of speed.
+    ok(
+        &db,
+        dir.path(),
+        &["run", "--plain", file.to_str().unwrap(), "--warmup", "3"],
+    );
+    let history = ok(&db, dir.path(), &["history", "again", "--arm", "fast"]);
+    assert!(
+        history.contains("iterations or warm-up changed: not compared"),
+        "{history}"
+    );
 
     let cmp = ok(&db, dir.path(), &["compare", "1", "2"]);
     assert!(cmp.contains("| fast"), "{cmp}");
