@@ -18,7 +18,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out
 step "$bin" --version
 step "$bin" bench forward --device cuda --batch-sizes 1,4,16,64,256,1024
 step "$bin" bench trainer --config configs/default.toml --device cuda
-step "$bin" bench trainer --config configs/default.toml --device cuda --amp
+step "$bin" bench trainer --config configs/default.toml --device cuda --both
 for exp in ${LCX_GPU_EXPERIMENTS:-experiments/amp.toml experiments/option-b.toml}; do
   [ -f "$exp" ] && step "$bin" run "$exp" --set run.device=cuda ${LCX_GPU_RUN_ARGS:-}
 done

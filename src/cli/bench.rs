@@ -73,9 +73,16 @@ struct TrainerArgs {
     /// Override a config key (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     sets: Vec<String>,
-    /// Also time the AMP (fp16 autocast + grad scaler) trainer.
-    #[arg(long)]
+    /// Time the AMP (fp16 autocast + grad scaler) trainer instead of fp32.
+    /// Where AMP cannot run (no CUDA) the steps run in fp32 and each line
+    /// says so (`precision: "fp32"`, `precision_requested: "amp"`).
+    #[arg(long, conflicts_with = "both")]
     amp: bool,
+    /// Time fp32, then AMP, and print the speedup (when AMP really ran).
+    /// For reading at a terminal: an experiment's cell measures one mode,
+    /// so `lcx run` refuses it.
+    #[arg(long)]
+    both: bool,
     /// Timed runs per mode.
     #[arg(long, default_value_t = 20)]
     runs: usize,
@@ -410,8 +417,10 @@ fn trainer(args: TrainerArgs) -> anyhow::Result<u8> {
         .metrics_out
         .as_ref()
         .is_some_and(|p| p.as_os_str() == "-");
-    let modes: &[(&str, bool)] = if args.amp {
+    let modes: &[(&str, bool)] = if args.both {
         &[("fp32", false), ("amp", true)]
+    } else if args.amp || cfg.run.use_amp {
+        &[("amp", true)]
     } else {
         &[("fp32", false)]
     };
@@ -427,6 +436,7 @@ fn trainer(args: TrainerArgs) -> anyhow::Result<u8> {
         if amp && t.amp_falls_back_to_fp32() {
             eprintln!("note: AMP needs CUDA; the amp mode on {device:?} trains in fp32");
         }
+        let precision = t.precision();
         for _ in 0..args.warmup {
             time_training_call(&mut t)?;
         }
@@ -437,7 +447,8 @@ fn trainer(args: TrainerArgs) -> anyhow::Result<u8> {
             if let Some(out) = sink.as_mut() {
                 let line = serde_json::json!({
                     "iteration": iteration,
-                    "mode": mode,
+                    "precision": precision,
+                    "precision_requested": mode,
                     "bench/ms_per_call": v,
                     "loss/advantage": adv_loss,
                     "loss/strategy": strat_loss,
@@ -448,15 +459,20 @@ fn trainer(args: TrainerArgs) -> anyhow::Result<u8> {
             }
             ms.push(v);
         }
-        rows.push((mode, backend, summarize(&ms)));
+        let shown = if precision == mode {
+            mode.to_string()
+        } else {
+            format!("{mode} requested, ran {precision}: no CUDA")
+        };
+        rows.push((shown, precision, backend, summarize(&ms)));
     }
     let o = &cfg.optimization;
     let mut table = Table::new();
     table.load_preset(ASCII_MARKDOWN);
     table.set_header(["mode", "training", "mean ms", "p50 ms", "p95 ms"]);
-    for (mode, backend, (mean, p50, p95)) in &rows {
+    for (mode, _, backend, (mean, p50, p95)) in &rows {
         table.add_row([
-            mode.to_string(),
+            mode.clone(),
             backend.to_string(),
             format!("{mean:.2}"),
             format!("{p50:.2}"),
@@ -468,8 +484,13 @@ fn trainer(args: TrainerArgs) -> anyhow::Result<u8> {
         args.runs, args.warmup, o.advantage_updates_per_iteration, o.advantage_batch_size,
         o.strategy_updates_per_iteration, o.strategy_batch_size,
     );
-    if rows.len() == 2 {
-        text.push_str(&format!("\nspeedup: {:.2}x", rows[0].2 .0 / rows[1].2 .0));
+    // A speedup of fp32 over fp32 would be noise with a label on it.
+    if let [a, b] = rows.as_slice() {
+        if a.1 != b.1 {
+            text.push_str(&format!("\nspeedup: {:.2}x", a.3 .0 / b.3 .0));
+        } else {
+            text.push_str("\nno speedup: both modes ran fp32");
+        }
     }
     if to_stdout {
         eprintln!("{text}");

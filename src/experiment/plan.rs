@@ -1094,6 +1094,14 @@ impl Reader<'_> {
             let args = self.strings(arm, "args", &prefix)?;
             for (i, a) in args.iter().enumerate() {
                 self.no_nul(format!("{prefix}args[{i}]"), a)?;
+                // One cell measures one mode: `--both` would print fp32 and
+                // AMP lines as iterations 1..2N of one cell.
+                if workload == Workload::BenchTrainer && a == "--both" {
+                    return Err(self.err(
+                        format!("{prefix}args[{i}]"),
+                        "`--both` times two modes in one cell; give fp32 and `--amp` their own arms",
+                    ));
+                }
             }
             let variable = self.boolean(arm, "variable_iterations", &prefix)?;
             if variable.is_some() && workload.uses_config() {

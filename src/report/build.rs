@@ -46,6 +46,8 @@ pub struct Input {
     /// counted run (warm-up included), for warm-up detection, trends and
     /// outliers.
     pub series: Vec<(i64, Vec<(i64, f64)>)>,
+    /// (arm, precision asked for, precision that ran), distinct.
+    pub precisions: Vec<(String, String, String)>,
 }
 
 /// The metric a report's net result, gate and series checks are about:
@@ -300,6 +302,7 @@ pub fn load(store: &Store, experiment_id: i64, options: Options) -> Result<Repor
             nonfinite,
             perf,
             series,
+            precisions: store.precisions(experiment_id)?,
         },
         options,
     ))
@@ -786,9 +789,27 @@ pub fn assemble(input: Input, options: Options) -> Report {
                 "Arm `{arm}` has no completed cell; its numbers come from incomplete cells."
             ));
         }
+        // Never label what did not run: an AMP arm whose steps ran fp32
+        // says so in its own row.
+        let mut label = label.clone();
+        let mismatched: Vec<String> = input
+            .precisions
+            .iter()
+            .filter(|(a, asked, ran)| a == arm && asked != ran)
+            .map(|(_, asked, ran)| {
+                format!("{} requested, ran {ran}: no CUDA", asked.to_uppercase())
+            })
+            .collect();
+        if !mismatched.is_empty() {
+            label = format!("{label} ({})", mismatched.join("; "));
+            remarks.push(format!(
+                "Arm `{arm}`: {}; its numbers are not AMP numbers.",
+                mismatched.join("; ")
+            ));
+        }
         arms.push(ArmResult {
             name: arm.clone(),
-            label: label.clone(),
+            label,
             is_baseline,
             cells: arm_runs.len(),
             completed,

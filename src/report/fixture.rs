@@ -282,6 +282,7 @@ pub fn report(gate_min: f64, columns: bool) -> Report {
             nonfinite: Vec::new(),
             perf: Vec::new(),
             series: Vec::new(),
+            precisions: Vec::new(),
         },
         Options::default(),
     )

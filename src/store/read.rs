@@ -300,6 +300,28 @@ impl Store {
         Ok(rows)
     }
 
+    /// (arm, precision asked for, precision that ran), distinct, from the
+    /// live `precision_requested` / `precision` text fields the trainer and
+    /// `bench trainer` write on each line.
+    pub fn precisions(
+        &self,
+        experiment_id: i64,
+    ) -> Result<Vec<(String, String, String)>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT DISTINCT r.arm, asked.value, ran.value FROM runs r
+             JOIN metric_text ran ON ran.run_id = r.id AND ran.name = 'precision'
+                  AND ran.superseded = 0
+             JOIN metric_text asked ON asked.run_id = r.id AND asked.name = 'precision_requested'
+                  AND asked.superseded = 0 AND asked.iteration = ran.iteration
+             WHERE r.experiment_id = ?1
+             ORDER BY r.arm_index, asked.value, ran.value",
+        )?;
+        let rows = stmt
+            .query_map([experiment_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
     /// One run by id.
     pub fn run(&self, run_id: i64) -> Result<Option<Run>, StoreError> {
         let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1");

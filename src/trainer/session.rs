@@ -88,7 +88,8 @@ impl Log {
     }
 }
 
-fn json_line(m: &Metrics) -> String {
+/// One metrics line: the numbers, then the text fields (`precision`).
+fn json_line(m: &Metrics, texts: &[(&str, &str)]) -> String {
     let mut obj = serde_json::Map::new();
     for (k, v) in m {
         let value = if k == "iteration" {
@@ -98,6 +99,9 @@ fn json_line(m: &Metrics) -> String {
                 .map_or(serde_json::Value::Null, serde_json::Value::Number)
         };
         obj.insert(k.clone(), value);
+    }
+    for (k, v) in texts {
+        obj.insert((*k).to_string(), serde_json::Value::from(*v));
     }
     let mut line = serde_json::Value::Object(obj).to_string();
     line.push('\n');
@@ -196,7 +200,14 @@ pub fn run(config: TrainerConfig, mut opts: SessionOptions) -> Result<PathBuf, S
                 *it += secs;
             }
         }
-        let line = json_line(&m);
+        // What ran, beside what was asked: an AMP arm on a CPU says fp32.
+        let line = json_line(
+            &m,
+            &[
+                ("precision", trainer.precision()),
+                ("precision_requested", trainer.precision_requested()),
+            ],
+        );
         metrics_file
             .write_all(line.as_bytes())
             .map_err(io(&metrics_path))?;

@@ -384,6 +384,25 @@ impl Trainer {
         self.dim
     }
 
+    /// The precision the training steps really run in: `"amp"` only when
+    /// the grad scaler is on (AMP asked for, on CUDA), `"fp32"` otherwise.
+    pub fn precision(&self) -> &'static str {
+        if self.scaler.enabled() {
+            "amp"
+        } else {
+            "fp32"
+        }
+    }
+
+    /// The precision the config asks for (`run.use_amp`).
+    pub fn precision_requested(&self) -> &'static str {
+        if self.config.run.use_amp {
+            "amp"
+        } else {
+            "fp32"
+        }
+    }
+
     /// Whether AMP was asked for on a device that cannot do it; the caller
     /// says so once.
     pub fn amp_falls_back_to_fp32(&mut self) -> bool {

@@ -173,6 +173,53 @@ fn bench_trainer_names_the_training_backend() {
     assert!(off.contains("| libtorch |"), "{off}");
 }
 
+/// #19 items 1 and 2: a bench-trainer cell measures one mode, for the
+/// iterations asked, and an AMP arm that ran fp32 (on the CPU) says so in
+/// its lines and in the report.
+#[test]
+fn an_amp_cell_on_the_cpu_is_one_mode_and_labelled_fp32() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("amp.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"amp\"\nworkload = \"bench-trainer\"\nconfig = \"{}\"\niterations = 3\n\
+             warmup = 1\nset = [\"run.device=cpu\"]\n[[arms]]\nname = \"fp32\"\n\
+             [[arms]]\nname = \"amp\"\nlabel = \"AMP\"\nargs = [\"--amp\"]\n",
+            smoke()
+        ),
+    )
+    .unwrap();
+    let db = dir.path().join("x.db");
+    let db = db.to_str().unwrap();
+    succeed(lcx().args(["run", file.to_str().unwrap(), "--db", db, "--plain"]));
+    let store = lcx::store::Store::open_read_only(Path::new(db)).unwrap();
+    let e = store.find_experiment("amp").unwrap();
+    for run in store.runs(e.id).unwrap() {
+        assert_eq!(run.iterations_done, 3, "{}: one mode, 3 lines", run.arm);
+        let texts = store.run_texts(run.id).unwrap();
+        let ran: Vec<&str> = texts
+            .iter()
+            .filter(|(_, name, _)| name == "precision")
+            .map(|(_, _, v)| v.as_str())
+            .collect();
+        assert_eq!(ran, ["fp32"; 3], "{}", run.arm);
+    }
+    let report = succeed(lcx().args(["report", "amp", "--db", db]));
+    assert!(
+        report.contains("AMP (AMP requested, ran fp32: no CUDA)"),
+        "{report}"
+    );
+    // At a terminal, --both prints no speedup of fp32 over fp32.
+    let both = succeed(
+        lcx()
+            .args(["bench", "trainer", "--config", &smoke(), "--both"])
+            .args(["--runs", "1", "--warmup", "0", "--set", "run.device=cpu"]),
+    );
+    assert!(both.contains("no speedup: both modes ran fp32"), "{both}");
+    assert!(!both.contains("\nspeedup:"), "{both}");
+}
+
 #[test]
 fn bench_peak_prints_the_ceiling_as_a_metric_line() {
     let out = succeed(lcx().args([

@@ -347,3 +347,11 @@ fn arms_runs_a_subset_that_keeps_the_baseline() {
         .to_string();
     assert!(err.contains("`int`") && err.contains("[gate]"), "{err}");
 }
+
+#[test]
+fn a_bench_trainer_cell_measures_one_mode() {
+    let text = "name = \"b\"\nworkload = \"bench-trainer\"\niterations = 3\n\
+                [[arms]]\nname = \"a\"\nargs = [\"--both\"]\n";
+    let msg = error(text);
+    assert!(msg.contains("args[0]") && msg.contains("--amp"), "{msg}");
+}
