@@ -25,6 +25,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0002_runner_faults.sql",
         include_str!("../../migrations/0002_runner_faults.sql"),
     ),
+    (
+        "0003_views_count_what_reports_count.sql",
+        include_str!("../../migrations/0003_views_count_what_reports_count.sql"),
+    ),
 ];
 
 /// The schema version this lcx writes.

@@ -602,3 +602,81 @@ fn a_closed_pipe_ends_the_output_quietly_with_exit_0() {
     assert_eq!(text(&out.stdout), "x\n");
     assert!(text(&out.stderr).is_empty(), "{}", text(&out.stderr));
 }
+
+/// #19 item 6: the public views count the cells the report counts (an
+/// arm's completed cells), so SQL and `lcx report` give one number.
+#[test]
+fn the_views_give_the_reports_numbers_when_a_cell_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("lcx.db");
+    // Repeat 2 of arm `a` prints slower lines, then fails.
+    let a = r#"i=1; while [ $i -le 6 ]; do echo "{\"iteration\":$i,\"time/iteration_seconds\":0.$LCX_REPEAT$i}"; i=$((i+1)); done; [ "$LCX_REPEAT" = 1 ]"#;
+    let b = r#"i=1; while [ $i -le 6 ]; do echo "{\"iteration\":$i,\"time/iteration_seconds\":0.3$i}"; i=$((i+1)); done"#;
+    let file = dir.path().join("views.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"views\"\nworkload = \"command\"\niterations = 6\nwarmup = 1\nrepeats = 2\n\
+             order = \"sequential\"\n[[arms]]\nname = \"a\"\ncommand = {}\n[[arms]]\nname = \"b\"\ncommand = {}\n",
+            toml_string(a),
+            toml_string(b)
+        ),
+    )
+    .unwrap();
+    let out = run_lcx(&db, dir.path(), &["run", "--plain", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_str(&ok(
+        &db,
+        dir.path(),
+        &["report", "views", "--format", "json"],
+    ))
+    .unwrap();
+    let store = lcx::store::Store::open_read_only(&db).unwrap();
+    for arm in ["a", "b"] {
+        let metric = json["arms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["name"] == arm)
+            .and_then(|x| {
+                x["metrics"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|m| m["metric"] == "time/iteration_seconds")
+            })
+            .cloned()
+            .unwrap();
+        let rows = store
+            .query(&format!(
+                "SELECT n, mean, runs FROM arm_metric_stats \
+                 WHERE arm = '{arm}' AND name = 'time/iteration_seconds'"
+            ))
+            .unwrap()
+            .rows;
+        let (n, mean, runs) = match rows[0].as_slice() {
+            [lcx::store::SqlValue::Integer(n), lcx::store::SqlValue::Real(m), lcx::store::SqlValue::Integer(r)] => {
+                (*n, *m, *r)
+            }
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(n, metric["summary"]["n"].as_i64().unwrap(), "{arm}: n");
+        assert!(
+            (mean - metric["summary"]["mean"].as_f64().unwrap()).abs() < 1e-12,
+            "{arm}: view {mean} vs report {}",
+            metric["summary"]
+        );
+        // `a` counts its completed repeat only; `b` both.
+        assert_eq!(
+            (n, runs),
+            if arm == "a" { (5, 1) } else { (10, 2) },
+            "{arm}"
+        );
+    }
+    // The failed cell is still there for whoever asks, with its status.
+    let failed = store
+        .query("SELECT COUNT(*) FROM run_metric_stats WHERE status = 'failed' AND counted = 0")
+        .unwrap()
+        .rows;
+    assert_eq!(failed[0][0], lcx::store::SqlValue::Integer(1));
+}
