@@ -61,12 +61,12 @@ for ((k = 1; k <= n; k++)); do
         [[ $left == 0 ]] || bad=$((bad + 1))
         continue
     fi
-    status=$(query "SELECT 1" >/dev/null 2>&1 && "$lcx" list --db "$db" --json 2>/dev/null |
+    status=$(query "SELECT 1" >/dev/null 2>&1 && "$lcx" list --db "$db" --format json 2>/dev/null |
         awk -F'"' '/"status"/ { print $4; exit }')
     [[ $status == abandoned ]] && abandoned=$((abandoned + 1))
     [[ $status == completed ]] && finished=$((finished + 1))
     "$lcx" run --resume latest --db "$db" --plain >/dev/null 2>&1
-    after=$("$lcx" list --db "$db" --json 2>/dev/null | awk -F'"' '/"status"/ { print $4; exit }')
+    after=$("$lcx" list --db "$db" --format json 2>/dev/null | awk -F'"' '/"status"/ { print $4; exit }')
     [[ $after == completed ]] && resumed=$((resumed + 1))
     ok=$(query "PRAGMA integrity_check")
     [[ $ok == ok ]] && integrity=$((integrity + 1))

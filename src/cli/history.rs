@@ -26,8 +26,11 @@ pub struct Args {
     /// host then reads as such, not as a change of code.
     #[arg(long)]
     of_peak: bool,
-    /// Print JSON instead of a table.
-    #[arg(long)]
+    /// `table` (markdown) or `json`, as for `lcx query`.
+    #[arg(long, value_enum, default_value = "table")]
+    format: super::list::Format,
+    /// Same as `--format json` (kept for scripts written before `--format`).
+    #[arg(long, hide = true, conflicts_with = "format")]
     json: bool,
     /// The SQLite database.
     #[arg(long, env = "LCX_DB", default_value = "lcx.db")]
@@ -56,6 +59,28 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             })
             .unwrap_or_else(|| "time/iteration_seconds".into()),
     };
+    if let Some(asked) = &args.metric {
+        let mut known: Vec<String> = Vec::new();
+        for e in &experiments {
+            for name in store.metric_names_fast(e.id).map_err(user_or_not)? {
+                if !known.contains(&name) {
+                    known.push(name);
+                }
+            }
+        }
+        if !known.contains(asked) {
+            let near = crate::config::nearest(asked, &known, 3);
+            let hint = if near.is_empty() {
+                "they recorded no metrics".to_string()
+            } else {
+                format!("closest recorded: {}", near.join(", "))
+            };
+            return Err(crate::cli::bad_input(anyhow::anyhow!(
+                "--metric {asked}: no experiment named `{}` recorded it ({hint})",
+                args.name
+            )));
+        }
+    }
     let mut runs = store
         .history_runs(&args.name, args.arm.as_deref(), &metric)
         .map_err(user_or_not)?;
@@ -85,7 +110,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     if rows.iter().all(|r| r.summary.is_none()) {
         eprintln!("note: no post-warm-up values of `{metric}` were recorded for these runs");
     }
-    if args.json {
+    if args.json || args.format == super::list::Format::Json {
         println!(
             "{}",
             serde_json::to_string_pretty(&rows).unwrap_or_default()

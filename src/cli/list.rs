@@ -6,13 +6,23 @@ use comfy_table::{presets::ASCII_MARKDOWN, Table};
 
 use super::report::{open_db, user_or_not};
 
+/// Output of `lcx list` and `lcx history`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Table,
+    Json,
+}
+
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Show at most this many experiments.
     #[arg(long, short = 'n')]
     limit: Option<usize>,
-    /// Print JSON instead of a table.
-    #[arg(long)]
+    /// `table` (markdown) or `json`, as for `lcx query`.
+    #[arg(long, value_enum, default_value = "table")]
+    format: Format,
+    /// Same as `--format json` (kept for scripts written before `--format`).
+    #[arg(long, hide = true, conflicts_with = "format")]
     json: bool,
     /// The SQLite database.
     #[arg(long, env = "LCX_DB", default_value = "lcx.db")]
@@ -22,7 +32,7 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let store = open_db(&args.db)?;
     let rows = store.experiment_list(args.limit).map_err(user_or_not)?;
-    if args.json {
+    if args.json || args.format == Format::Json {
         println!(
             "{}",
             serde_json::to_string_pretty(&rows).unwrap_or_default()

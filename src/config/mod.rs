@@ -16,6 +16,17 @@ use std::path::{Path, PathBuf};
 pub use schema::*;
 pub use set::{apply_set, apply_sets, parse_set};
 
+/// The `n` names of `known` nearest to `name` by edit distance, nearest
+/// first: the hint for a misspelt key or metric name.
+pub fn nearest<'k>(name: &str, known: &'k [String], n: usize) -> Vec<&'k str> {
+    let mut by: Vec<(usize, &str)> = known
+        .iter()
+        .map(|k| (read::edit_distance(name, k), k.as_str()))
+        .collect();
+    by.sort();
+    by.into_iter().take(n).map(|(_, k)| k).collect()
+}
+
 /// Origin used in messages when no file was given.
 const DEFAULTS_ORIGIN: &str = "code defaults";
 

@@ -803,7 +803,7 @@ fn closest<'k>(typo: &str, known: &[&'k str]) -> Option<&'k str> {
 }
 
 /// Levenshtein distance over chars.
-fn edit_distance(a: &str, b: &str) -> usize {
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut row: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {

@@ -308,6 +308,30 @@ fn list_history_and_compare() {
     assert_eq!(mixed.status.code(), Some(2));
     let unknown = run_lcx(&db, dir.path(), &["history", "nope"]);
     assert_eq!(unknown.status.code(), Some(2));
+    // A metric no experiment recorded is an error with the nearest names.
+    let typo = run_lcx(
+        &db,
+        dir.path(),
+        &["history", "again", "--metric", "time/iteration_secnds"],
+    );
+    assert_eq!(typo.status.code(), Some(2));
+    let stderr = text(&typo.stderr);
+    assert!(
+        stderr.contains("--metric time/iteration_secnds")
+            && stderr.contains("closest recorded: time/iteration_seconds"),
+        "{stderr}"
+    );
+    // One output convention: --format json, as for report and query.
+    for args in [
+        &["list", "--format", "json"][..],
+        &["history", "again", "--format", "json"],
+    ] {
+        let json: serde_json::Value = serde_json::from_str(&ok(&db, dir.path(), args)).unwrap();
+        assert!(
+            json.as_array().is_some_and(|a| !a.is_empty()),
+            "{args:?}: {json}"
+        );
+    }
 }
 
 #[test]
