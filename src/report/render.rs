@@ -109,6 +109,47 @@ fn comparison_detail(c: &Comparison) -> String {
     parts.join(", ")
 }
 
+/// What one replicate is, said once when every arm agrees, and per arm
+/// where they differ (an arm with one completed repeat of several is tested
+/// on its iterations while the others use repeat means).
+fn replicate_units(report: &Report) -> String {
+    let mut by_unit: Vec<(&str, Vec<String>)> = Vec::new();
+    for arm in &report.arms {
+        let units: Vec<&str> = arm
+            .metrics
+            .iter()
+            .filter(|m| m.replicate.is_some())
+            .map(|m| m.replicate_unit.as_str())
+            .collect();
+        let Some(unit) = units.first() else { continue };
+        match by_unit.iter_mut().find(|(u, _)| u == unit) {
+            Some((_, arms)) => arms.push(md(&arm.label)),
+            None => by_unit.push((unit, vec![md(&arm.label)])),
+        }
+    }
+    let phrase = |unit: &str| {
+        if unit == "repeats" {
+            "each repeat's mean is one replicate"
+        } else {
+            "each iteration is one replicate"
+        }
+    };
+    match by_unit.as_slice() {
+        [] => phrase(if report.experiment.repeats > 1 {
+            "repeats"
+        } else {
+            "iterations"
+        })
+        .to_string(),
+        [(unit, _)] => phrase(unit).to_string(),
+        several => several
+            .iter()
+            .map(|(unit, arms)| format!("{} for {}", phrase(unit), arms.join(", ")))
+            .collect::<Vec<_>>()
+            .join("; "),
+    }
+}
+
 /// The arm table (markdown, via comfy-table's ASCII_MARKDOWN preset).
 pub fn arm_table(report: &Report) -> String {
     let mut table = Table::new();
@@ -371,11 +412,7 @@ pub fn render_markdown(report: &Report) -> String {
     } else {
         out.push_str(&arm_table(report));
         out.push_str("\n\n");
-        let unit = if e.repeats > 1 {
-            "each repeat's mean is one replicate"
-        } else {
-            "each iteration is one replicate"
-        };
+        let unit = replicate_units(report);
         let excluded = if e.warmup_auto {
             "warm-up detected per cell by MSER, its length in the Runs table".to_string()
         } else {

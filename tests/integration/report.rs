@@ -697,6 +697,14 @@ fn the_views_give_the_reports_numbers_when_a_cell_failed() {
             "{arm}"
         );
     }
+    // The markdown says what a replicate is per arm where they differ.
+    let md = ok(&db, dir.path(), &["report", "views"]);
+    assert!(
+        md.contains(
+            "each iteration is one replicate for a; each repeat's mean is one replicate for b"
+        ),
+        "{md}"
+    );
     // The failed cell is still there for whoever asks, with its status.
     let failed = store
         .query("SELECT COUNT(*) FROM run_metric_stats WHERE status = 'failed' AND counted = 0")
