@@ -5,4 +5,4 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 "$root/scripts/provision-libtorch.sh"
 cd "$root"
-cargo test --all-targets "$@"
+cargo test --locked --all-targets "$@"
