@@ -57,6 +57,11 @@ pub struct Args {
     /// another host and may still be running there (it cannot be checked).
     #[arg(long, requires = "resume")]
     takeover: bool,
+    /// Keep each completed training cell's run directory under
+    /// runs/tmp/lcx-cell-PID-RUN/ (config, train.log, checkpoints); by
+    /// default only cells that did not complete keep theirs.
+    #[arg(long)]
+    keep_runs: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
@@ -149,6 +154,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         stop: Arc::clone(&stop),
         cuda_available: None,
         takeover: args.takeover,
+        keep_runs: args.keep_runs,
         precise_enough: Some(runner::PrecisionCheck(Arc::new(|store, id, precision| {
             let report = crate::report::build::load(store, id, Default::default())?;
             Ok(crate::report::build::precision_reached(&report, precision))

@@ -19,8 +19,8 @@ pub struct Args {
     /// Keep the run under runs/ instead of runs/tmp/.
     #[arg(long)]
     keep: bool,
-    /// Folder for run directories.
-    #[arg(long, default_value = "runs")]
+    /// Folder for run directories (`lcx run` gives each training cell its own).
+    #[arg(long, env = "LCX_RUNS_DIR", default_value = "runs")]
     runs_dir: PathBuf,
     /// Also stream each iteration's metrics to PATH (`-` = stdout) as JSON lines.
     #[arg(long, value_name = "PATH")]

@@ -134,6 +134,9 @@ pub struct RunnerOptions {
     /// enough data (every judged interval within the precision), or `None`
     /// to go on. Supplied by the caller, which knows the report's statistics.
     pub precise_enough: Option<PrecisionCheck>,
+    /// Keep each training cell's run directory (`runs/tmp/lcx-cell-…`)
+    /// after it completed; a cell that did not complete always keeps it.
+    pub keep_runs: bool,
 }
 
 /// The function behind a [`PrecisionCheck`]: (store, experiment id,
@@ -596,7 +599,20 @@ fn run_cell(
         Program::Lcx => options.lcx_exe.clone(),
         Program::External(p) => PathBuf::from(p),
     };
+    // A training cell writes its run directory (config, log, checkpoints)
+    // into a folder of its own, which goes once the cell has completed.
+    let cell_dir =
+        (arm.program == Program::Lcx && plan.workload == super::Workload::Train).then(|| {
+            PathBuf::from("runs").join("tmp").join(format!(
+                "lcx-cell-{}-{}",
+                std::process::id(),
+                info.run_id
+            ))
+        });
     let mut command = Command::new(&program);
+    if let Some(dir) = &cell_dir {
+        command.env("LCX_RUNS_DIR", dir);
+    }
     command
         .args(&arm.args)
         .envs(cell_env(plan, info))
@@ -880,6 +896,18 @@ fn run_cell(
         // Best effort: the store just failed, this may fail too.
         let _ = store.finish_run(info.run_id, &outcome);
         return Err(e.into());
+    }
+    if let Some(dir) = &cell_dir {
+        if outcome.status == RunStatus::Completed && !options.keep_runs {
+            // Best effort: a folder that cannot be removed costs disk, not data.
+            let _ = std::fs::remove_dir_all(dir);
+        } else if dir.exists() && outcome.status != RunStatus::Completed {
+            let kept = format!("run directory kept: {}", dir.display());
+            outcome.error = Some(match outcome.error.take() {
+                Some(e) => format!("{e} ({kept})"),
+                None => kept,
+            });
+        }
     }
     store.finish_run(info.run_id, &outcome)?;
     if plan.warmup_auto && outcome.status == RunStatus::Completed {

@@ -196,6 +196,7 @@ command = "true"
         stop: StopSignal::new(),
         cuda_available: Some(false),
         takeover: false,
+        keep_runs: false,
         precise_enough: None,
     };
     let mut reporter = RecordingReporter::default();
@@ -259,6 +260,7 @@ command = "printf '{\"iteration\":1,\"t\":1}\n{\"iteration\":1,\"t\":9}\n{\"iter
         stop: StopSignal::new(),
         cuda_available: Some(false),
         takeover: false,
+        keep_runs: false,
         precise_enough: None,
     };
     let mut reporter = RecordingReporter::default();

@@ -1,6 +1,6 @@
 //! `lcx train`: end-to-end runs of the smoke config through the binary.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn lcx() -> Command {
@@ -319,4 +319,82 @@ fn bench_engine_writes_a_metric_line() {
             .is_some_and(|v| v > 0.0),
         "{line}"
     );
+}
+
+/// A training cell's run directory (config, train.log, checkpoints) goes
+/// once the cell completed, stays with `--keep-runs`, and stays, named in
+/// the cell's error, when the cell did not complete.
+#[test]
+fn a_completed_cell_leaves_no_run_directory_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("e.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"tidy\"\nworkload = \"train\"\nconfig = \"{}\"\niterations = 2\n\
+             set = [\"run.device=cpu\"]\n[[arms]]\nname = \"a\"\n\
+             [[arms]]\nname = \"stops-early\"\nset = [\"run.max_minutes=0.000001\"]\n",
+            smoke()
+        ),
+    )
+    .unwrap();
+    // (lcx run's output, the folders left under runs/tmp/ and whether each
+    // holds a train.log); the folders are removed before the next run.
+    let cells = |args: &[&str]| -> (std::process::Output, Vec<(PathBuf, bool)>) {
+        let out = lcx()
+            .args([
+                "run",
+                file.to_str().unwrap(),
+                "--db",
+                "x.db",
+                "--plain",
+                "--arms",
+                "a,stops-early",
+            ])
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let tmp = dir.path().join("runs/tmp");
+        let mut found: Vec<PathBuf> = std::fs::read_dir(&tmp)
+            .map(|d| d.map(|e| e.unwrap().path()).collect())
+            .unwrap_or_default();
+        found.sort();
+        let found = found
+            .into_iter()
+            .map(|f| {
+                let log = walkdir::WalkDir::new(&f)
+                    .into_iter()
+                    .any(|e| e.is_ok_and(|e| e.file_name() == "train.log"));
+                std::fs::remove_dir_all(&f).unwrap();
+                (f, log)
+            })
+            .collect();
+        (out, found)
+    };
+    let (out, left) = cells(&[]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "one cell stops after 1 of 2 iterations"
+    );
+    assert_eq!(
+        left.len(),
+        1,
+        "only the failed cell's folder stays: {left:?}"
+    );
+    let store = lcx::store::Store::open_read_only(&dir.path().join("x.db")).unwrap();
+    let runs = store.runs(1).unwrap();
+    let failed = runs.iter().find(|r| r.arm == "stops-early").unwrap();
+    let error = failed.error.clone().unwrap_or_default();
+    let name = left[0].0.file_name().unwrap().to_str().unwrap();
+    assert!(
+        error.contains("run directory kept") && error.contains(name),
+        "{error}"
+    );
+    drop(store);
+
+    let (_, kept) = cells(&["--keep-runs"]);
+    assert_eq!(kept.len(), 2, "{kept:?}");
+    assert!(kept.iter().all(|(_, log)| *log), "{kept:?}");
 }
