@@ -219,15 +219,7 @@ fn peak(args: PeakArgs) -> anyhow::Result<u8> {
 /// Without `--config`, configs/default.toml as shipped, so that a bench
 /// works from any directory.
 fn load_config(path: Option<&std::path::Path>, sets: &[String]) -> anyhow::Result<TrainerConfig> {
-    match path {
-        Some(p) => config::load(Some(p), sets).map_err(bad_input),
-        None => config::from_toml_str(
-            config::BENCH_DEFAULT_TOML,
-            config::BENCH_DEFAULT_ORIGIN,
-            sets,
-        )
-        .map_err(bad_input),
-    }
+    config::load_bench(path, sets).map_err(bad_input)
 }
 
 fn forward(args: ForwardArgs) -> anyhow::Result<u8> {

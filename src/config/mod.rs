@@ -67,9 +67,18 @@ impl ConfigError {
 
 /// The config the benches use when none is given: `configs/default.toml`,
 /// compiled in so that a bench runs the same anywhere.
-pub const BENCH_DEFAULT_TOML: &str = include_str!("../../configs/default.toml");
+const BENCH_DEFAULT_TOML: &str = include_str!("../../configs/default.toml");
 /// How [`BENCH_DEFAULT_TOML`] is named in messages.
-pub const BENCH_DEFAULT_ORIGIN: &str = "configs/default.toml (built in)";
+const BENCH_DEFAULT_ORIGIN: &str = "configs/default.toml (built in)";
+
+/// Loads a bench's config: as [`load`], but without a file the benches
+/// start from [`BENCH_DEFAULT_TOML`] rather than the code defaults.
+pub fn load_bench(path: Option<&Path>, sets: &[String]) -> Result<TrainerConfig, ConfigError> {
+    match path {
+        Some(_) => load(path, sets),
+        None => from_toml_str(BENCH_DEFAULT_TOML, BENCH_DEFAULT_ORIGIN, sets),
+    }
+}
 
 /// Loads a config: the file at `path` (or the code defaults when `None`),
 /// then each `--set` in order, then validation. The path `-` reads the

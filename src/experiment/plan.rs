@@ -264,11 +264,7 @@ impl Arm {
     /// workloads recorded since the child stopped re-reading the file
     /// (older stored plans name the file and their `set` list instead).
     pub fn stdin_config(&self) -> Option<&str> {
-        let handed = self.program == Program::Lcx
-            && self
-                .args
-                .windows(2)
-                .any(|w| w[0] == "--config" && w[1] == "-");
+        let handed = self.program == Program::Lcx && reads_config_from_stdin(&self.args);
         self.config_toml.as_deref().filter(|_| handed)
     }
 
@@ -282,6 +278,12 @@ impl Arm {
             .chain(self.args.iter().cloned())
             .collect()
     }
+}
+
+/// Whether a cell's argv has its child read the config from stdin
+/// (`--config -`), as lcx cells recorded since then do.
+pub fn reads_config_from_stdin(argv: &[String]) -> bool {
+    argv.windows(2).any(|w| w[0] == "--config" && w[1] == "-")
 }
 
 /// A validated experiment, ready to run.
@@ -871,58 +873,10 @@ impl Reader<'_> {
             }
         }
         let raw_arms = raw_arms;
-        let mut arms = self.expand_matrix(t, workload, raw_arms)?;
-        let mut file_baseline: Option<String> = None;
-        if !cli.arms.is_empty() {
-            for wanted in &cli.arms {
-                if !arms.iter().any(|a| &a.name == wanted) {
-                    return Err(PlanError::Flag {
-                        flag: "--arms",
-                        message: format!(
-                            "`{wanted}` names no arm of {} (arms: {})",
-                            self.path.display(),
-                            arms.iter()
-                                .map(|a| a.name.as_str())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                    });
-                }
-            }
-            // The file's default baseline is its first arm, subset or not.
-            file_baseline = arms.first().map(|a| a.name.clone());
-            let named = |v: Option<&toml::Value>| {
-                v.and_then(|v| v.get("arm"))
-                    .and_then(|a| a.as_str())
-                    .map(str::to_owned)
-            };
-            let mut wanted_by: Vec<(String, String)> = Vec::new();
-            if let Some(b) = t.get("baseline").and_then(|b| b.as_str()) {
-                wanted_by.push(("`baseline`".into(), b.to_owned()));
-            } else if let Some(b) = &file_baseline {
-                wanted_by.push(("the default baseline (the first arm)".into(), b.clone()));
-            }
-            if let Some(a) = named(t.get("gate")) {
-                wanted_by.push(("[gate]".into(), a));
-            }
-            if let Some(toml::Value::Array(guards)) = t.get("guard") {
-                for (i, g) in guards.iter().enumerate() {
-                    if let Some(a) = named(Some(g)) {
-                        wanted_by.push((format!("[[guard]] {}", i + 1), a));
-                    }
-                }
-            }
-            if let Some((what, arm)) = wanted_by.iter().find(|(_, a)| !cli.arms.contains(a)) {
-                return Err(PlanError::Flag {
-                    flag: "--arms",
-                    message: format!(
-                        "leaves out arm `{arm}`, which {what} of {} names; add it",
-                        self.path.display()
-                    ),
-                });
-            }
-            arms.retain(|a| cli.arms.contains(&a.name));
-        }
+        let arms = self.expand_matrix(t, workload, raw_arms)?;
+        // The file's default baseline is its first arm, subset or not.
+        let file_baseline = arms.first().map(|a| a.name.clone());
+        let arms = self.select_arms(t, &cli.arms, arms, file_baseline.as_deref())?;
         self.check_set_precedence(workload, &file_set, cli_set, &arms)?;
         if arms.is_empty() {
             return Err(self.err(
@@ -988,16 +942,77 @@ impl Reader<'_> {
         Ok(plan)
     }
 
+    /// `--arms a,b`: only the named arms (all when `wanted` is empty), in
+    /// file order. Refuses an unknown name, and leaving out an arm that the
+    /// baseline (given, or the file's first arm), `[gate]` or a `[[guard]]`
+    /// names.
+    fn select_arms(
+        &self,
+        t: &toml::Table,
+        wanted: &[String],
+        mut arms: Vec<RawArm>,
+        file_baseline: Option<&str>,
+    ) -> Result<Vec<RawArm>, PlanError> {
+        if wanted.is_empty() {
+            return Ok(arms);
+        }
+        if let Some(unknown) = wanted.iter().find(|w| !arms.iter().any(|a| &a.name == *w)) {
+            return Err(PlanError::Flag {
+                flag: "--arms",
+                message: format!(
+                    "`{unknown}` names no arm of {} (arms: {})",
+                    self.path.display(),
+                    arms.iter()
+                        .map(|a| a.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            });
+        }
+        let named = |v: Option<&toml::Value>| {
+            v.and_then(|v| v.get("arm"))
+                .and_then(|a| a.as_str())
+                .map(str::to_owned)
+        };
+        let mut wanted_by: Vec<(String, String)> = Vec::new();
+        if let Some(b) = t.get("baseline").and_then(|b| b.as_str()) {
+            wanted_by.push(("`baseline`".into(), b.to_owned()));
+        } else if let Some(b) = file_baseline {
+            wanted_by.push(("the default baseline (the first arm)".into(), b.to_owned()));
+        }
+        if let Some(a) = named(t.get("gate")) {
+            wanted_by.push(("[gate]".into(), a));
+        }
+        if let Some(toml::Value::Array(guards)) = t.get("guard") {
+            for (i, g) in guards.iter().enumerate() {
+                if let Some(a) = named(Some(g)) {
+                    wanted_by.push((format!("[[guard]] {}", i + 1), a));
+                }
+            }
+        }
+        if let Some((what, arm)) = wanted_by.iter().find(|(_, a)| !wanted.contains(a)) {
+            return Err(PlanError::Flag {
+                flag: "--arms",
+                message: format!(
+                    "leaves out arm `{arm}`, which {what} of {} names; add it",
+                    self.path.display()
+                ),
+            });
+        }
+        arms.retain(|a| wanted.contains(&a.name));
+        Ok(arms)
+    }
+
     /// A `set` that another one would silently outrank is an error naming
     /// both: the command line's `--set` against an arm's own `set`, and
     /// any `set` of `run.max_iterations`, which the runner writes from
     /// `iterations` for training cells.
-    fn check_set_precedence(
+    fn check_set_precedence<'s>(
         &self,
         workload: Workload,
-        file_set: &[String],
-        cli_set: &[String],
-        arms: &[RawArm],
+        file_set: &'s [String],
+        cli_set: &'s [String],
+        arms: &'s [RawArm],
     ) -> Result<(), PlanError> {
         let key_of = |arg: &str| {
             crate::config::parse_set(arg)
@@ -1010,29 +1025,21 @@ impl Reader<'_> {
             n > 0 && a[..n] == b[..n]
         };
         let max_iterations = ["run".to_string(), "max_iterations".to_string()];
+        let sets_max_iterations =
+            |sets: &'s [String]| sets.iter().find(|a| overlap(&key_of(a), &max_iterations));
         if workload == Workload::Train {
             let runner_wins = "the runner sets it from `iterations` for every training cell";
-            if let Some(arg) = cli_set
-                .iter()
-                .find(|a| overlap(&key_of(a), &max_iterations))
-            {
+            if let Some(arg) = sets_max_iterations(cli_set) {
                 return Err(PlanError::CliSet {
                     arg: arg.clone(),
                     message: format!("{runner_wins}; use --iterations N"),
                 });
             }
-            if let Some(arg) = file_set
-                .iter()
-                .find(|a| overlap(&key_of(a), &max_iterations))
-            {
+            if let Some(arg) = sets_max_iterations(file_set) {
                 return Err(self.err("set", format!("`{arg}`: {runner_wins}; set `iterations`")));
             }
             for arm in arms {
-                if let Some(arg) = arm
-                    .set
-                    .iter()
-                    .find(|a| overlap(&key_of(a), &max_iterations))
-                {
+                if let Some(arg) = sets_max_iterations(&arm.set) {
                     return Err(self.err(
                         format!("{}.set", arm.key),
                         format!("`{arg}`: {runner_wins}; set `iterations`"),
@@ -1619,15 +1626,11 @@ impl Reader<'_> {
         };
         // Without a config file the benches start from configs/default.toml
         // (as `lcx bench` does by itself) and training from the code defaults.
-        let config = match (&plan.config, plan.workload) {
-            (None, Workload::BenchForward | Workload::BenchTrainer) => {
-                crate::config::from_toml_str(
-                    crate::config::BENCH_DEFAULT_TOML,
-                    crate::config::BENCH_DEFAULT_ORIGIN,
-                    &sets,
-                )
+        let config = match plan.workload {
+            Workload::BenchForward | Workload::BenchTrainer => {
+                crate::config::load_bench(plan.config.as_deref(), &sets)
             }
-            (path, _) => crate::config::load(path.as_deref(), &sets),
+            _ => crate::config::load(plan.config.as_deref(), &sets),
         }
         .map_err(config_err)?;
         let toml_text = config.to_toml();

@@ -1020,7 +1020,7 @@ pub fn assemble(input: Input, options: Options) -> Report {
             let argv = pretty_argv(&r.command);
             // A cell that read its recorded config from stdin is reproduced
             // from that record, not from the file as it is now.
-            if r.config_toml.is_some() && argv.windows(2).any(|w| w == ["--config", "-"]) {
+            if r.config_toml.is_some() && crate::experiment::plan::reads_config_from_stdin(&argv) {
                 words.insert(0, format!("lcx config show --run {} |", r.id));
             }
             words.push(shell_line(&argv));

@@ -208,9 +208,10 @@ pub fn step_changes(values: &[f64], min_effect: f64) -> Vec<(usize, f64)> {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct Setup {
     config_sha256: Option<String>,
-    /// argv without `--config X` / `--set K=V` (the config hash covers
-    /// those, however they were handed over), and the arm's environment.
-    command: String,
+    /// argv without the program, `--config X` and `--set K=V` (the config
+    /// hash covers those, however they were handed over).
+    command: Vec<String>,
+    env: std::collections::BTreeMap<String, String>,
     iterations: i64,
     warmup: i64,
 }
@@ -220,19 +221,19 @@ impl Setup {
         let Some(run) = run else {
             return Setup::default();
         };
-        let argv: Vec<String> = serde_json::from_str(&run.command_json).unwrap_or_default();
-        let mut kept = Vec::new();
-        let mut words = argv.iter().skip(1);
+        let mut command = Vec::new();
+        let mut words = run.command.iter().skip(1);
         while let Some(w) = words.next() {
             if w == "--config" || w == "--set" {
                 words.next();
             } else {
-                kept.push(w.as_str());
+                command.push(w.clone());
             }
         }
         Setup {
             config_sha256: run.config_sha256.clone(),
-            command: format!("{} {}", kept.join(" "), run.env_json),
+            command,
+            env: run.env.clone(),
             iterations: e.iterations,
             warmup: e.warmup,
         }
@@ -242,7 +243,7 @@ impl Setup {
     fn differs_from(&self, before: &Setup) -> Option<&'static str> {
         if self.config_sha256 != before.config_sha256 {
             Some("config changed")
-        } else if self.command != before.command {
+        } else if (&self.command, &self.env) != (&before.command, &before.env) {
             Some("command changed")
         } else if (self.iterations, self.warmup) != (before.iterations, before.warmup) {
             Some("iterations or warm-up changed")
@@ -261,8 +262,10 @@ pub fn history_rows(
     rule: VerdictRule,
 ) -> Vec<HistoryRow> {
     let mut rows: Vec<HistoryRow> = Vec::new();
-    // (arm, fingerprint key) → (experiment id, replicate summary) of the last row.
-    let mut last: Vec<((String, String), (i64, Summary))> = Vec::new();
+    // (arm, fingerprint key, set-up) → (experiment id, replicate summary)
+    // of the last row: rows compare within one host and one set-up.
+    type Slot = (String, String, Setup);
+    let mut last: Vec<(Slot, (i64, Summary))> = Vec::new();
     let mut exps: Vec<&Experiment> = experiments.iter().collect();
     exps.sort_by_key(|e| e.id);
     let mut arms: Vec<&str> = Vec::new();
@@ -289,15 +292,13 @@ pub fn history_rows(
                     .or(these.first())
                     .copied(),
             );
-            // Rows compare within one host and one set-up.
-            let key = format!("{host_key}|{setup:?}");
             let counted: Vec<&RunMoments> = these
                 .iter()
                 .filter(|r| r.status == "completed")
                 .filter_map(|r| r.moments.as_ref())
                 .collect();
             let summary = replicate_summary(&counted);
-            let slot = (arm.to_string(), key.clone());
+            let slot = (arm.to_string(), host_key.clone(), setup.clone());
             let prev = last.iter().find(|(k, _)| *k == slot).map(|(_, v)| *v);
             let (change, compared_with) = match (&prev, &summary) {
                 (Some((id, p)), Some(s)) => (Some(compare(p, s, direction, rule)), Some(*id)),
@@ -308,8 +309,7 @@ pub fn history_rows(
                 last.push((slot, (e.id, s)));
             }
             let before = rows.iter().rev().find(|r| r.arm == *arm);
-            let new_host =
-                before.is_some_and(|r| !r.fingerprint_key.starts_with(&format!("{host_key}|")));
+            let new_host = before.is_some_and(|r| r.fingerprint_key != host_key);
             let series_break = before.and_then(|b| {
                 if new_host {
                     Some("new host".to_string())
@@ -318,7 +318,7 @@ pub fn history_rows(
                 }
             });
             rows.push(HistoryRow {
-                fingerprint_key: key.clone(),
+                fingerprint_key: host_key.clone(),
                 new_host,
                 series_break,
                 setup,
@@ -339,17 +339,19 @@ pub fn history_rows(
             });
         }
     }
-    // Step changes within each arm's rows on one fingerprint.
-    let mut groups: Vec<(String, String)> = Vec::new();
+    // Step changes within each arm's rows on one fingerprint and set-up.
+    let mut groups: Vec<Slot> = Vec::new();
     for r in &rows {
-        let g = (r.arm.clone(), r.fingerprint_key.clone());
+        let g = (r.arm.clone(), r.fingerprint_key.clone(), r.setup.clone());
         if !groups.contains(&g) {
             groups.push(g);
         }
     }
-    for (arm, key) in groups {
+    for (arm, key, setup) in groups {
         let idx: Vec<usize> = (0..rows.len())
-            .filter(|&i| rows[i].arm == arm && rows[i].fingerprint_key == key)
+            .filter(|&i| {
+                rows[i].arm == arm && rows[i].fingerprint_key == key && rows[i].setup == setup
+            })
             .filter(|&i| rows[i].summary.is_some())
             .collect();
         let means: Vec<f64> = idx
@@ -577,6 +579,10 @@ mod tests {
         }
     }
 
+    fn argv(words: &[&str]) -> Vec<String> {
+        words.iter().map(|w| w.to_string()).collect()
+    }
+
     fn hrun(exp: i64, mean: f64) -> HistoryRun {
         let values: Vec<f64> = [0.99, 1.01, 1.0, 0.98, 1.02, 1.0]
             .iter()
@@ -589,8 +595,8 @@ mod tests {
             repeat: 1,
             status: "completed".into(),
             config_sha256: Some("c1".into()),
-            command_json: r#"["lcx","train","--config","-","--metrics-out","-"]"#.into(),
-            env_json: "{}".into(),
+            command: argv(&["lcx", "train", "--config", "-", "--metrics-out", "-"]),
+            env: Default::default(),
             moments: Some(RunMoments {
                 run_id: exp * 10,
                 arm: "a".into(),
@@ -651,11 +657,19 @@ mod tests {
         // 2: more traversals per player (another resolved config), 25 % slower.
         runs[1].config_sha256 = Some("c2".into());
         // 3: the same config handed the old way (file and --set): comparable.
-        runs[2].command_json =
-            r#"["/x/lcx","train","--config","/a/b.toml","--set","k=v","--metrics-out","-"]"#.into();
+        runs[2].command = argv(&[
+            "/x/lcx",
+            "train",
+            "--config",
+            "/a/b.toml",
+            "--set",
+            "k=v",
+            "--metrics-out",
+            "-",
+        ]);
         // 4: another command flag, 5: another iteration count.
-        runs[3].command_json = r#"["lcx","bench","trainer","--amp"]"#.into();
-        runs[4].command_json = runs[3].command_json.clone();
+        runs[3].command = argv(&["lcx", "bench", "trainer", "--amp"]);
+        runs[4].command = runs[3].command.clone();
         exps[4].iterations = 99;
         let rows = history_rows(
             &exps,

@@ -70,7 +70,7 @@ pub struct QueryResult {
     pub rows: Vec<Vec<SqlValue>>,
 }
 
-fn parse_json<T: DeserializeOwned + Default>(
+pub(super) fn parse_json<T: DeserializeOwned + Default>(
     column: &'static str,
     text: Option<String>,
 ) -> Result<T, StoreError> {

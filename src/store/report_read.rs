@@ -101,8 +101,8 @@ pub struct HistoryRun {
     pub moments: Option<RunMoments>,
     /// What the cell ran, so that history compares like with like.
     pub config_sha256: Option<String>,
-    pub command_json: String,
-    pub env_json: String,
+    pub command: Vec<String>,
+    pub env: std::collections::BTreeMap<String, String>,
 }
 
 /// `?, ?, ?` for an IN list.
@@ -384,13 +384,13 @@ impl Store {
              GROUP BY r.id ORDER BY e.id, r.arm_index, r.repeat"
         );
         let mut st = self.conn.prepare(&sql)?;
-        let rows = st
+        let rows: Vec<(HistoryRun, Option<String>, Option<String>)> = st
             .query_map(rusqlite::params![name, arm, metric], |r| {
                 let run_id: i64 = r.get(1)?;
                 let arm: String = r.get(2)?;
                 let repeat: i64 = r.get(3)?;
                 let m = moments_at(r, run_id, &arm, repeat, metric.to_string(), 5)?;
-                Ok(HistoryRun {
+                let run = HistoryRun {
                     experiment_id: r.get(0)?,
                     run_id,
                     arm,
@@ -398,12 +398,20 @@ impl Store {
                     status: r.get(4)?,
                     moments: (m.n > 0).then_some(m),
                     config_sha256: r.get(11)?,
-                    command_json: r.get(12)?,
-                    env_json: r.get(13)?,
-                })
+                    command: Vec::new(),
+                    env: Default::default(),
+                };
+                Ok((run, r.get(12)?, r.get(13)?))
             })?
             .collect::<rusqlite::Result<_>>()?;
-        Ok(rows)
+        // The JSON columns are read as everywhere else (`Store::runs`).
+        rows.into_iter()
+            .map(|(mut run, command, env)| {
+                run.command = super::read::parse_json("runs.command_json", command)?;
+                run.env = super::read::parse_json("runs.env_json", env)?;
+                Ok(run)
+            })
+            .collect()
     }
 }
 
