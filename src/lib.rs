@@ -10,6 +10,7 @@ pub mod config;
 pub mod encoding;
 pub mod experiment;
 pub mod game;
+pub mod metrics;
 pub mod report;
 pub mod store;
 pub mod trainer;

@@ -29,6 +29,9 @@ mod config;
 #[path = "game/mod.rs"]
 mod game;
 #[cfg(not(test))]
+#[path = "metrics.rs"]
+mod metrics;
+#[cfg(not(test))]
 #[path = "report/mod.rs"]
 mod report;
 #[cfg(not(test))]

@@ -454,7 +454,11 @@ fn trainer(args: TrainerArgs) -> anyhow::Result<u8> {
         let shown = if precision == mode {
             mode.to_string()
         } else {
-            format!("{mode} requested, ran {precision}: no CUDA")
+            // The report's words for the same mismatch (report/build.rs).
+            format!(
+                "{} requested, ran {precision}: no CUDA",
+                mode.to_uppercase()
+            )
         };
         rows.push((shown, precision, backend, summarize(&ms)));
     }

@@ -21,7 +21,7 @@ pub struct Args {
     #[arg(long, default_value_t = 0.05, value_name = "FRACTION")]
     min_effect: f64,
     /// The SQLite database.
-    #[arg(long, env = "LCX_DB", default_value = "lcx.db")]
+    #[arg(long, env = "LCX_DB", default_value = crate::store::DEFAULT_DB)]
     db: PathBuf,
 }
 

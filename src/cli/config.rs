@@ -31,7 +31,7 @@ enum Action {
         #[arg(long, value_name = "RUN_ID", conflicts_with_all = ["config", "sets"])]
         run: Option<i64>,
         /// Database for --run.
-        #[arg(long, env = "LCX_DB", default_value = "lcx.db")]
+        #[arg(long, env = "LCX_DB", default_value = crate::store::DEFAULT_DB)]
         db: PathBuf,
     },
 }

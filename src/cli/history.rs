@@ -33,7 +33,7 @@ pub struct Args {
     #[arg(long, hide = true, conflicts_with = "format")]
     json: bool,
     /// The SQLite database.
-    #[arg(long, env = "LCX_DB", default_value = "lcx.db")]
+    #[arg(long, env = "LCX_DB", default_value = crate::store::DEFAULT_DB)]
     db: PathBuf,
 }
 

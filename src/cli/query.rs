@@ -25,7 +25,7 @@ pub struct Args {
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
     /// The SQLite database.
-    #[arg(long, env = "LCX_DB", default_value = "lcx.db")]
+    #[arg(long, env = "LCX_DB", default_value = crate::store::DEFAULT_DB)]
     db: PathBuf,
 }
 

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use crate::experiment::plan::sha256_hex;
-use crate::report::{self, archive, build, model::ColumnKind};
+use crate::report::{self, archive, build};
 use crate::store::{Store, StoreError};
 
 /// Output format of `lcx report`.
@@ -41,7 +41,7 @@ pub struct Args {
     #[arg(long, value_name = "FRACTION")]
     min_effect: Option<f64>,
     /// The SQLite database.
-    #[arg(long, env = "LCX_DB", default_value = "lcx.db")]
+    #[arg(long, env = "LCX_DB", default_value = crate::store::DEFAULT_DB)]
     db: PathBuf,
 }
 
@@ -114,16 +114,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             .map_err(user_or_not)
             .context("opening the database to record the archive")?;
         for r in reports.iter_mut() {
-            let mut plot_metrics: Vec<String> = vec![
-                "time/iteration_seconds".into(),
-                "time/traversal_seconds".into(),
-            ];
-            for c in r.columns.iter().filter(|c| c.kind == ColumnKind::Value) {
-                if !plot_metrics.contains(&c.metric) {
-                    plot_metrics.push(c.metric.clone());
-                }
-            }
-            let series = writer.iteration_series(r.experiment.id, &plot_metrics)?;
+            let counted = report::build::counted_runs(&writer.runs(r.experiment.id)?);
+            let series = writer.iteration_series(&counted, &archive::plot_metrics(r))?;
             let plots = archive::plots_for(r, &series)?;
             let written = archive::write(&args.archive_dir, r, &plots)?;
             let md = written.markdown.to_string_lossy().into_owned();

@@ -48,7 +48,7 @@ pub struct Args {
     #[arg(long)]
     fail_fast: bool,
     /// The SQLite database.
-    #[arg(long, env = "LCX_DB", default_value = "lcx.db")]
+    #[arg(long, env = "LCX_DB", default_value = crate::store::DEFAULT_DB)]
     db: PathBuf,
     /// Plain log lines even on a terminal (default: progress bars on a terminal).
     #[arg(long)]
@@ -243,13 +243,14 @@ fn install_signal_handler(stop: &Arc<StopSignal>) -> anyhow::Result<()> {
 }
 
 fn print_dry_run(plan: &Plan) {
+    use crate::report::render::counted;
     println!(
-        "experiment `{}` ({}): {} arms × {} repeats, {} iterations ({} warm-up), {} order, baseline `{}`",
+        "experiment `{}` ({}): {} × {}, {} ({} warm-up), {} order, baseline `{}`",
         plan.name,
         plan.workload.as_str(),
-        plan.arms.len(),
-        plan.repeats,
-        plan.iterations,
+        counted(plan.arms.len() as u64, "arm"),
+        counted(u64::from(plan.repeats), "repeat"),
+        counted(u64::from(plan.iterations), "iteration"),
         plan.warmup,
         match plan.order {
             crate::experiment::Order::Interleaved => "interleaved",

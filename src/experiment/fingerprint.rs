@@ -50,6 +50,17 @@ pub fn git_state(dir: &Path) -> (Option<String>, Option<bool>) {
     (Some(commit), dirty)
 }
 
+/// `file`'s path from the root of the git repository holding it
+/// (`experiments/option-b.toml`), so that a report's reproduce line works
+/// in any clone; `None` outside a repository or without git.
+pub fn path_in_repo(file: &Path) -> Option<String> {
+    let file = file.canonicalize().ok()?;
+    let root = run(file.parent()?, &["rev-parse", "--show-toplevel"])?;
+    let root = Path::new(&root).canonicalize().ok()?;
+    let rel = file.strip_prefix(&root).ok()?;
+    rel.to_str().map(str::to_string)
+}
+
 fn run(dir: &Path, args: &[&str]) -> Option<String> {
     let out = Command::new("git")
         .arg("-C")
@@ -143,6 +154,24 @@ fn nvidia_smi() -> (Option<String>, Option<String>, Option<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_path_in_a_repository_is_given_from_its_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("experiments/e.toml");
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, "").unwrap();
+        assert_eq!(path_in_repo(&file), None, "not a repository yet");
+        let git = Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(dir.path())
+            .status();
+        if git.is_ok_and(|s| s.success()) {
+            assert_eq!(path_in_repo(&file).as_deref(), Some("experiments/e.toml"));
+        } else {
+            panic!("git is needed by lcx's provenance and by this test");
+        }
+    }
 
     #[test]
     fn git_state_outside_a_repo_is_empty() {

@@ -398,6 +398,10 @@ impl Plan {
     }
 }
 
+/// The most repeats an experiment may ask for, in the file or with
+/// `--repeats` alike (each is a process start per arm).
+pub const MAX_REPEATS: u32 = 10_000;
+
 /// Hex sha256 of some text.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     let digest = Sha256::digest(bytes);
@@ -766,10 +770,10 @@ impl Reader<'_> {
             });
         }
         let (repeats, adaptive) = match (cli.repeats, t.get("repeats")) {
-            (Some(n), _) if !(1..=10_000).contains(&n) => {
+            (Some(n), _) if !(1..=MAX_REPEATS).contains(&n) => {
                 return Err(PlanError::Flag {
                     flag: "--repeats",
-                    message: "expected an integer from 1 to 10000".into(),
+                    message: format!("expected an integer from 1 to {MAX_REPEATS}"),
                 })
             }
             (Some(n), _) => (n, None),
@@ -778,12 +782,14 @@ impl Reader<'_> {
                     self.check_keys(r, "repeats.", &["min", "max", "precision"])?;
                     let count = |key: &str| -> Result<u32, PlanError> {
                         match r.get(key) {
-                            Some(toml::Value::Integer(n)) if *n >= 1 && *n <= 10_000 => {
+                            Some(toml::Value::Integer(n))
+                                if *n >= 1 && *n <= i64::from(MAX_REPEATS) =>
+                            {
                                 Ok(*n as u32)
                             }
                             _ => Err(self.err(
                                 format!("repeats.{key}"),
-                                "expected an integer from 1 to 10000",
+                                format!("expected an integer from 1 to {MAX_REPEATS}"),
                             )),
                         }
                     };
@@ -809,7 +815,15 @@ impl Reader<'_> {
                         }),
                     )
                 }
-                _ => (self.count(t, "repeats", 1)?.unwrap_or(1), None),
+                _ => match self.count(t, "repeats", 1)?.unwrap_or(1) {
+                    n if n > MAX_REPEATS => {
+                        return Err(self.err(
+                            "repeats",
+                            format!("expected an integer from 1 to {MAX_REPEATS}"),
+                        ))
+                    }
+                    n => (n, None),
+                },
             },
         };
         let order_text = self.string(t, "order", "")?;

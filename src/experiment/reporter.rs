@@ -30,11 +30,12 @@ fn outcome_line(
     secs: f64,
 ) -> String {
     let head = format!("[{}/{}] {}", cell.position, cell.cells, cell_name(cell));
+    let lines = crate::report::render::counted(lines, "line");
     match status {
-        RunStatus::Completed => format!("{head}: completed, {lines} lines in {secs:.2} s"),
-        RunStatus::Interrupted => format!("{head}: INTERRUPTED after {lines} lines ({secs:.2} s)"),
+        RunStatus::Completed => format!("{head}: completed, {lines} in {secs:.2} s"),
+        RunStatus::Interrupted => format!("{head}: INTERRUPTED after {lines} ({secs:.2} s)"),
         _ => format!(
-            "{head}: FAILED after {lines} lines ({secs:.2} s): {}",
+            "{head}: FAILED after {lines} ({secs:.2} s): {}",
             error.unwrap_or("unknown error")
         ),
     }

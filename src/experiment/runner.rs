@@ -242,7 +242,10 @@ pub fn create_experiment(
         name: plan.name.clone(),
         description: plan.description.clone(),
         workload: plan.workload.as_str().to_string(),
-        file_path: plan.file.display().to_string(),
+        // From the repository's root where it has one, so that the
+        // report's reproduce line is not a path of this machine.
+        file_path: super::fingerprint::path_in_repo(&plan.file)
+            .unwrap_or_else(|| plan.file.display().to_string()),
         file_text: file_text.to_string(),
         file_sha256: super::plan::sha256_hex(file_text.as_bytes()),
         plan_json: plan.to_json(),

@@ -48,6 +48,9 @@ pub struct Input {
     pub series: Vec<(i64, Vec<(i64, f64)>)>,
     /// (arm, precision asked for, precision that ran), distinct.
     pub precisions: Vec<(String, String, String)>,
+    /// The database the report was read from, for the reproduce lines'
+    /// `--db`; `None` for the default `lcx.db` (or in memory).
+    pub db: Option<String>,
 }
 
 /// The metric a report's net result, gate and series checks are about:
@@ -303,6 +306,10 @@ pub fn load(store: &Store, experiment_id: i64, options: Options) -> Result<Repor
             perf,
             series,
             precisions: store.precisions(experiment_id)?,
+            db: store
+                .path()
+                .filter(|p| *p != std::path::Path::new(crate::store::DEFAULT_DB))
+                .map(|p| p.display().to_string()),
         },
         options,
     ))
@@ -551,7 +558,9 @@ fn iteration_list(its: &[i64]) -> String {
 }
 
 /// Program name for display: the lcx binary's path becomes `lcx`.
-fn pretty_argv(argv: &[String]) -> Vec<String> {
+/// A cell's argv as a user types it: the runner's own binary (a path of
+/// the machine that ran it) becomes `lcx`.
+fn pretty_argv(argv: &[String], lcx: &str) -> Vec<String> {
     let mut out = argv.to_vec();
     if let Some(first) = out.first_mut() {
         let file = std::path::Path::new(first.as_str())
@@ -559,7 +568,7 @@ fn pretty_argv(argv: &[String]) -> Vec<String> {
             .and_then(|f| f.to_str())
             .unwrap_or("");
         if file == "lcx" || file.starts_with("lcx-") {
-            *first = "lcx".into();
+            *first = lcx.into();
         }
     }
     out
@@ -1001,7 +1010,15 @@ pub fn assemble(input: Input, options: Options) -> Report {
 
     let roofline = roofline(e, &arm_order, &input.perf, &counted);
 
-    let mut exp_cmd = vec!["lcx".to_string(), "run".to_string(), e.file_path.clone()];
+    // A file recorded from its repository's root is reproduced from the
+    // root of a clone, with the wrapper that builds lcx there (`./lcx`);
+    // one outside a repository by its path on the machine that ran it.
+    let from_root = e.git_commit.is_some() && std::path::Path::new(&e.file_path).is_relative();
+    let lcx = if from_root { "./lcx" } else { "lcx" };
+    let mut exp_cmd = vec![lcx.to_string(), "run".to_string(), e.file_path.clone()];
+    if let Some(db) = &input.db {
+        exp_cmd.extend(["--db".to_string(), db.clone()]);
+    }
     if let Some(p) = &plan {
         for s in &p.cli_set {
             exp_cmd.push("--set".into());
@@ -1017,11 +1034,16 @@ pub fn assemble(input: Input, options: Options) -> Report {
                 .iter()
                 .map(|(k, v)| format!("{k}={}", shell_quote(v)))
                 .collect();
-            let argv = pretty_argv(&r.command);
+            let argv = pretty_argv(&r.command, lcx);
             // A cell that read its recorded config from stdin is reproduced
             // from that record, not from the file as it is now.
             if r.config_toml.is_some() && crate::experiment::plan::reads_config_from_stdin(&argv) {
-                words.insert(0, format!("lcx config show --run {} |", r.id));
+                let db = input
+                    .db
+                    .as_ref()
+                    .map(|d| format!(" --db {}", shell_quote(d)))
+                    .unwrap_or_default();
+                words.insert(0, format!("{lcx} config show --run {}{db} |", r.id));
             }
             words.push(shell_line(&argv));
             cells.push((arm.clone(), words.join(" ")));

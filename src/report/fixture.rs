@@ -283,6 +283,7 @@ pub fn report(gate_min: f64, columns: bool) -> Report {
             perf: Vec::new(),
             series: Vec::new(),
             precisions: Vec::new(),
+            db: None,
         },
         Options::default(),
     )

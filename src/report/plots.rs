@@ -1,7 +1,14 @@
-//! SVG plots for archived reports: per-iteration time per arm (warm-up
-//! shaded) and speedup bars with 95% intervals. Pure: data in, SVG text
-//! out, through plotters' SVG backend only (no fonts or bitmaps needed).
+//! SVG plots for archived reports: a metric per iteration per arm (warm-up
+//! shaded, each repeat faint and their mean strong), speedup bars with
+//! their 95 % intervals, and a log–log line of a cost against batch size.
+//! Pure: data in, SVG text out, through plotters' SVG backend only (no
+//! fonts or bitmaps needed to draw; `tests` renders them to check).
+//!
+//! Every plot takes an arm's colour from its place in the plan
+//! ([`arm_color`]), so one arm has one colour in every plot of a report.
 
+use plotters::coord::ranged1d::SegmentValue;
+use plotters::element::ErrorBar;
 use plotters::prelude::*;
 
 use super::stats::Speedup;
@@ -14,8 +21,39 @@ pub struct PlotError {
     pub message: String,
 }
 
-const WIDTH: u32 = 820;
-const HEIGHT: u32 = 460;
+pub const WIDTH: u32 = 820;
+pub const HEIGHT: u32 = 460;
+
+/// Okabe and Ito's colour-blind-safe palette, without its yellow (too
+/// little contrast on white).
+const PALETTE: [RGBColor; 7] = [
+    RGBColor(0, 114, 178),   // blue
+    RGBColor(213, 94, 0),    // vermillion
+    RGBColor(0, 158, 115),   // bluish green
+    RGBColor(204, 121, 167), // reddish purple
+    RGBColor(230, 159, 0),   // orange
+    RGBColor(86, 180, 233),  // sky blue
+    RGBColor(0, 0, 0),       // black
+];
+
+/// The colour of the arm at `index` in the plan, the same in every plot.
+pub fn arm_color(index: usize) -> RGBColor {
+    PALETTE[index % PALETTE.len()]
+}
+
+/// One arm's line: its mean over repeats and, with several repeats, each
+/// repeat's own points (drawn faintly).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Line {
+    pub arm: String,
+    /// The arm's index in the plan (its colour).
+    pub color: usize,
+    pub mean: Vec<(f64, f64)>,
+    pub repeats: Vec<Vec<(f64, f64)>>,
+}
+
+/// One speedup bar: the arm, its plan index (colour) and the speedup.
+pub type Bar = (String, usize, Speedup);
 
 fn err(title: &str) -> impl Fn(String) -> PlotError + '_ {
     move |message| PlotError {
@@ -24,30 +62,58 @@ fn err(title: &str) -> impl Fn(String) -> PlotError + '_ {
     }
 }
 
-/// Per-iteration values of one metric, one line per arm; iterations
-/// `1..=warmup` shaded grey. `series`: (arm, [(iteration, value)]).
+fn finite(points: &[(f64, f64)]) -> impl Iterator<Item = (f64, f64)> + '_ {
+    points
+        .iter()
+        .copied()
+        .filter(|(x, y)| x.is_finite() && y.is_finite())
+}
+
+/// The y range of the lines, padded, from 0 where the values allow.
+fn y_range(lines: &[Line]) -> (f64, f64) {
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for l in lines {
+        for (_, y) in l
+            .repeats
+            .iter()
+            .flat_map(|r| finite(r))
+            .chain(finite(&l.mean))
+        {
+            lo = lo.min(y);
+            hi = hi.max(y);
+        }
+    }
+    if !lo.is_finite() {
+        return (0.0, 1.0);
+    }
+    let pad = ((hi - lo) * 0.08).max(hi.abs() * 0.02).max(1e-9);
+    // Head room for the legend, which sits in the upper right.
+    ((lo - pad).max(0.0), hi + pad + (hi - lo + pad) * 0.25)
+}
+
+fn legend_label(l: &Line) -> String {
+    match l.repeats.len() {
+        0 | 1 => l.arm.clone(),
+        n => format!("{} (mean of {n} repeats; faint: each)", l.arm),
+    }
+}
+
+/// One metric per iteration, a line per arm, iterations `1..=warmup`
+/// shaded grey. `y_label` should carry the unit.
 pub fn iteration_plot(
     title: &str,
     y_label: &str,
     warmup: i64,
-    series: &[(String, Vec<(i64, f64)>)],
+    lines: &[Line],
 ) -> Result<String, PlotError> {
     let e = err(title);
-    let points = series.iter().flat_map(|(_, p)| p.iter());
-    let (mut x_max, mut y_min, mut y_max) = (1i64, f64::INFINITY, f64::NEG_INFINITY);
-    for &(x, y) in points {
-        if y.is_finite() {
-            x_max = x_max.max(x);
-            y_min = y_min.min(y);
-            y_max = y_max.max(y);
-        }
-    }
-    if !y_min.is_finite() {
-        (y_min, y_max) = (0.0, 1.0);
-    }
-    let pad = ((y_max - y_min) * 0.08).max(y_max.abs() * 0.02).max(1e-9);
-    let (y0, y1) = ((y_min - pad).max(0.0), y_max + pad);
-    let (x0, x1) = (0.5, x_max as f64 + 0.5);
+    let x_max = lines
+        .iter()
+        .flat_map(|l| finite(&l.mean))
+        .map(|(x, _)| x)
+        .fold(1.0f64, f64::max);
+    let (y0, y1) = y_range(lines);
+    let (x0, x1) = (0.5, x_max + 0.5);
 
     let mut svg = String::new();
     {
@@ -55,9 +121,10 @@ pub fn iteration_plot(
         root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
         let mut chart = ChartBuilder::on(&root)
             .caption(title, ("sans-serif", 20))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
+            .margin(14)
+            .margin_right(28)
+            .x_label_area_size(44)
+            .y_label_area_size(78)
             .build_cartesian_2d(x0..x1, y0..y1)
             .map_err(|x| e(x.to_string()))?;
         chart
@@ -65,7 +132,8 @@ pub fn iteration_plot(
             .x_desc("iteration")
             .y_desc(y_label)
             .x_labels((x_max as usize).clamp(2, 20))
-            .x_label_formatter(&|x| format!("{x:.0}"))
+            .x_label_formatter(&|x| super::render::num(x.round()))
+            .y_label_formatter(&|y| super::render::tick(*y))
             .draw()
             .map_err(|x| e(x.to_string()))?;
         if warmup > 0 {
@@ -79,23 +147,27 @@ pub fn iteration_plot(
                 .label(format!("warm-up ({warmup} excluded)"))
                 .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 18, y + 5)], shade));
         }
-        for (i, (arm, pts)) in series.iter().enumerate() {
-            let color = Palette99::pick(i).to_rgba();
+        for l in lines {
+            let color = arm_color(l.color);
+            if l.repeats.len() > 1 {
+                for r in &l.repeats {
+                    chart
+                        .draw_series(LineSeries::new(finite(r), color.mix(0.3).stroke_width(1)))
+                        .map_err(|x| e(x.to_string()))?;
+                }
+            }
             chart
-                .draw_series(LineSeries::new(
-                    pts.iter()
-                        .filter(|(_, y)| y.is_finite())
-                        .map(|&(x, y)| (x as f64, y)),
-                    color.stroke_width(2),
-                ))
+                .draw_series(LineSeries::new(finite(&l.mean), color.stroke_width(3)))
                 .map_err(|x| e(x.to_string()))?
-                .label(arm.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color));
+                .label(legend_label(l))
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(3))
+                });
         }
         chart
             .configure_series_labels()
             .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
+            .background_style(WHITE.mix(0.9))
             .border_style(BLACK)
             .draw()
             .map_err(|x| e(x.to_string()))?;
@@ -104,17 +176,18 @@ pub fn iteration_plot(
     Ok(svg)
 }
 
-/// One bar per arm at its speedup over the baseline, with the 95% interval
-/// as an error bar, a line at 1× and, when given, at the gate's minimum.
+/// One bar per arm at its speedup over the baseline, named under the bar
+/// and valued above it, with its 95 % interval as an error bar, a line at
+/// 1× and, for the gate's metric, at the gate's minimum.
 pub fn speedup_plot(
     title: &str,
-    bars: &[(String, Speedup)],
+    bars: &[Bar],
     min_speedup: Option<f64>,
 ) -> Result<String, PlotError> {
     let e = err(title);
     let top = bars
         .iter()
-        .map(|(_, s)| {
+        .map(|(_, _, s)| {
             if s.ci_high.is_finite() {
                 s.ci_high
             } else {
@@ -125,65 +198,108 @@ pub fn speedup_plot(
         .chain(std::iter::once(1.0))
         .filter(|v| v.is_finite())
         .fold(1.0f64, f64::max)
-        * 1.15;
-    let n = bars.len().max(1) as f64;
+        // Head room for the values above the bars and the legend.
+        * 1.4;
+    // At least three slots, so that one bar is not the plot's full width.
+    let n = bars.len().max(3) as i32;
+    let names: Vec<String> = bars.iter().map(|(a, _, _)| a.clone()).collect();
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
         root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
         let mut chart = ChartBuilder::on(&root)
             .caption(title, ("sans-serif", 20))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0.0..n, 0.0..top)
+            .margin(14)
+            .margin_right(28)
+            .x_label_area_size(44)
+            .y_label_area_size(70)
+            // `a..b` in segments is b - a + 1 bars wide: one per arm.
+            .build_cartesian_2d((0..n - 1).into_segmented(), 0.0..top)
             .map_err(|x| e(x.to_string()))?;
+        let label_of = |v: &SegmentValue<i32>| match v {
+            SegmentValue::CenterOf(i) => usize::try_from(*i)
+                .ok()
+                .and_then(|i| names.get(i).cloned())
+                .unwrap_or_default(),
+            _ => String::new(),
+        };
         chart
             .configure_mesh()
             .disable_x_mesh()
-            .x_labels(0)
+            .x_labels(n as usize)
+            .x_label_formatter(&label_of)
+            .x_desc("arm")
             .y_desc("speedup vs baseline (×)")
             .draw()
             .map_err(|x| e(x.to_string()))?;
-        for (i, (arm, s)) in bars.iter().enumerate() {
-            let color = Palette99::pick(i).to_rgba();
-            let x = i as f64;
+        // The last segment ends at `Last`, not at a value past the range.
+        let right_edge = |i: i32| {
+            if i + 1 >= n {
+                SegmentValue::Last
+            } else {
+                SegmentValue::Exact(i + 1)
+            }
+        };
+        for (i, (_, color, s)) in bars.iter().enumerate() {
+            let i = i as i32;
+            let color = arm_color(*color);
             let ratio = if s.ratio.is_finite() { s.ratio } else { 0.0 };
+            let mut bar = Rectangle::new(
+                [(SegmentValue::Exact(i), 0.0), (right_edge(i), ratio)],
+                color.mix(0.8).filled(),
+            );
+            bar.set_margin(0, 0, 18, 18);
             chart
-                .draw_series(std::iter::once(Rectangle::new(
-                    [(x + 0.2, 0.0), (x + 0.8, ratio)],
-                    color.mix(0.7).filled(),
-                )))
+                .draw_series(std::iter::once(bar))
                 .map_err(|x| e(x.to_string()))?;
+            let mut value_at = ratio;
             if s.ci_low.is_finite() && s.ci_high.is_finite() {
-                let c = x + 0.5;
-                let whisker = vec![
-                    PathElement::new(vec![(c, s.ci_low), (c, s.ci_high)], BLACK.stroke_width(2)),
-                    PathElement::new(vec![(c - 0.08, s.ci_low), (c + 0.08, s.ci_low)], BLACK),
-                    PathElement::new(vec![(c - 0.08, s.ci_high), (c + 0.08, s.ci_high)], BLACK),
-                ];
-                chart.draw_series(whisker).map_err(|x| e(x.to_string()))?;
+                value_at = value_at.max(s.ci_high);
+                chart
+                    .draw_series(std::iter::once(ErrorBar::new_vertical(
+                        SegmentValue::CenterOf(i),
+                        s.ci_low,
+                        ratio,
+                        s.ci_high,
+                        BLACK.stroke_width(2),
+                        14,
+                    )))
+                    .map_err(|x| e(x.to_string()))?;
             }
             chart
                 .draw_series(std::iter::once(Text::new(
-                    format!("{arm} {ratio:.2}×"),
-                    (x + 0.22, top * 0.97),
-                    ("sans-serif", 14).into_font(),
+                    format!("{ratio:.2}×"),
+                    (SegmentValue::CenterOf(i), value_at + top * 0.03),
+                    ("sans-serif", 15).into_font().color(&BLACK).pos(
+                        plotters::style::text_anchor::Pos::new(
+                            plotters::style::text_anchor::HPos::Center,
+                            plotters::style::text_anchor::VPos::Bottom,
+                        ),
+                    ),
                 )))
                 .map_err(|x| e(x.to_string()))?;
         }
+        let span = || vec![(SegmentValue::Exact(0), 1.0), (SegmentValue::Last, 1.0)];
         chart
             .draw_series(std::iter::once(PathElement::new(
-                vec![(0.0, 1.0), (n, 1.0)],
+                span(),
                 BLACK.stroke_width(1),
             )))
             .map_err(|x| e(x.to_string()))?
             .label("1× (baseline)")
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK));
+        // An empty series carries the error bars' legend entry.
+        chart
+            .draw_series(std::iter::empty::<PathElement<(SegmentValue<i32>, f64)>>())
+            .map_err(|x| e(x.to_string()))?
+            .label("95 % CI")
+            .legend(|(x, y)| {
+                PathElement::new(vec![(x + 9, y - 6), (x + 9, y + 6)], BLACK.stroke_width(2))
+            });
         if let Some(g) = min_speedup {
             chart
                 .draw_series(std::iter::once(PathElement::new(
-                    vec![(0.0, g), (n, g)],
+                    vec![(SegmentValue::Exact(0), g), (SegmentValue::Last, g)],
                     RED.stroke_width(2),
                 )))
                 .map_err(|x| e(x.to_string()))?
@@ -193,7 +309,83 @@ pub fn speedup_plot(
         chart
             .configure_series_labels()
             .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|x| e(x.to_string()))?;
+        root.present().map_err(|x| e(x.to_string()))?;
+    }
+    Ok(svg)
+}
+
+/// A cost against batch size on log–log axes, a line per series (points
+/// are (batch size, value)), as the records' per-batch tables read.
+pub fn batch_plot(title: &str, y_label: &str, lines: &[Line]) -> Result<String, PlotError> {
+    let e = err(title);
+    let pts = || {
+        lines
+            .iter()
+            .flat_map(|l| finite(&l.mean))
+            .filter(|(x, y)| *x > 0.0 && *y > 0.0)
+    };
+    let (mut x_lo, mut x_hi, mut y_lo, mut y_hi) = (f64::INFINITY, 0.0f64, f64::INFINITY, 0.0f64);
+    for (x, y) in pts() {
+        x_lo = x_lo.min(x);
+        x_hi = x_hi.max(x);
+        y_lo = y_lo.min(y);
+        y_hi = y_hi.max(y);
+    }
+    if !x_lo.is_finite() {
+        (x_lo, x_hi, y_lo, y_hi) = (1.0, 10.0, 1.0, 10.0);
+    }
+    let (x0, x1) = (x_lo / 1.5, x_hi * 1.5);
+    let (y0, y1) = (y_lo / 1.5, y_hi * 4.0);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 20))
+            .margin(14)
+            .margin_right(28)
+            .x_label_area_size(44)
+            .y_label_area_size(78)
+            .build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())
+            .map_err(|x| e(x.to_string()))?;
+        chart
+            .configure_mesh()
+            .x_desc("batch size (log scale)")
+            .y_labels(6)
+            .y_desc(format!("{y_label} (log scale)"))
+            .x_label_formatter(&|x| super::render::num(*x))
+            .y_label_formatter(&|y| super::render::tick(*y))
+            .draw()
+            .map_err(|x| e(x.to_string()))?;
+        for l in lines {
+            let color = arm_color(l.color);
+            let mut points: Vec<(f64, f64)> = finite(&l.mean)
+                .filter(|(x, y)| *x > 0.0 && *y > 0.0)
+                .collect();
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            chart
+                .draw_series(LineSeries::new(points.clone(), color.stroke_width(3)))
+                .map_err(|x| e(x.to_string()))?
+                .label(l.arm.as_str())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(3))
+                });
+            chart
+                .draw_series(
+                    points
+                        .into_iter()
+                        .map(|p| Circle::new(p, 4, color.filled())),
+                )
+                .map_err(|x| e(x.to_string()))?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.9))
             .border_style(BLACK)
             .draw()
             .map_err(|x| e(x.to_string()))?;
@@ -206,40 +398,102 @@ pub fn speedup_plot(
 mod tests {
     use super::*;
 
+    /// The texts of an SVG as plotters writes them (`<text …>\nTEXT\n</text>`).
+    fn texts(svg: &str) -> Vec<String> {
+        svg.split("<text")
+            .skip(1)
+            .filter_map(|t| {
+                let body = &t[t.find('>')? + 1..t.find("</text>")?];
+                Some(body.trim().to_string())
+            })
+            .collect()
+    }
+
+    fn line(arm: &str, color: usize, repeats: &[&[f64]]) -> Line {
+        let pts = |r: &[f64]| -> Vec<(f64, f64)> {
+            r.iter()
+                .enumerate()
+                .map(|(i, v)| ((i + 1) as f64, *v))
+                .collect()
+        };
+        let n = repeats.iter().map(|r| r.len()).max().unwrap_or(0);
+        let mean = (0..n)
+            .map(|i| {
+                let v: Vec<f64> = repeats.iter().filter_map(|r| r.get(i).copied()).collect();
+                ((i + 1) as f64, v.iter().sum::<f64>() / v.len() as f64)
+            })
+            .collect();
+        Line {
+            arm: arm.into(),
+            color,
+            mean,
+            repeats: repeats.iter().map(|r| pts(r)).collect(),
+        }
+    }
+
     #[test]
     fn iteration_plot_has_lines_legend_and_warmup_shade() {
-        let series = vec![
-            (
-                "recursive".to_string(),
-                vec![(1, 3.0), (2, 2.0), (3, 2.1), (4, 2.05)],
-            ),
-            (
-                "interleaved".to_string(),
-                vec![(1, 1.5), (2, 0.7), (3, 0.72), (4, 0.69)],
+        let lines = vec![
+            line("recursive", 0, &[&[3.0, 2.0, 2.1, 2.05]]),
+            line(
+                "interleaved",
+                1,
+                &[&[1.5, 0.7, 0.72, 0.69], &[1.4, 0.8, 0.7, 0.7]],
             ),
         ];
-        let svg = iteration_plot("time/iteration_seconds", "seconds", 1, &series).unwrap();
+        let svg = iteration_plot("time/iteration_seconds", "seconds (s)", 1, &lines).unwrap();
         assert!(svg.starts_with("<svg"), "{}", &svg[..80.min(svg.len())]);
-        assert!(svg.contains("recursive") && svg.contains("interleaved"));
+        let t = texts(&svg);
+        assert!(t.iter().any(|t| t == "recursive"), "{t:?}");
+        assert!(
+            t.iter()
+                .any(|t| t == "interleaved (mean of 2 repeats; faint: each)"),
+            "{t:?}"
+        );
         assert!(svg.contains("warm-up (1 excluded)"));
         assert!(svg.contains("<polyline"), "lines drawn");
-        let no_warmup = iteration_plot("t", "s", 0, &series).unwrap();
+        // The same colour for the same arm index, whatever the plot.
+        assert!(
+            svg.contains("#D55E00") || svg.contains("#d55e00"),
+            "vermillion for arm 1"
+        );
+        let no_warmup = iteration_plot("t", "s", 0, &lines).unwrap();
         assert!(!no_warmup.contains("warm-up"));
     }
 
     #[test]
-    fn speedup_plot_has_bars_and_gate_line() {
+    fn speedup_plot_names_bars_and_labels_the_interval() {
         let s = Speedup {
             ratio: 3.2,
             se: 0.1,
             ci_low: 3.0,
             ci_high: 3.4,
         };
-        let svg = speedup_plot("speedup", &[("interleaved".into(), s)], Some(1.5)).unwrap();
-        assert!(svg.contains("interleaved 3.20×"));
+        let svg = speedup_plot("speedup", &[("interleaved".into(), 1, s)], Some(1.5)).unwrap();
+        let t = texts(&svg);
+        assert!(
+            t.iter().any(|t| t == "interleaved"),
+            "the bar's tick label: {t:?}"
+        );
+        assert!(svg.contains("3.20×"));
         assert!(svg.contains("gate 1.50×"));
+        assert!(svg.contains("95 % CI"));
         assert!(svg.contains("<rect"));
         // Empty input still draws an (empty) chart rather than failing.
         assert!(speedup_plot("none", &[], None).unwrap().contains("<svg"));
+    }
+
+    #[test]
+    fn batch_plot_is_log_log() {
+        let l = Line {
+            arm: "lcx kernel".into(),
+            color: 0,
+            mean: vec![(1.0, 20.0), (16.0, 3.0), (256.0, 0.9), (4.0, 7.0)],
+            repeats: Vec::new(),
+        };
+        let svg = batch_plot("µs/state by batch size", "µs", &[l]).unwrap();
+        assert!(svg.contains("batch size (log scale)"));
+        assert!(svg.contains("µs (log scale)"));
+        assert!(svg.contains("<circle"), "points marked");
     }
 }

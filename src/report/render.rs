@@ -35,23 +35,66 @@ fn md_block(text: &str) -> String {
     text.replace('<', "&lt;").replace('>', "&gt;")
 }
 
-/// Decimals that show about four significant digits of `x`.
+/// Decimals that show three significant digits of `x` (the precision of
+/// the hand-written records these reports replace).
 fn decimals_for(x: f64) -> usize {
     let a = x.abs();
     if !a.is_finite() || a == 0.0 {
-        return 3;
+        return 2;
     }
     // The nudge keeps 0.99999999 (a mean of values around 1) at 1's precision.
     let mag = (a * (1.0 + 1e-9)).log10().floor() as i32;
-    (3 - mag).clamp(0, 9) as usize
+    (2 - mag).clamp(0, 9) as usize
 }
 
-/// A number with about four significant digits.
+/// Large values as `17.6k` / `2.31M`: the divisor and its suffix.
+fn scale_for(x: f64) -> (f64, &'static str) {
+    let a = x.abs();
+    if a >= 999_500.0 {
+        (1e6, "M")
+    } else if a >= 9_999.5 {
+        (1e3, "k")
+    } else {
+        (1.0, "")
+    }
+}
+
+/// A whole number (a count, a batch size) prints without decimals.
+fn is_whole(x: f64) -> bool {
+    x.fract() == 0.0 && x.abs() < 1e15
+}
+
+/// A number with three significant digits: `0.0123`, `2.50`, `123`, `17.6k`.
 pub fn num(x: f64) -> String {
     if x.is_nan() {
         return "—".into();
     }
-    format!("{:.*}", decimals_for(x), x)
+    let (div, suffix) = scale_for(x);
+    if suffix.is_empty() && is_whole(x) {
+        return format!("{x:.0}");
+    }
+    let v = x / div;
+    format!("{:.*}{suffix}", decimals_for(v), v)
+}
+
+/// An axis tick: three significant digits like [`num`], but a whole
+/// number keeps the decimals of its neighbours (`1.80`, `2.00`, `2.20`).
+pub fn tick(x: f64) -> String {
+    if x.is_nan() {
+        return "—".into();
+    }
+    let (div, suffix) = scale_for(x);
+    let v = x / div;
+    format!("{:.*}{suffix}", decimals_for(v), v)
+}
+
+/// `1 line`, `3 lines`: a count with its noun in the right number.
+pub fn counted(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }
 
 /// `5` for 5.0, `2.5` for 2.5.
@@ -60,14 +103,16 @@ fn trim_number(x: f64) -> String {
     t.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-/// `mean ± sd`, both at the mean's precision.
+/// `mean ± sd`, both at the mean's precision and scale (`17.6k ± 0.4k`);
+/// the mean alone for one value or a constant (`40`, never `40 ± 0.00`).
 pub fn mean_sd(s: &Summary) -> String {
-    let d = decimals_for(s.mean);
-    if s.n < 2 {
-        format!("{:.*}", d, s.mean)
-    } else {
-        format!("{:.*} ± {:.*}", d, s.mean, d, s.sd)
+    if s.n < 2 || s.sd == 0.0 {
+        return num(s.mean);
     }
+    let (div, suffix) = scale_for(s.mean);
+    let (m, sd) = (s.mean / div, s.sd / div);
+    let d = decimals_for(m);
+    format!("{m:.d$}{suffix} ± {sd:.d$}{suffix}")
 }
 
 /// `3.20× ± 0.10`.
@@ -155,13 +200,18 @@ pub fn arm_table(report: &Report) -> String {
     let mut table = Table::new();
     table.load_preset(ASCII_MARKDOWN);
     let mut header = vec!["Mode".to_string()];
-    header.extend(report.columns.iter().map(|c| md(&c.label)));
+    header.extend(report.columns.iter().map(|c| match c.kind {
+        ColumnKind::Value => md(&crate::metrics::with_unit(&c.label, &c.metric)),
+        ColumnKind::Speedup => md(&c.label),
+    }));
     table.set_header(header);
     for arm in &report.arms {
-        let mut label = if arm.label.is_empty() || arm.label == arm.name {
+        // The label alone, so that the table fits a page; the arm's name
+        // is in the Runs table and the verdicts.
+        let mut label = if arm.label.is_empty() {
             md(&arm.name)
         } else {
-            format!("{} ({})", md(&arm.label), md(&arm.name))
+            md(&arm.label)
         };
         if arm.is_baseline {
             label.push_str(" [baseline]");
@@ -399,11 +449,10 @@ pub fn render_markdown(report: &Report) -> String {
     }
     let _ = writeln!(
         out,
-        "Workload `{}`, {} iterations, {} repeat{} per arm, baseline `{}`.\n",
+        "Workload `{}`, {}, {} per arm, baseline `{}`.\n",
         e.workload,
-        e.iterations,
-        e.repeats,
-        if e.repeats == 1 { "" } else { "s" },
+        counted(e.iterations.max(0) as u64, "iteration"),
+        counted(e.repeats.max(0) as u64, "repeat"),
         report.baseline
     );
 
@@ -509,7 +558,10 @@ pub fn render_markdown(report: &Report) -> String {
 
     out.push_str("## Cells\n\n");
     if report.incomplete.is_empty() {
-        let _ = writeln!(out, "All {} cells completed.\n", report.total_cells);
+        let _ = match report.total_cells {
+            1 => writeln!(out, "The one cell completed.\n"),
+            n => writeln!(out, "All {n} cells completed.\n"),
+        };
     } else {
         let _ = writeln!(
             out,
@@ -836,11 +888,32 @@ mod tests {
     #[test]
     fn number_formats() {
         assert_eq!(num(1234.5678), "1235");
-        assert_eq!(num(2.5), "2.500");
-        assert_eq!(num(0.0123456), "0.01235");
+        assert_eq!(num(123.456), "123");
+        assert_eq!(num(2.5), "2.50");
+        assert_eq!(num(40.0), "40");
+        assert_eq!(num(0.0123456), "0.0123");
+        assert_eq!(num(17_612.0), "17.6k");
+        assert_eq!(num(2_310_000.0), "2.31M");
+        assert_eq!(num(312_400.0), "312k");
+        assert_eq!(num(23_100_000.0), "23.1M");
         assert_eq!(num(f64::NAN), "—");
+        let summary = |n, mean, sd| Summary {
+            n,
+            mean,
+            median: None,
+            sd,
+            min: mean - sd,
+            max: mean + sd,
+        };
+        assert_eq!(mean_sd(&summary(5, 40.0, 0.0)), "40", "a constant");
+        assert_eq!(mean_sd(&summary(1, 0.5, 0.0)), "0.500");
+        assert_eq!(mean_sd(&summary(8, 17_612.0, 421.0)), "17.6k ± 0.4k");
+        assert_eq!(mean_sd(&summary(8, 4.0, 0.066)), "4.00 ± 0.07");
         assert_eq!(p_text(0.0001), "p < 0.001");
         assert_eq!(p_text(0.0345), "p = 0.035");
+        assert_eq!(counted(1, "line"), "1 line");
+        assert_eq!(counted(0, "line"), "0 lines");
+        assert_eq!(counted(3, "repeat"), "3 repeats");
         assert_eq!(csv_field("a,b"), "\"a,b\"");
         assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
     }

@@ -44,10 +44,18 @@ impl Direction {
     }
 }
 
-/// The direction of a metric from its name, and whether the name was
-/// recognised (an unknown metric is treated as lower-is-better and the report
+/// The direction of a metric from the vocabulary ([`crate::metrics`]), else
+/// from its name (`command` arms), and whether it was recognised (an unknown metric is treated as lower-is-better and the report
 /// says so).
 pub fn direction_for(metric: &str) -> (Direction, bool) {
+    use crate::metrics::Better;
+    match crate::metrics::lookup(metric).map(|i| i.better) {
+        Some(Better::Lower) => return (Direction::LowerIsBetter, true),
+        Some(Better::Higher) => return (Direction::HigherIsBetter, true),
+        // A count of work has no better side: fall through to the name,
+        // which will not recognise it either, and the report says so.
+        Some(Better::Neither) | None => {}
+    }
     let m = metric.to_ascii_lowercase();
     // Throughput names first: `nodes_per_second` must not match `_seconds`.
     let higher = m.ends_with("per_second")
@@ -827,10 +835,15 @@ mod tests {
             direction_for("eval/random/win_rate0"),
             (HigherIsBetter, true)
         );
+        // The vocabulary decides for lcx's own names…
         assert_eq!(
             direction_for("interleaved/avg_batch_size"),
-            (LowerIsBetter, false)
+            (HigherIsBetter, true)
         );
+        // …a count of work has no better side, and a command arm's name
+        // without a telling suffix is unknown.
+        assert_eq!(direction_for("traversal/nodes"), (LowerIsBetter, false));
+        assert_eq!(direction_for("mine/batch"), (LowerIsBetter, false));
         assert_eq!(Direction::parse("higher"), Some(HigherIsBetter));
         assert_eq!(Direction::parse("sideways"), None);
     }

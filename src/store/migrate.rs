@@ -29,6 +29,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0003_views_count_what_reports_count.sql",
         include_str!("../../migrations/0003_views_count_what_reports_count.sql"),
     ),
+    (
+        "0004_metric_info.sql",
+        include_str!("../../migrations/0004_metric_info.sql"),
+    ),
 ];
 
 /// The schema version this lcx writes.
@@ -58,6 +62,23 @@ pub(super) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreErr
         tx.execute_batch(&format!("PRAGMA user_version = {}", index + 1))
             .map_err(|source| StoreError::Migration { name, source })?;
     }
+    write_vocabulary(&tx)?;
     tx.commit()?;
+    Ok(())
+}
+
+/// Writes this lcx's metric vocabulary into `metric_info`, replacing the rows
+/// it names (an older lcx's extra names stay: they describe its rows).
+fn write_vocabulary(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    let mut upsert = tx.prepare_cached(
+        "INSERT INTO metric_info (name, unit, direction, description) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (name) DO UPDATE SET unit = excluded.unit,
+             direction = excluded.direction, description = excluded.description
+         WHERE (unit, direction, description)
+             IS NOT (excluded.unit, excluded.direction, excluded.description)",
+    )?;
+    for info in crate::metrics::VOCABULARY {
+        upsert.execute((info.name, info.unit, info.better.word(), info.description))?;
+    }
     Ok(())
 }

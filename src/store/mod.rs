@@ -22,6 +22,9 @@ use rusqlite::{Connection, OpenFlags};
 pub use liveness::{hostname, Liveness, RunnerIdentity};
 pub use migrate::LATEST_VERSION;
 pub use read::{QueryResult, SqlValue};
+
+/// The database every command uses without `--db` (or `LCX_DB`).
+pub const DEFAULT_DB: &str = "lcx.db";
 pub use types::*;
 
 /// How long a writer waits for another lcx process's transaction before it

@@ -62,14 +62,16 @@ fn median_in_place(values: &mut [f64]) -> Option<f64> {
     Some((lower + upper) / 2.0)
 }
 
-/// Mean over repeats of one metric at one iteration of one arm (warm-up
+/// One stored value of one metric at one iteration of one cell (warm-up
 /// included: plots shade it).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct IterationPoint {
     pub arm: String,
+    pub run_id: i64,
+    pub repeat: i64,
     pub name: String,
     pub iteration: i64,
-    pub mean: f64,
+    pub value: f64,
 }
 
 /// One line of `lcx list`.
@@ -283,34 +285,36 @@ impl Store {
         Ok(self.summaries(experiment_id, names, runs)?.moments)
     }
 
-    /// Per-arm, per-iteration means over repeats (warm-up included), for
-    /// plots, in plan order.
+    /// The live values of `names` in cells `runs` (warm-up included), for
+    /// plots: in plan order, then repeat, metric and iteration.
     pub fn iteration_series(
         &self,
-        experiment_id: i64,
+        runs: &[i64],
         names: &[String],
     ) -> Result<Vec<IterationPoint>, StoreError> {
-        if names.is_empty() {
+        if names.is_empty() || runs.is_empty() {
             return Ok(Vec::new());
         }
         let sql = format!(
-            "SELECT r.arm, m.name, m.iteration, AVG(m.value) \
+            "SELECT r.arm, r.id, r.repeat, m.name, m.iteration, m.value \
              FROM runs r JOIN metrics m ON m.run_id = r.id AND m.superseded = 0 \
-             WHERE r.experiment_id = ? AND m.name IN ({}) \
-             GROUP BY r.arm, m.name, m.iteration \
-             ORDER BY MIN(r.arm_index), m.name, m.iteration",
+             WHERE r.id IN ({}) AND m.name IN ({}) \
+             ORDER BY r.arm_index, r.repeat, r.id, m.name, m.iteration",
+            placeholders(runs.len()),
             placeholders(names.len())
         );
-        let mut params: Vec<Value> = vec![experiment_id.into()];
+        let mut params: Vec<Value> = runs.iter().map(|&r| Value::from(r)).collect();
         params.extend(names.iter().map(|n| Value::from(n.clone())));
         let mut st = self.conn.prepare(&sql)?;
         let rows = st
             .query_map(params_from_iter(params), |r| {
                 Ok(IterationPoint {
                     arm: r.get(0)?,
-                    name: r.get(1)?,
-                    iteration: r.get(2)?,
-                    mean: r.get(3)?,
+                    run_id: r.get(1)?,
+                    repeat: r.get(2)?,
+                    name: r.get(3)?,
+                    iteration: r.get(4)?,
+                    value: r.get(5)?,
                 })
             })?
             .collect::<rusqlite::Result<_>>()?;
@@ -505,11 +509,15 @@ mod tests {
             store.metric_names_fast(id).unwrap(),
             store.metric_names(id).unwrap()
         );
-        let series = store.iteration_series(id, &names).unwrap();
-        assert_eq!(series.len(), 8);
-        assert_eq!(series[0].arm, "a");
-        assert_eq!(series[0].mean, 100.0);
-        assert_eq!(series[1].mean, (2.0 + 6.0) / 2.0);
+        let series = store.iteration_series(&runs, &names).unwrap();
+        assert_eq!(series.len(), 12, "every value of the three cells");
+        assert_eq!((series[0].arm.as_str(), series[0].repeat), ("a", 1));
+        assert_eq!(series[0].value, 100.0);
+        assert_eq!(series[1].value, 2.0);
+        assert_eq!((series[4].arm.as_str(), series[4].repeat), ("a", 2));
+        assert_eq!(series[8].arm, "b", "plan order, then repeat");
+        let one = store.iteration_series(&runs[1..2], &names).unwrap();
+        assert!(one.iter().all(|p| p.run_id == runs[1]));
     }
 
     #[test]

@@ -283,3 +283,50 @@ fn read_only_open_needs_an_existing_file() {
     let ro = Store::open_read_only(&path).unwrap();
     assert_eq!(ro.schema_version().unwrap(), LATEST_VERSION);
 }
+
+#[test]
+fn metric_info_describes_the_stored_metrics_through_glob() {
+    let mut store = Store::open_in_memory().unwrap();
+    let id = store.insert_experiment(&new_experiment("exp", 0)).unwrap();
+    let run = store.insert_runs(id, &[new_run("a", 0, 1)]).unwrap()[0];
+    store
+        .insert_line(
+            run,
+            1,
+            1,
+            &[
+                ("traversal/nodes_per_second".to_string(), 10.0),
+                ("eval/random/win_rate0".to_string(), 0.5),
+                ("mine/own".to_string(), 1.0),
+            ],
+            &[],
+        )
+        .unwrap();
+    let q = store
+        .query(
+            "SELECT m.name, i.unit, i.direction FROM metrics_current m \
+             LEFT JOIN metric_info i ON m.name GLOB i.name ORDER BY m.name",
+        )
+        .unwrap();
+    let rows: Vec<String> = q.rows.iter().map(|r| format!("{r:?}")).collect();
+    assert_eq!(q.rows.len(), 3, "one vocabulary row per metric: {rows:#?}");
+    assert!(
+        rows[0].contains("eval/random/win_rate0")
+            && rows[0].contains("fraction")
+            && rows[0].contains("higher"),
+        "{rows:#?}"
+    );
+    assert!(
+        rows[1].contains("mine/own") && rows[1].contains("Null"),
+        "{rows:#?}"
+    );
+    assert!(rows[2].contains("nodes/s"), "{rows:#?}");
+    let n = store.query("SELECT COUNT(*) FROM metric_info").unwrap();
+    assert_eq!(
+        format!("{:?}", n.rows[0][0]),
+        format!(
+            "{:?}",
+            SqlValue::Integer(crate::metrics::VOCABULARY.len() as i64)
+        )
+    );
+}

@@ -344,8 +344,20 @@ pub struct NativeMlp {
     widest: usize,
 }
 
-/// Whether this CPU can run the kernel.
+/// Whether the kernel runs here: the CPU has AVX2 and FMA, and
+/// `LCX_NATIVE_KERNEL=off` did not turn it off. Turning it off runs
+/// libtorch wherever the kernel would have run, on any CPU, which is how
+/// the tests cover the path a CPU without AVX2 takes. Read once per
+/// process, so that a snapshot and its forwards agree.
 pub fn supported() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| {
+        let off = std::env::var_os("LCX_NATIVE_KERNEL").is_some_and(|v| v == "off");
+        cpu_has_kernel_isa() && !off
+    })
+}
+
+fn cpu_has_kernel_isa() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma")
@@ -823,12 +835,34 @@ unsafe fn micro<const MR: usize>(t: &Tile) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use tch::nn::VarStore;
     use tch::Tensor;
 
     use super::*;
     use crate::trainer::network::MlpSpec;
+
+    /// For tests of the kernel: `true` where it runs. Where it does not,
+    /// the test has nothing to compare, so this checks the fallback
+    /// instead (a snapshot declines, so callers take libtorch) and says on
+    /// stderr that the kernel test was skipped.
+    pub(crate) fn kernel_here(test: &str) -> bool {
+        if supported() {
+            return true;
+        }
+        let vs = VarStore::new(Device::Cpu);
+        assert!(
+            NativeMlp::snapshot(&mlp(&vs, 9, 8, Activation::Relu))
+                .unwrap()
+                .is_none(),
+            "without the kernel a snapshot must decline, so that libtorch runs"
+        );
+        eprintln!(
+            "{test}: SKIPPED, the kernel does not run here (no AVX2/FMA, or \
+             LCX_NATIVE_KERNEL=off); checked that it declines instead"
+        );
+        false
+    }
 
     fn mlp(vs: &VarStore, input_dim: usize, hidden: usize, activation: Activation) -> Mlp {
         Mlp::new(
@@ -887,8 +921,7 @@ mod tests {
     /// row gives the same bits alone as inside any batch.
     #[test]
     fn native_batches_match_libtorch_and_single_rows_exactly() {
-        if !supported() {
-            eprintln!("no AVX2/FMA here: the kernel is not used, nothing to compare");
+        if !kernel_here("native_batches_match_libtorch_and_single_rows_exactly") {
             return;
         }
         for (input_dim, hidden) in [(297, 512), (37, 30)] {
@@ -923,7 +956,7 @@ mod tests {
     /// element-by-element definition.
     #[test]
     fn packed_outputs_and_packings_match_their_definitions() {
-        if !supported() {
+        if !kernel_here("packed_outputs_and_packings_match_their_definitions") {
             return;
         }
         let (inputs, outputs, rows) = (37, 40, 61);
@@ -1041,14 +1074,27 @@ mod tests {
 
     #[test]
     fn an_empty_batch_writes_nothing() {
-        if !supported() {
+        if !kernel_here("an_empty_batch_writes_nothing") {
             return;
         }
         let vs = VarStore::new(Device::Cpu);
         let native = NativeMlp::snapshot(&mlp(&vs, 9, 8, Activation::Relu))
             .unwrap()
             .expect("applies");
+        // Zero rows: no input read, no output written, no panic on the
+        // empty slices (a traversal round can have no requests).
+        let mut out: Vec<f32> = Vec::new();
+        native.forward_rows(&[], 0, &mut out);
+        assert!(out.is_empty());
+        // And a batch after it is unaffected by the empty call.
+        let x = [0.5f32; 9];
+        let mut one = [f32::NAN; 22];
+        native.forward_rows(&x, 1, &mut one);
+        let mut again = [f32::NAN; 22];
         native.forward_rows(&[], 0, &mut []);
+        native.forward_rows(&x, 1, &mut again);
+        assert!(one.iter().all(|v| v.is_finite()), "{one:?}");
+        assert_eq!(one, again);
     }
 
     #[test]

@@ -781,7 +781,9 @@ mod tests {
 
     #[test]
     fn relu_backward_zeroes_exactly_where_the_unit_was_off() {
-        if !native::supported() {
+        if !crate::trainer::native::tests::kernel_here(
+            "relu_backward_zeroes_exactly_where_the_unit_was_off",
+        ) {
             return;
         }
         let a: Vec<f32> = (0..37).map(|i| (i % 5) as f32 - 2.0).collect();
@@ -987,8 +989,7 @@ mod tests {
     /// few steps each.
     #[test]
     fn steps_match_libtorch() {
-        if !native::supported() {
-            eprintln!("no AVX2/FMA here: the native step is not used");
+        if !crate::trainer::native::tests::kernel_here("steps_match_libtorch") {
             return;
         }
         for loss in [Loss::Advantage, Loss::Strategy] {
@@ -1009,7 +1010,7 @@ mod tests {
     /// 22 outputs) over a batch bigger than one row chunk.
     #[test]
     fn default_sized_network_matches_libtorch() {
-        if !native::supported() {
+        if !crate::trainer::native::tests::kernel_here("default_sized_network_matches_libtorch") {
             return;
         }
         let (mut torch, mut lcx) = twins(spec(297, 512, Activation::Relu), 1e-4);
@@ -1026,7 +1027,9 @@ mod tests {
     /// One hidden layer, and batches of 1–5 rows (one partial row block).
     #[test]
     fn shallow_networks_and_small_batches_match_libtorch() {
-        if !native::supported() {
+        if !crate::trainer::native::tests::kernel_here(
+            "shallow_networks_and_small_batches_match_libtorch",
+        ) {
             return;
         }
         let shallow = MlpSpec {
@@ -1052,7 +1055,7 @@ mod tests {
     /// and moments to within float rounding over several steps.
     #[test]
     fn fused_adamw_matches_the_tensor_update() {
-        if !native::supported() {
+        if !crate::trainer::native::tests::kernel_here("fused_adamw_matches_the_tensor_update") {
             return;
         }
         let adam = AdamWConfig {
@@ -1122,7 +1125,7 @@ mod tests {
     /// Splitting the GEMMs over tasks changes no bit.
     #[test]
     fn threads_give_the_same_bits() {
-        if !native::supported() {
+        if !crate::trainer::native::tests::kernel_here("threads_give_the_same_bits") {
             return;
         }
         let (a, b) = twins(spec(37, 70, Activation::Relu), 1e-3);
@@ -1146,7 +1149,9 @@ mod tests {
     /// NaN through, as libtorch's does): both paths skip and count the step.
     #[test]
     fn a_nan_input_is_a_nonfinite_loss_on_both_paths() {
-        if !native::supported() {
+        if !crate::trainer::native::tests::kernel_here(
+            "a_nan_input_is_a_nonfinite_loss_on_both_paths",
+        ) {
             return;
         }
         let (mut torch, lcx) = twins(spec(9, 8, Activation::Relu), 1e-3);
@@ -1168,7 +1173,7 @@ mod tests {
     /// and step count included.
     #[test]
     fn an_infinite_gradient_changes_nothing() {
-        if !native::supported() {
+        if !crate::trainer::native::tests::kernel_here("an_infinite_gradient_changes_nothing") {
             return;
         }
         let (a, _) = twins(spec(9, 8, Activation::Relu), 1e-3);
@@ -1210,7 +1215,7 @@ mod tests {
     /// is reported and skipped, nothing changes.
     #[test]
     fn a_nonfinite_loss_changes_nothing() {
-        if !native::supported() {
+        if !crate::trainer::native::tests::kernel_here("a_nonfinite_loss_changes_nothing") {
             return;
         }
         let (a, _) = twins(spec(9, 8, Activation::Relu), 1e-3);
@@ -1234,7 +1239,7 @@ mod tests {
 
     #[test]
     fn a_batch_of_the_wrong_width_is_an_error() {
-        if !native::supported() {
+        if !crate::trainer::native::tests::kernel_here("a_batch_of_the_wrong_width_is_an_error") {
             return;
         }
         let (a, _) = twins(spec(9, 8, Activation::Relu), 1e-3);

@@ -21,6 +21,7 @@ use crate::cfr::stats::Buckets;
 use crate::cfr::traversal::{Cutoff, Opponent, Sampling, TraversalError, TraversalParams};
 use crate::config::{self as cfg, TrainerConfig};
 use crate::encoding::Encoding;
+use crate::metrics;
 
 /// Errors of a training run.
 #[derive(Debug, thiserror::Error)]
@@ -413,9 +414,8 @@ impl Trainer {
 
     /// Runs iteration `t`'s traversals for both players with the configured
     /// scheduler and workers (see `super::workers`); the batching metrics
-    /// come back for the interleaved scheduler.
-    /// Runs iteration `t`'s traversals; also returns the rows each network
-    /// evaluated.
+    /// come back for the interleaved scheduler. Also returns the rows each
+    /// network evaluated.
     fn traverse(&self, t: u64) -> Result<(super::workers::TraversalResult, [u64; 3]), TrainError> {
         let advantage = [&self.nets[0].net, &self.nets[1].net];
         let strategy = &self.nets[2].net;
@@ -662,14 +662,14 @@ impl Trainer {
         }
 
         let nodes = out.stats.nodes as f64;
-        m.insert("time/traversal_seconds".into(), traversal_seconds);
+        m.insert(metrics::TRAVERSAL_SECONDS.into(), traversal_seconds);
         m.insert("time/memory_add_seconds".into(), add_seconds);
         m.insert("time/advantage_train_seconds".into(), adv_seconds);
         m.insert("time/strategy_train_seconds".into(), strat_seconds);
         // The whole phase: with concurrent networks the two above overlap.
         m.insert("time/training_seconds".into(), training_seconds);
         m.insert(
-            "traversal/nodes_per_second".into(),
+            metrics::NODES_PER_TRAVERSAL_SECOND.into(),
             if traversal_seconds > 0.0 {
                 nodes / traversal_seconds
             } else {
@@ -677,6 +677,17 @@ impl Trainer {
             },
         );
         m.extend(out.stats.metrics(self.params.buckets));
+        // One batch figure for both schedulers, so an A/B table has it in
+        // both rows: the recursive scheduler forwards one state at a time.
+        let batch = match &traversal.scheduler {
+            Some(sched) => Some((sched.avg_batch_size(), sched.max_batch_size as f64)),
+            None if work.forward_rows > 0 => Some((1.0, 1.0)),
+            None => None,
+        };
+        if let Some((mean, max)) = batch {
+            m.insert(metrics::FORWARD_BATCH_MEAN.into(), mean);
+            m.insert(metrics::FORWARD_BATCH_MAX.into(), max);
+        }
         if let Some(sched) = traversal.scheduler {
             m.extend(sched.metrics());
         }
@@ -716,9 +727,9 @@ impl Trainer {
             );
         }
         let iteration_seconds = start.elapsed().as_secs_f64();
-        m.insert("time/iteration_seconds".into(), iteration_seconds);
+        m.insert(metrics::ITERATION_SECONDS.into(), iteration_seconds);
         m.insert(
-            "time/nodes_per_second".into(),
+            metrics::NODES_PER_ITERATION_SECOND.into(),
             if iteration_seconds > 0.0 {
                 nodes / iteration_seconds
             } else {

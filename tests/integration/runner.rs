@@ -563,7 +563,8 @@ fn a_resumed_cell_runs_the_recorded_config_not_the_edited_file() {
     let report = run_ok(&["report", "recorded", "--db", db_arg]);
     let report = String::from_utf8(report.stdout).unwrap();
     assert!(
-        report.contains(&format!("lcx config show --run {} | ", b.id)),
+        // The database is not the default one, so the line names it.
+        report.contains(&format!("lcx config show --run {} --db {db_arg} | ", b.id)),
         "{report}"
     );
 }

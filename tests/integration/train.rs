@@ -30,6 +30,20 @@ fn train_smoke() -> Command {
     cmd
 }
 
+/// Fails on any numeric field of a metric line that the metric vocabulary
+/// (`lcx::metrics`, the `metric_info` table) does not describe.
+fn assert_in_vocabulary(line: &str) {
+    let v: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+    for (key, value) in v.as_object().expect("an object") {
+        if key != "iteration" && value.is_number() {
+            assert!(
+                lcx::metrics::lookup(key).is_some(),
+                "`{key}` is written but not in src/metrics.rs: {line}"
+            );
+        }
+    }
+}
+
 fn iterations(jsonl: &str) -> Vec<u64> {
     jsonl
         .lines()
@@ -47,6 +61,12 @@ fn train_streams_metrics_and_writes_the_run_directory() {
         .args([
             "--set",
             "run.max_iterations=2",
+            // Evaluation and a checkpoint, so that their metrics are written
+            // (and checked against the vocabulary) too.
+            "--set",
+            "evaluation.eval_every=1",
+            "--set",
+            "checkpoint.save_latest=true",
             "--metrics-out",
             "-",
             "--keep",
@@ -63,7 +83,10 @@ fn train_streams_metrics_and_writes_the_run_directory() {
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert_eq!(iterations(&stdout), vec![1, 2]);
     for line in stdout.lines() {
+        assert_in_vocabulary(line);
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        // The recursive scheduler forwards one state at a time, and says so.
+        assert_eq!(v["traversal/forward_batch_max"], 1.0, "{line}");
         for key in [
             "time/iteration_seconds",
             "time/traversal_seconds",
@@ -171,6 +194,24 @@ fn bench_trainer_names_the_training_backend() {
     assert!(default.contains(want), "{default}");
     let off = run(&["--set", "optimization.native_training=false"]);
     assert!(off.contains("| libtorch |"), "{off}");
+    // The path of a CPU without AVX2/FMA, taken on any CPU: the kernel
+    // turned off, the same config trains with libtorch.
+    let fallback = succeed(
+        lcx()
+            .env("LCX_NATIVE_KERNEL", "off")
+            .args(["bench", "trainer", "--config", &smoke()])
+            .args(["--runs", "1", "--warmup", "0", "--set", "run.device=cpu"]),
+    );
+    assert!(fallback.contains("| libtorch |"), "{fallback}");
+    let dir = tempfile::tempdir().unwrap();
+    let trained = succeed(
+        train_smoke()
+            .env("LCX_NATIVE_KERNEL", "off")
+            .args(["--set", "network.native_forward=true", "--metrics-out", "-"])
+            .arg("--runs-dir")
+            .arg(dir.path()),
+    );
+    assert_eq!(iterations(&trained), vec![1]);
 }
 
 /// #19 items 1 and 2: a bench-trainer cell measures one mode, for the
@@ -242,6 +283,69 @@ fn bench_peak_prints_the_ceiling_as_a_metric_line() {
         assert!(line[key].as_f64().is_some_and(|v| v > 0.0), "{key}: {line}");
     }
     assert!(line["peak/isa"].is_string(), "{line}");
+    assert_in_vocabulary(out.trim());
+}
+
+/// The interleaved scheduler's and the benches' lines use only names the
+/// vocabulary describes (the recursive trainer's are checked above).
+#[test]
+fn every_metric_lcx_writes_is_in_the_vocabulary() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = [
+        succeed(
+            train_smoke()
+                .args([
+                    "--set",
+                    "traversal.scheduler=interleaved",
+                    "--set",
+                    "evaluation.eval_every=1",
+                    "--set",
+                    "run.use_amp=true",
+                    "--metrics-out",
+                    "-",
+                ])
+                .arg("--runs-dir")
+                .arg(dir.path()),
+        ),
+        succeed(
+            lcx()
+                .args(["bench", "trainer", "--config", &smoke(), "--both"])
+                .args(["--runs", "1", "--warmup", "0", "--metrics-out", "-"]),
+        ),
+        succeed(
+            lcx()
+                .args(["bench", "forward", "--config", &smoke()])
+                .args([
+                    "--batch-sizes",
+                    "1,2",
+                    "--iters",
+                    "2",
+                    "--reps",
+                    "1",
+                    "--metrics-out",
+                    "-",
+                ]),
+        ),
+        succeed(lcx().args([
+            "bench",
+            "engine",
+            "--games",
+            "5",
+            "--micro-iters",
+            "10",
+            "--metrics-out",
+            "-",
+        ])),
+    ];
+    for out in &lines {
+        assert!(!out.trim().is_empty());
+        out.lines().for_each(assert_in_vocabulary);
+    }
+    assert!(
+        lines[0].contains("traversal/forward_batch_mean"),
+        "{}",
+        lines[0]
+    );
 }
 
 /// A two-iteration train experiment: the runner records the peak with the

@@ -355,3 +355,31 @@ fn a_bench_trainer_cell_measures_one_mode() {
     let msg = error(text);
     assert!(msg.contains("args[0]") && msg.contains("--amp"), "{msg}");
 }
+
+#[test]
+fn repeats_have_one_limit_in_the_file_and_on_the_command_line() {
+    let file = |n: u64| COMMAND.replace("warmup = 1", &format!("warmup = 1\nrepeats = {n}"));
+    assert_eq!(
+        plan(&file(u64::from(MAX_REPEATS))).unwrap().repeats,
+        MAX_REPEATS
+    );
+    let too_many = error(&file(u64::from(MAX_REPEATS) + 1));
+    assert!(
+        too_many.contains("repeats: expected an integer from 1 to 10000"),
+        "{too_many}"
+    );
+    let flag = from_str(
+        COMMAND,
+        Path::new("/exp/dir/x.toml"),
+        &Overrides {
+            repeats: Some(MAX_REPEATS + 1),
+            ..Default::default()
+        },
+    )
+    .expect_err("over the limit")
+    .to_string();
+    assert!(
+        flag.contains("--repeats") && flag.contains("from 1 to 10000"),
+        "{flag}"
+    );
+}

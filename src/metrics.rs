@@ -1,0 +1,274 @@
+//! The metric vocabulary: every name the trainer and the benches write into
+//! a metric line, with its unit, which way is better and what it counts.
+//!
+//! Metric names are the contract between the trainer (which writes lines),
+//! the runner (which stores them) and the reports (which judge them), so
+//! they are listed once, here. The store copies the list into its
+//! `metric_info` table for SQL and pandas users; the reports take units and
+//! directions from it; a unit test runs the trainer and each bench and fails
+//! on any name missing from it.
+//!
+//! A name may hold `*` for one path segment or a segment's tail (the
+//! opponent in `eval/*/win_rate0`, a depth range in
+//! `traversal/endpoint_depth_bucket_*`): the same wildcard as SQLite's
+//! `GLOB`, so `metrics.metric GLOB metric_info.name` joins the two tables.
+//! Names from `command` arms are not listed; the reports fall back to
+//! reading a direction from the name for those.
+
+/// Which way a metric improves; `Neither` for counts that describe the
+/// work rather than judge it (nodes visited, samples stored).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Better {
+    Lower,
+    Higher,
+    Neither,
+}
+
+impl Better {
+    /// The word stored in `metric_info.direction`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Better::Lower => "lower",
+            Better::Higher => "higher",
+            Better::Neither => "none",
+        }
+    }
+}
+
+/// One entry of the vocabulary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MetricInfo {
+    /// The metric's name, possibly with `*` wildcards (see the module docs).
+    pub name: &'static str,
+    /// What a value is measured in, as a table header or axis shows it
+    /// (`s`, `nodes/s`, `µs`); `1` for plain numbers and ratios.
+    pub unit: &'static str,
+    pub better: Better,
+    pub description: &'static str,
+}
+
+// Names used by more than the module that writes them.
+pub const ITERATION_SECONDS: &str = "time/iteration_seconds";
+pub const TRAVERSAL_SECONDS: &str = "time/traversal_seconds";
+pub const NODES_PER_ITERATION_SECOND: &str = "time/nodes_per_second";
+pub const NODES_PER_TRAVERSAL_SECOND: &str = "traversal/nodes_per_second";
+pub const FORWARD_BATCH_MEAN: &str = "traversal/forward_batch_mean";
+pub const FORWARD_BATCH_MAX: &str = "traversal/forward_batch_max";
+
+const fn m(
+    name: &'static str,
+    unit: &'static str,
+    better: Better,
+    description: &'static str,
+) -> MetricInfo {
+    MetricInfo {
+        name,
+        unit,
+        better,
+        description,
+    }
+}
+
+use Better::{Higher, Lower, Neither};
+
+/// Every metric lcx writes. Exact names before wildcard ones; no two
+/// entries match one name (a test checks).
+pub const VOCABULARY: &[MetricInfo] = &[
+    // Time per iteration, and its parts.
+    m(ITERATION_SECONDS, "s", Lower, "Wall time of one training iteration: traversals, memory, training, evaluation and checkpoints."),
+    m(TRAVERSAL_SECONDS, "s", Lower, "Wall time of the iteration's game-tree traversals (both players)."),
+    m("time/memory_add_seconds", "s", Lower, "Time adding the traversals' samples to the reservoir memories."),
+    m("time/advantage_train_seconds", "s", Lower, "Time training both advantage networks."),
+    m("time/strategy_train_seconds", "s", Lower, "Time training the strategy network."),
+    m("time/training_seconds", "s", Lower, "Time training all three networks."),
+    m("time/evaluation_seconds", "s", Lower, "Time playing the evaluation games (iterations that evaluate only)."),
+    m("time/checkpoint_seconds", "s", Lower, "Time writing checkpoints (included in time/iteration_seconds)."),
+    m(NODES_PER_ITERATION_SECOND, "nodes/s", Higher, "Traversal nodes per second of the whole iteration (the reference's definition): traversal/nodes ÷ time/iteration_seconds."),
+    // Traversal counters.
+    m("traversal/nodes", "nodes", Neither, "Game-tree nodes the traversals visited."),
+    m(NODES_PER_TRAVERSAL_SECOND, "nodes/s", Higher, "Traversal nodes per traversal second: traversal/nodes ÷ time/traversal_seconds. Not time/nodes_per_second, which divides by the whole iteration."),
+    m(FORWARD_BATCH_MEAN, "rows", Higher, "Requests per network forward round: the interleaved scheduler's mean batch; 1 for the recursive scheduler, which forwards one state at a time."),
+    m(FORWARD_BATCH_MAX, "rows", Higher, "Largest forward round of the iteration (1 for the recursive scheduler)."),
+    m("traversal/terminals", "nodes", Neither, "Traversal nodes that ended the game."),
+    m("traversal/depth_cutoffs", "nodes", Neither, "Traversals stopped by the depth limit."),
+    m("traversal/node_limit_cutoffs", "nodes", Neither, "Traversals stopped by the node limit."),
+    m("traversal/max_depth_reached", "depth", Neither, "Deepest node any traversal reached."),
+    m("traversal/endpoint_depth_sum", "depth", Neither, "Sum of the depths at which traversals ended."),
+    m("traversal/endpoints", "nodes", Neither, "Traversal endpoints: terminals and cut-offs."),
+    m("traversal/avg_endpoint_depth", "depth", Neither, "Mean depth at which traversals ended."),
+    m("traversal/endpoint_depth_bucket_*", "nodes", Neither, "Endpoints whose depth falls in the bucket's range."),
+    m("traversal/sampled_actions", "count", Neither, "Actions sampled at opponent and chance nodes."),
+    m("traversal/regret_matching_decisions", "count", Neither, "Decisions made by regret matching."),
+    m("traversal/regret_fallback_*", "1", Neither, "Regret-matching fallbacks (no positive regret): counts, rates, depths and tie statistics."),
+    // The interleaved scheduler's own counters.
+    m("interleaved/batches", "count", Neither, "Scheduler rounds that forwarded at least one request."),
+    m("interleaved/requests", "rows", Neither, "States forwarded by the scheduler."),
+    m("interleaved/avg_batch_size", "rows", Higher, "Requests per round (requests ÷ batches)."),
+    m("interleaved/max_batch_size", "rows", Higher, "Most requests forwarded in one round."),
+    m("interleaved/forwards", "count", Neither, "Policy calls: one per network a round has requests for."),
+    m("interleaved/avg_rows_per_forward", "rows", Higher, "Rows one network forward carries (requests ÷ forwards)."),
+    m("interleaved/forward_seconds", "s", Lower, "Time building inputs, forwarding and copying outputs back, summed over workers."),
+    m("interleaved/scheduler_seconds", "s", Lower, "Time advancing game contexts and collecting requests, summed over workers."),
+    m("interleaved/handed_over", "count", Neither, "Games in flight handed to a worker that had run out (shared games)."),
+    // Learning.
+    m("loss/advantage", "1", Lower, "Mean training loss of the two advantage networks this iteration."),
+    m("loss/strategy", "1", Lower, "Mean training loss of the strategy network this iteration."),
+    m("samples/advantage", "samples", Neither, "Samples held in the advantage memories (both players)."),
+    m("samples/strategy", "samples", Neither, "Samples held in the strategy memory."),
+    m("samples/advantage_player_*", "samples", Neither, "Samples held in one player's advantage memory, and (_first_open) those from a first opening move."),
+    m("memory/advantage", "samples", Neither, "Samples ever offered to the advantage memories (both players)."),
+    m("memory/advantage_player_*", "samples", Neither, "Samples ever offered to one player's advantage memory."),
+    m("memory/strategy", "samples", Neither, "Samples ever offered to the strategy memory."),
+    m("amp/grad_scale", "1", Neither, "The AMP gradient scaler's current scale."),
+    m("amp/nonfinite_loss_count", "count", Lower, "Training steps skipped for a non-finite loss under AMP."),
+    // Evaluation games against a bot, network's side 0, bot's side 1.
+    m("eval/*/games", "games", Neither, "Evaluation games played against the opponent."),
+    m("eval/*/wins0", "games", Higher, "Games the network won."),
+    m("eval/*/wins1", "games", Lower, "Games the opponent won."),
+    m("eval/*/draws", "games", Neither, "Drawn games."),
+    m("eval/*/win_rate0", "fraction", Higher, "Share of games the network won."),
+    m("eval/*/win_rate1", "fraction", Lower, "Share of games the opponent won."),
+    m("eval/*/avg_score0", "points", Higher, "The network's mean score per game."),
+    m("eval/*/avg_score1", "points", Lower, "The opponent's mean score per game."),
+    m("eval/*/avg_score_diff0", "points", Higher, "The network's mean score minus the opponent's."),
+    m("eval/*/avg_game_length", "moves", Neither, "Mean moves per evaluation game."),
+    m("eval/*/max_step_timeouts", "games", Lower, "Games stopped by the step limit."),
+    m("eval/*/throughput", "games/s", Higher, "Evaluation games per second."),
+    // Work and achieved rates (see `lcx bench peak` for the machine's).
+    m("perf/forward_rows", "rows", Neither, "States the traversals forwarded through a network."),
+    m("perf/traversal_flops", "FLOP", Neither, "Floating-point operations of the traversals' forwards."),
+    m("perf/training_flops", "FLOP", Neither, "Floating-point operations of training (forward, backward, optimiser)."),
+    m("perf/traversal_gflops", "GFLOP/s", Higher, "Achieved rate of the traversals' forwards."),
+    m("perf/training_gflops", "GFLOP/s", Higher, "Achieved rate of training."),
+    m("peak/device_matmul_gflops", "GFLOP/s", Higher, "Matrix-product rate measured on the training device at start-up."),
+    // lcx bench peak.
+    m("peak/threads", "threads", Neither, "Threads the peak probe used."),
+    m("peak/fp32_gflops_core", "GFLOP/s", Higher, "Peak fp32 rate of one core (FMA probe)."),
+    m("peak/fp32_gflops", "GFLOP/s", Higher, "Peak fp32 rate of all cores (FMA probe)."),
+    m("peak/stream_gbytes_per_second", "GB/s", Higher, "Memory bandwidth (stream triad)."),
+    m("peak/probe_seconds", "s", Neither, "Time the peak probe took."),
+    m("peak/matmul_gflops", "GFLOP/s", Higher, "Matrix-product rate on --device."),
+    // lcx bench forward / trainer.
+    m("batch_size", "rows", Neither, "The batch size this bench forward line timed."),
+    m("forwards", "count", Neither, "Forward calls in this timed repetition."),
+    m("bench/us_per_call", "µs", Lower, "Time of one forward call at the line's batch size."),
+    m("bench/us_per_state", "µs", Lower, "Time of one forward call ÷ its batch size."),
+    m("bench/ms_per_call", "ms", Lower, "Time of one training call (advantage and strategy updates) in bench trainer."),
+    // lcx bench engine.
+    m("bench/engine/games", "games", Neither, "Random games played."),
+    m("bench/engine/total_actions", "count", Neither, "Actions applied over all games."),
+    m("bench/engine/seconds", "s", Lower, "Time playing the games."),
+    m("bench/engine/games_per_second", "games/s", Higher, "Random games per second."),
+    m("bench/engine/actions_per_second", "actions/s", Higher, "Actions per second, legal mask and random choice included."),
+    m("bench/engine/mean_actions_per_game", "count", Neither, "Mean actions per game."),
+    m("bench/engine/ns_per_action", "ns", Lower, "Time per action, legal mask and random choice included."),
+    m("bench/engine/clone_ns", "ns", Lower, "One clone of a mid-game state."),
+    m("bench/engine/apply_undo_ns", "ns", Lower, "One apply of a legal action and its undo."),
+    m("bench/engine/encode_ns", "ns", Lower, "One encoding of a mid-game state."),
+    m("bench/engine/encode_dim", "1", Neither, "Length of the encoded state."),
+    m("bench/engine/state_bytes", "bytes", Neither, "Bytes copied by a state clone."),
+];
+
+/// SQLite's `GLOB` restricted to what the vocabulary uses: `*` matches any
+/// run of characters; every other character matches itself.
+fn glob(pattern: &str, name: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == name,
+        Some((head, tail)) => {
+            let Some(rest) = name.strip_prefix(head) else {
+                return false;
+            };
+            // Try each split point: patterns hold at most two stars.
+            (0..=rest.len())
+                .filter(|&i| rest.is_char_boundary(i))
+                .any(|i| glob(tail, &rest[i..]))
+        }
+    }
+}
+
+/// The vocabulary's entry for `name`, if lcx writes it.
+pub fn lookup(name: &str) -> Option<&'static MetricInfo> {
+    VOCABULARY
+        .iter()
+        .find(|i| i.name == name)
+        .or_else(|| VOCABULARY.iter().find(|i| glob(i.name, name)))
+}
+
+/// `name` with its unit for a table header or an axis: `iter s` stays as it
+/// is when it already ends in the unit; plain numbers get no unit.
+pub fn with_unit(label: &str, metric: &str) -> String {
+    match lookup(metric).map(|i| i.unit) {
+        Some(unit)
+            if unit != "1"
+                && label != unit
+                && !label.ends_with(&format!(" {unit}"))
+                && !label.ends_with(&format!("({unit})")) =>
+        {
+            format!("{label} ({unit})")
+        }
+        _ => label.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glob_matches_like_sqlite() {
+        assert!(glob("eval/*/win_rate0", "eval/random/win_rate0"));
+        assert!(!glob("eval/*/win_rate0", "eval/random/win_rate1"));
+        assert!(glob(
+            "traversal/endpoint_depth_bucket_*",
+            "traversal/endpoint_depth_bucket_0_9"
+        ));
+        assert!(glob("a", "a") && !glob("a", "ab"));
+    }
+
+    #[test]
+    fn no_two_entries_claim_one_name() {
+        for (i, a) in VOCABULARY.iter().enumerate() {
+            for b in &VOCABULARY[i + 1..] {
+                assert_ne!(a.name, b.name);
+                // A wildcard entry must not swallow another entry's name.
+                assert!(
+                    !glob(a.name, b.name) && !glob(b.name, a.name),
+                    "{} vs {}",
+                    a.name,
+                    b.name
+                );
+            }
+            assert!(
+                !a.description.is_empty() && !a.unit.is_empty(),
+                "{}",
+                a.name
+            );
+        }
+    }
+
+    #[test]
+    fn the_two_node_rates_are_told_apart() {
+        let it = lookup(NODES_PER_ITERATION_SECOND).unwrap();
+        let tr = lookup(NODES_PER_TRAVERSAL_SECOND).unwrap();
+        assert!(it.description.contains("whole iteration"));
+        assert!(tr.description.contains("traversal second"));
+        assert_eq!(
+            lookup("eval/heuristic/win_rate0").unwrap().better,
+            Better::Higher
+        );
+        assert!(lookup("my/own_metric").is_none());
+    }
+
+    #[test]
+    fn headers_carry_units_once() {
+        assert_eq!(with_unit("iter", ITERATION_SECONDS), "iter (s)");
+        assert_eq!(with_unit("iter s", ITERATION_SECONDS), "iter s");
+        assert_eq!(with_unit("loss", "loss/strategy"), "loss");
+        assert_eq!(with_unit("x", "unknown/thing"), "x");
+        assert_eq!(
+            with_unit(ITERATION_SECONDS, ITERATION_SECONDS),
+            "time/iteration_seconds (s)"
+        );
+        assert_eq!(with_unit("nodes/s", NODES_PER_TRAVERSAL_SECOND), "nodes/s");
+    }
+}
