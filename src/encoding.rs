@@ -446,11 +446,23 @@ mod tests {
         }
     }
 
+    /// A slice of the wrong length is a caller's bug: it stops at once
+    /// with a message naming the slice, rather than writing a partial
+    /// encoding.
     #[test]
-    #[should_panic(expected = "output slice")]
-    fn wrong_slice_length_panics() {
+    fn wrong_slice_length_panics_naming_the_slice() {
         let s = GameState::new(&Rules::classic(), 1).unwrap();
-        let mut buf = vec![0.0; 100];
-        Encoding::FULL.encode(&s, 0, &mut buf);
+        let mut buf = vec![f32::NAN; 100];
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            Encoding::FULL.encode(&s, 0, &mut buf)
+        }));
+        let payload = caught.expect_err("a 100-float slice for a 297-float encoding");
+        let message = payload
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default();
+        assert!(message.contains("output slice"), "{message}");
+        assert!(buf.iter().all(|v| v.is_nan()), "nothing was written");
     }
 }

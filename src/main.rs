@@ -13,8 +13,11 @@
 //! library's unit tests cover these modules once: under `cfg(test)`
 //! (`cargo test --all-targets` builds this target's test harness too) this
 //! file compiles to nothing.
-// The shared modules carry items (and re-exports) only lcx-torch uses.
-#![allow(dead_code, unused_imports)]
+#![allow(
+    dead_code,
+    unused_imports,
+    reason = "the shared modules carry items (and re-exports) only lcx-torch uses"
+)]
 
 #[cfg(not(test))]
 #[path = "bots/mod.rs"]

@@ -87,8 +87,8 @@ pub const VOCABULARY: &[MetricInfo] = &[
     // Traversal counters.
     m("traversal/nodes", "nodes", Neither, "Game-tree nodes the traversals visited."),
     m(NODES_PER_TRAVERSAL_SECOND, "nodes/s", Higher, "Traversal nodes per traversal second: traversal/nodes ÷ time/traversal_seconds. Not time/nodes_per_second, which divides by the whole iteration."),
-    m(FORWARD_BATCH_MEAN, "rows", Higher, "Requests per network forward round: the interleaved scheduler's mean batch; 1 for the recursive scheduler, which forwards one state at a time."),
-    m(FORWARD_BATCH_MAX, "rows", Higher, "Largest forward round of the iteration (1 for the recursive scheduler)."),
+    m(FORWARD_BATCH_MEAN, "rows", Neither, "Requests per network forward round: the interleaved scheduler's mean batch; 1 for the recursive scheduler, which forwards one state at a time."),
+    m(FORWARD_BATCH_MAX, "rows", Neither, "Largest forward round of the iteration (1 for the recursive scheduler)."),
     m("traversal/terminals", "nodes", Neither, "Traversal nodes that ended the game."),
     m("traversal/depth_cutoffs", "nodes", Neither, "Traversals stopped by the depth limit."),
     m("traversal/node_limit_cutoffs", "nodes", Neither, "Traversals stopped by the node limit."),
@@ -103,10 +103,10 @@ pub const VOCABULARY: &[MetricInfo] = &[
     // The interleaved scheduler's own counters.
     m("interleaved/batches", "count", Neither, "Scheduler rounds that forwarded at least one request."),
     m("interleaved/requests", "rows", Neither, "States forwarded by the scheduler."),
-    m("interleaved/avg_batch_size", "rows", Higher, "Requests per round (requests ÷ batches)."),
-    m("interleaved/max_batch_size", "rows", Higher, "Most requests forwarded in one round."),
+    m("interleaved/avg_batch_size", "rows", Neither, "Requests per round (requests ÷ batches)."),
+    m("interleaved/max_batch_size", "rows", Neither, "Most requests forwarded in one round."),
     m("interleaved/forwards", "count", Neither, "Policy calls: one per network a round has requests for."),
-    m("interleaved/avg_rows_per_forward", "rows", Higher, "Rows one network forward carries (requests ÷ forwards)."),
+    m("interleaved/avg_rows_per_forward", "rows", Neither, "Rows one network forward carries (requests ÷ forwards)."),
     m("interleaved/forward_seconds", "s", Lower, "Time building inputs, forwarding and copying outputs back, summed over workers."),
     m("interleaved/scheduler_seconds", "s", Lower, "Time advancing game contexts and collecting requests, summed over workers."),
     m("interleaved/handed_over", "count", Neither, "Games in flight handed to a worker that had run out (shared games)."),
@@ -198,16 +198,18 @@ pub fn lookup(name: &str) -> Option<&'static MetricInfo> {
 /// is when it already ends in the unit; plain numbers get no unit.
 pub fn with_unit(label: &str, metric: &str) -> String {
     match lookup(metric).map(|i| i.unit) {
-        Some(unit)
-            if unit != "1"
-                && label != unit
-                && !label.ends_with(&format!(" {unit}"))
-                && !label.ends_with(&format!("({unit})")) =>
-        {
-            format!("{label} ({unit})")
-        }
+        Some(unit) if unit != "1" && !names_unit(label, unit) => format!("{label} ({unit})"),
         _ => label.to_string(),
     }
+}
+
+/// Whether a label already says its unit: `iter s`, `nodes/s`, `us/call`
+/// (`us` standing for µs, as ASCII-only files write it).
+fn names_unit(label: &str, unit: &str) -> bool {
+    label == unit
+        || label
+            .split([' ', '/', '(', ')'])
+            .any(|w| w == unit || (unit == "µs" && w == "us"))
 }
 
 #[cfg(test)]
@@ -270,5 +272,7 @@ mod tests {
             "time/iteration_seconds (s)"
         );
         assert_eq!(with_unit("nodes/s", NODES_PER_TRAVERSAL_SECOND), "nodes/s");
+        assert_eq!(with_unit("us/call", "bench/us_per_call"), "us/call");
+        assert_eq!(with_unit("per call", "bench/us_per_call"), "per call (µs)");
     }
 }

@@ -242,13 +242,4 @@ mod tests {
         }
         assert_eq!(a.random::<u64>(), b.random::<u64>());
     }
-
-    /// The measurement behind the reported figures; run in release:
-    /// `cargo test --release --lib bench::engine::tests::measure -- --ignored --nocapture`.
-    #[test]
-    #[ignore]
-    fn measure() {
-        let r = run(&EngineBenchOptions::default()).unwrap();
-        println!("{}", serde_json::to_string_pretty(&r).unwrap());
-    }
 }

@@ -756,7 +756,10 @@ fn assemble(dim: usize, stats: TraversalStats, mut done: Vec<Finished>) -> Trave
 }
 
 /// What enters a scheduler's window.
-#[allow(clippy::large_enum_variant)] // one per game, moved once straight into its slot
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one per game, moved once straight into its slot"
+)]
 enum Incoming {
     /// A new game and its index in the job order.
     Job(usize, GameJob),

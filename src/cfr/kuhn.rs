@@ -3,8 +3,10 @@
 //! average strategy must approach the game's known value of −1/18 for the
 //! first player. Tests only.
 
-// Two-action arrays indexed by action read plainest as index loops.
-#![allow(clippy::needless_range_loop)]
+#![expect(
+    clippy::needless_range_loop,
+    reason = "two-action arrays indexed by action read plainest as index loops"
+)]
 
 use std::collections::HashMap;
 

@@ -2,9 +2,10 @@
 //! (spec §4). All functions work on unified-action vectors of length
 //! [`ACTIONS`] with a legal mask given as a bit set (bit `a` = action `a`).
 
-// Several arrays indexed by the same action id are read side by side; an
-// index loop says that more plainly than zipped iterators.
-#![allow(clippy::needless_range_loop)]
+#![expect(
+    clippy::needless_range_loop,
+    reason = "arrays indexed by the same action id are read side by side; an index loop says that more plainly than zipped iterators"
+)]
 
 use super::rng::Lcg;
 

@@ -113,7 +113,6 @@ impl SampleBuffer {
         self.masks.is_empty()
     }
 
-    #[allow(clippy::too_many_arguments)]
     pub fn push(
         &mut self,
         state: &[f32],

@@ -22,7 +22,7 @@
 //! | `order` | `interleaved` (A B A B, default) \| `sequential` (A A B B) |
 //! | `[[arms]]` | `name`, `label`, `set`, `requires = "cuda"`, `env` (table of strings), `args` (extra flags of lcx workloads, e.g. `["--amp"]`), `command` (command workload: array of strings, or a string run with `sh -c`) |
 //! | `[matrix]` | key → list of values; one arm per combination (crossed with `[[arms]]` when both are given). A dotted key is a config `--set`, a key starting with `--` is a flag appended to `args`, `env.NAME` sets an environment variable |
-//! | `[[columns]]` | report table columns: `metric`, `label`, `show` = `value` \| `speedup` \| `both`, `direction` = `lower` \| `higher` |
+//! | `[[columns]]` | report table columns: `metric`, `label`, `show` = `value` \| `speedup` \| `both`, `direction` = `lower` \| `higher` \| `none` (shown, never judged) |
 //! | `variable_iterations` | `true`: command arms may emit fewer lines than `iterations` (at least one); by default a cell that exits 0 with fewer lines is `failed`. Also an `[[arms]]` key |
 //! | `[[guard]]` | a metric that must not get worse: `metric`, `margin` (in its units), optional `direction`, `arm`; a failed guard fails `--check` even when the gate passes |
 //! | `[gate]` | decision rule for `lcx report --check`: `metric`, `min_speedup` (> 1: superiority; ≤ 1: non-inferiority margin) or `max_slowdown`, optional `min_effect` (minimum relative effect, e.g. 0.05) and `arm` (default: every non-baseline arm) |
@@ -182,6 +182,10 @@ pub enum Show {
 pub enum Direction {
     Lower,
     Higher,
+    /// `direction = "none"` on a column: a description of the work (a
+    /// batch size, µs per call across batch sizes), shown and never judged.
+    #[serde(rename = "none")]
+    Neither,
 }
 
 /// A column of the report table.
@@ -1440,7 +1444,7 @@ impl Reader<'_> {
                     ))
                 }
             };
-            let direction = self.direction(c, &prefix)?;
+            let direction = self.direction(c, &prefix, true)?;
             out.push(Column {
                 metric,
                 label,
@@ -1521,15 +1525,26 @@ impl Reader<'_> {
         }))
     }
 
-    /// A table's optional `direction` (`lower` | `higher`).
-    fn direction(&self, t: &toml::Table, prefix: &str) -> Result<Option<Direction>, PlanError> {
+    /// A table's optional `direction` (`lower` | `higher`, and `none` where
+    /// `none_ok`: a column may describe, a guard must judge).
+    fn direction(
+        &self,
+        t: &toml::Table,
+        prefix: &str,
+        none_ok: bool,
+    ) -> Result<Option<Direction>, PlanError> {
         match self.string(t, "direction", prefix)?.as_deref() {
             None => Ok(None),
             Some("lower") => Ok(Some(Direction::Lower)),
             Some("higher") => Ok(Some(Direction::Higher)),
+            Some("none") if none_ok => Ok(Some(Direction::Neither)),
             Some(other) => Err(self.err(
                 format!("{prefix}direction"),
-                format!("unknown `{other}` (expected lower or higher)"),
+                if none_ok {
+                    format!("unknown `{other}` (expected lower, higher or none)")
+                } else {
+                    format!("unknown `{other}` (expected lower or higher: a guard judges)")
+                },
             )),
         }
     }
@@ -1559,7 +1574,7 @@ impl Reader<'_> {
             if margin < 0.0 {
                 return Err(self.err(format!("{prefix}margin"), "must be ≥ 0"));
             }
-            let direction = self.direction(g, &prefix)?;
+            let direction = self.direction(g, &prefix, false)?;
             let arm = self.string(g, "arm", &prefix)?;
             if let Some(a) = &arm {
                 if !arms.contains(a.as_str()) || a == baseline {

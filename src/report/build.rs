@@ -82,8 +82,26 @@ pub fn stored_plan(e: &Experiment) -> Option<Plan> {
 
 fn plan_direction(d: experiment::Direction) -> Direction {
     match d {
-        experiment::Direction::Lower => Direction::LowerIsBetter,
+        // Never used to judge: a `none` column is descriptive.
+        experiment::Direction::Lower | experiment::Direction::Neither => Direction::LowerIsBetter,
         experiment::Direction::Higher => Direction::HigherIsBetter,
+    }
+}
+
+/// Whether `metric` describes the work rather than its speed: the file
+/// says `direction = "none"`, or says nothing and the vocabulary gives it
+/// no better side. Such a metric is shown in the table and never judged.
+pub fn is_descriptive(plan: Option<&Plan>, metric: &str) -> bool {
+    let explicit = plan.and_then(|p| {
+        p.columns
+            .iter()
+            .filter(|c| c.metric == metric)
+            .find_map(|c| c.direction)
+    });
+    match explicit {
+        Some(d) => d == experiment::Direction::Neither,
+        None => crate::metrics::lookup(metric)
+            .is_some_and(|i| i.better == crate::metrics::Better::Neither),
     }
 }
 
@@ -204,7 +222,9 @@ pub fn resolve_columns(
     specs
         .into_iter()
         .map(|(metric, label, kind)| {
-            let (direction, direction_known) = metric_direction(plan, &metric);
+            let (direction, known) = metric_direction(plan, &metric);
+            // A descriptive metric's direction is not guessed: it is unused.
+            let direction_known = known || is_descriptive(plan, &metric);
             ReportColumn {
                 metric,
                 label,
@@ -384,8 +404,11 @@ fn guard_outcomes(
     let mut out = Vec::new();
     for g in &plan.guards {
         let direction = match g.direction {
-            Some(crate::experiment::Direction::Lower) => Direction::LowerIsBetter,
             Some(crate::experiment::Direction::Higher) => Direction::HigherIsBetter,
+            // The reader refuses `none` on a guard.
+            Some(crate::experiment::Direction::Lower | crate::experiment::Direction::Neither) => {
+                Direction::LowerIsBetter
+            }
             None => direction_for(&g.metric).0,
         };
         let base = arms
@@ -772,11 +795,12 @@ pub fn assemble(input: Input, options: Options) -> Report {
             .iter()
             .map(|metric| {
                 let (direction, _) = metric_direction(plan.as_ref(), metric);
+                let descriptive = is_descriptive(plan.as_ref(), metric);
                 let st = &stats[&(arm.clone(), metric.clone())];
                 let base = &stats
                     .get(&(baseline.clone(), metric.clone()))
                     .and_then(|b| b.replicate);
-                let comparison = match (is_baseline, base, &st.replicate) {
+                let comparison = match (is_baseline || descriptive, base, &st.replicate) {
                     (false, Some(b), Some(a)) => Some(compare(b, a, direction, rule)),
                     _ => None,
                 };
@@ -789,6 +813,7 @@ pub fn assemble(input: Input, options: Options) -> Report {
                     replicate_unit: st.unit.to_string(),
                     excluded_warmup: st.excluded,
                     comparison,
+                    descriptive,
                 }
             })
             .collect();

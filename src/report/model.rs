@@ -109,8 +109,14 @@ pub struct MetricResult {
     pub replicate_unit: String,
     /// Iterations excluded as warm-up, summed over runs.
     pub excluded_warmup: i64,
-    /// Against the baseline; `None` for the baseline itself or without data.
+    /// Against the baseline; `None` for the baseline itself, without data,
+    /// or for a descriptive metric.
     pub comparison: Option<Comparison>,
+    /// A count of the work (batch size, nodes visited) with no better side
+    /// in the metric vocabulary and none given in the file: shown, never
+    /// judged.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub descriptive: bool,
 }
 
 /// One arm's row.

@@ -117,13 +117,15 @@ pub fn mean_sd(s: &Summary) -> String {
 
 /// `3.20× ± 0.10`.
 pub fn speedup_text(s: &Speedup) -> String {
+    // Two decimals below 10× (`3.18×`), three significant digits above.
+    let d = if s.ratio.abs() >= 9.995 { 1 } else { 2 };
     if s.se.is_finite() && s.se > 0.0 && s.se < 0.005 {
         // Keep one significant digit rather than printing "± 0.00".
-        format!("{:.2}× ± {:.1e}", s.ratio, s.se)
+        format!("{:.d$}× ± {:.1e}", s.ratio, s.se)
     } else if s.se.is_finite() && s.se > 0.0 {
-        format!("{:.2}× ± {:.2}", s.ratio, s.se)
+        format!("{:.d$}× ± {:.d$}", s.ratio, s.se)
     } else {
-        format!("{:.2}×", s.ratio)
+        format!("{:.d$}×", s.ratio)
     }
 }
 
@@ -541,6 +543,17 @@ pub fn render_markdown(report: &Report) -> String {
                         format!("{} ({}{more})", c.verdict.text(), comparison_detail(c))
                     }
                     None if m.and_then(|m| m.summary.as_ref()).is_none() => "no data".into(),
+                    None if m.is_some_and(|m| m.descriptive) => {
+                        let mean = |m: Option<&super::model::MetricResult>| {
+                            m.and_then(|m| m.summary.as_ref())
+                                .map_or_else(|| "—".to_string(), |s| num(s.mean))
+                        };
+                        format!(
+                            "not judged, a description of the work: {} against {}",
+                            mean(m),
+                            mean(baseline.and_then(|b| b.metric(metric)))
+                        )
+                    }
                     None if baseline
                         .and_then(|b| b.metric(metric))
                         .and_then(|m| m.summary.as_ref())
@@ -776,7 +789,11 @@ pub fn render_csv(report: &Report) -> String {
                 csv_field(&arm.name),
                 arm.is_baseline.to_string(),
                 csv_field(&m.metric),
-                m.direction.word().to_string(),
+                if m.descriptive {
+                    "none".to_string()
+                } else {
+                    m.direction.word().to_string()
+                },
                 s.map(|s| s.n.to_string()).unwrap_or_default(),
                 m.replicates.to_string(),
                 m.replicate_unit.clone(),

@@ -837,8 +837,8 @@ mod tests {
         );
         // The vocabulary decides for lcx's own names…
         assert_eq!(
-            direction_for("interleaved/avg_batch_size"),
-            (HigherIsBetter, true)
+            direction_for("interleaved/forward_seconds"),
+            (LowerIsBetter, true)
         );
         // …a count of work has no better side, and a command arm's name
         // without a telling suffix is unknown.

@@ -90,7 +90,6 @@ struct Game {
 
 /// Plays `spec.games` games of the strategy network against `opponent`
 /// (a bot name); the network takes seat 0 in even games, seat 1 in odd ones.
-#[allow(clippy::too_many_arguments)]
 pub fn evaluate(
     strategy: &Mlp,
     device: Device,

@@ -532,7 +532,10 @@ pub(super) fn dense_threads_sum_squares(
     )
 }
 
-#[allow(clippy::too_many_arguments)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the kernel's operands; a struct would be built and torn down per call on the hot path"
+)]
 fn dense_general(
     layer: Panels<'_>,
     x: &[f32],

@@ -713,3 +713,66 @@ fn the_views_give_the_reports_numbers_when_a_cell_failed() {
         .rows;
     assert_eq!(failed[0][0], lcx::store::SqlValue::Integer(1));
 }
+
+/// #19: a metric that describes the work (a count with no better side in
+/// the vocabulary, or a column marked `direction = "none"`) is shown and
+/// never judged: no "regressed 0.00×" for a per-call time that grows with
+/// the batch by design. A guard must judge, so `none` there is refused.
+#[test]
+fn a_descriptive_metric_is_shown_and_never_judged() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("d.db");
+    let line = |calls: &str, nodes: &str| {
+        toml_string(&format!(
+            r#"i=1; while [ $i -le 6 ]; do echo "{{\"iteration\":$i,\"time/iteration_seconds\":1.$i,\"mine/calls\":{calls}$i,\"traversal/nodes\":{nodes}$i}}"; i=$((i+1)); done"#
+        ))
+    };
+    let body = format!(
+        "name = \"describe\"\nworkload = \"command\"\niterations = 6\nwarmup = 1\nbaseline = \"a\"\n\
+         [[arms]]\nname = \"a\"\ncommand = {}\n[[arms]]\nname = \"b\"\ncommand = {}\n\
+         [[columns]]\nmetric = \"time/iteration_seconds\"\nlabel = \"iter s\"\n\
+         [[columns]]\nmetric = \"mine/calls\"\nlabel = \"calls\"\ndirection = \"none\"\n\
+         [[columns]]\nmetric = \"traversal/nodes\"\nlabel = \"nodes\"\n",
+        line("1", "10"),
+        line("9", "90")
+    );
+    let file = dir.path().join("describe.toml");
+    std::fs::write(&file, &body).unwrap();
+    ok(&db, dir.path(), &["run", "--plain", file.to_str().unwrap()]);
+    let md = ok(&db, dir.path(), &["report"]);
+    let verdicts = &md[md.find("## Verdicts").unwrap()..md.find("## Cells").unwrap()];
+    assert!(
+        verdicts.contains("calls: not judged, a description of the work"),
+        "{verdicts}"
+    );
+    assert!(
+        verdicts.contains("nodes: not judged, a description of the work"),
+        "{verdicts}"
+    );
+    let judged: Vec<&str> = verdicts
+        .lines()
+        .filter(|l| l.starts_with("  - ") && (l.contains("improved") || l.contains("regressed")))
+        .collect();
+    assert!(judged.is_empty(), "{judged:?}");
+    assert!(!md.contains("direction unknown"), "{md}");
+    let csv = ok(&db, dir.path(), &["report", "--format", "csv"]);
+    assert!(
+        csv.lines().any(|l| l.contains(",mine/calls,none,")),
+        "{csv}"
+    );
+    // A guard judges: `none` is refused there, naming the key.
+    let guarded = body + "[[guard]]\nmetric = \"mine/calls\"\nmargin = 1\ndirection = \"none\"\n";
+    std::fs::write(&file, guarded).unwrap();
+    let out = run_lcx(
+        &db,
+        dir.path(),
+        &["run", "--dry-run", file.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("guard"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("direction"),
+        "{}",
+        text(&out.stderr)
+    );
+}
