@@ -127,12 +127,10 @@ fn compare_runs(store: &Store, a: &str, b: &str, rule: VerdictRule) -> anyhow::R
     let names_a = store.metric_names_fast(ea.id).map_err(user_or_not)?;
     let columns = build::resolve_columns(&ea, plan_a.as_ref(), &names_a);
     let metrics = build::needed_metrics(&columns, plan_a.as_ref());
-    let ma = store
-        .run_moments(ea.id, &metrics, &[ida])
-        .map_err(user_or_not)?;
-    let mb = store
-        .run_moments(eb.id, &metrics, &[idb])
-        .map_err(user_or_not)?;
+    let ma =
+        crate::report::moments::run_moments(store, ea.id, &metrics, &[ida]).map_err(user_or_not)?;
+    let mb =
+        crate::report::moments::run_moments(store, eb.id, &metrics, &[idb]).map_err(user_or_not)?;
     let summary = |ms: &[crate::store::report_read::RunMoments], m: &str| -> Option<Summary> {
         let x = ms.iter().find(|x| x.name == m && x.n > 0)?;
         Summary::from_moments(x.n as usize, x.sum, x.sum_sq, x.min, x.max)

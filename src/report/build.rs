@@ -296,16 +296,14 @@ pub fn load(store: &Store, experiment_id: i64, options: Options) -> Result<Repor
     let columns = resolve_columns(&experiment, plan.as_ref(), &metric_names);
     let needed = needed_metrics(&columns, plan.as_ref());
     let counted = counted_runs(&runs);
-    let summaries = store.summaries(experiment_id, &needed, &counted)?;
+    let summaries = super::moments::summaries(store, experiment_id, &needed, &counted)?;
     let nonfinite = store.nonfinite_values(experiment_id)?;
     let perf_names: Vec<String> = PERF_METRICS
         .iter()
         .filter(|m| metric_names.iter().any(|n| n == *m))
         .map(|m| (*m).to_string())
         .collect();
-    let perf = store
-        .summaries(experiment_id, &perf_names, &counted)?
-        .moments;
+    let perf = super::moments::run_moments(store, experiment_id, &perf_names, &counted)?;
     let mut series = Vec::new();
     if let Some(metric) = primary_metric(plan.as_ref(), &columns) {
         for id in &counted {

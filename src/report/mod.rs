@@ -2,13 +2,14 @@
 //! (markdown, JSON, CSV, SVG plots) and the dated archive.
 //!
 //! Nothing here touches SQLite or clap: [`build::load`] asks the store for
-//! SQL aggregates, [`build::assemble`] turns them into a [`model::Report`],
-//! and the renderers turn that into text.
+//! each cell's series and [`moments`] folds them, [`build::assemble`] turns
+//! those into a [`model::Report`], and the renderers turn that into text.
 
 pub mod archive;
 pub mod build;
 pub mod history;
 pub mod model;
+pub mod moments;
 pub mod plots;
 pub mod render;
 pub mod stats;

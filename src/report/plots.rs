@@ -339,7 +339,13 @@ pub fn batch_plot(title: &str, y_label: &str, lines: &[Line]) -> Result<String, 
         (x_lo, x_hi, y_lo, y_hi) = (1.0, 10.0, 1.0, 10.0);
     }
     let (x0, x1) = (x_lo / 1.5, x_hi * 1.5);
-    let (y0, y1) = (y_lo / 1.5, y_hi * 4.0);
+    let (y0, y1) = (y_lo / 1.5, y_hi * 2.5);
+    // Ticks where a reader looks them up: at the batch sizes measured, and
+    // at 1-2-5 steps of the value (one decade would show one tick else).
+    let mut x_ticks: Vec<f64> = pts().map(|(x, _)| x).collect();
+    x_ticks.sort_by(f64::total_cmp);
+    x_ticks.dedup();
+    let y_ticks = one_two_five(y0, y1);
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
@@ -350,15 +356,17 @@ pub fn batch_plot(title: &str, y_label: &str, lines: &[Line]) -> Result<String, 
             .margin_right(28)
             .x_label_area_size(44)
             .y_label_area_size(78)
-            .build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())
+            .build_cartesian_2d(
+                (x0..x1).log_scale().with_key_points(x_ticks),
+                (y0..y1).log_scale().with_key_points(y_ticks),
+            )
             .map_err(|x| e(x.to_string()))?;
         chart
             .configure_mesh()
             .x_desc("batch size (log scale)")
-            .y_labels(6)
             .y_desc(format!("{y_label} (log scale)"))
             .x_label_formatter(&|x| super::render::num(*x))
-            .y_label_formatter(&|y| super::render::tick(*y))
+            .y_label_formatter(&|y| super::render::num(*y))
             .draw()
             .map_err(|x| e(x.to_string()))?;
         for l in lines {
@@ -392,6 +400,25 @@ pub fn batch_plot(title: &str, y_label: &str, lines: &[Line]) -> Result<String, 
         root.present().map_err(|x| e(x.to_string()))?;
     }
     Ok(svg)
+}
+
+/// 1, 2, 5, 10, 20, … between `lo` and `hi` (both > 0).
+fn one_two_five(lo: f64, hi: f64) -> Vec<f64> {
+    let mut out = Vec::new();
+    if !(lo > 0.0 && hi > lo && hi.is_finite()) {
+        return out;
+    }
+    let mut decade = 10f64.powf(lo.log10().floor());
+    while decade <= hi {
+        for m in [1.0, 2.0, 5.0] {
+            let v = m * decade;
+            if v >= lo && v <= hi {
+                out.push(v);
+            }
+        }
+        decade *= 10.0;
+    }
+    out
 }
 
 #[cfg(test)]
@@ -481,6 +508,13 @@ mod tests {
         assert!(svg.contains("<rect"));
         // Empty input still draws an (empty) chart rather than failing.
         assert!(speedup_plot("none", &[], None).unwrap().contains("<svg"));
+    }
+
+    #[test]
+    fn log_ticks_step_one_two_five() {
+        assert_eq!(one_two_five(11.0, 190.0), [20.0, 50.0, 100.0]);
+        assert_eq!(one_two_five(0.9, 12.0), [1.0, 2.0, 5.0, 10.0]);
+        assert!(one_two_five(0.0, 1.0).is_empty());
     }
 
     #[test]

@@ -33,33 +33,17 @@ pub struct RunMoments {
     pub excluded: i64,
 }
 
-/// What a report needs from the metric rows of some runs.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Summaries {
-    /// Per (run, metric), in plan order.
-    pub moments: Vec<RunMoments>,
-    /// (arm, metric, warm-up-excluded median), sorted by arm then metric.
-    pub medians: Vec<(String, String, f64)>,
-}
-
-/// The median (mean of the two middle values when the count is even) by
-/// selection, O(n); `None` for no values.
-fn median_in_place(values: &mut [f64]) -> Option<f64> {
-    let n = values.len();
-    if n == 0 {
-        return None;
-    }
-    let (_, &mut upper, _) = values.select_nth_unstable_by(n / 2, f64::total_cmp);
-    if n % 2 == 1 {
-        return Some(upper);
-    }
-    // The lower middle is the largest value left of the upper one.
-    let lower = values[..n / 2]
-        .iter()
-        .copied()
-        .max_by(f64::total_cmp)
-        .unwrap_or(upper);
-    Some((lower + upper) / 2.0)
+/// One cell's live values of one metric after the warm-up that applies to
+/// it (the cell's detected one, else the experiment's), in iteration order,
+/// with the number of live values the warm-up excluded.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CellSeries<'a> {
+    pub run_id: i64,
+    pub arm: &'a str,
+    pub repeat: i64,
+    pub name: &'a str,
+    pub values: &'a [f64],
+    pub excluded: i64,
 }
 
 /// One stored value of one metric at one iteration of one cell (warm-up
@@ -174,26 +158,25 @@ impl Store {
         Ok(names)
     }
 
-    /// Warm-up-excluded moments per (run, metric) for `names` and the
-    /// warm-up-excluded median per (arm, metric) over every iteration of the
-    /// arm's runs; `runs` restricts to some run ids (all of the experiment
-    /// when empty). Moments come in plan order (arm, repeat, metric); medians
-    /// sorted by (arm, metric).
+    /// Hands each (cell, metric) series of `names` to `visit`, warm-up
+    /// excluded, in plan order (arm, repeat, metric); `runs` restricts to
+    /// some run ids (all of the experiment when empty). A cell without a
+    /// live value of the metric is skipped. The statistics are the
+    /// caller's (`report::moments`).
     ///
-    /// Each (run, metric) series is read in one range scan of the
-    /// `metrics_live` index, already in iteration order, and folded in Rust.
-    /// The same numbers in SQL need a GROUP BY sorter and a window sort over
-    /// every row: 1.9 s and 6.5 s on a million rows, against about 0.4 s for
-    /// the scans (`lcx report` on an experiment with 10^6 iterations).
-    pub fn summaries(
+    /// Each series is read in one range scan of the `metrics_live` index,
+    /// already in iteration order: the same numbers folded in SQL need a
+    /// GROUP BY sorter and a window sort over every row (1.9 s and 6.5 s
+    /// on a million rows, against about 0.4 s for the scans).
+    pub fn for_each_series(
         &self,
         experiment_id: i64,
         names: &[String],
         runs: &[i64],
-    ) -> Result<Summaries, StoreError> {
-        let mut out = Summaries::default();
+        mut visit: impl FnMut(CellSeries<'_>),
+    ) -> Result<(), StoreError> {
         if names.is_empty() {
-            return Ok(out);
+            return Ok(());
         }
         let warmup: Option<i64> = self
             .conn
@@ -204,7 +187,7 @@ impl Store {
             )
             .optional()?;
         let Some(warmup) = warmup else {
-            return Ok(out);
+            return Ok(());
         };
         // Each run's own warm-up where it was detected, else the experiment's.
         let mut st = self.conn.prepare(
@@ -223,66 +206,36 @@ impl Store {
             "SELECT iteration, value FROM metrics \
              WHERE run_id = ?1 AND name = ?2 AND superseded = 0",
         )?;
-        // Post-warm-up values per (arm, metric), for the medians.
-        let mut pooled: std::collections::BTreeMap<(String, String), Vec<f64>> =
-            std::collections::BTreeMap::new();
+        let mut values = Vec::new();
         for (run_id, arm, repeat, warmup) in &plan {
             if !runs.is_empty() && !runs.contains(run_id) {
                 continue;
             }
             for name in &sorted_names {
-                let mut m = RunMoments {
-                    run_id: *run_id,
-                    arm: arm.clone(),
-                    repeat: *repeat,
-                    name: name.clone(),
-                    n: 0,
-                    sum: 0.0,
-                    sum_sq: 0.0,
-                    min: f64::NAN,
-                    max: f64::NAN,
-                    excluded: 0,
-                };
-                let values = pooled.entry((arm.clone(), name.clone())).or_default();
+                values.clear();
+                let (mut any, mut excluded) = (false, 0);
                 let mut rows = series.query(rusqlite::params![run_id, name])?;
-                let mut any = false;
                 while let Some(row) = rows.next()? {
                     any = true;
-                    let iteration: i64 = row.get(0)?;
-                    let value: f64 = row.get(1)?;
-                    if iteration <= *warmup {
-                        m.excluded += 1;
-                        continue;
+                    if row.get::<_, i64>(0)? <= *warmup {
+                        excluded += 1;
+                    } else {
+                        values.push(row.get::<_, f64>(1)?);
                     }
-                    m.n += 1;
-                    m.sum += value;
-                    m.sum_sq += value * value;
-                    // f64::min/max skip the NaN start value.
-                    m.min = m.min.min(value);
-                    m.max = m.max.max(value);
-                    values.push(value);
                 }
                 if any {
-                    out.moments.push(m);
+                    visit(CellSeries {
+                        run_id: *run_id,
+                        arm,
+                        repeat: *repeat,
+                        name,
+                        values: &values,
+                        excluded,
+                    });
                 }
             }
         }
-        for ((arm, name), mut values) in pooled {
-            if let Some(median) = median_in_place(&mut values) {
-                out.medians.push((arm, name, median));
-            }
-        }
-        Ok(out)
-    }
-
-    /// The moments half of [`Store::summaries`].
-    pub fn run_moments(
-        &self,
-        experiment_id: i64,
-        names: &[String],
-        runs: &[i64],
-    ) -> Result<Vec<RunMoments>, StoreError> {
-        Ok(self.summaries(experiment_id, names, runs)?.moments)
+        Ok(())
     }
 
     /// The live values of `names` in cells `runs` (warm-up included), for
@@ -479,31 +432,30 @@ mod tests {
     }
 
     #[test]
-    fn moments_medians_series_exclude_warmup() {
+    fn series_exclude_each_cells_warmup_in_plan_order() {
         let mut store = Store::open_in_memory().unwrap();
         let (id, runs) = seed(&mut store);
         let names = vec!["t".to_string()];
-        let m = store.run_moments(id, &names, &[]).unwrap();
-        assert_eq!(m.len(), 3);
-        // Plan order: a#1, a#2, b#1.
+        let mut seen = Vec::new();
+        store
+            .for_each_series(id, &names, &[], |c| {
+                seen.push((c.run_id, c.arm.to_string(), c.values.to_vec(), c.excluded))
+            })
+            .unwrap();
+        // Plan order a#1, a#2, b#1; iteration 1 (the outlier) excluded.
         assert_eq!(
-            (m[0].run_id, m[1].run_id, m[2].run_id),
-            (runs[0], runs[2], runs[1])
+            seen,
+            vec![
+                (runs[0], "a".into(), vec![2.0, 3.0, 4.0], 1),
+                (runs[2], "a".into(), vec![6.0, 9.0, 12.0], 1),
+                (runs[1], "b".into(), vec![4.0, 6.0, 8.0], 1),
+            ]
         );
-        // Run a#1: values 2, 3, 4 after warm-up.
-        assert_eq!((m[0].n, m[0].sum, m[0].sum_sq), (3, 9.0, 29.0));
-        assert_eq!((m[0].min, m[0].max, m[0].excluded), (2.0, 4.0, 1));
-        let only = store.run_moments(id, &names, &[runs[1]]).unwrap();
-        assert_eq!(only.len(), 1);
-        assert_eq!(only[0].arm, "b");
-
-        let mut med = store.summaries(id, &names, &[]).unwrap().medians;
-        med.sort_by(|x, y| x.0.cmp(&y.0));
-        // Arm a: {2,3,4} ∪ {6,9,12} → median (4 + 6) / 2; arm b: {4,6,8} → 6.
-        assert_eq!(med[0], ("a".into(), "t".into(), 5.0));
-        assert_eq!(med[1], ("b".into(), "t".into(), 6.0));
-        let first_only = store.summaries(id, &names, &[runs[0]]).unwrap().medians;
-        assert_eq!(first_only, vec![("a".into(), "t".into(), 3.0)]);
+        let mut only = Vec::new();
+        store
+            .for_each_series(id, &names, &[runs[1]], |c| only.push(c.arm.to_string()))
+            .unwrap();
+        assert_eq!(only, ["b"]);
 
         assert_eq!(
             store.metric_names_fast(id).unwrap(),
@@ -518,23 +470,6 @@ mod tests {
         assert_eq!(series[8].arm, "b", "plan order, then repeat");
         let one = store.iteration_series(&runs[1..2], &names).unwrap();
         assert!(one.iter().all(|p| p.run_id == runs[1]));
-    }
-
-    #[test]
-    fn median_by_selection_matches_sorting() {
-        assert_eq!(median_in_place(&mut []), None);
-        assert_eq!(median_in_place(&mut [3.0]), Some(3.0));
-        assert_eq!(median_in_place(&mut [4.0, 1.0]), Some(2.5));
-        assert_eq!(median_in_place(&mut [5.0, 1.0, 9.0, 2.0, 2.0]), Some(2.0));
-        assert_eq!(median_in_place(&mut [8.0, 1.0, 9.0, 2.0]), Some(5.0));
-        // Against a sort, on a scrambled series with repeats.
-        let mut v: Vec<f64> = (0..101).map(|i| ((i * 37) % 23) as f64).collect();
-        let mut sorted = v.clone();
-        sorted.sort_by(f64::total_cmp);
-        assert_eq!(median_in_place(&mut v), Some(sorted[50]));
-        let mut even: Vec<f64> = sorted[..100].iter().rev().copied().collect();
-        let want = (sorted[49] + sorted[50]) / 2.0;
-        assert_eq!(median_in_place(&mut even), Some(want));
     }
 
     #[test]

@@ -1,0 +1,196 @@
+//! The cells' stored values folded into what the statistics test:
+//! warm-up-excluded moments per (cell, metric) and the median per (arm,
+//! metric). The store hands over the series ([`Store::for_each_series`]);
+//! the arithmetic lives here, beside the statistics that use it.
+
+use std::collections::BTreeMap;
+
+use crate::store::report_read::RunMoments;
+use crate::store::{Store, StoreError};
+
+/// What a report needs from the metric rows of some cells.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Summaries {
+    /// Per (cell, metric), in plan order.
+    pub moments: Vec<RunMoments>,
+    /// (arm, metric, warm-up-excluded median), sorted by arm then metric.
+    pub medians: Vec<(String, String, f64)>,
+}
+
+/// Moments and medians of `names` over cells `runs` (every cell of the
+/// experiment when empty).
+pub fn summaries(
+    store: &Store,
+    experiment_id: i64,
+    names: &[String],
+    runs: &[i64],
+) -> Result<Summaries, StoreError> {
+    let mut out = Summaries::default();
+    // Post-warm-up values per (arm, metric), for the medians.
+    let mut pooled: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
+    store.for_each_series(experiment_id, names, runs, |c| {
+        let mut m = RunMoments {
+            run_id: c.run_id,
+            arm: c.arm.to_string(),
+            repeat: c.repeat,
+            name: c.name.to_string(),
+            n: c.values.len() as i64,
+            sum: 0.0,
+            sum_sq: 0.0,
+            min: f64::NAN,
+            max: f64::NAN,
+            excluded: c.excluded,
+        };
+        for &v in c.values {
+            m.sum += v;
+            m.sum_sq += v * v;
+            // f64::min/max skip the NaN start value.
+            m.min = m.min.min(v);
+            m.max = m.max.max(v);
+        }
+        pooled
+            .entry((m.arm.clone(), m.name.clone()))
+            .or_default()
+            .extend_from_slice(c.values);
+        out.moments.push(m);
+    })?;
+    for ((arm, name), mut values) in pooled {
+        if let Some(median) = median_in_place(&mut values) {
+            out.medians.push((arm, name, median));
+        }
+    }
+    Ok(out)
+}
+
+/// The moments half of [`summaries`].
+pub fn run_moments(
+    store: &Store,
+    experiment_id: i64,
+    names: &[String],
+    runs: &[i64],
+) -> Result<Vec<RunMoments>, StoreError> {
+    Ok(summaries(store, experiment_id, names, runs)?.moments)
+}
+
+/// The median (mean of the two middle values when the count is even) by
+/// selection, O(n); `None` for no values.
+fn median_in_place(values: &mut [f64]) -> Option<f64> {
+    let n = values.len();
+    if n == 0 {
+        return None;
+    }
+    let (_, &mut upper, _) = values.select_nth_unstable_by(n / 2, f64::total_cmp);
+    if n % 2 == 1 {
+        return Some(upper);
+    }
+    // The lower middle is the largest value left of the upper one.
+    let lower = values[..n / 2]
+        .iter()
+        .copied()
+        .max_by(f64::total_cmp)
+        .unwrap_or(upper);
+    Some((lower + upper) / 2.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{NewExperiment, NewRun};
+
+    /// Arms a (repeats 1, 2) and b, 4 iterations each, warm-up 1; the
+    /// warm-up value is an outlier that must not count.
+    fn seeded() -> (Store, i64, Vec<i64>) {
+        let mut store = Store::open_in_memory().unwrap();
+        let id = store
+            .insert_experiment(&NewExperiment {
+                name: "exp".into(),
+                description: String::new(),
+                workload: "command".into(),
+                file_path: "x.toml".into(),
+                file_text: String::new(),
+                file_sha256: String::new(),
+                plan_json: "{}".into(),
+                iterations: 4,
+                warmup: 1,
+                repeats: 2,
+                baseline: Some("a".into()),
+                lcx_version: "0".into(),
+                git_commit: None,
+                git_dirty: None,
+                command_line: vec![],
+                runner: None,
+                fingerprint: Default::default(),
+            })
+            .unwrap();
+        let new = |arm: &str, index, repeat| NewRun {
+            arm: arm.into(),
+            arm_label: arm.into(),
+            arm_index: index,
+            repeat,
+            config_toml: None,
+            config_sha256: None,
+            command: vec!["true".into()],
+            env: Default::default(),
+        };
+        let runs = store
+            .insert_runs(id, &[new("a", 0, 1), new("b", 1, 1), new("a", 0, 2)])
+            .unwrap();
+        for (k, &run) in runs.iter().enumerate() {
+            let attempt = store.start_run(run).unwrap();
+            for it in 1..=4 {
+                let v = if it == 1 {
+                    100.0
+                } else {
+                    (k + 1) as f64 * it as f64
+                };
+                store
+                    .insert_line(run, attempt, it, &[("t".into(), v)], &[])
+                    .unwrap();
+            }
+        }
+        (store, id, runs)
+    }
+
+    #[test]
+    fn moments_and_medians_exclude_the_warmup() {
+        let (store, id, runs) = seeded();
+        let names = vec!["t".to_string()];
+        let m = run_moments(&store, id, &names, &[]).unwrap();
+        assert_eq!(m.len(), 3);
+        // Plan order: a#1, a#2, b#1.
+        assert_eq!(
+            (m[0].run_id, m[1].run_id, m[2].run_id),
+            (runs[0], runs[2], runs[1])
+        );
+        // Run a#1: values 2, 3, 4 after warm-up.
+        assert_eq!((m[0].n, m[0].sum, m[0].sum_sq), (3, 9.0, 29.0));
+        assert_eq!((m[0].min, m[0].max, m[0].excluded), (2.0, 4.0, 1));
+        let only = run_moments(&store, id, &names, &[runs[1]]).unwrap();
+        assert_eq!(only.len(), 1);
+        assert_eq!(only[0].arm, "b");
+
+        let med = summaries(&store, id, &names, &[]).unwrap().medians;
+        // Arm a: {2,3,4} ∪ {6,9,12} → median (4 + 6) / 2; arm b: {4,6,8} → 6.
+        assert_eq!(med[0], ("a".into(), "t".into(), 5.0));
+        assert_eq!(med[1], ("b".into(), "t".into(), 6.0));
+        let first_only = summaries(&store, id, &names, &[runs[0]]).unwrap().medians;
+        assert_eq!(first_only, vec![("a".into(), "t".into(), 3.0)]);
+    }
+
+    #[test]
+    fn median_by_selection_matches_sorting() {
+        assert_eq!(median_in_place(&mut []), None);
+        assert_eq!(median_in_place(&mut [3.0]), Some(3.0));
+        assert_eq!(median_in_place(&mut [4.0, 1.0]), Some(2.5));
+        assert_eq!(median_in_place(&mut [5.0, 1.0, 9.0, 2.0, 2.0]), Some(2.0));
+        assert_eq!(median_in_place(&mut [8.0, 1.0, 9.0, 2.0]), Some(5.0));
+        // Against a sort, on a scrambled series with repeats.
+        let mut v: Vec<f64> = (0..101).map(|i| ((i * 37) % 23) as f64).collect();
+        let mut sorted = v.clone();
+        sorted.sort_by(f64::total_cmp);
+        assert_eq!(median_in_place(&mut v), Some(sorted[50]));
+        let mut even: Vec<f64> = sorted[..100].iter().rev().copied().collect();
+        let want = (sorted[49] + sorted[50]) / 2.0;
+        assert_eq!(median_in_place(&mut even), Some(want));
+    }
+}
