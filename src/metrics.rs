@@ -11,7 +11,7 @@
 //! A name may hold `*` for one path segment or a segment's tail (the
 //! opponent in `eval/*/win_rate0`, a depth range in
 //! `traversal/endpoint_depth_bucket_*`): the same wildcard as SQLite's
-//! `GLOB`, so `metrics.metric GLOB metric_info.name` joins the two tables.
+//! `GLOB`, so `metrics.name GLOB metric_info.name` joins the two tables.
 //! Names from `command` arms are not listed; the reports fall back to
 //! reading a direction from the name for those.
 

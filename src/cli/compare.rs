@@ -153,6 +153,8 @@ fn compare_runs(store: &Store, a: &str, b: &str, rule: VerdictRule) -> anyhow::R
             a: sa,
             b: sb,
             comparison: match (&sa, &sb) {
+                // A description of the work is shown, never judged.
+                _ if build::is_descriptive(plan_a.as_ref(), metric) => None,
                 (Some(x), Some(y)) => Some(compare(x, y, direction, rule)),
                 _ => None,
             },

@@ -106,7 +106,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         alpha: 0.05,
         min_effect: args.min_effect,
     };
-    let rows = history::history_rows(&experiments, &runs, direction, rule);
+    let judged = (!build::is_descriptive(plan.as_ref(), &metric)).then_some(direction);
+    let rows = history::history_rows(&experiments, &runs, judged, rule);
     if rows.iter().all(|r| r.summary.is_none()) {
         eprintln!("note: no post-warm-up values of `{metric}` were recorded for these runs");
     }

@@ -115,7 +115,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             .context("opening the database to record the archive")?;
         for r in reports.iter_mut() {
             let counted = report::build::counted_runs(&writer.runs(r.experiment.id)?);
-            let series = writer.iteration_series(&counted, &archive::plot_metrics(r))?;
+            let series =
+                writer.iteration_series(r.experiment.id, &counted, &archive::plot_metrics(r))?;
             let plots = archive::plots_for(r, &series)?;
             let written = archive::write(&args.archive_dir, r, &plots)?;
             let md = written.markdown.to_string_lossy().into_owned();

@@ -116,8 +116,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let mut store = opened.map_err(user_or_work)?;
     let (plan, experiment_id) = match (plan, text) {
         (Some(plan), Some(text)) => {
+            // The commit of the repository holding the experiment file: the
+            // one its recorded (repository-relative) path is read against.
             let cwd = std::env::current_dir().unwrap_or_default();
-            let git = crate::experiment::fingerprint::git_state(&cwd);
+            let dir = plan.file.parent().filter(|d| d.is_dir()).unwrap_or(&cwd);
+            let git = crate::experiment::fingerprint::git_state(dir);
             let fingerprint = crate::experiment::fingerprint::probe();
             let argv: Vec<String> = std::env::args().collect();
             let id = runner::create_experiment(&mut store, &plan, &text, argv, git, fingerprint)

@@ -387,11 +387,16 @@ impl Plan {
     /// `warmup = "auto"` detects the transient on, and what the report's
     /// net result and series checks are about.
     pub fn primary_metric(&self) -> Option<String> {
-        self.gate.as_ref().map(|g| g.metric.clone()).or_else(|| {
+        // A `direction = "none"` column is never judged, so never primary.
+        let judged = || {
             self.columns
                 .iter()
+                .filter(|c| c.direction != Some(Direction::Neither))
+        };
+        self.gate.as_ref().map(|g| g.metric.clone()).or_else(|| {
+            judged()
                 .find(|c| c.show != Show::Value)
-                .or(self.columns.first())
+                .or(judged().next())
                 .map(|c| c.metric.clone())
         })
     }
@@ -930,6 +935,37 @@ impl Reader<'_> {
         let columns = self.columns(t)?;
         let gate = self.gate(t, &seen, &baseline)?;
         let guards = self.guards(t, &seen, &baseline)?;
+        // A gate or guard judges its metric: not one the file says is
+        // never judged, and not a count of work without a direction.
+        let undirected = |metric: &str| {
+            columns
+                .iter()
+                .any(|c| c.metric == metric && c.direction == Some(Direction::Neither))
+        };
+        if let Some(g) = &gate {
+            if undirected(&g.metric) {
+                return Err(self.err(
+                    "gate.metric",
+                    format!(
+                        "`{}` has `direction = \"none\"` in [[columns]]: a gate judges its metric",
+                        g.metric
+                    ),
+                ));
+            }
+        }
+        for (i, g) in guards.iter().enumerate() {
+            let neither = crate::metrics::lookup(&g.metric)
+                .is_some_and(|m| m.better == crate::metrics::Better::Neither);
+            if undirected(&g.metric) || (neither && g.direction.is_none()) {
+                return Err(self.err(
+                    format!("guard[{i}].direction"),
+                    format!(
+                        "`{}` has no better side (a count of the work); say `direction = \"lower\"` or `\"higher\"` for the guard to judge it",
+                        g.metric
+                    ),
+                ));
+            }
+        }
 
         let mut plan = Plan {
             name,

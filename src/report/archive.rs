@@ -179,6 +179,30 @@ fn batch_lines(report: &Report, series: &[IterationPoint], metric: &str) -> Vec<
     lines
 }
 
+/// A batch-size sweep: every arm with lines ran one batch size (its lines
+/// carry one `batch_size`), and the arms ran at least two between them. An
+/// A/B of arms that each sweep every size is not one.
+fn is_batch_sweep(report: &Report, series: &[IterationPoint]) -> bool {
+    let mut sizes: Vec<f64> = Vec::new();
+    for arm in &report.arms {
+        let mut own: Vec<f64> = series
+            .iter()
+            .filter(|p| p.arm == arm.name && p.name == BATCH_SIZE)
+            .map(|p| p.value)
+            .collect();
+        own.sort_by(f64::total_cmp);
+        own.dedup();
+        match own.as_slice() {
+            [] => {}
+            [one] => sizes.push(*one),
+            _ => return false,
+        }
+    }
+    sizes.sort_by(f64::total_cmp);
+    sizes.dedup();
+    sizes.len() > 1
+}
+
 /// The plots of a report:
 /// - a batch-size sweep (arms whose lines carry different `batch_size`s): each value
 ///   column's metric against batch size, log–log, and nothing else;
@@ -199,14 +223,7 @@ pub fn plots_for(report: &Report, series: &[IterationPoint]) -> Result<Vec<Plot>
             }
             v
         });
-    let mut batches: Vec<f64> = series
-        .iter()
-        .filter(|p| p.name == BATCH_SIZE)
-        .map(|p| p.value)
-        .collect();
-    batches.sort_by(f64::total_cmp);
-    batches.dedup();
-    if batches.len() > 1 {
+    if is_batch_sweep(report, series) {
         for metric in values {
             let lines = batch_lines(report, series, metric);
             if lines.iter().all(|l| l.mean.len() < 2) {
@@ -225,7 +242,12 @@ pub fn plots_for(report: &Report, series: &[IterationPoint]) -> Result<Vec<Plot>
         .chain(gate_metric)
         .filter(|m| present(m))
         .collect();
-    per_iteration.dedup();
+    per_iteration = per_iteration
+        .iter()
+        .enumerate()
+        .filter(|(i, m)| !per_iteration[..*i].contains(m))
+        .map(|(_, m)| *m)
+        .collect();
     if per_iteration.is_empty() {
         per_iteration.extend(values.first());
     }
@@ -511,6 +533,40 @@ mod tests {
         (store, id, plan)
     }
 
+    /// A sweep is arms at one batch size each; arms that each sweep every
+    /// size are an A/B and get the per-iteration and speedup plots.
+    #[test]
+    fn only_arms_at_one_batch_size_each_make_a_sweep() {
+        let report = crate::report::fixture::report(1.5, true);
+        let point = |arm: &str, run_id, value| IterationPoint {
+            arm: arm.into(),
+            run_id,
+            repeat: 1,
+            name: BATCH_SIZE.into(),
+            iteration: 1,
+            value,
+        };
+        let (a, b) = (report.arms[0].name.clone(), report.arms[1].name.clone());
+        assert!(is_batch_sweep(
+            &report,
+            &[point(&a, 1, 1.0), point(&b, 2, 64.0)]
+        ));
+        assert!(
+            !is_batch_sweep(&report, &[point(&a, 1, 64.0), point(&b, 2, 64.0)]),
+            "one size"
+        );
+        let both_sweep = [
+            point(&a, 1, 1.0),
+            point(&a, 1, 64.0),
+            point(&b, 2, 1.0),
+            point(&b, 2, 64.0),
+        ];
+        assert!(
+            !is_batch_sweep(&report, &both_sweep),
+            "an A/B of two sweeps"
+        );
+    }
+
     /// #19: every plot of every seed experiment, rendered to PNG as a
     /// reader would see it: titles, axes with units, each arm named, the
     /// interval labelled, and no text off the canvas.
@@ -546,7 +602,7 @@ mod tests {
             let report = crate::report::build::load(&store, id, Default::default()).unwrap();
             let counted = crate::report::build::counted_runs(&store.runs(id).unwrap());
             let series = store
-                .iteration_series(&counted, &plot_metrics(&report))
+                .iteration_series(id, &counted, &plot_metrics(&report))
                 .unwrap();
             let plots = plots_for(&report, &series).unwrap();
             assert!(!plots.is_empty(), "{}: no plot", file.display());

@@ -59,10 +59,10 @@ pub struct Input {
 /// the default columns, else the first column.
 pub fn primary_metric(plan: Option<&Plan>, columns: &[ReportColumn]) -> Option<String> {
     plan.and_then(Plan::primary_metric).or_else(|| {
-        columns
-            .iter()
+        let judged = || columns.iter().filter(|c| !c.descriptive);
+        judged()
             .find(|c| c.kind == ColumnKind::Speedup)
-            .or(columns.first())
+            .or(judged().next())
             .map(|c| c.metric.clone())
     })
 }
@@ -92,6 +92,14 @@ fn plan_direction(d: experiment::Direction) -> Direction {
 /// says `direction = "none"`, or says nothing and the vocabulary gives it
 /// no better side. Such a metric is shown in the table and never judged.
 pub fn is_descriptive(plan: Option<&Plan>, metric: &str) -> bool {
+    // The gate's and the guards' metrics are judged: the reader makes sure
+    // they have a direction.
+    let judged = plan.is_some_and(|p| {
+        p.gate.iter().any(|g| g.metric == metric) || p.guards.iter().any(|g| g.metric == metric)
+    });
+    if judged {
+        return false;
+    }
     let explicit = plan.and_then(|p| {
         p.columns
             .iter()
@@ -223,14 +231,15 @@ pub fn resolve_columns(
         .into_iter()
         .map(|(metric, label, kind)| {
             let (direction, known) = metric_direction(plan, &metric);
-            // A descriptive metric's direction is not guessed: it is unused.
-            let direction_known = known || is_descriptive(plan, &metric);
+            let descriptive = is_descriptive(plan, &metric);
             ReportColumn {
                 metric,
                 label,
                 kind,
                 direction,
-                direction_known,
+                // A descriptive metric's direction is not guessed: unused.
+                direction_known: known || descriptive,
+                descriptive,
             }
         })
         .collect()
@@ -357,9 +366,9 @@ fn short_date(ts: &str) -> String {
 /// the gate's metric and on every speedup column has an interval within
 /// ±`precision` of its estimate (on the log scale). `None`: go on.
 pub fn precision_reached(report: &Report, precision: f64) -> Option<String> {
-    let mut metrics: Vec<&str> = report
-        .columns
-        .iter()
+    // Only judged metrics have a speedup to be precise about.
+    let judged = || report.columns.iter().filter(|c| !c.descriptive);
+    let mut metrics: Vec<&str> = judged()
         .filter(|c| c.kind == ColumnKind::Speedup)
         .map(|c| c.metric.as_str())
         .collect();
@@ -367,7 +376,7 @@ pub fn precision_reached(report: &Report, precision: f64) -> Option<String> {
         metrics.push(&g.metric);
     }
     if metrics.is_empty() {
-        if let Some(c) = report.columns.first() {
+        if let Some(c) = judged().next() {
             metrics.push(&c.metric);
         }
     }

@@ -258,7 +258,8 @@ impl Setup {
 pub fn history_rows(
     experiments: &[Experiment],
     runs: &[HistoryRun],
-    direction: Direction,
+    // `None` for a descriptive metric: values shown, no change judged.
+    direction: Option<Direction>,
     rule: VerdictRule,
 ) -> Vec<HistoryRow> {
     let mut rows: Vec<HistoryRow> = Vec::new();
@@ -301,7 +302,10 @@ pub fn history_rows(
             let slot = (arm.to_string(), host_key.clone(), setup.clone());
             let prev = last.iter().find(|(k, _)| *k == slot).map(|(_, v)| *v);
             let (change, compared_with) = match (&prev, &summary) {
-                (Some((id, p)), Some(s)) => (Some(compare(p, s, direction, rule)), Some(*id)),
+                (Some((id, p)), Some(s)) => match direction {
+                    Some(d) => (Some(compare(p, s, d, rule)), Some(*id)),
+                    None => (None, Some(*id)),
+                },
                 _ => (None, None),
             };
             if let Some(s) = summary {
@@ -476,7 +480,7 @@ pub fn compare_reports(a: &Report, b: &Report, rule: VerdictRule) -> Vec<Compare
                 continue;
             };
             let comparison = match (&ma.replicate, &mb.replicate) {
-                (Some(x), Some(y)) => Some(compare(x, y, ma.direction, rule)),
+                (Some(x), Some(y)) if !ma.descriptive => Some(compare(x, y, ma.direction, rule)),
                 _ => None,
             };
             rows.push(CompareRow {
@@ -619,7 +623,7 @@ mod tests {
         let rows = history_rows(
             &exps,
             &runs,
-            Direction::LowerIsBetter,
+            Some(Direction::LowerIsBetter),
             VerdictRule::default(),
         );
         assert_eq!(rows.len(), 4);
@@ -674,7 +678,7 @@ mod tests {
         let rows = history_rows(
             &exps,
             &runs,
-            Direction::LowerIsBetter,
+            Some(Direction::LowerIsBetter),
             VerdictRule::default(),
         );
         assert_eq!(rows[1].series_break.as_deref(), Some("config changed"));

@@ -90,6 +90,9 @@ pub struct ReportColumn {
     /// False when the direction was guessed (unknown metric name, no
     /// `direction` in the file).
     pub direction_known: bool,
+    /// Shown, never judged (see [`MetricResult::descriptive`]).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub descriptive: bool,
 }
 
 /// One metric of one arm.

@@ -86,9 +86,17 @@ fn y_range(lines: &[Line]) -> (f64, f64) {
     if !lo.is_finite() {
         return (0.0, 1.0);
     }
-    let pad = ((hi - lo) * 0.08).max(hi.abs() * 0.02).max(1e-9);
-    // Head room for the legend, which sits in the upper right.
-    ((lo - pad).max(0.0), hi + pad + (hi - lo + pad) * 0.25)
+    let pad = ((hi - lo) * 0.08)
+        .max(hi.abs().max(lo.abs()) * 0.02)
+        .max(1e-9);
+    // From 0 where the values allow (a negative series keeps its range);
+    // head room for the legend, which sits in the upper right.
+    let bottom = if lo >= 0.0 {
+        (lo - pad).max(0.0)
+    } else {
+        lo - pad
+    };
+    (bottom, hi + pad + (hi - lo + pad) * 0.25)
 }
 
 fn legend_label(l: &Line) -> String {
@@ -508,6 +516,16 @@ mod tests {
         assert!(svg.contains("<rect"));
         // Empty input still draws an (empty) chart rather than failing.
         assert!(speedup_plot("none", &[], None).unwrap().contains("<svg"));
+    }
+
+    #[test]
+    fn a_negative_series_keeps_its_range() {
+        let l = line("a", 0, &[&[-5.0, -4.0, -6.0]]);
+        let (lo, hi) = y_range(&[l]);
+        assert!(lo < -6.0 && hi > -4.0, "{lo}..{hi}");
+        let p = line("b", 0, &[&[2.0, 3.0]]);
+        // 2..3: padded by 8 % of the spread, not dragged down to 0.
+        assert!((y_range(&[p]).0 - 1.92).abs() < 1e-9);
     }
 
     #[test]

@@ -47,16 +47,31 @@ fn decimals_for(x: f64) -> usize {
     (2 - mag).clamp(0, 9) as usize
 }
 
-/// Large values as `17.6k` / `2.31M`: the divisor and its suffix.
+/// Large values as `17.6k` / `2.31M` / `4.50G` / `1.20T`: the divisor and
+/// its suffix, from the value as it will print (rounded to three
+/// significant digits, so 9999.7 is `10.0k`, not `10.00k`).
 fn scale_for(x: f64) -> (f64, &'static str) {
-    let a = x.abs();
-    if a >= 999_500.0 {
+    let a = round_sig(x).abs();
+    if a >= 1e12 {
+        (1e12, "T")
+    } else if a >= 1e9 {
+        (1e9, "G")
+    } else if a >= 1e6 {
         (1e6, "M")
-    } else if a >= 9_999.5 {
+    } else if a >= 1e4 {
         (1e3, "k")
     } else {
         (1.0, "")
     }
+}
+
+/// `x` rounded to three significant digits (finite `x`).
+fn round_sig(x: f64) -> f64 {
+    if x == 0.0 || !x.is_finite() {
+        return x;
+    }
+    let factor = 10f64.powi(2 - x.abs().log10().floor() as i32);
+    (x * factor).round() / factor
 }
 
 /// A whole number (a count, a batch size) prints without decimals.
@@ -64,28 +79,52 @@ fn is_whole(x: f64) -> bool {
     x.fract() == 0.0 && x.abs() < 1e15
 }
 
-/// A number with three significant digits: `0.0123`, `2.50`, `123`, `17.6k`.
-pub fn num(x: f64) -> String {
+/// `inf`, `-inf` and `—` (NaN) for what has no digits.
+fn non_finite(x: f64) -> Option<String> {
     if x.is_nan() {
-        return "—".into();
+        Some("—".into())
+    } else if x.is_infinite() {
+        Some(if x > 0.0 { "inf" } else { "-inf" }.into())
+    } else {
+        None
+    }
+}
+
+/// `x ÷ div` at three significant digits and the suffix.
+fn scaled(x: f64, div: f64, suffix: &str) -> String {
+    if suffix.is_empty() && x.abs() >= 999.5 {
+        // 1000 to 9999 keep their fourth digit rather than print `1230`.
+        return format!("{x:.0}");
+    }
+    let v = round_sig(x) / div;
+    format!("{:.*}{suffix}", decimals_for(v), v)
+}
+
+/// A number with three significant digits: `0.0123`, `2.50`, `123`,
+/// `17.6k`; a whole number below 10 000 as itself (`40`, `1235`).
+pub fn num(x: f64) -> String {
+    if let Some(t) = non_finite(x) {
+        return t;
     }
     let (div, suffix) = scale_for(x);
     if suffix.is_empty() && is_whole(x) {
         return format!("{x:.0}");
     }
-    let v = x / div;
-    format!("{:.*}{suffix}", decimals_for(v), v)
+    scaled(x, div, suffix)
 }
 
 /// An axis tick: three significant digits like [`num`], but a whole
-/// number keeps the decimals of its neighbours (`1.80`, `2.00`, `2.20`).
+/// number keeps the decimals of its neighbours (`1.80`, `2.00`, `2.20`);
+/// zero is `0`.
 pub fn tick(x: f64) -> String {
-    if x.is_nan() {
-        return "—".into();
+    if let Some(t) = non_finite(x) {
+        return t;
+    }
+    if x == 0.0 {
+        return "0".into();
     }
     let (div, suffix) = scale_for(x);
-    let v = x / div;
-    format!("{:.*}{suffix}", decimals_for(v), v)
+    scaled(x, div, suffix)
 }
 
 /// `1 line`, `3 lines`: a count with its noun in the right number.
@@ -109,8 +148,11 @@ pub fn mean_sd(s: &Summary) -> String {
     if s.n < 2 || s.sd == 0.0 {
         return num(s.mean);
     }
+    if let Some(t) = non_finite(s.mean) {
+        return t;
+    }
     let (div, suffix) = scale_for(s.mean);
-    let (m, sd) = (s.mean / div, s.sd / div);
+    let (m, sd) = (round_sig(s.mean) / div, s.sd / div);
     let d = decimals_for(m);
     format!("{m:.d$}{suffix} ± {sd:.d$}{suffix}")
 }
@@ -118,8 +160,12 @@ pub fn mean_sd(s: &Summary) -> String {
 /// `3.20× ± 0.10`.
 pub fn speedup_text(s: &Speedup) -> String {
     // Two decimals below 10× (`3.18×`), three significant digits above.
-    let d = if s.ratio.abs() >= 9.995 { 1 } else { 2 };
-    if s.se.is_finite() && s.se > 0.0 && s.se < 0.005 {
+    let d: usize = match s.ratio.abs() {
+        r if r >= 99.95 => 0,
+        r if r >= 9.995 => 1,
+        _ => 2,
+    };
+    if s.se.is_finite() && s.se > 0.0 && s.se < 0.5 * 10f64.powi(-(d as i32)) {
         // Keep one significant digit rather than printing "± 0.00".
         format!("{:.d$}× ± {:.1e}", s.ratio, s.se)
     } else if s.se.is_finite() && s.se > 0.0 {
@@ -233,6 +279,7 @@ pub fn arm_table(report: &Report) -> String {
                     .as_ref()
                     .map(mean_sd)
                     .unwrap_or_else(|| "—".into()),
+                (ColumnKind::Speedup, Some(_)) if col.descriptive => "—".to_string(),
                 (ColumnKind::Speedup, Some(m)) => {
                     if arm.is_baseline {
                         if m.summary.is_some() {
@@ -914,6 +961,26 @@ mod tests {
         assert_eq!(num(312_400.0), "312k");
         assert_eq!(num(23_100_000.0), "23.1M");
         assert_eq!(num(f64::NAN), "—");
+        // Rounding decides the digits and the suffix.
+        assert_eq!(num(9999.7), "10.0k");
+        assert_eq!(num(99_950.0), "100k");
+        assert_eq!(num(999_600.0), "1.00M");
+        assert_eq!(num(9.996), "10.0");
+        assert_eq!(num(-17_612.0), "-17.6k");
+        assert_eq!(num(3.2e12), "3.20T");
+        assert_eq!(num(f64::INFINITY), "inf");
+        assert_eq!(tick(0.0), "0");
+        assert_eq!(tick(2.0), "2.00");
+        let sp = |ratio, se| Speedup {
+            ratio,
+            se,
+            ci_low: f64::NAN,
+            ci_high: f64::NAN,
+        };
+        assert_eq!(speedup_text(&sp(3.18, 0.12)), "3.18× ± 0.12");
+        assert_eq!(speedup_text(&sp(23.05, 1.32)), "23.1× ± 1.3");
+        assert_eq!(speedup_text(&sp(23.05, 0.02)), "23.1× ± 2.0e-2");
+        assert_eq!(speedup_text(&sp(123.4, 4.0)), "123× ± 4");
         let summary = |n, mean, sd| Summary {
             n,
             mean,

@@ -52,8 +52,9 @@ pub fn direction_for(metric: &str) -> (Direction, bool) {
     match crate::metrics::lookup(metric).map(|i| i.better) {
         Some(Better::Lower) => return (Direction::LowerIsBetter, true),
         Some(Better::Higher) => return (Direction::HigherIsBetter, true),
-        // A count of work has no better side: fall through to the name,
-        // which will not recognise it either, and the report says so.
+        // A count of work has no better side: the name decides, as for a
+        // `command` arm's metric (reports show such metrics without judging
+        // them; see `report::build::is_descriptive`).
         Some(Better::Neither) | None => {}
     }
     let m = metric.to_ascii_lowercase();

@@ -2,10 +2,11 @@
 //! `query` (owned by the report side; the rest of the store is in read.rs /
 //! write.rs).
 //!
-//! Everything that aggregates does so in SQL (warm-up-excluded counts, sums
-//! and sums of squares per run, medians by window functions, per-iteration
-//! means for plots), so a report over a million metric rows moves a few
-//! hundred numbers into Rust rather than a million.
+//! The store reads; the report computes. Series come out one (cell,
+//! metric) range scan at a time, warm-up already split off
+//! ([`Store::for_each_series`]), for `report::moments` to fold; plots get
+//! each cell's raw points; `lcx history` gets per-run sums from SQL, whose
+//! GROUP BY over one arm's few runs is cheap.
 
 use std::path::Path;
 
@@ -238,10 +239,14 @@ impl Store {
         Ok(())
     }
 
-    /// The live values of `names` in cells `runs` (warm-up included), for
-    /// plots: in plan order, then repeat, metric and iteration.
+    /// The live values of `names` in cells `runs` of the experiment
+    /// (warm-up included), for plots: in plan order, then repeat, metric
+    /// and iteration. The cells are picked in Rust, not bound one SQL
+    /// parameter each (an experiment may have more cells than SQLite takes
+    /// parameters).
     pub fn iteration_series(
         &self,
+        experiment_id: i64,
         runs: &[i64],
         names: &[String],
     ) -> Result<Vec<IterationPoint>, StoreError> {
@@ -251,27 +256,30 @@ impl Store {
         let sql = format!(
             "SELECT r.arm, r.id, r.repeat, m.name, m.iteration, m.value \
              FROM runs r JOIN metrics m ON m.run_id = r.id AND m.superseded = 0 \
-             WHERE r.id IN ({}) AND m.name IN ({}) \
+             WHERE r.experiment_id = ? AND m.name IN ({}) \
              ORDER BY r.arm_index, r.repeat, r.id, m.name, m.iteration",
-            placeholders(runs.len()),
             placeholders(names.len())
         );
-        let mut params: Vec<Value> = runs.iter().map(|&r| Value::from(r)).collect();
+        let mut params: Vec<Value> = vec![experiment_id.into()];
         params.extend(names.iter().map(|n| Value::from(n.clone())));
+        let wanted: std::collections::HashSet<i64> = runs.iter().copied().collect();
         let mut st = self.conn.prepare(&sql)?;
-        let rows = st
-            .query_map(params_from_iter(params), |r| {
-                Ok(IterationPoint {
+        let mut out = Vec::new();
+        let mut rows = st.query(params_from_iter(params))?;
+        while let Some(r) = rows.next()? {
+            let run_id: i64 = r.get(1)?;
+            if wanted.contains(&run_id) {
+                out.push(IterationPoint {
                     arm: r.get(0)?,
-                    run_id: r.get(1)?,
+                    run_id,
                     repeat: r.get(2)?,
                     name: r.get(3)?,
                     iteration: r.get(4)?,
                     value: r.get(5)?,
-                })
-            })?
-            .collect::<rusqlite::Result<_>>()?;
-        Ok(rows)
+                });
+            }
+        }
+        Ok(out)
     }
 
     /// Experiments with their arms and cell counts, newest first.
@@ -461,14 +469,14 @@ mod tests {
             store.metric_names_fast(id).unwrap(),
             store.metric_names(id).unwrap()
         );
-        let series = store.iteration_series(&runs, &names).unwrap();
+        let series = store.iteration_series(id, &runs, &names).unwrap();
         assert_eq!(series.len(), 12, "every value of the three cells");
         assert_eq!((series[0].arm.as_str(), series[0].repeat), ("a", 1));
         assert_eq!(series[0].value, 100.0);
         assert_eq!(series[1].value, 2.0);
         assert_eq!((series[4].arm.as_str(), series[4].repeat), ("a", 2));
         assert_eq!(series[8].arm, "b", "plan order, then repeat");
-        let one = store.iteration_series(&runs[1..2], &names).unwrap();
+        let one = store.iteration_series(id, &runs[1..2], &names).unwrap();
         assert!(one.iter().all(|p| p.run_id == runs[1]));
     }
 

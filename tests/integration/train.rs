@@ -212,6 +212,28 @@ fn bench_trainer_names_the_training_backend() {
             .arg(dir.path()),
     );
     assert_eq!(iterations(&trained), vec![1]);
+    // The forwards of that run: libtorch's with the kernel off, the
+    // kernel's otherwise (where the CPU has it).
+    let forward = |off: bool| {
+        let mut cmd = lcx();
+        if off {
+            cmd.env("LCX_NATIVE_KERNEL", "off");
+        }
+        succeed(cmd.args(["bench", "forward", "--config", &smoke()]).args([
+            "--batch-sizes",
+            "1",
+            "--iters",
+            "2",
+            "--reps",
+            "1",
+        ]))
+    };
+    let off = forward(true);
+    assert!(off.contains("libtorch, "), "{off}");
+    if kernel {
+        let on = forward(false);
+        assert!(on.contains("lcx AVX2 kernel"), "{on}");
+    }
 }
 
 /// #19 items 1 and 2: a bench-trainer cell measures one mode, for the

@@ -383,3 +383,33 @@ fn repeats_have_one_limit_in_the_file_and_on_the_command_line() {
         "{flag}"
     );
 }
+
+#[test]
+fn a_gate_or_guard_must_judge_its_metric() {
+    let with = |extra: &str| format!("{COMMAND}{extra}");
+    let none_column = "[[columns]]\nmetric = \"m\"\ndirection = \"none\"\n";
+    let gated = error(&with(&format!(
+        "{none_column}[gate]\nmetric = \"m\"\nmin_speedup = 1.1\n"
+    )));
+    assert!(
+        gated.contains("gate.metric") && gated.contains("direction = \"none\""),
+        "{gated}"
+    );
+    // A count of work (no better side in the vocabulary) needs a direction.
+    let guarded = error(&with(
+        "[[guard]]\nmetric = \"traversal/nodes\"\nmargin = 1\n",
+    ));
+    assert!(
+        guarded.contains("guard[0].direction") && guarded.contains("no better side"),
+        "{guarded}"
+    );
+    let directed =
+        with("[[guard]]\nmetric = \"traversal/nodes\"\nmargin = 1\ndirection = \"higher\"\n");
+    assert!(plan(&directed).is_ok());
+    // A `none` column is shown, and never the primary metric.
+    let p = plan(&with(&format!(
+        "{none_column}[[columns]]\nmetric = \"t\"\n"
+    )))
+    .unwrap();
+    assert_eq!(p.primary_metric().as_deref(), Some("t"));
+}
