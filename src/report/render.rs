@@ -153,6 +153,10 @@ pub fn mean_sd(s: &Summary) -> String {
     }
     let (div, suffix) = scale_for(s.mean);
     let (m, sd) = (round_sig(s.mean) / div, s.sd / div);
+    if suffix.is_empty() && s.mean.abs() >= 999.5 {
+        // As `num`: 1000 to 9999 in full.
+        return format!("{:.0} ± {:.0}", s.mean, s.sd);
+    }
     let d = decimals_for(m);
     format!("{m:.d$}{suffix} ± {sd:.d$}{suffix}")
 }
@@ -993,6 +997,7 @@ mod tests {
         assert_eq!(mean_sd(&summary(1, 0.5, 0.0)), "0.500");
         assert_eq!(mean_sd(&summary(8, 17_612.0, 421.0)), "17.6k ± 0.4k");
         assert_eq!(mean_sd(&summary(8, 4.0, 0.066)), "4.00 ± 0.07");
+        assert_eq!(mean_sd(&summary(8, 1145.3, 94.2)), "1145 ± 94");
         assert_eq!(p_text(0.0001), "p < 0.001");
         assert_eq!(p_text(0.0345), "p = 0.035");
         assert_eq!(counted(1, "line"), "1 line");
