@@ -88,6 +88,16 @@ fn plan_direction(d: experiment::Direction) -> Direction {
     }
 }
 
+/// The `direction` the file gives `metric` on any of its columns.
+fn file_direction(plan: Option<&Plan>, metric: &str) -> Option<experiment::Direction> {
+    plan.and_then(|p| {
+        p.columns
+            .iter()
+            .filter(|c| c.metric == metric)
+            .find_map(|c| c.direction)
+    })
+}
+
 /// Whether `metric` describes the work rather than its speed: the file
 /// says `direction = "none"`, or says nothing and the vocabulary gives it
 /// no better side. Such a metric is shown in the table and never judged.
@@ -100,13 +110,7 @@ pub fn is_descriptive(plan: Option<&Plan>, metric: &str) -> bool {
     if judged {
         return false;
     }
-    let explicit = plan.and_then(|p| {
-        p.columns
-            .iter()
-            .filter(|c| c.metric == metric)
-            .find_map(|c| c.direction)
-    });
-    match explicit {
+    match file_direction(plan, metric) {
         Some(d) => d == experiment::Direction::Neither,
         None => crate::metrics::lookup(metric)
             .is_some_and(|i| i.better == crate::metrics::Better::Neither),
@@ -116,13 +120,7 @@ pub fn is_descriptive(plan: Option<&Plan>, metric: &str) -> bool {
 /// The direction of a metric: the file's `direction` on any column of that
 /// metric, else the name table.
 pub fn metric_direction(plan: Option<&Plan>, metric: &str) -> (Direction, bool) {
-    let explicit = plan.and_then(|p| {
-        p.columns
-            .iter()
-            .filter(|c| c.metric == metric)
-            .find_map(|c| c.direction)
-    });
-    match explicit {
+    match file_direction(plan, metric) {
         Some(d) => (plan_direction(d), true),
         None => direction_for(metric),
     }

@@ -95,59 +95,10 @@ fn median_in_place(values: &mut [f64]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{NewExperiment, NewRun};
 
-    /// Arms a (repeats 1, 2) and b, 4 iterations each, warm-up 1; the
-    /// warm-up value is an outlier that must not count.
     fn seeded() -> (Store, i64, Vec<i64>) {
         let mut store = Store::open_in_memory().unwrap();
-        let id = store
-            .insert_experiment(&NewExperiment {
-                name: "exp".into(),
-                description: String::new(),
-                workload: "command".into(),
-                file_path: "x.toml".into(),
-                file_text: String::new(),
-                file_sha256: String::new(),
-                plan_json: "{}".into(),
-                iterations: 4,
-                warmup: 1,
-                repeats: 2,
-                baseline: Some("a".into()),
-                lcx_version: "0".into(),
-                git_commit: None,
-                git_dirty: None,
-                command_line: vec![],
-                runner: None,
-                fingerprint: Default::default(),
-            })
-            .unwrap();
-        let new = |arm: &str, index, repeat| NewRun {
-            arm: arm.into(),
-            arm_label: arm.into(),
-            arm_index: index,
-            repeat,
-            config_toml: None,
-            config_sha256: None,
-            command: vec!["true".into()],
-            env: Default::default(),
-        };
-        let runs = store
-            .insert_runs(id, &[new("a", 0, 1), new("b", 1, 1), new("a", 0, 2)])
-            .unwrap();
-        for (k, &run) in runs.iter().enumerate() {
-            let attempt = store.start_run(run).unwrap();
-            for it in 1..=4 {
-                let v = if it == 1 {
-                    100.0
-                } else {
-                    (k + 1) as f64 * it as f64
-                };
-                store
-                    .insert_line(run, attempt, it, &[("t".into(), v)], &[])
-                    .unwrap();
-            }
-        }
+        let (id, runs) = crate::store::report_read::seed_three_cells(&mut store);
         (store, id, runs)
     }
 

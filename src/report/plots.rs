@@ -62,6 +62,36 @@ fn err(title: &str) -> impl Fn(String) -> PlotError + '_ {
     }
 }
 
+/// The canvas every plot shares: title, margins, label areas (the y one
+/// `y_area` pixels wide).
+fn chart_builder<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    title: &str,
+    y_area: u32,
+) -> ChartBuilder<'a, 'b, SVGBackend<'b>> {
+    let mut b = ChartBuilder::on(root);
+    b.caption(title, ("sans-serif", 20))
+        .margin(14)
+        .margin_right(28)
+        .x_label_area_size(44)
+        .y_label_area_size(y_area);
+    b
+}
+
+/// The legend, in the upper right where every plot leaves room for it.
+fn draw_legend<'a, CT: plotters::coord::CoordTranslate>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, CT>,
+    e: &impl Fn(String) -> PlotError,
+) -> Result<(), PlotError> {
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .draw()
+        .map_err(|x| e(x.to_string()))
+}
+
 fn finite(points: &[(f64, f64)]) -> impl Iterator<Item = (f64, f64)> + '_ {
     points
         .iter()
@@ -127,12 +157,7 @@ pub fn iteration_plot(
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
         root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 20))
-            .margin(14)
-            .margin_right(28)
-            .x_label_area_size(44)
-            .y_label_area_size(78)
+        let mut chart = chart_builder(&root, title, 78)
             .build_cartesian_2d(x0..x1, y0..y1)
             .map_err(|x| e(x.to_string()))?;
         chart
@@ -172,13 +197,7 @@ pub fn iteration_plot(
                     PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(3))
                 });
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|x| e(x.to_string()))?;
+        draw_legend(&mut chart, &e)?;
         root.present().map_err(|x| e(x.to_string()))?;
     }
     Ok(svg)
@@ -215,13 +234,8 @@ pub fn speedup_plot(
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
         root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 20))
-            .margin(14)
-            .margin_right(28)
-            .x_label_area_size(44)
-            .y_label_area_size(70)
-            // `a..b` in segments is b - a + 1 bars wide: one per arm.
+        // `a..b` in segments is b - a + 1 bars wide: one per arm.
+        let mut chart = chart_builder(&root, title, 70)
             .build_cartesian_2d((0..n - 1).into_segmented(), 0.0..top)
             .map_err(|x| e(x.to_string()))?;
         let label_of = |v: &SegmentValue<i32>| match v {
@@ -314,13 +328,7 @@ pub fn speedup_plot(
                 .label(format!("gate {g:.2}×"))
                 .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], RED));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|x| e(x.to_string()))?;
+        draw_legend(&mut chart, &e)?;
         root.present().map_err(|x| e(x.to_string()))?;
     }
     Ok(svg)
@@ -358,12 +366,7 @@ pub fn batch_plot(title: &str, y_label: &str, lines: &[Line]) -> Result<String, 
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
         root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 20))
-            .margin(14)
-            .margin_right(28)
-            .x_label_area_size(44)
-            .y_label_area_size(78)
+        let mut chart = chart_builder(&root, title, 78)
             .build_cartesian_2d(
                 (x0..x1).log_scale().with_key_points(x_ticks),
                 (y0..y1).log_scale().with_key_points(y_ticks),
@@ -398,13 +401,7 @@ pub fn batch_plot(title: &str, y_label: &str, lines: &[Line]) -> Result<String, 
                 )
                 .map_err(|x| e(x.to_string()))?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|x| e(x.to_string()))?;
+        draw_legend(&mut chart, &e)?;
         root.present().map_err(|x| e(x.to_string()))?;
     }
     Ok(svg)

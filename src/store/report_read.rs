@@ -380,69 +380,71 @@ impl Store {
     }
 }
 
+/// Tests: arms a (repeats 1 and 2) and b, 4 iterations of `t` each,
+/// warm-up 1, whose value (100) is an outlier that must not count.
+#[cfg(test)]
+pub(crate) fn seed_three_cells(store: &mut Store) -> (i64, Vec<i64>) {
+    use super::types::{Fingerprint, NewExperiment, NewRun};
+    use std::collections::BTreeMap;
+    let id = store
+        .insert_experiment(&NewExperiment {
+            name: "exp".into(),
+            description: String::new(),
+            workload: "command".into(),
+            file_path: "x.toml".into(),
+            file_text: String::new(),
+            file_sha256: String::new(),
+            plan_json: "{}".into(),
+            iterations: 4,
+            warmup: 1,
+            repeats: 2,
+            baseline: Some("a".into()),
+            lcx_version: "0".into(),
+            git_commit: None,
+            git_dirty: None,
+            command_line: vec![],
+            runner: None,
+            fingerprint: Fingerprint::default(),
+        })
+        .unwrap();
+    let new = |arm: &str, index, repeat| NewRun {
+        arm: arm.into(),
+        arm_label: arm.into(),
+        arm_index: index,
+        repeat,
+        config_toml: None,
+        config_sha256: None,
+        command: vec!["true".into()],
+        env: BTreeMap::new(),
+    };
+    let runs = store
+        .insert_runs(id, &[new("a", 0, 1), new("b", 1, 1), new("a", 0, 2)])
+        .unwrap();
+    for (k, &run) in runs.iter().enumerate() {
+        let attempt = store.start_run(run).unwrap();
+        for it in 1..=4 {
+            // Warm-up iteration 1 is an outlier that must not count.
+            let v = if it == 1 {
+                100.0
+            } else {
+                (k + 1) as f64 * it as f64
+            };
+            store
+                .insert_line(run, attempt, it, &[("t".into(), v)], &[])
+                .unwrap();
+        }
+    }
+    (id, runs)
+}
+
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
-    use super::super::types::*;
     use super::*;
-
-    fn seed(store: &mut Store) -> (i64, Vec<i64>) {
-        let id = store
-            .insert_experiment(&NewExperiment {
-                name: "exp".into(),
-                description: String::new(),
-                workload: "command".into(),
-                file_path: "x.toml".into(),
-                file_text: String::new(),
-                file_sha256: String::new(),
-                plan_json: "{}".into(),
-                iterations: 4,
-                warmup: 1,
-                repeats: 2,
-                baseline: Some("a".into()),
-                lcx_version: "0".into(),
-                git_commit: None,
-                git_dirty: None,
-                command_line: vec![],
-                runner: None,
-                fingerprint: Fingerprint::default(),
-            })
-            .unwrap();
-        let new = |arm: &str, index, repeat| NewRun {
-            arm: arm.into(),
-            arm_label: arm.into(),
-            arm_index: index,
-            repeat,
-            config_toml: None,
-            config_sha256: None,
-            command: vec!["true".into()],
-            env: BTreeMap::new(),
-        };
-        let runs = store
-            .insert_runs(id, &[new("a", 0, 1), new("b", 1, 1), new("a", 0, 2)])
-            .unwrap();
-        for (k, &run) in runs.iter().enumerate() {
-            let attempt = store.start_run(run).unwrap();
-            for it in 1..=4 {
-                // Warm-up iteration 1 is an outlier that must not count.
-                let v = if it == 1 {
-                    100.0
-                } else {
-                    (k + 1) as f64 * it as f64
-                };
-                store
-                    .insert_line(run, attempt, it, &[("t".into(), v)], &[])
-                    .unwrap();
-            }
-        }
-        (id, runs)
-    }
 
     #[test]
     fn series_exclude_each_cells_warmup_in_plan_order() {
         let mut store = Store::open_in_memory().unwrap();
-        let (id, runs) = seed(&mut store);
+        let (id, runs) = seed_three_cells(&mut store);
         let names = vec!["t".to_string()];
         let mut seen = Vec::new();
         store
@@ -483,7 +485,7 @@ mod tests {
     #[test]
     fn list_and_history() {
         let mut store = Store::open_in_memory().unwrap();
-        let (id, runs) = seed(&mut store);
+        let (id, runs) = seed_three_cells(&mut store);
         store.skip_run(runs[1], "requires cuda").unwrap();
         let list = store.experiment_list(None).unwrap();
         assert_eq!(list.len(), 1);
