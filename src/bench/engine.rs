@@ -66,6 +66,21 @@ pub struct EngineBenchResult {
     pub state_bytes: usize,
 }
 
+impl EngineBenchResult {
+    /// The runner's metric line: iteration 1 and every figure under
+    /// `bench/engine/` (the names in [`crate::metrics`]).
+    pub fn metric_line(&self) -> serde_json::Value {
+        let mut map = serde_json::Map::new();
+        map.insert("iteration".into(), 1.into());
+        if let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(self) {
+            for (k, v) in fields {
+                map.insert(format!("bench/engine/{k}"), v);
+            }
+        }
+        serde_json::Value::Object(map)
+    }
+}
+
 /// Plays one uniformly random game to the end; returns its action count.
 ///
 /// On x86-64 CPUs with a fast BMI2 (see [`fast_select_available`]) the whole
@@ -226,6 +241,20 @@ mod tests {
         assert!(r.total_actions as f64 == r.mean_actions_per_game * 20.0);
         let json = serde_json::to_value(&r).unwrap();
         assert!(json.get("games_per_second").is_some());
+        let line = r.metric_line();
+        assert_eq!(line["iteration"], 1);
+        assert_eq!(line["bench/engine/games"], 20);
+        for key in line
+            .as_object()
+            .unwrap()
+            .keys()
+            .filter(|k| *k != "iteration")
+        {
+            assert!(
+                crate::metrics::lookup(key).is_some(),
+                "{key} not in the vocabulary"
+            );
+        }
     }
 
     /// The dispatched playout (BMI2 where the CPU has a fast one) plays the

@@ -330,16 +330,7 @@ fn engine(args: EngineArgs) -> anyhow::Result<u8> {
     };
     let r = crate::bench::engine::run(&options)?;
     if let Some(out) = metrics_sink(args.metrics_out.as_ref())?.as_mut() {
-        let mut line = serde_json::to_value(&r)?;
-        if let Some(map) = line.as_object_mut() {
-            // Metric names in lcx's `area/name` form, under `bench/engine/`.
-            let fields: Vec<(String, serde_json::Value)> =
-                std::mem::take(map).into_iter().collect();
-            map.insert("iteration".into(), 1.into());
-            for (k, v) in fields {
-                map.insert(format!("bench/engine/{k}"), v);
-            }
-        }
+        let line = r.metric_line();
         writeln!(out, "{line}")
             .and_then(|()| out.flush())
             .context("writing --metrics-out")?;

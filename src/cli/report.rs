@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use crate::experiment::plan::sha256_hex;
 use crate::report::{self, archive, build};
 use crate::store::{Store, StoreError};
 
@@ -113,30 +112,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         let mut writer = Store::open(&args.db)
             .map_err(user_or_not)
             .context("opening the database to record the archive")?;
-        for r in reports.iter_mut() {
-            let counted = report::build::counted_runs(&writer.runs(r.experiment.id)?);
-            let series =
-                writer.iteration_series(r.experiment.id, &counted, &archive::plot_metrics(r))?;
-            let plots = archive::plots_for(r, &series)?;
-            let written = archive::write(&args.archive_dir, r, &plots)?;
-            let md = written.markdown.to_string_lossy().into_owned();
-            writer.insert_report(
-                Some(r.experiment.id),
-                &md,
-                &sha256_hex(written.text.as_bytes()),
-                "markdown",
-            )?;
-            for p in &written.plots {
-                let text =
-                    std::fs::read(p).with_context(|| format!("reading back {}", p.display()))?;
-                writer.insert_report(
-                    Some(r.experiment.id),
-                    &p.to_string_lossy(),
-                    &sha256_hex(&text),
-                    "svg",
-                )?;
-            }
-            eprintln!("archived: {md} ({} plot(s))", written.plots.len());
+        for r in &reports {
+            let written = archive::archive(&mut writer, &args.archive_dir, r)?;
+            eprintln!(
+                "archived: {} ({} plot(s))",
+                written.markdown.display(),
+                written.plots.len()
+            );
         }
     }
 

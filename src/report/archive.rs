@@ -1,12 +1,15 @@
 //! `lcx report --archive`: writes `<dir>/YYYY-MM-DD-<slug>.md` with its SVG
 //! plots beside it, never overwriting anything (a taken name gets `-2`,
-//! `-3`, …). Recording the file in the `reports` table is the caller's job.
+//! `-3`, …), and records each file in the `reports` table ([`archive`]).
+//! Which plots a report gets is decided here ([`plots_for`]); drawing them
+//! is `plots.rs`'s.
 
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::store::report_read::IterationPoint;
+use crate::store::Store;
 
 use super::model::{ColumnKind, Report};
 use crate::metrics::{ITERATION_SECONDS, TRAVERSAL_SECONDS};
@@ -33,6 +36,8 @@ pub enum ArchiveError {
     BadName(String),
     #[error(transparent)]
     Plot(#[from] PlotError),
+    #[error("recording the archive in the database")]
+    Store(#[from] crate::store::StoreError),
 }
 
 /// What was written.
@@ -395,6 +400,29 @@ pub fn write(dir: &Path, report: &Report, plots: &[Plot]) -> Result<Archived, Ar
     Err(ArchiveError::NoName {
         path: dir.join(format!("{base}.md")),
     })
+}
+
+/// `lcx report --archive` for one report: reads its cells' series from
+/// `store`, draws the plots, writes the files into `dir` (see [`write`])
+/// and records each file, with its sha256, in the `reports` table.
+pub fn archive(store: &mut Store, dir: &Path, report: &Report) -> Result<Archived, ArchiveError> {
+    let id = report.experiment.id;
+    let counted = super::build::counted_runs(&store.runs(id)?);
+    let series = store.iteration_series(id, &counted, &plot_metrics(report))?;
+    let plots = plots_for(report, &series)?;
+    let written = write(dir, report, &plots)?;
+    let hash = |text: &str| crate::experiment::plan::sha256_hex(text.as_bytes());
+    store.insert_report(
+        Some(id),
+        &written.markdown.to_string_lossy(),
+        &hash(&written.text),
+        "markdown",
+    )?;
+    // The files hold exactly these texts: they were created new.
+    for (path, (_, _, svg)) in written.plots.iter().zip(&plots) {
+        store.insert_report(Some(id), &path.to_string_lossy(), &hash(svg), "svg")?;
+    }
+    Ok(written)
 }
 
 #[cfg(test)]
