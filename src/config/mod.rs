@@ -27,6 +27,8 @@ pub fn nearest<'k>(name: &str, known: &'k [String], n: usize) -> Vec<&'k str> {
     by.into_iter().take(n).map(|(_, k)| k).collect()
 }
 
+pub(crate) use read::closest;
+
 /// Origin used in messages when no file was given.
 const DEFAULTS_ORIGIN: &str = "code defaults";
 

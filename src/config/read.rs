@@ -792,7 +792,9 @@ fn choice_value<E: Choice>(path: &str, v: &toml::Value) -> Read<E> {
 
 /// The known key closest to a misspelt one, if it is close enough to be a
 /// likely typo (edit distance at most 2, or a third of the length).
-fn closest<'k>(typo: &str, known: &[&'k str]) -> Option<&'k str> {
+/// The known name a typo most likely meant, if one is close enough; the
+/// one "did you mean" rule of the config and experiment readers.
+pub(crate) fn closest<'k>(typo: &str, known: &[&'k str]) -> Option<&'k str> {
     let limit = (typo.chars().count() / 3).max(2);
     known
         .iter()

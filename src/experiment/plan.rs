@@ -518,9 +518,16 @@ impl Reader<'_> {
     ) -> Result<(), PlanError> {
         for key in table.keys() {
             if !allowed.contains(&key.as_str()) {
+                // The config reader's "did you mean" rule, for one style.
+                let hint = crate::config::closest(key, allowed)
+                    .map(|k| format!("did you mean `{prefix}{k}`? "))
+                    .unwrap_or_default();
                 return Err(self.err(
                     format!("{prefix}{key}"),
-                    format!("unknown key (expected one of: {})", allowed.join(", ")),
+                    format!(
+                        "unknown key ({hint}expected one of: {})",
+                        allowed.join(", ")
+                    ),
                 ));
             }
         }

@@ -413,3 +413,11 @@ fn a_gate_or_guard_must_judge_its_metric() {
     .unwrap();
     assert_eq!(p.primary_metric().as_deref(), Some("t"));
 }
+
+#[test]
+fn an_unknown_key_names_the_one_it_likely_meant() {
+    let e = error(&COMMAND.replace("warmup = 1", "warmup = 1\nrepeat = 2"));
+    assert!(e.contains("did you mean `repeats`?"), "{e}");
+    let far = error(&COMMAND.replace("warmup = 1", "warmup = 1\nzzzzzz = 2"));
+    assert!(!far.contains("did you mean"), "{far}");
+}
