@@ -4,10 +4,9 @@
 
 use std::path::PathBuf;
 
-use comfy_table::{presets::ASCII_MARKDOWN, Table};
-
-use crate::report::render::csv_field;
-use crate::store::{SqlValue, Store};
+use crate::report::render::counted;
+use crate::report::rows;
+use crate::store::Store;
 
 use super::report::user_or_not;
 
@@ -29,28 +28,6 @@ pub struct Args {
     db: PathBuf,
 }
 
-fn text(v: &SqlValue) -> String {
-    match v {
-        SqlValue::Null => String::new(),
-        SqlValue::Integer(i) => i.to_string(),
-        SqlValue::Real(f) => f.to_string(),
-        SqlValue::Text(t) => t.clone(),
-        SqlValue::Blob(b) => format!("<blob {} bytes>", b.len()),
-    }
-}
-
-fn json(v: &SqlValue) -> serde_json::Value {
-    match v {
-        SqlValue::Null => serde_json::Value::Null,
-        SqlValue::Integer(i) => (*i).into(),
-        SqlValue::Real(f) => serde_json::Number::from_f64(*f)
-            .map(serde_json::Value::Number)
-            .unwrap_or(serde_json::Value::Null),
-        SqlValue::Text(t) => t.clone().into(),
-        SqlValue::Blob(b) => format!("<blob {} bytes>", b.len()).into(),
-    }
-}
-
 pub fn run(args: Args) -> anyhow::Result<u8> {
     // Every StoreError from opening names the path itself.
     let store = Store::open_query_only(&args.db).map_err(user_or_not)?;
@@ -59,46 +36,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let result = store.query(&args.sql).map_err(crate::cli::bad_input)?;
     match args.format {
         Format::Table => {
-            let mut t = Table::new();
-            t.load_preset(ASCII_MARKDOWN);
-            t.set_header(result.columns.clone());
-            for row in &result.rows {
-                t.add_row(row.iter().map(text).collect::<Vec<_>>());
-            }
-            println!("{t}");
-            eprintln!(
-                "({} row{})",
-                result.rows.len(),
-                if result.rows.len() == 1 { "" } else { "s" }
-            );
+            println!("{}", rows::table(&result));
+            eprintln!("({})", counted(result.rows.len() as u64, "row"));
         }
-        Format::Csv => {
-            let header: Vec<String> = result.columns.iter().map(|c| csv_field(c)).collect();
-            println!("{}", header.join(","));
-            for row in &result.rows {
-                let cells: Vec<String> = row.iter().map(|v| csv_field(&text(v))).collect();
-                println!("{}", cells.join(","));
-            }
-        }
-        Format::Json => {
-            let rows: Vec<serde_json::Value> = result
-                .rows
-                .iter()
-                .map(|row| {
-                    let obj: serde_json::Map<String, serde_json::Value> = result
-                        .columns
-                        .iter()
-                        .cloned()
-                        .zip(row.iter().map(json))
-                        .collect();
-                    serde_json::Value::Object(obj)
-                })
-                .collect();
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&rows).unwrap_or_default()
-            );
-        }
+        Format::Csv => println!("{}", rows::csv(&result)),
+        Format::Json => println!("{}", rows::json_array(&result)),
     }
     Ok(0)
 }

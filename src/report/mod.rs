@@ -12,6 +12,7 @@ pub mod model;
 pub mod moments;
 pub mod plots;
 pub mod render;
+pub mod rows;
 pub mod stats;
 
 #[cfg(test)]
