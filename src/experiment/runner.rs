@@ -940,8 +940,8 @@ fn short_count(plan: &Plan, arm: &super::plan::Arm, stored: u64) -> Option<Strin
     }
     (stored < expected).then(|| {
         format!(
-            "exited 0 after emitting {stored} of {expected} iteration{}",
-            if expected == 1 { "" } else { "s" }
+            "exited 0 after emitting {stored} of {}",
+            crate::report::render::counted(expected, "iteration")
         )
     })
 }

@@ -75,28 +75,47 @@ pub fn slugify(name: &str) -> String {
 /// and traversal times, the gate's metric, every value column and, for a
 /// batch-size sweep, `batch_size`.
 pub fn plot_metrics(report: &Report) -> Vec<String> {
-    let mut out: Vec<String> = vec![ITERATION_SECONDS.into(), TRAVERSAL_SECONDS.into()];
-    let more = report
-        .gate
+    let values = report
+        .columns
         .iter()
-        .map(|g| g.metric.clone())
-        .chain(
-            report
-                .columns
-                .iter()
-                .filter(|c| c.kind == ColumnKind::Value)
-                .map(|c| c.metric.clone()),
-        )
-        .chain(std::iter::once(BATCH_SIZE.to_string()));
-    for m in more {
-        if !out.contains(&m) {
-            out.push(m);
+        .filter(|c| c.kind == ColumnKind::Value)
+        .map(|c| c.metric.as_str());
+    unique(
+        [ITERATION_SECONDS, TRAVERSAL_SECONDS]
+            .into_iter()
+            .chain(report.gate.iter().map(|g| g.metric.as_str()))
+            .chain(values)
+            .chain([BATCH_SIZE]),
+    )
+    .into_iter()
+    .map(str::to_string)
+    .collect()
+}
+
+const BATCH_SIZE: &str = "batch_size";
+
+/// `items` without repeats, in first-seen order.
+fn unique<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut out = Vec::new();
+    for item in items {
+        if !out.contains(&item) {
+            out.push(item);
         }
     }
     out
 }
 
-const BATCH_SIZE: &str = "batch_size";
+/// The distinct `batch_size`s of `arm`'s lines, sorted.
+fn batch_sizes(series: &[IterationPoint], arm: &str) -> Vec<f64> {
+    let mut own: Vec<f64> = series
+        .iter()
+        .filter(|p| p.arm == arm && p.name == BATCH_SIZE)
+        .map(|p| p.value)
+        .collect();
+    own.sort_by(f64::total_cmp);
+    own.dedup();
+    own
+}
 
 /// `metric`'s lines: per arm (plan order), each cell's points and their
 /// mean at each iteration.
@@ -144,13 +163,8 @@ fn batch_lines(report: &Report, series: &[IterationPoint], metric: &str) -> Vec<
     let mut lines: Vec<Line> = Vec::new();
     let mut seen: Vec<(f64, usize)> = Vec::new();
     for arm in &report.arms {
-        let batches: Vec<f64> = series
-            .iter()
-            .filter(|p| p.arm == arm.name && p.name == BATCH_SIZE)
-            .map(|p| p.value)
-            .collect();
         let (Some(&batch), Some(mean)) = (
-            batches.first(),
+            batch_sizes(series, &arm.name).first(),
             arm.metric(metric)
                 .and_then(|m| m.summary.as_ref())
                 .map(|s| s.mean),
@@ -190,14 +204,7 @@ fn batch_lines(report: &Report, series: &[IterationPoint], metric: &str) -> Vec<
 fn is_batch_sweep(report: &Report, series: &[IterationPoint]) -> bool {
     let mut sizes: Vec<f64> = Vec::new();
     for arm in &report.arms {
-        let mut own: Vec<f64> = series
-            .iter()
-            .filter(|p| p.arm == arm.name && p.name == BATCH_SIZE)
-            .map(|p| p.value)
-            .collect();
-        own.sort_by(f64::total_cmp);
-        own.dedup();
-        match own.as_slice() {
+        match batch_sizes(series, &arm.name).as_slice() {
             [] => {}
             [one] => sizes.push(*one),
             _ => return false,
@@ -217,17 +224,13 @@ fn is_batch_sweep(report: &Report, series: &[IterationPoint]) -> bool {
 pub fn plots_for(report: &Report, series: &[IterationPoint]) -> Result<Vec<Plot>, PlotError> {
     let mut out = Vec::new();
     let present = |m: &str| series.iter().any(|p| p.name == m);
-    let values: Vec<&str> = report
-        .columns
-        .iter()
-        .filter(|c| c.kind == ColumnKind::Value && present(&c.metric))
-        .map(|c| c.metric.as_str())
-        .fold(Vec::new(), |mut v, m| {
-            if !v.contains(&m) {
-                v.push(m);
-            }
-            v
-        });
+    let values: Vec<&str> = unique(
+        report
+            .columns
+            .iter()
+            .filter(|c| c.kind == ColumnKind::Value && present(&c.metric))
+            .map(|c| c.metric.as_str()),
+    );
     if is_batch_sweep(report, series) {
         for metric in values {
             let lines = batch_lines(report, series, metric);
@@ -242,17 +245,12 @@ pub fn plots_for(report: &Report, series: &[IterationPoint]) -> Result<Vec<Plot>
         return Ok(out);
     }
     let gate_metric = report.gate.as_ref().map(|g| g.metric.as_str());
-    let mut per_iteration: Vec<&str> = [ITERATION_SECONDS, TRAVERSAL_SECONDS]
-        .into_iter()
-        .chain(gate_metric)
-        .filter(|m| present(m))
-        .collect();
-    per_iteration = per_iteration
-        .iter()
-        .enumerate()
-        .filter(|(i, m)| !per_iteration[..*i].contains(m))
-        .map(|(_, m)| *m)
-        .collect();
+    let mut per_iteration: Vec<&str> = unique(
+        [ITERATION_SECONDS, TRAVERSAL_SECONDS]
+            .into_iter()
+            .chain(gate_metric)
+            .filter(|m| present(m)),
+    );
     if per_iteration.is_empty() {
         per_iteration.extend(values.first());
     }
@@ -267,18 +265,14 @@ pub fn plots_for(report: &Report, series: &[IterationPoint]) -> Result<Vec<Plot>
         )?;
         out.push((title, format!("{}-per-iteration", slugify(metric)), svg));
     }
-    let mut speedup_metrics: Vec<&str> = Vec::new();
-    for m in report
-        .columns
-        .iter()
-        .filter(|c| c.kind == ColumnKind::Speedup)
-        .map(|c| c.metric.as_str())
-        .chain(gate_metric)
-    {
-        if !speedup_metrics.contains(&m) {
-            speedup_metrics.push(m);
-        }
-    }
+    let speedup_metrics = unique(
+        report
+            .columns
+            .iter()
+            .filter(|c| c.kind == ColumnKind::Speedup)
+            .map(|c| c.metric.as_str())
+            .chain(gate_metric),
+    );
     for metric in speedup_metrics {
         let bars: Vec<Bar> = report
             .arms

@@ -488,10 +488,9 @@ fn series_remarks(
         if detected > warmup {
             out.push(format!(
                 "{cell}: `{metric}` settles only after iteration {} (MSER), but the warm-up \
-                 is {warmup}: {} more iteration{} may be start-up transient.",
+                 is {warmup}: {} may be start-up transient.",
                 points[detected - 1].0,
-                detected - warmup,
-                if detected - warmup == 1 { "" } else { "s" }
+                super::render::counted((detected - warmup) as u64, "more iteration")
             ));
         }
         let after: Vec<f64> = values.iter().skip(warmup).copied().collect();

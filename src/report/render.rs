@@ -90,14 +90,22 @@ fn non_finite(x: f64) -> Option<String> {
     }
 }
 
-/// `x ÷ div` at three significant digits and the suffix.
-fn scaled(x: f64, div: f64, suffix: &str) -> String {
+/// How finite `x` prints: its divisor, the value to format, its decimals
+/// and its suffix. Three significant digits, except that 1000 to 9999 keep
+/// their fourth digit rather than print `1230`.
+fn layout(x: f64) -> (f64, f64, usize, &'static str) {
+    let (div, suffix) = scale_for(x);
     if suffix.is_empty() && x.abs() >= 999.5 {
-        // 1000 to 9999 keep their fourth digit rather than print `1230`.
-        return format!("{x:.0}");
+        return (1.0, x, 0, "");
     }
     let v = round_sig(x) / div;
-    format!("{:.*}{suffix}", decimals_for(v), v)
+    (div, v, decimals_for(v), suffix)
+}
+
+/// `x` as [`layout`] lays it out.
+fn scaled(x: f64) -> String {
+    let (_, v, d, suffix) = layout(x);
+    format!("{v:.d$}{suffix}")
 }
 
 /// A number with three significant digits: `0.0123`, `2.50`, `123`,
@@ -106,11 +114,10 @@ pub fn num(x: f64) -> String {
     if let Some(t) = non_finite(x) {
         return t;
     }
-    let (div, suffix) = scale_for(x);
-    if suffix.is_empty() && is_whole(x) {
+    if scale_for(x).1.is_empty() && is_whole(x) {
         return format!("{x:.0}");
     }
-    scaled(x, div, suffix)
+    scaled(x)
 }
 
 /// An axis tick: three significant digits like [`num`], but a whole
@@ -123,8 +130,7 @@ pub fn tick(x: f64) -> String {
     if x == 0.0 {
         return "0".into();
     }
-    let (div, suffix) = scale_for(x);
-    scaled(x, div, suffix)
+    scaled(x)
 }
 
 /// `1 line`, `3 lines`: a count with its noun in the right number.
@@ -151,13 +157,8 @@ pub fn mean_sd(s: &Summary) -> String {
     if let Some(t) = non_finite(s.mean) {
         return t;
     }
-    let (div, suffix) = scale_for(s.mean);
-    let (m, sd) = (round_sig(s.mean) / div, s.sd / div);
-    if suffix.is_empty() && s.mean.abs() >= 999.5 {
-        // As `num`: 1000 to 9999 in full.
-        return format!("{:.0} ± {:.0}", s.mean, s.sd);
-    }
-    let d = decimals_for(m);
+    let (div, m, d, suffix) = layout(s.mean);
+    let sd = s.sd / div;
     format!("{m:.d$}{suffix} ± {sd:.d$}{suffix}")
 }
 
@@ -519,9 +520,8 @@ pub fn render_markdown(report: &Report) -> String {
             "warm-up detected per cell by MSER, its length in the Runs table".to_string()
         } else {
             format!(
-                "first {} iteration{} excluded",
-                e.warmup,
-                if e.warmup == 1 { "" } else { "s" }
+                "first {} excluded",
+                counted(e.warmup.max(0) as u64, "iteration")
             )
         };
         let _ = writeln!(
@@ -586,8 +586,8 @@ pub fn render_markdown(report: &Report) -> String {
                     Some(c) => {
                         let more = match c.more_replicates {
                             Some(k) => format!(
-                                "; about {k} more replicate{} per arm would decide",
-                                if k == 1 { "" } else { "s" }
+                                "; about {} per arm would decide",
+                                counted(k as u64, "more replicate")
                             ),
                             None => String::new(),
                         };
