@@ -10,6 +10,8 @@ fn main() {
         return;
     };
     let lib = Path::new(&lib);
+    // Builds of other lcx revisions (experiment::revision) use this libtorch.
+    println!("cargo:rustc-env=LCX_LIBTORCH_LIB={}", lib.display());
     // An rpath to libtorch's own folder; libtorch's libraries carry rpaths to
     // the CUDA libraries that pip installs beside them.
     println!("cargo:rustc-link-arg=-Wl,-rpath,{}", lib.display());

@@ -15,6 +15,10 @@ pub struct Args {
     /// Only this arm (default: every arm).
     #[arg(long)]
     arm: Option<String>,
+    /// Only cells at this code revision (as the file asked for it, e.g.
+    /// `main`, or a prefix of its commit sha).
+    #[arg(long, value_name = "REV")]
+    revision: Option<String>,
     /// The metric (default: the gate's, else the first report column's).
     #[arg(long)]
     metric: Option<String>,
@@ -82,7 +86,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         }
     }
     let mut runs = store
-        .history_runs(&args.name, args.arm.as_deref(), &metric)
+        .history_runs(
+            &args.name,
+            args.arm.as_deref(),
+            &metric,
+            args.revision.as_deref(),
+        )
         .map_err(user_or_not)?;
     if args.of_peak {
         let dropped = history::scale_to_peak(&experiments, &mut runs);

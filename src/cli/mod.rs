@@ -8,6 +8,8 @@
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod bisect;
+mod cache;
 mod compare;
 mod config;
 mod errors;
@@ -52,6 +54,10 @@ enum Command {
     Train(train::Args),
     /// Run an experiment file (or `--resume` one), recording every iteration in SQLite.
     Run(run::Args),
+    /// Find the first commit of good..bad whose arm is regressed against good.
+    Bisect(bisect::Args),
+    /// The builds of arms at code revisions: `cache list`, `cache prune`.
+    Cache(cache::Args),
     #[command(flatten)]
     Light(light::Command),
 }
@@ -72,6 +78,8 @@ pub fn run() -> anyhow::Result<u8> {
         Command::Bench(args) => bench::run(args),
         Command::Train(args) => train::run(args),
         Command::Run(args) => run::run(args),
+        Command::Bisect(args) => bisect::run(args),
+        Command::Cache(args) => cache::run(args),
         Command::Light(command) => command.run(),
     }
 }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use anyhow::Context;
 
 use crate::experiment::reporter::{PlainReporter, ProgressReporter};
+use crate::experiment::revision;
 use crate::experiment::runner::{self, Reporter, RunnerError, RunnerOptions, StopSignal};
 use crate::experiment::{plan, Plan};
 use crate::store::{ExperimentStatus, Store};
@@ -41,6 +42,11 @@ pub struct Args {
     /// Run only these arms (comma-separated names, as `--dry-run` lists them).
     #[arg(long, value_name = "A,B", value_delimiter = ',')]
     arms: Vec<String>,
+    /// Run arm ARM at a code revision (a branch, tag, sha, `HEAD~1`, or
+    /// `worktree` for the working tree with its uncommitted changes),
+    /// replacing the file's `revision` for it; repeatable.
+    #[arg(long = "revision", value_name = "ARM=REV", value_parser = parse_revision)]
+    revisions: Vec<(String, String)>,
     /// Print the cells and their resolved configs; run and write nothing.
     #[arg(long)]
     dry_run: bool,
@@ -71,6 +77,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         warmup: args.warmup.clone(),
         repeats: args.repeats,
         arms: args.arms.clone(),
+        revisions: args.revisions.clone(),
     };
     if args.resume.is_some() && overrides != plan::Overrides::default() {
         return Err(crate::cli::bad_input(anyhow::anyhow!(
@@ -87,24 +94,32 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         }
         None => (None, None),
     };
+    let cache = revision::Cache::for_db(&args.db);
     if args.dry_run {
-        return match &plan {
-            Some(plan) => {
-                print_dry_run(plan);
-                Ok(0)
-            }
+        let plan = match plan {
+            Some(plan) => plan,
             None => {
                 let store = Store::open_read_only(&args.db).map_err(user_or_work)?;
                 let selector = args.resume.as_deref().unwrap_or("latest");
                 let experiment = store
                     .find_experiment(selector)
                     .map_err(crate::cli::bad_input)?;
-                let plan = runner::stored_plan(&store, experiment.id)?;
-                print_dry_run(&plan);
-                Ok(0)
+                runner::stored_plan(&store, experiment.id)?
             }
         };
+        let builds = revision::survey(&plan, &cache).map_err(revision_error)?;
+        print_dry_run(&plan, &builds);
+        return Ok(0);
     }
+    // Every revision is built (or found in the cache) before anything is
+    // recorded: a broken revision fails the experiment before it starts.
+    let plan = match plan {
+        Some(mut plan) => {
+            revision::prepare(&mut plan, &cache, &mut progress_line).map_err(revision_error)?;
+            Some(plan)
+        }
+        None => None,
+    };
 
     // A resume needs the database it resumes: a mistyped --db must not
     // leave a new, empty one behind.
@@ -116,20 +131,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let mut store = opened.map_err(user_or_work)?;
     let (plan, experiment_id) = match (plan, text) {
         (Some(plan), Some(text)) => {
-            // The commit of the repository holding the experiment file: the
-            // one its recorded (repository-relative) path is read against.
-            let cwd = std::env::current_dir().unwrap_or_default();
-            let dir = plan.file.parent().filter(|d| d.is_dir()).unwrap_or(&cwd);
-            let git = crate::experiment::fingerprint::git_state(dir);
-            let fingerprint = crate::experiment::fingerprint::probe();
-            let argv: Vec<String> = std::env::args().collect();
-            let id = runner::create_experiment(&mut store, &plan, &text, argv, git, fingerprint)
-                .with_context(|| {
-                    format!(
-                        "recording the experiment into database {}",
-                        args.db.display()
-                    )
-                })?;
+            let id = record(&mut store, &plan, &text, &args.db)?;
             (plan, id)
         }
         _ => {
@@ -145,7 +147,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 eprintln!("lcx: {err}");
                 return Ok(0);
             }
-            (runner::stored_plan(&store, experiment.id)?, experiment.id)
+            let mut plan = runner::stored_plan(&store, experiment.id)?;
+            // The recorded shas; only what the cache lost is built again.
+            revision::prepare(&mut plan, &cache, &mut progress_line).map_err(revision_error)?;
+            (plan, experiment.id)
         }
     };
 
@@ -153,45 +158,18 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     install_signal_handler(&stop)?;
     let options = RunnerOptions {
         fail_fast: args.fail_fast,
-        lcx_exe: std::env::current_exe().context("locating the lcx binary")?,
-        stop: Arc::clone(&stop),
-        cuda_available: None,
         takeover: args.takeover,
         keep_runs: args.keep_runs,
-        precise_enough: Some(runner::PrecisionCheck(Arc::new(|store, id, precision| {
-            let report = crate::report::build::load(store, id, Default::default())?;
-            Ok(crate::report::build::precision_reached(&report, precision))
-        }))),
+        ..options(&stop)?
     };
-    let mut reporter: Box<dyn Reporter> = if !args.plain && std::io::stderr().is_terminal() {
-        Box::new(ProgressReporter::new())
-    } else {
-        Box::new(PlainReporter::new(std::io::stderr()))
-    };
-    let summary = runner::run(
+    let summary = execute(
         &mut store,
         &plan,
         experiment_id,
         &options,
-        reporter.as_mut(),
-    );
-    drop(reporter);
-    let summary = match summary {
-        Ok(summary) => summary,
-        Err(RunnerError::Store(
-            e @ (crate::store::StoreError::Taken { .. }
-            | crate::store::StoreError::TakenElsewhere { .. }),
-        )) => return Err(e.into()),
-        Err(e) => {
-            // A store that fails mid-run (a full disk) names no file by
-            // itself; the experiment stays `running` and reads `abandoned`
-            // once this process is gone.
-            return Err(anyhow::Error::new(e).context(format!(
-                "recording experiment {experiment_id} into database {}",
-                args.db.display()
-            )));
-        }
-    };
+        args.plain,
+        &args.db,
+    )?;
 
     let db = args.db.display();
     match summary.status {
@@ -218,9 +196,92 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
 }
 
+/// Records a new experiment with the state of the repository holding its
+/// file (the commit its recorded, repository-relative path is read
+/// against) and this machine's fingerprint.
+pub(super) fn record(
+    store: &mut Store,
+    plan: &Plan,
+    text: &str,
+    db: &std::path::Path,
+) -> anyhow::Result<i64> {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let dir = plan.file.parent().filter(|d| d.is_dir()).unwrap_or(&cwd);
+    let git = crate::experiment::fingerprint::git_state(dir);
+    let fingerprint = crate::experiment::fingerprint::probe();
+    let argv: Vec<String> = std::env::args().collect();
+    runner::create_experiment(store, plan, text, argv, git, fingerprint)
+        .with_context(|| format!("recording the experiment into database {}", db.display()))
+}
+
+/// The runner's settings for this process: its own binary for lcx cells,
+/// adaptive repeats judged by the report's statistics.
+pub(super) fn options(stop: &Arc<StopSignal>) -> anyhow::Result<RunnerOptions> {
+    Ok(RunnerOptions {
+        fail_fast: false,
+        lcx_exe: std::env::current_exe().context("locating the lcx binary")?,
+        stop: Arc::clone(stop),
+        cuda_available: None,
+        takeover: false,
+        keep_runs: false,
+        precise_enough: Some(runner::PrecisionCheck(Arc::new(|store, id, precision| {
+            let report = crate::report::build::load(store, id, Default::default())?;
+            Ok(crate::report::build::precision_reached(&report, precision))
+        }))),
+    })
+}
+
+/// Runs a recorded experiment's cells with progress bars on a terminal
+/// (plain lines otherwise, or with `plain`).
+pub(super) fn execute(
+    store: &mut Store,
+    plan: &Plan,
+    experiment_id: i64,
+    options: &RunnerOptions,
+    plain: bool,
+    db: &std::path::Path,
+) -> anyhow::Result<runner::Summary> {
+    let mut reporter: Box<dyn Reporter> = if !plain && std::io::stderr().is_terminal() {
+        Box::new(ProgressReporter::new())
+    } else {
+        Box::new(PlainReporter::new(std::io::stderr()))
+    };
+    let summary = runner::run(store, plan, experiment_id, options, reporter.as_mut());
+    drop(reporter);
+    match summary {
+        Ok(summary) => Ok(summary),
+        Err(RunnerError::Store(
+            e @ (crate::store::StoreError::Taken { .. }
+            | crate::store::StoreError::TakenElsewhere { .. }),
+        )) => Err(e.into()),
+        // A store that fails mid-run (a full disk) names no file by
+        // itself; the experiment stays `running` and reads `abandoned`
+        // once this process is gone.
+        Err(e) => Err(anyhow::Error::new(e).context(format!(
+            "recording experiment {experiment_id} into database {}",
+            db.display()
+        ))),
+    }
+}
+
+/// Prints each preparation line (builds, cache hits) on stderr.
+pub(super) fn progress_line(line: &str) {
+    eprintln!("lcx: {line}");
+}
+
+/// A revision git cannot find, or a config the revision refuses, is the
+/// file's fault (exit 2); a failed build is work that failed (exit 1).
+pub(super) fn revision_error(err: revision::RevisionError) -> anyhow::Error {
+    if err.is_user_input() {
+        crate::cli::bad_input(err)
+    } else {
+        anyhow::Error::new(err).context("preparing the experiment's revisions")
+    }
+}
+
 /// Store errors about the file the user named (missing, foreign, newer)
 /// exit 2; the rest exit 1. Both name the database.
-fn user_or_work(err: crate::store::StoreError) -> anyhow::Error {
+pub(super) fn user_or_work(err: crate::store::StoreError) -> anyhow::Error {
     if err.is_user_input() {
         crate::cli::bad_input(err)
     } else {
@@ -231,7 +292,7 @@ fn user_or_work(err: crate::store::StoreError) -> anyhow::Error {
 /// Ctrl-C / SIGTERM / SIGHUP: the first stops the running child (SIGTERM to
 /// its group, SIGKILL after a grace period) and lets the runner record the
 /// cell as interrupted; a second kills the child at once.
-fn install_signal_handler(stop: &Arc<StopSignal>) -> anyhow::Result<()> {
+pub(super) fn install_signal_handler(stop: &Arc<StopSignal>) -> anyhow::Result<()> {
     let stop = Arc::clone(stop);
     let count = AtomicUsize::new(0);
     ctrlc::set_handler(move || {
@@ -245,7 +306,7 @@ fn install_signal_handler(stop: &Arc<StopSignal>) -> anyhow::Result<()> {
     .context("installing the Ctrl-C handler")
 }
 
-fn print_dry_run(plan: &Plan) {
+fn print_dry_run(plan: &Plan, builds: &[revision::Planned]) {
     use crate::report::render::counted;
     println!(
         "experiment `{}` ({}): {} × {}, {} ({} warm-up), {} order, baseline `{}`",
@@ -277,6 +338,9 @@ fn print_dry_run(plan: &Plan) {
         for (k, v) in &arm.env {
             println!("    env {k}={v}");
         }
+        if let Some(b) = builds.iter().find(|b| b.arm == arm.name) {
+            println!("    at revision {}", b.revision.describe());
+        }
         if let (Some(_), Some(sha)) = (arm.stdin_config(), &arm.config_sha256) {
             let short: String = sha.chars().take(12).collect();
             println!(
@@ -285,11 +349,48 @@ fn print_dry_run(plan: &Plan) {
             );
         }
     }
+    if !builds.is_empty() {
+        println!(
+            "\nrevisions (build cache {}):",
+            builds[0]
+                .entry
+                .parent()
+                .map_or_else(String::new, |p| p.display().to_string())
+        );
+        for b in builds {
+            let what = if b.cached {
+                "cached".to_string()
+            } else if b.command.is_empty() {
+                "would check out (nothing to build)".to_string()
+            } else {
+                format!("would build with `{}`", b.command)
+            };
+            println!("  {} (arm `{}`): {what}", b.revision.describe(), b.arm);
+        }
+    }
     for arm in &plan.arms {
+        if arm.revision.is_some() && arm.config_toml.is_none() {
+            println!(
+                "\n# arm `{}`: its config is resolved by its revision's own lcx once built (set: {})",
+                arm.name,
+                arm.revision.as_ref().map_or_else(String::new, |r| r.config_sets.join(" "))
+            );
+        }
         if let Some(config) = &arm.config_toml {
             println!("\n# resolved config of arm `{}`", arm.name);
             println!("{config}");
         }
+    }
+}
+
+fn parse_revision(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((arm, rev)) if !arm.is_empty() && !rev.is_empty() => {
+            Ok((arm.to_string(), rev.to_string()))
+        }
+        _ => Err(format!(
+            "expected ARM=REV (e.g. candidate=HEAD~1), found `{text}`"
+        )),
     }
 }
 

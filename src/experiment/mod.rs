@@ -7,10 +7,12 @@
 //!
 //! Nothing here parses command-line flags; `cli/run.rs` does that.
 
+pub mod bisect;
 pub mod child;
 pub mod fingerprint;
 pub mod plan;
 pub mod reporter;
+pub mod revision;
 pub mod runner;
 pub mod warmup;
 

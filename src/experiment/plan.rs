@@ -20,14 +20,17 @@
 //! | `baseline` | arm the others are compared with (default: the first arm) |
 //! | `set` | `key=value` config overrides for every arm |
 //! | `order` | `interleaved` (A B A B, default) \| `sequential` (A A B B) |
-//! | `[[arms]]` | `name`, `label`, `set`, `requires = "cuda"`, `env` (table of strings), `args` (extra flags of lcx workloads, e.g. `["--amp"]`), `command` (command workload: array of strings, or a string run with `sh -c`) |
-//! | `[matrix]` | key → list of values; one arm per combination (crossed with `[[arms]]` when both are given). A dotted key is a config `--set`, a key starting with `--` is a flag appended to `args`, `env.NAME` sets an environment variable |
+//! | `[[arms]]` | `name`, `label`, `set`, `requires = "cuda"`, `env` (table of strings), `args` (extra flags of lcx workloads, e.g. `["--amp"]`), `command` (command workload: array of strings, or a string run with `sh -c`), `revision` (a git revision or `worktree`: the arm runs that code, see `experiment::revision`), `build` (command arms at a revision: run once in the checkout) |
+//! | `repository` | the git repository of `revision` arms (default: the one holding the experiment file) |
+//! | `build` | the build command of every command arm at a revision that has no `build` of its own |
+//! | `[matrix]` | key → list of values; one arm per combination (crossed with `[[arms]]` when both are given). A dotted key is a config `--set`, a key starting with `--` is a flag appended to `args`, `env.NAME` sets an environment variable, `revision` sets the arm's revision |
 //! | `[[columns]]` | report table columns: `metric`, `label`, `show` = `value` \| `speedup` \| `both`, `direction` = `lower` \| `higher` \| `none` (shown, never judged) |
 //! | `variable_iterations` | `true`: command arms may emit fewer lines than `iterations` (at least one); by default a cell that exits 0 with fewer lines is `failed`. Also an `[[arms]]` key |
 //! | `[[guard]]` | a metric that must not get worse: `metric`, `margin` (in its units), optional `direction`, `arm`; a failed guard fails `--check` even when the gate passes |
 //! | `[gate]` | decision rule for `lcx report --check`: `metric`, `min_speedup` (> 1: superiority; ≤ 1: non-inferiority margin) or `max_slowdown`, optional `min_effect` (minimum relative effect, e.g. 0.05) and `arm` (default: every non-baseline arm) |
 //!
-//! Command-line `--set` applies after the file's `set` and before the arm's.
+//! Command-line `--set` applies after the file's `set` and before the arm's;
+//! `--revision ARM=REV` replaces the arm's `revision`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
@@ -83,6 +86,9 @@ pub struct Overrides {
     pub repeats: Option<u32>,
     /// `--arms a,b`: only these arms (after matrix expansion), in file order.
     pub arms: Vec<String>,
+    /// `--revision ARM=REV`: the arm runs that revision (replacing the
+    /// file's `revision` for it).
+    pub revisions: Vec<(String, String)>,
 }
 
 impl Overrides {
@@ -109,6 +115,9 @@ impl Overrides {
         }
         if !self.arms.is_empty() {
             words.extend(["--arms".to_string(), self.arms.join(",")]);
+        }
+        for (arm, rev) in &self.revisions {
+            words.extend(["--revision".to_string(), format!("{arm}={rev}")]);
         }
         words
     }
@@ -240,6 +249,67 @@ pub enum Program {
     External(String),
 }
 
+/// The code revision an arm runs (`revision = "main"` in the file), as
+/// asked and, once `experiment::revision::prepare` has built it, as
+/// resolved. The plan stored with the experiment holds the resolved
+/// fields, so a resume runs the same build.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Revision {
+    /// As written: a branch, tag, `HEAD~1`, a sha, or `worktree` (the
+    /// working tree as it is, uncommitted changes included).
+    pub asked: String,
+    /// The git repository (absolute; its top level once prepared).
+    pub repository: PathBuf,
+    /// Command arms: run once in the checkout before any cell.
+    pub build: Option<String>,
+    /// lcx workloads: every `set` for the arm (file, command line, arm,
+    /// and `run.max_iterations`), resolved by the revision's own lcx.
+    #[serde(default)]
+    pub config_sets: Vec<String>,
+    /// The commit sha `asked` resolved to.
+    #[serde(default)]
+    pub sha: Option<String>,
+    /// `worktree` with uncommitted changes: sha256 of the diff against
+    /// `sha` and of the untracked files.
+    #[serde(default)]
+    pub diff_sha256: Option<String>,
+    /// The checkout the cells run in (the build cache's entry).
+    #[serde(default)]
+    pub checkout: Option<PathBuf>,
+    /// lcx workloads: the revision's `lcx` binary.
+    #[serde(default)]
+    pub binary: Option<PathBuf>,
+    /// lcx workloads: what the binary's `--version` printed.
+    #[serde(default)]
+    pub version: Option<String>,
+    /// `git log --oneline baseline..this` (capped), for the report.
+    #[serde(default)]
+    pub log: Vec<String>,
+    /// Commits in `baseline..this`, the capped ones included.
+    #[serde(default)]
+    pub log_total: usize,
+}
+
+impl Revision {
+    /// `main@1a2b3c4d5e6f`, with `+dirty` for a changed working tree.
+    pub fn describe(&self) -> String {
+        let mut out = self.asked.clone();
+        if let Some(sha) = &self.sha {
+            let short: String = sha.chars().take(12).collect();
+            // A sha asked for is shown as one, at the same length as others.
+            out = if sha.starts_with(&self.asked) && self.asked.len() >= 7 {
+                short
+            } else {
+                format!("{out}@{short}")
+            };
+        }
+        if self.diff_sha256.is_some() {
+            out.push_str("+dirty");
+        }
+        out
+    }
+}
+
 /// A fully resolved arm.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Arm {
@@ -261,6 +331,10 @@ pub struct Arm {
     /// one); otherwise a cell that exits 0 with fewer is `failed`.
     #[serde(default)]
     pub variable_iterations: bool,
+    /// The code revision the arm runs; `None`: the current binary (lcx
+    /// workloads) or the command as it is on disk.
+    #[serde(default)]
+    pub revision: Option<Revision>,
 }
 
 impl Arm {
@@ -272,11 +346,14 @@ impl Arm {
         self.config_toml.as_deref().filter(|_| handed)
     }
 
-    /// The full argv, `lcx` standing for this binary.
+    /// The full argv, `lcx` standing for this binary (an arm at a revision
+    /// names that revision's build).
     pub fn command_line(&self) -> Vec<String> {
-        let program = match &self.program {
-            Program::Lcx => "lcx".to_string(),
-            Program::External(p) => p.clone(),
+        let built = self.revision.as_ref().and_then(|r| r.binary.as_ref());
+        let program = match (&self.program, built) {
+            (Program::Lcx, Some(binary)) => binary.display().to_string(),
+            (Program::Lcx, None) => "lcx".to_string(),
+            (Program::External(p), _) => p.clone(),
         };
         std::iter::once(program)
             .chain(self.args.iter().cloned())
@@ -458,6 +535,8 @@ const TOP_KEYS: &[&str] = &[
     "notes",
     "variable_iterations",
     "guard",
+    "repository",
+    "build",
 ];
 const GUARD_KEYS: &[&str] = &["metric", "margin", "direction", "arm"];
 const ARM_KEYS: &[&str] = &[
@@ -469,6 +548,8 @@ const ARM_KEYS: &[&str] = &[
     "env",
     "args",
     "variable_iterations",
+    "revision",
+    "build",
 ];
 const COLUMN_KEYS: &[&str] = &["metric", "label", "show", "direction"];
 const GATE_KEYS: &[&str] = &["metric", "min_speedup", "max_slowdown", "min_effect", "arm"];
@@ -487,6 +568,10 @@ struct RawArm {
     /// Whether the arm said `variable_iterations` itself (it wins over the
     /// file's).
     variable_set: bool,
+    /// `revision` (from the arm, the matrix or `--revision`).
+    revision: Option<String>,
+    /// The arm's own `build` (else the file's).
+    build: Option<String>,
 }
 
 /// One `[matrix]` key: (key, short name for arm names, values as (raw
@@ -576,6 +661,29 @@ impl Reader<'_> {
             ));
         }
         Ok(())
+    }
+
+    fn revision_text(&self, key: &str, value: &str) -> Result<String, PlanError> {
+        check_revision(value).map_err(|m| self.err(key, m))
+    }
+
+    /// `build` runs a command arm's build in its revision's checkout; lcx
+    /// workloads always build with cargo.
+    fn check_build(&self, key: &str, build: &str, workload: Workload) -> Result<(), PlanError> {
+        if workload.uses_config() {
+            return Err(self.err(
+                key,
+                format!(
+                    "a {} arm at a revision is built with `cargo build --release --locked`; \
+                     `build` is for command arms",
+                    workload.as_str()
+                ),
+            ));
+        }
+        if build.trim().is_empty() {
+            return Err(self.err(key, "must not be empty"));
+        }
+        self.no_nul(key, build)
     }
 
     fn count(&self, table: &toml::Table, key: &str, min: i64) -> Result<Option<u32>, PlanError> {
@@ -906,7 +1014,51 @@ impl Reader<'_> {
         let arms = self.expand_matrix(t, workload, raw_arms)?;
         // The file's default baseline is its first arm, subset or not.
         let file_baseline = arms.first().map(|a| a.name.clone());
-        let arms = self.select_arms(t, &cli.arms, arms, file_baseline.as_deref())?;
+        let mut arms = self.select_arms(t, &cli.arms, arms, file_baseline.as_deref())?;
+        for (name, rev) in &cli.revisions {
+            let rev = check_revision(rev).map_err(|message| PlanError::Flag {
+                flag: "--revision",
+                message: format!("{name}={rev}: {message}"),
+            })?;
+            let names = arms
+                .iter()
+                .map(|a| a.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ");
+            match arms.iter_mut().find(|a| &a.name == name) {
+                Some(arm) => arm.revision = Some(rev),
+                None => {
+                    return Err(PlanError::Flag {
+                        flag: "--revision",
+                        message: format!(
+                            "`{name}` names no arm of {} (arms: {names})",
+                            self.path.display(),
+                        ),
+                    })
+                }
+            }
+        }
+        let repository = match self.string(t, "repository", "")? {
+            None => base_dir.clone(),
+            Some(r) if r.trim().is_empty() => {
+                return Err(self.err("repository", "must not be empty"))
+            }
+            Some(r) => normalize(&base_dir.join(r)),
+        };
+        let file_build = self.string(t, "build", "")?;
+        if let Some(b) = &file_build {
+            self.check_build("build", b, workload)?;
+        }
+        if let Some(arm) = arms
+            .iter()
+            .find(|a| a.build.is_some() && a.revision.is_none())
+        {
+            return Err(self.err(
+                format!("{}.build", arm.key),
+                "`build` runs in the checkout of the arm's `revision`, and this arm has none",
+            ));
+        }
+        let arms = arms;
         self.check_set_precedence(workload, &file_set, cli_set, &arms)?;
         if arms.is_empty() {
             return Err(self.err(
@@ -997,7 +1149,20 @@ impl Reader<'_> {
             notes,
         };
         for raw in arms {
-            let arm = self.resolve_arm(&plan, raw, &base_dir)?;
+            let revision = raw.revision.clone().map(|asked| Revision {
+                asked,
+                repository: repository.clone(),
+                build: raw.build.clone().or_else(|| file_build.clone()),
+                config_sets: Vec::new(),
+                sha: None,
+                diff_sha256: None,
+                checkout: None,
+                binary: None,
+                version: None,
+                log: Vec::new(),
+                log_total: 0,
+            });
+            let arm = self.resolve_arm(&plan, raw, &base_dir, revision)?;
             plan.arms.push(arm);
         }
         Ok(plan)
@@ -1171,6 +1336,14 @@ impl Reader<'_> {
                     ));
                 }
             }
+            let revision = match self.string(arm, "revision", &prefix)? {
+                Some(r) => Some(self.revision_text(&format!("{prefix}revision"), &r)?),
+                None => None,
+            };
+            let build = self.string(arm, "build", &prefix)?;
+            if let Some(b) = &build {
+                self.check_build(&format!("{prefix}build"), b, workload)?;
+            }
             let variable = self.boolean(arm, "variable_iterations", &prefix)?;
             if variable.is_some() && workload.uses_config() {
                 return Err(self.err(
@@ -1290,6 +1463,8 @@ impl Reader<'_> {
                 command,
                 variable_iterations: variable.unwrap_or(false),
                 variable_set: variable.is_some(),
+                revision,
+                build,
             });
         }
         Ok(out)
@@ -1322,7 +1497,9 @@ impl Reader<'_> {
         for (key, values) in matrix {
             let full = format!("matrix.{key}");
             self.no_nul(&full, key)?;
-            let kind_ok = if let Some(var) = key.strip_prefix("env.") {
+            let kind_ok = if key == "revision" {
+                true
+            } else if let Some(var) = key.strip_prefix("env.") {
                 !var.is_empty()
             } else if key.starts_with("--") {
                 workload.uses_config() && key.len() > 2
@@ -1333,9 +1510,9 @@ impl Reader<'_> {
                 return Err(self.err(
                     full,
                     if workload.uses_config() {
-                        "expected a config key (traversal.scheduler), a flag (--batch-sizes) or env.NAME"
+                        "expected a config key (traversal.scheduler), a flag (--batch-sizes), env.NAME or revision"
                     } else {
-                        "a command workload only takes env.NAME matrix keys"
+                        "a command workload only takes env.NAME and revision matrix keys"
                     },
                 ));
             }
@@ -1367,6 +1544,11 @@ impl Reader<'_> {
                     }
                 };
                 self.no_nul(format!("{full}[{i}]"), &raw)?;
+                let raw = if key == "revision" {
+                    self.revision_text(&format!("{full}[{i}]"), &raw)?
+                } else {
+                    raw
+                };
                 vals.push((raw, item.to_string()));
             }
             let short = key
@@ -1404,12 +1586,15 @@ impl Reader<'_> {
                 let mut set = Vec::new();
                 let mut args = Vec::new();
                 let mut env = BTreeMap::new();
+                let mut revision = None;
                 for (axis, &i) in axes.iter().zip(combo) {
                     let (key, short, vals) = axis;
                     let (raw, toml_text) = &vals[i];
                     name_parts.push(format!("{short}-{}", sanitize(raw)));
                     label_parts.push(format!("{short} {raw}"));
-                    if let Some(var) = key.strip_prefix("env.") {
+                    if key == "revision" {
+                        revision = Some(raw.clone());
+                    } else if let Some(var) = key.strip_prefix("env.") {
                         env.insert(var.to_string(), raw.clone());
                     } else if key.starts_with("--") {
                         args.push(key.clone());
@@ -1439,9 +1624,20 @@ impl Reader<'_> {
                             command: None,
                             variable_iterations: false,
                             variable_set: false,
+                            revision,
+                            build: None,
                         }
                     }
                     Some(b) => {
+                        if let (Some(own), Some(_)) = (&b.revision, &revision) {
+                            return Err(self.err(
+                                "matrix.revision",
+                                format!(
+                                    "{} has `revision = \"{own}\"` itself; give the revision in one place",
+                                    b.key
+                                ),
+                            ));
+                        }
                         let mut arm_env = b.env.clone();
                         arm_env.extend(env);
                         RawArm {
@@ -1455,6 +1651,8 @@ impl Reader<'_> {
                             command: b.command.clone(),
                             variable_iterations: b.variable_iterations,
                             variable_set: b.variable_set,
+                            revision: revision.or_else(|| b.revision.clone()),
+                            build: b.build.clone(),
                         }
                     }
                 };
@@ -1639,7 +1837,16 @@ impl Reader<'_> {
 
     /// Builds the child argv and, for lcx workloads, loads and validates the
     /// arm's trainer config exactly as the child will see it.
-    fn resolve_arm(&self, plan: &Plan, raw: RawArm, base_dir: &Path) -> Result<Arm, PlanError> {
+    ///
+    /// An arm at a revision keeps its `set` list instead: the revision's own
+    /// lcx resolves it once the revision is built, and may know other keys.
+    fn resolve_arm(
+        &self,
+        plan: &Plan,
+        raw: RawArm,
+        base_dir: &Path,
+        revision: Option<Revision>,
+    ) -> Result<Arm, PlanError> {
         let iterations = plan.iterations.to_string();
         if plan.workload == Workload::Command {
             let mut argv = raw.command.unwrap_or_default();
@@ -1656,6 +1863,7 @@ impl Reader<'_> {
                 config_toml: None,
                 config_sha256: None,
                 variable_iterations: raw.variable_iterations,
+                revision,
             });
         }
         let mut sets: Vec<String> = plan
@@ -1690,6 +1898,23 @@ impl Reader<'_> {
         }
         args.extend(raw.args.iter().cloned());
         args.extend(["--metrics-out".into(), "-".into()]);
+        if let Some(mut revision) = revision {
+            revision.config_sets = sets;
+            return Ok(Arm {
+                name: raw.name,
+                label: raw.label,
+                requires: raw.requires,
+                set: raw.set,
+                program: Program::Lcx,
+                args,
+                env: raw.env,
+                workdir: None,
+                config_toml: None,
+                config_sha256: None,
+                variable_iterations: false,
+                revision: Some(revision),
+            });
+        }
 
         let config_err = |error| PlanError::Config {
             path: self.path.to_path_buf(),
@@ -1719,8 +1944,24 @@ impl Reader<'_> {
             config_toml: Some(toml_text),
             config_sha256: Some(sha),
             variable_iterations: false,
+            revision: None,
         })
     }
+}
+
+/// A revision as git will be asked for it: `worktree`, or something `git
+/// rev-parse` may resolve. A leading `-` would read as an option.
+pub fn check_revision(value: &str) -> Result<String, String> {
+    let value = value.trim();
+    if value.is_empty() {
+        return Err("must not be empty (a branch, tag, sha, HEAD~1 or \"worktree\")".into());
+    }
+    if value.starts_with('-') || value.chars().any(|c| c.is_whitespace() || c == '\0') {
+        return Err(format!(
+            "`{value}` is not a revision (no leading `-`, no spaces)"
+        ));
+    }
+    Ok(value.to_string())
 }
 
 /// Arm names end up in commands, file names and SQL filters: keep them

@@ -274,6 +274,12 @@ pub fn create_experiment(
                 config_sha256: arm.config_sha256.clone(),
                 command: arm.command_line(),
                 env: arm.env.clone(),
+                revision: arm.revision.as_ref().map(|r| crate::store::RunRevision {
+                    asked: r.asked.clone(),
+                    sha: r.sha.clone(),
+                    diff_sha256: r.diff_sha256.clone(),
+                    binary_version: r.version.clone(),
+                }),
             }
         })
         .collect();
@@ -498,13 +504,25 @@ fn flush(
 /// Environment every child gets, so external commands can see which cell
 /// they are.
 fn cell_env(plan: &Plan, info: &CellInfo) -> BTreeMap<String, String> {
-    BTreeMap::from([
+    let mut env = BTreeMap::from([
         ("LCX_EXPERIMENT".to_string(), plan.name.clone()),
         ("LCX_ARM".to_string(), info.arm.clone()),
         ("LCX_REPEAT".to_string(), info.repeat.to_string()),
         ("LCX_ITERATIONS".to_string(), plan.iterations.to_string()),
         ("LCX_RUN_ID".to_string(), info.run_id.to_string()),
-    ])
+    ]);
+    if let Some(revision) = plan
+        .arms
+        .iter()
+        .find(|a| a.name == info.arm)
+        .and_then(|a| a.revision.as_ref())
+    {
+        env.insert("LCX_REVISION".to_string(), revision.asked.clone());
+        if let Some(sha) = &revision.sha {
+            env.insert("LCX_REVISION_SHA".to_string(), sha.clone());
+        }
+    }
+    env
 }
 
 /// What the reader and waiter threads tell the cell loop.
@@ -598,9 +616,14 @@ fn run_cell(
     let arm = &plan.arms[arm_index];
     reporter.report(&Event::CellStarted { cell: info });
     let started = Instant::now();
-    let program = match &arm.program {
-        Program::Lcx => options.lcx_exe.clone(),
-        Program::External(p) => PathBuf::from(p),
+    let program = match (
+        &arm.program,
+        arm.revision.as_ref().and_then(|r| r.binary.clone()),
+    ) {
+        // An arm at a revision runs that revision's build.
+        (Program::Lcx, Some(binary)) => binary,
+        (Program::Lcx, None) => options.lcx_exe.clone(),
+        (Program::External(p), _) => PathBuf::from(p),
     };
     // A training cell writes its run directory (config, log, checkpoints)
     // into a folder of its own, which goes once the cell has completed.

@@ -601,8 +601,30 @@ fn pretty_argv(argv: &[String], lcx: &str) -> Vec<String> {
     out
 }
 
-fn environment(e: &Experiment) -> Vec<(String, String)> {
+fn environment(e: &Experiment, plan: Option<&Plan>) -> Vec<(String, String)> {
     let mut env = vec![("lcx".to_string(), e.lcx_version.clone())];
+    // Arms at code revisions: what each ran, and what changed since the
+    // baseline's revision.
+    for arm in plan.map(|p| p.arms.as_slice()).unwrap_or_default() {
+        let Some(r) = &arm.revision else {
+            continue;
+        };
+        let mut value = r.describe();
+        if let Some(v) = &r.version {
+            value.push_str(&format!(" ({v})"));
+        }
+        env.push((format!("revision of `{}`", arm.name), value));
+        if r.log_total > 0 {
+            let mut log = r.log.join("; ");
+            if r.log_total > r.log.len() {
+                log.push_str(&format!("; … {} more", r.log_total - r.log.len()));
+            }
+            env.push((
+                format!("commits in `{}` since the baseline", arm.name),
+                format!("{}: {log}", r.log_total),
+            ));
+        }
+    }
     match (&e.git_commit, e.git_dirty) {
         (Some(c), Some(true)) => env.push(("git commit".into(), format!("{c} (dirty)"))),
         (Some(c), _) => env.push(("git commit".into(), c.clone())),
@@ -845,6 +867,11 @@ pub fn assemble(input: Input, options: Options) -> Report {
                 mismatched.join("; ")
             ));
         }
+        let revision = plan
+            .as_ref()
+            .and_then(|p| p.arms.iter().find(|a| &a.name == arm))
+            .and_then(|a| a.revision.as_ref())
+            .map(|r| r.describe());
         arms.push(ArmResult {
             name: arm.clone(),
             label,
@@ -853,6 +880,7 @@ pub fn assemble(input: Input, options: Options) -> Report {
             completed,
             partial,
             metrics,
+            revision,
         });
     }
     if !arm_order.iter().any(|(_, n, _)| n == &baseline) && !arm_order.is_empty() {
@@ -1063,7 +1091,13 @@ pub fn assemble(input: Input, options: Options) -> Report {
                 .iter()
                 .map(|(k, v)| format!("{k}={}", shell_quote(v)))
                 .collect();
-            let argv = pretty_argv(&r.command, lcx);
+            // A cell at a revision ran that revision's build: its path,
+            // not this checkout's lcx.
+            let argv = if r.revision.is_some() {
+                r.command.clone()
+            } else {
+                pretty_argv(&r.command, lcx)
+            };
             // A cell that read its recorded config from stdin is reproduced
             // from that record, not from the file as it is now.
             if r.config_toml.is_some() && crate::experiment::plan::reads_config_from_stdin(&argv) {
@@ -1114,7 +1148,7 @@ pub fn assemble(input: Input, options: Options) -> Report {
             experiment: shell_line(&exp_cmd),
             cells,
         },
-        environment: environment(e),
+        environment: environment(e, plan.as_ref()),
         runs: runs_sorted
             .iter()
             .map(|r| RunRef {

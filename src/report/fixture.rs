@@ -27,6 +27,7 @@ fn arm(name: &str, label: &str, set: &[&str]) -> Arm {
         config_toml: None,
         config_sha256: None,
         variable_iterations: false,
+        revision: None,
     }
 }
 
@@ -143,6 +144,7 @@ fn run(id: i64, arm: &str, index: i64, status: RunStatus) -> Run {
         wall_seconds: (status == RunStatus::Completed).then_some(20.5 + index as f64),
         problems: Default::default(),
         warmup: None,
+        revision: None,
     }
 }
 

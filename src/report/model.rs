@@ -134,6 +134,9 @@ pub struct ArmResult {
     /// Statistics come from runs that did not complete (no completed run).
     pub partial: bool,
     pub metrics: Vec<MetricResult>,
+    /// The code revision the arm ran (`main@1a2b3c4d5e6f`), when it ran one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
 }
 
 impl ArmResult {

@@ -593,7 +593,12 @@ pub fn render_markdown(report: &Report) -> String {
                         };
                         format!("{} ({}{more})", c.verdict.text(), comparison_detail(c))
                     }
-                    None if m.and_then(|m| m.summary.as_ref()).is_none() => "no data".into(),
+                    // An arm at another revision that ran and wrote other
+                    // metrics: this one is not among what that code emits.
+                    None if m.and_then(|m| m.summary.as_ref()).is_none() => match &arm.revision {
+                        Some(r) => format!("not emitted by {}", md(r)),
+                        None => "no data".into(),
+                    },
                     None if m.is_some_and(|m| m.descriptive) => {
                         let mean = |m: Option<&super::model::MetricResult>| {
                             m.and_then(|m| m.summary.as_ref())

@@ -33,6 +33,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0004_metric_info.sql",
         include_str!("../../migrations/0004_metric_info.sql"),
     ),
+    (
+        "0005_run_revisions.sql",
+        include_str!("../../migrations/0005_run_revisions.sql"),
+    ),
 ];
 
 /// The schema version this lcx writes.

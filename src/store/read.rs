@@ -20,7 +20,8 @@ const EXPERIMENT_COLUMNS: &str = "id, name, description, workload, file_path, fi
 const RUN_COLUMNS: &str = "id, experiment_id, arm, arm_label, arm_index, repeat, attempt,
     config_toml, config_sha256, command_json, env_json, status, skip_reason, exit_code, signal,
     error, stderr_tail, iterations_done, started_at, finished_at, wall_seconds,
-    malformed_lines, nonfinite_values, overlong_lines, warmup";
+    malformed_lines, nonfinite_values, overlong_lines, warmup,
+    revision, revision_sha, revision_diff_sha256, binary_version";
 
 /// The runner identity of an experiment row (`None` without a pid).
 pub(super) fn runner_identity(
@@ -170,6 +171,17 @@ fn run_from_row(row: &Row<'_>) -> rusqlite::Result<RawRun> {
             overlong: row.get(23)?,
         },
         warmup: row.get(24)?,
+        revision: row
+            .get::<_, Option<String>>(25)?
+            .map(|asked| -> rusqlite::Result<_> {
+                Ok(RunRevision {
+                    asked,
+                    sha: row.get(26)?,
+                    diff_sha256: row.get(27)?,
+                    binary_version: row.get(28)?,
+                })
+            })
+            .transpose()?,
     };
     Ok((run, row.get(11)?, row.get(9)?, row.get(10)?))
 }
@@ -228,6 +240,19 @@ impl Store {
             self.latest_experiment(None)?
         } else if let Ok(id) = selector.parse::<i64>() {
             self.experiment(id)?
+        } else if let Some(rev) = selector.strip_prefix("rev:").filter(|r| !r.is_empty()) {
+            // The newest experiment with a cell at that revision (as asked,
+            // or a prefix of its commit sha).
+            let id: Option<i64> = self.conn.query_row(
+                "SELECT MAX(experiment_id) FROM runs
+                 WHERE revision = ?1 OR substr(revision_sha, 1, length(?1)) = ?1",
+                [rev],
+                |row| row.get(0),
+            )?;
+            match id {
+                Some(id) => self.experiment(id)?,
+                None => None,
+            }
         } else {
             self.latest_experiment(Some(selector))?
         };

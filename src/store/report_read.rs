@@ -333,24 +333,29 @@ impl Store {
     /// Every run of the experiments named `name` (optionally of one arm)
     /// with the warm-up-excluded moments of `metric`, oldest experiment
     /// first. One query, aggregated in SQL.
+    ///
+    /// `revision`: only cells of arms at that code revision, as asked
+    /// (`main`) or by a prefix of the commit sha.
     pub fn history_runs(
         &self,
         name: &str,
         arm: Option<&str>,
         metric: &str,
+        revision: Option<&str>,
     ) -> Result<Vec<HistoryRun>, StoreError> {
         let sql = format!(
             "SELECT e.id, r.id, r.arm, r.repeat, r.status, {MOMENTS}, \
                     r.config_sha256, r.command_json, r.env_json \
              FROM experiments e \
              JOIN runs r ON r.experiment_id = e.id AND (?2 IS NULL OR r.arm = ?2) \
+                 AND (?4 IS NULL OR r.revision = ?4 OR substr(r.revision_sha, 1, length(?4)) = ?4) \
              LEFT JOIN metrics m ON m.run_id = r.id AND m.superseded = 0 AND m.name = ?3 \
              WHERE e.name = ?1 \
              GROUP BY r.id ORDER BY e.id, r.arm_index, r.repeat"
         );
         let mut st = self.conn.prepare(&sql)?;
         let rows: Vec<(HistoryRun, Option<String>, Option<String>)> = st
-            .query_map(rusqlite::params![name, arm, metric], |r| {
+            .query_map(rusqlite::params![name, arm, metric, revision], |r| {
                 let run_id: i64 = r.get(1)?;
                 let arm: String = r.get(2)?;
                 let repeat: i64 = r.get(3)?;
@@ -416,6 +421,7 @@ pub(crate) fn seed_three_cells(store: &mut Store) -> (i64, Vec<i64>) {
         config_sha256: None,
         command: vec!["true".into()],
         env: BTreeMap::new(),
+        revision: None,
     };
     let runs = store
         .insert_runs(id, &[new("a", 0, 1), new("b", 1, 1), new("a", 0, 2)])
@@ -493,11 +499,13 @@ mod tests {
         assert_eq!(list[0].arms, vec!["a", "b"]);
         assert_eq!((list[0].cells, list[0].skipped), (3, 1));
 
-        let h = store.history_runs("exp", Some("a"), "t").unwrap();
+        let h = store.history_runs("exp", Some("a"), "t", None).unwrap();
         assert_eq!(h.len(), 2);
         assert!(h.iter().all(|r| r.arm == "a"));
         assert_eq!(h[1].moments.as_ref().unwrap().sum, 27.0);
-        let none = store.history_runs("exp", Some("a"), "missing").unwrap();
+        let none = store
+            .history_runs("exp", Some("a"), "missing", None)
+            .unwrap();
         assert!(none.iter().all(|r| r.moments.is_none()));
     }
 

@@ -40,6 +40,7 @@ fn new_run(arm: &str, index: i64, repeat: i64) -> NewRun {
         config_sha256: None,
         command: vec!["sh".into(), "-c".into(), "true".into()],
         env: BTreeMap::from([("K".to_string(), "v".to_string())]),
+        revision: None,
     }
 }
 

@@ -167,6 +167,19 @@ pub struct NewRun {
     pub config_sha256: Option<String>,
     pub command: Vec<String>,
     pub env: BTreeMap<String, String>,
+    pub revision: Option<RunRevision>,
+}
+
+/// The code revision a cell ran (an arm with `revision`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RunRevision {
+    /// As the experiment asked for it (`main`, `HEAD~1`, `worktree`).
+    pub asked: String,
+    pub sha: Option<String>,
+    /// The uncommitted changes of a `worktree` revision.
+    pub diff_sha256: Option<String>,
+    /// The revision's lcx `--version` (lcx workloads).
+    pub binary_version: Option<String>,
 }
 
 /// A run (cell) row.
@@ -197,6 +210,7 @@ pub struct Run {
     /// Iterations this cell excludes as warm-up when they were detected
     /// (`warmup = "auto"`); `None`: the experiment's `warmup`.
     pub warmup: Option<i64>,
+    pub revision: Option<RunRevision>,
 }
 
 /// Output of a cell that was not stored as metrics, counted per attempt.

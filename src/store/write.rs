@@ -91,8 +91,9 @@ impl Store {
         {
             let mut stmt = tx.prepare(
                 "INSERT INTO runs (experiment_id, arm, arm_label, arm_index, repeat,
-                    config_toml, config_sha256, command_json, env_json)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                    config_toml, config_sha256, command_json, env_json,
+                    revision, revision_sha, revision_diff_sha256, binary_version)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
             )?;
             for r in runs {
                 stmt.execute(params![
@@ -105,6 +106,10 @@ impl Store {
                     r.config_sha256,
                     to_json(&r.command),
                     to_json(&r.env),
+                    r.revision.as_ref().map(|v| &v.asked),
+                    r.revision.as_ref().and_then(|v| v.sha.as_ref()),
+                    r.revision.as_ref().and_then(|v| v.diff_sha256.as_ref()),
+                    r.revision.as_ref().and_then(|v| v.binary_version.as_ref()),
                 ])?;
                 ids.push(tx.last_insert_rowid());
             }

@@ -5,6 +5,7 @@ mod golden;
 mod play;
 mod reference;
 mod report;
+mod revisions;
 mod runner;
 mod store;
 mod support;

@@ -421,3 +421,160 @@ fn an_unknown_key_names_the_one_it_likely_meant() {
     let far = error(&COMMAND.replace("warmup = 1", "warmup = 1\nzzzzzz = 2"));
     assert!(!far.contains("did you mean"), "{far}");
 }
+
+#[test]
+fn revisions_come_from_arms_the_matrix_and_the_command_line() {
+    let text = r#"
+name = "r"
+workload = "command"
+iterations = 3
+repository = "../repo"
+build = "make"
+[[arms]]
+name = "base"
+revision = "main"
+command = "./bench"
+[[arms]]
+name = "head"
+revision = "HEAD"
+build = "make fast"
+command = "./bench"
+"#;
+    let p = plan(text).unwrap();
+    let rev = |i: usize| p.arms[i].revision.clone().unwrap();
+    assert_eq!(rev(0).asked, "main");
+    assert_eq!(rev(0).repository, Path::new("/exp/repo"));
+    assert_eq!(rev(0).build.as_deref(), Some("make"));
+    assert_eq!(
+        rev(1).build.as_deref(),
+        Some("make fast"),
+        "an arm's build wins"
+    );
+    let back: Plan = serde_json::from_str(&p.to_json()).unwrap();
+    assert_eq!(back, p);
+
+    // `--revision ARM=REV` replaces the file's, and is recorded as a flag.
+    let cli = Overrides {
+        revisions: vec![("head".into(), "v2".into())],
+        ..Overrides::default()
+    };
+    let p = from_str(text, Path::new("/exp/dir/x.toml"), &cli).unwrap();
+    assert_eq!(p.arms[1].revision.as_ref().unwrap().asked, "v2");
+    assert_eq!(p.cli_flags, vec!["--revision", "head=v2"]);
+    let cli = Overrides {
+        revisions: vec![("nope".into(), "v2".into())],
+        ..Overrides::default()
+    };
+    let err = from_str(text, Path::new("/exp/dir/x.toml"), &cli)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("--revision") && err.contains("`nope` names no arm"),
+        "{err}"
+    );
+
+    // A revision matrix makes one arm per revision.
+    let m = plan(
+        r#"
+name = "m"
+workload = "command"
+iterations = 2
+[[arms]]
+name = "t"
+command = "./t"
+[matrix]
+revision = ["v1", "v2"]
+"#,
+    )
+    .unwrap();
+    let names: Vec<&str> = m.arms.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["t-revision-v1", "t-revision-v2"]);
+    assert_eq!(m.arms[1].revision.as_ref().unwrap().asked, "v2");
+    assert!(m.arms[0].revision.as_ref().unwrap().build.is_none());
+}
+
+#[test]
+fn a_train_arm_at_a_revision_leaves_its_config_to_that_revision() {
+    let p = plan(
+        r#"
+name = "t"
+workload = "train"
+iterations = 3
+set = ["traversal.key_only_that_revision_knows=1"]
+[[arms]]
+name = "old"
+revision = "v1"
+"#,
+    )
+    .unwrap();
+    let arm = &p.arms[0];
+    assert!(arm.config_toml.is_none(), "resolved by the revision's lcx");
+    let sets = &arm.revision.as_ref().unwrap().config_sets;
+    assert_eq!(
+        sets,
+        &[
+            "traversal.key_only_that_revision_knows=1",
+            "run.max_iterations=3"
+        ]
+    );
+    // The same key without a revision is this lcx's to refuse.
+    let err = plan(
+        r#"
+name = "t"
+workload = "train"
+iterations = 3
+set = ["traversal.key_only_that_revision_knows=1"]
+[[arms]]
+name = "now"
+"#,
+    )
+    .unwrap_err();
+    let source = std::error::Error::source(&err).map(|s| s.to_string());
+    assert!(
+        source.is_some_and(|s| s.contains("key_only_that_revision_knows")),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_revision_keys_name_the_key() {
+    let base = "name = \"r\"\nworkload = \"command\"\niterations = 2\n";
+    let arm = |extra: &str| format!("{base}[[arms]]\nname = \"a\"\ncommand = \"x\"\n{extra}\n");
+    for (extra, key, message) in [
+        (
+            "revision = \"\"",
+            "arms[0] (`a`).revision",
+            "must not be empty",
+        ),
+        (
+            "revision = \"--all\"",
+            "arms[0] (`a`).revision",
+            "not a revision",
+        ),
+        (
+            "revision = \"a b\"",
+            "arms[0] (`a`).revision",
+            "not a revision",
+        ),
+        ("build = \"make\"", "arms[0] (`a`).build", "has none"),
+        (
+            "revision = \"v1\"\nbuild = \"\"",
+            "arms[0] (`a`).build",
+            "must not be empty",
+        ),
+    ] {
+        let err = error(&arm(extra));
+        assert!(err.contains(key) && err.contains(message), "{extra}: {err}");
+    }
+    let err = error(
+        "name = \"t\"\nworkload = \"train\"\niterations = 2\n[[arms]]\nname = \"a\"\nrevision = \"v1\"\nbuild = \"make\"\n",
+    );
+    assert!(err.contains("cargo build --release --locked"), "{err}");
+    let err = error(&format!(
+        "{base}[[arms]]\nname = \"a\"\ncommand = \"x\"\nrevision = \"v1\"\n[matrix]\nrevision = [\"v2\"]\n"
+    ));
+    assert!(
+        err.contains("matrix.revision") && err.contains("one place"),
+        "{err}"
+    );
+}
