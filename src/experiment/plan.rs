@@ -253,7 +253,8 @@ pub enum Program {
 /// asked and, once `experiment::revision::prepare` has built it, as
 /// resolved. The plan stored with the experiment holds the resolved
 /// fields, so a resume runs the same build.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Revision {
     /// As written: a branch, tag, `HEAD~1`, a sha, or `worktree` (the
     /// working tree as it is, uncommitted changes included).
@@ -264,29 +265,21 @@ pub struct Revision {
     pub build: Option<String>,
     /// lcx workloads: every `set` for the arm (file, command line, arm,
     /// and `run.max_iterations`), resolved by the revision's own lcx.
-    #[serde(default)]
     pub config_sets: Vec<String>,
     /// The commit sha `asked` resolved to.
-    #[serde(default)]
     pub sha: Option<String>,
     /// `worktree` with uncommitted changes: sha256 of the diff against
     /// `sha` and of the untracked files.
-    #[serde(default)]
     pub diff_sha256: Option<String>,
     /// The checkout the cells run in (the build cache's entry).
-    #[serde(default)]
     pub checkout: Option<PathBuf>,
     /// lcx workloads: the revision's `lcx` binary.
-    #[serde(default)]
     pub binary: Option<PathBuf>,
     /// lcx workloads: what the binary's `--version` printed.
-    #[serde(default)]
     pub version: Option<String>,
     /// `git log --oneline baseline..this` (capped), for the report.
-    #[serde(default)]
     pub log: Vec<String>,
     /// Commits in `baseline..this`, the capped ones included.
-    #[serde(default)]
     pub log_total: usize,
 }
 
@@ -1153,14 +1146,7 @@ impl Reader<'_> {
                 asked,
                 repository: repository.clone(),
                 build: raw.build.clone().or_else(|| file_build.clone()),
-                config_sets: Vec::new(),
-                sha: None,
-                diff_sha256: None,
-                checkout: None,
-                binary: None,
-                version: None,
-                log: Vec::new(),
-                log_total: 0,
+                ..Revision::default()
             });
             let arm = self.resolve_arm(&plan, raw, &base_dir, revision)?;
             plan.arms.push(arm);

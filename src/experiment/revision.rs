@@ -885,15 +885,9 @@ mod tests {
         Revision {
             asked: asked.into(),
             repository: PathBuf::from("/r"),
-            build: None,
-            config_sets: Vec::new(),
             sha: sha.map(str::to_string),
             diff_sha256: diff.map(str::to_string),
-            checkout: None,
-            binary: None,
-            version: None,
-            log: Vec::new(),
-            log_total: 0,
+            ..Revision::default()
         }
     }
 
