@@ -47,6 +47,10 @@ pub struct Args {
     /// replacing the file's `revision` for it; repeatable.
     #[arg(long = "revision", value_name = "ARM=REV", value_parser = parse_revision)]
     revisions: Vec<(String, String)>,
+    /// Where the cells run: `local` (child processes, the default) or
+    /// `slurm` (one job per cell), replacing the file's `[executor] kind`.
+    #[arg(long, value_name = "local|slurm")]
+    executor: Option<String>,
     /// Print the cells and their resolved configs; run and write nothing.
     #[arg(long)]
     dry_run: bool,
@@ -78,6 +82,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         repeats: args.repeats,
         arms: args.arms.clone(),
         revisions: args.revisions.clone(),
+        executor: args.executor.clone(),
     };
     if args.resume.is_some() && overrides != plan::Overrides::default() {
         return Err(crate::cli::bad_input(anyhow::anyhow!(

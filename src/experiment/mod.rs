@@ -14,6 +14,7 @@ pub mod plan;
 pub mod reporter;
 pub mod revision;
 pub mod runner;
+pub mod slurm;
 pub mod warmup;
 
 pub use plan::{

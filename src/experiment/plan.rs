@@ -27,6 +27,7 @@
 //! | `[[columns]]` | report table columns: `metric`, `label`, `show` = `value` \| `speedup` \| `both`, `direction` = `lower` \| `higher` \| `none` (shown, never judged) |
 //! | `variable_iterations` | `true`: command arms may emit fewer lines than `iterations` (at least one); by default a cell that exits 0 with fewer lines is `failed`. Also an `[[arms]]` key |
 //! | `[[guard]]` | a metric that must not get worse: `metric`, `margin` (in its units), optional `direction`, `arm`; a failed guard fails `--check` even when the gate passes |
+//! | `[executor]` | `kind` = `local` (default) \| `slurm` (one job per cell; see `experiment::slurm`), and for Slurm `partition`, `account`, `qos`, `time`, `cpus_per_task`, `mem`, `gres`, `constraint`, `extra` (more sbatch flags), `max_parallel` (1) |
 //! | `[gate]` | decision rule for `lcx report --check`: `metric`, `min_speedup` (> 1: superiority; ≤ 1: non-inferiority margin) or `max_slowdown`, optional `min_effect` (minimum relative effect, e.g. 0.05) and `arm` (default: every non-baseline arm) |
 //!
 //! Command-line `--set` applies after the file's `set` and before the arm's;
@@ -89,6 +90,8 @@ pub struct Overrides {
     /// `--revision ARM=REV`: the arm runs that revision (replacing the
     /// file's `revision` for it).
     pub revisions: Vec<(String, String)>,
+    /// `--executor local|slurm` replaces `[executor] kind`.
+    pub executor: Option<String>,
 }
 
 impl Overrides {
@@ -118,6 +121,9 @@ impl Overrides {
         }
         for (arm, rev) in &self.revisions {
             words.extend(["--revision".to_string(), format!("{arm}={rev}")]);
+        }
+        if let Some(e) = &self.executor {
+            words.extend(["--executor".to_string(), e.clone()]);
         }
         words
     }
@@ -303,6 +309,38 @@ impl Revision {
     }
 }
 
+/// Where the cells run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Executor {
+    /// Child processes of `lcx run` on this machine.
+    #[default]
+    Local,
+    /// One Slurm job per cell (`experiment::slurm`); the output files must
+    /// be on a filesystem the nodes and this machine share.
+    Slurm(SlurmOptions),
+}
+
+/// `[executor] kind = "slurm"`: the `sbatch` options of every cell.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SlurmOptions {
+    pub partition: Option<String>,
+    pub account: Option<String>,
+    pub qos: Option<String>,
+    /// Time limit per cell, in a form `sbatch --time` takes (`30`, `1:00:00`).
+    pub time: Option<String>,
+    pub cpus_per_task: Option<u32>,
+    /// `sbatch --mem` (`4G`).
+    pub mem: Option<String>,
+    /// `sbatch --gres`; arms with `requires = "cuda"` ask for `gpu:1`
+    /// when this is not given.
+    pub gres: Option<String>,
+    pub constraint: Option<String>,
+    /// More `sbatch` flags, as given.
+    pub extra: Vec<String>,
+}
+
 /// A fully resolved arm.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Arm {
@@ -401,6 +439,9 @@ pub struct Plan {
     #[serde(default)]
     pub guards: Vec<Guard>,
     pub notes: String,
+    /// Where the cells run (`[executor]`, `--executor`).
+    #[serde(default)]
+    pub executor: Executor,
 }
 
 /// Adaptive repeats: at least `min` rounds, at most `max`, stopping once
@@ -530,6 +571,20 @@ const TOP_KEYS: &[&str] = &[
     "guard",
     "repository",
     "build",
+    "executor",
+];
+const EXECUTOR_KEYS: &[&str] = &[
+    "kind",
+    "partition",
+    "account",
+    "qos",
+    "time",
+    "cpus_per_task",
+    "mem",
+    "gres",
+    "constraint",
+    "extra",
+    "max_parallel",
 ];
 const GUARD_KEYS: &[&str] = &["metric", "margin", "direction", "arm"];
 const ARM_KEYS: &[&str] = &[
@@ -1119,7 +1174,9 @@ impl Reader<'_> {
             }
         }
 
+        let executor = self.executor(t, cli.executor.as_deref())?;
         let mut plan = Plan {
+            executor,
             name,
             description,
             workload,
@@ -1152,6 +1209,92 @@ impl Reader<'_> {
             plan.arms.push(arm);
         }
         Ok(plan)
+    }
+
+    /// `[executor]`, with `--executor` replacing its `kind`.
+    fn executor(&self, t: &toml::Table, cli: Option<&str>) -> Result<Executor, PlanError> {
+        let empty = toml::Table::new();
+        let table = match t.get("executor") {
+            None => &empty,
+            Some(toml::Value::Table(e)) => e,
+            Some(other) => {
+                return Err(self.err(
+                    "executor",
+                    format!("expected a table ([executor]), found {}", type_name(other)),
+                ))
+            }
+        };
+        self.check_keys(table, "executor.", EXECUTOR_KEYS)?;
+        let file_kind = self.string(table, "kind", "executor.")?;
+        let kind = match (cli, file_kind.as_deref()) {
+            (Some(k), _) => match k {
+                "local" | "slurm" => k.to_string(),
+                other => {
+                    return Err(PlanError::Flag {
+                        flag: "--executor",
+                        message: format!("unknown executor `{other}` (expected local or slurm)"),
+                    })
+                }
+            },
+            (None, Some(k @ ("local" | "slurm"))) => k.to_string(),
+            (None, Some(other)) => {
+                return Err(self.err(
+                    "executor.kind",
+                    format!("unknown executor `{other}` (expected local or slurm)"),
+                ))
+            }
+            (None, None) => "local".to_string(),
+        };
+        match table.get("max_parallel") {
+            None | Some(toml::Value::Integer(1)) => {}
+            Some(_) => {
+                return Err(self.err(
+                    "executor.max_parallel",
+                    "cells run one at a time (max_parallel = 1) in this version of lcx",
+                ))
+            }
+        }
+        if kind == "local" {
+            return Ok(Executor::Local);
+        }
+        let text = |key: &str| -> Result<Option<String>, PlanError> {
+            let v = self.string(table, key, "executor.")?;
+            if let Some(v) = &v {
+                if v.trim().is_empty() {
+                    return Err(self.err(format!("executor.{key}"), "must not be empty"));
+                }
+                self.no_nul(format!("executor.{key}"), v)?;
+            }
+            Ok(v)
+        };
+        let extra = self.strings(table, "extra", "executor.")?;
+        for (i, e) in extra.iter().enumerate() {
+            self.no_nul(format!("executor.extra[{i}]"), e)?;
+            if !e.starts_with('-') {
+                return Err(self.err(
+                    format!("executor.extra[{i}]"),
+                    format!("`{e}` is not an sbatch flag (write `--name=value`)"),
+                ));
+            }
+        }
+        let cpus = match table.get("cpus_per_task") {
+            None => None,
+            Some(toml::Value::Integer(n)) if *n >= 1 && *n <= i64::from(u32::MAX) => {
+                Some(*n as u32)
+            }
+            Some(_) => return Err(self.err("executor.cpus_per_task", "expected an integer ≥ 1")),
+        };
+        Ok(Executor::Slurm(SlurmOptions {
+            partition: text("partition")?,
+            account: text("account")?,
+            qos: text("qos")?,
+            time: text("time")?,
+            cpus_per_task: cpus,
+            mem: text("mem")?,
+            gres: text("gres")?,
+            constraint: text("constraint")?,
+            extra,
+        }))
     }
 
     /// `--arms a,b`: only the named arms (all when `wanted` is empty), in

@@ -145,6 +145,9 @@ impl<W: Write> Reporter for PlainReporter<W> {
             Event::Warning { cell, message } => {
                 self.line(&format!("{}: warning: {message}", cell_name(cell)));
             }
+            Event::Note { cell, message } => {
+                self.line(&format!("{}: {message}", cell_name(cell)));
+            }
             Event::CellFinished {
                 cell,
                 outcome,
@@ -256,6 +259,9 @@ impl Reporter for ProgressReporter {
             Event::Warning { cell, message } => {
                 self.note(&format!("{}: warning: {message}", cell_name(cell)));
             }
+            Event::Note { cell, message } => {
+                self.note(&format!("{}: {message}", cell_name(cell)));
+            }
             Event::CellFinished {
                 cell,
                 outcome,
@@ -305,6 +311,7 @@ impl Reporter for RecordingReporter {
             Event::CellStarted { cell } => format!("start {}#{}", cell.arm, cell.repeat),
             Event::Iteration { .. } => return,
             Event::Warning { cell, .. } => format!("warning {}", cell.arm),
+            Event::Note { cell, .. } => format!("note {}", cell.arm),
             Event::CellFinished { cell, outcome, .. } => {
                 format!("{} {}#{}", outcome.status, cell.arm, cell.repeat)
             }

@@ -58,6 +58,8 @@ const KILL_GRACE: Duration = Duration::from_secs(5);
 pub struct StopSignal {
     stopped: AtomicBool,
     child_group: AtomicI32,
+    /// The Slurm job of the running cell: stopping cancels it.
+    job: std::sync::Mutex<Option<String>>,
 }
 
 impl StopSignal {
@@ -69,6 +71,7 @@ impl StopSignal {
     /// process group gets SIGTERM, and SIGKILL after a grace period.
     pub fn stop(self: &Arc<Self>) {
         self.stopped.store(true, Ordering::SeqCst);
+        self.cancel_job();
         let group = self.child_group.load(Ordering::SeqCst);
         if group > 0 {
             signal_group(group, libc::SIGTERM);
@@ -85,6 +88,7 @@ impl StopSignal {
     /// Kills the running child's group at once (a second Ctrl-C).
     pub fn force(&self) {
         self.stopped.store(true, Ordering::SeqCst);
+        self.cancel_job();
         let group = self.child_group.load(Ordering::SeqCst);
         if group > 0 {
             signal_group(group, libc::SIGKILL);
@@ -105,6 +109,29 @@ impl StopSignal {
 
     fn clear_child(&self) {
         self.child_group.store(0, Ordering::SeqCst);
+    }
+
+    fn cancel_job(&self) {
+        let job = self.job.lock().ok().and_then(|j| j.clone());
+        if let Some(job) = job {
+            super::slurm::cancel(&job);
+        }
+    }
+
+    fn set_job(self: &Arc<Self>, job: &str) {
+        if let Ok(mut j) = self.job.lock() {
+            *j = Some(job.to_string());
+        }
+        // A stop that raced with the submission still cancels the job.
+        if self.is_stopped() {
+            self.cancel_job();
+        }
+    }
+
+    fn clear_job(&self) {
+        if let Ok(mut j) = self.job.lock() {
+            *j = None;
+        }
     }
 }
 
@@ -196,6 +223,11 @@ pub enum Event<'a> {
     },
     /// A problem with one line that does not fail the cell.
     Warning {
+        cell: &'a CellInfo,
+        message: String,
+    },
+    /// Where a cell went (a Slurm job id and its script).
+    Note {
         cell: &'a CellInfo,
         message: String,
     },
@@ -534,8 +566,43 @@ enum Msg {
     },
     /// The child's stdout reached end of file (or failed).
     Eof,
-    /// The child exited (reaped by the waiter thread).
-    Exited(std::io::Result<std::process::ExitStatus>),
+    /// The child exited (reaped by the waiter thread), or its job ended.
+    Ended(Result<End, String>),
+}
+
+/// How a cell's process ended, whichever executor ran it.
+#[derive(Debug, Clone, PartialEq)]
+struct End {
+    exit_code: Option<i64>,
+    signal: Option<i64>,
+    /// `exit code 1`, `killed by signal 9 (SIGKILL)`, `TIMEOUT: time limit`.
+    how: String,
+    success: bool,
+    /// A scheduler's decision that outranks the exit code.
+    status: Option<(RunStatus, String)>,
+}
+
+impl End {
+    fn of_exit(status: &std::process::ExitStatus) -> End {
+        let (exit_code, signal, how) = child::describe_exit(status);
+        End {
+            exit_code,
+            signal,
+            how,
+            success: status.success(),
+            status: None,
+        }
+    }
+
+    fn of_job(end: super::slurm::JobEnd) -> End {
+        End {
+            exit_code: end.exit_code,
+            signal: end.signal,
+            how: end.how,
+            success: end.success,
+            status: end.status,
+        }
+    }
 }
 
 /// Lines in flight between the reader thread and the cell loop: bounded, so
@@ -635,46 +702,35 @@ fn run_cell(
                 info.run_id
             ))
         });
-    let mut command = Command::new(&program);
-    if let Some(dir) = &cell_dir {
-        command.env("LCX_RUNS_DIR", dir);
-    }
-    command
-        .args(&arm.args)
-        .envs(cell_env(plan, info))
-        .envs(&arm.env)
-        .stdin(if arm.stdin_config().is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        // Own process group: a terminal's Ctrl-C goes to the runner only,
-        // which then stops the whole group (grandchildren included).
-        .process_group(0);
-    if let Some(dir) = &arm.workdir {
-        command.current_dir(dir);
-    }
-    #[cfg(target_os = "linux")]
-    // SAFETY: prctl is async-signal-safe and only touches the child's own
-    // process state between fork and exec.
-    unsafe {
-        command.pre_exec(|| {
-            // If the runner dies (even by SIGKILL), its children die too
-            // instead of running on unobserved.
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
-    let mut child = match command.spawn() {
-        Ok(child) => child,
-        Err(e) => {
+    let launched = match &plan.executor {
+        super::plan::Executor::Local => {
+            launch_local(plan, arm, info, options, &program, cell_dir.as_deref())
+        }
+        super::plan::Executor::Slurm(slurm) => launch_job(
+            plan,
+            arm,
+            info,
+            options,
+            &program,
+            cell_dir.as_deref(),
+            slurm,
+            reporter,
+        ),
+    };
+    let Launched {
+        rx,
+        kill,
+        on_end,
+        stderr,
+        finish,
+    } = match launched {
+        Ok(launched) => launched,
+        Err(error) => {
             let outcome = RunOutcome {
                 status: RunStatus::Failed,
                 exit_code: None,
                 signal: None,
-                error: Some(format!("cannot start `{}`: {e}", program.display())),
+                error: Some(error),
                 stderr_tail: None,
                 wall_seconds: started.elapsed().as_secs_f64(),
                 problems: LineProblems::default(),
@@ -688,65 +744,12 @@ fn run_cell(
             return Ok(outcome);
         }
     };
-    if let (Some(text), Some(mut stdin)) = (arm.stdin_config(), child.stdin.take()) {
-        let text = text.to_owned();
-        // A thread, so that a child that never reads cannot block the
-        // runner; a child that exits first makes the write fail, and its
-        // exit is what the cell records.
-        std::thread::spawn(move || {
-            let _ = std::io::Write::write_all(&mut stdin, text.as_bytes());
-        });
-    }
-    let group = child.id() as i32;
-    // Kills the group if this runner dies before the cell ends (PDEATHSIG
-    // reaches only the child, not what the child started).
-    let reaper = GroupReaper::spawn(group);
-    options.stop.set_child(group);
-    let (stderr_tail, stderr_thread) = match child.stderr.take() {
-        Some(stderr) => {
-            let (tail, handle) = child::collect_tail(stderr);
-            (tail, Some(handle))
-        }
-        None => (Default::default(), None),
-    };
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Msg>(CHANNEL_LINES);
-    if let Some(stdout) = child.stdout.take() {
-        let tx = tx.clone();
-        // Detached: if something outside the group keeps the pipe open, the
-        // cell ends without it (STDOUT_GRACE) and the thread ends with the pipe.
-        std::thread::spawn(move || {
-            let mut reader = BufReader::with_capacity(64 * 1024, stdout);
-            loop {
-                let msg = match child::read_line_bounded(&mut reader, child::MAX_LINE) {
-                    Ok(child::LineRead::Line(bytes)) => Msg::Line(bytes),
-                    Ok(child::LineRead::Overlong { head, bytes }) => Msg::Overlong { head, bytes },
-                    Ok(child::LineRead::Eof) | Err(_) => {
-                        let _ = tx.send(Msg::Eof);
-                        return;
-                    }
-                };
-                if tx.send(msg).is_err() {
-                    return;
-                }
-            }
-        });
-    } else {
-        let _ = tx.send(Msg::Eof);
-    }
-    {
-        let tx = tx.clone();
-        std::thread::spawn(move || {
-            let status = child.wait();
-            let _ = tx.send(Msg::Exited(status));
-        });
-    }
-    drop(tx);
 
     let mut stdout_log = Tail::default();
     let mut counts = LineCounts::default();
     let mut store_error = None;
     let mut batch: Vec<MetricLine> = Vec::new();
-    let mut exit: Option<(std::io::Result<std::process::ExitStatus>, Instant)> = None;
+    let mut exit: Option<(Result<End, String>, Instant)> = None;
     let mut eof = false;
     let mut abandoned_pipe = false;
     let mut waiting: Option<Msg> = None;
@@ -797,7 +800,7 @@ fn run_cell(
                 if let Err(e) = flush(store, info, &mut batch, &mut counts, reporter, started) {
                     // The store is unusable: stop the child, record what we
                     // can, and give up.
-                    signal_group(group, libc::SIGKILL);
+                    kill();
                     store_error = Some(e);
                     break;
                 }
@@ -817,26 +820,25 @@ fn run_cell(
                 }
             }
             Msg::Eof => eof = true,
-            Msg::Exited(status) => {
+            Msg::Ended(end) => {
                 // The cell is the child: whatever it left running in its
                 // group goes with it (and so does a grandchild's hold on
                 // the stdout pipe).
-                signal_group(group, libc::SIGKILL);
-                exit = Some((status, Instant::now()));
+                on_end();
+                exit = Some((end, Instant::now()));
             }
         }
     }
     if store_error.is_some() && exit.is_none() {
         // Wait for the killed child so its exit is what gets recorded.
         while let Ok(msg) = rx.recv_timeout(KILL_GRACE) {
-            if let Msg::Exited(status) = msg {
-                exit = Some((status, Instant::now()));
+            if let Msg::Ended(end) = msg {
+                exit = Some((end, Instant::now()));
                 break;
             }
         }
     }
-    options.stop.clear_child();
-    drop(reaper);
+    finish();
     let wall_seconds = exit
         .as_ref()
         .map_or_else(|| started.elapsed(), |(_, at)| at.duration_since(started))
@@ -850,9 +852,8 @@ fn run_cell(
                 STDOUT_GRACE.as_secs()
             ),
         });
-    } else if let Some(handle) = stderr_thread {
-        let _ = handle.join();
     }
+    let stderr_tail = stderr.collect(abandoned_pipe);
     let stderr = stderr_tail
         .lock()
         .map(|t| (t.text(), t.last_line().map(str::to_string)));
@@ -868,8 +869,7 @@ fn run_cell(
     let stopped = options.stop.is_stopped();
     let status = match exit {
         None => Err("the child's exit was not seen".to_string()),
-        Some((Err(e), _)) => Err(format!("waiting for the child failed: {e}")),
-        Some((Ok(status), _)) => Ok(status),
+        Some((end, _)) => end,
     };
     let mut outcome = match status {
         Err(error) => RunOutcome {
@@ -881,16 +881,25 @@ fn run_cell(
             wall_seconds,
             problems: counts.problems,
         },
-        Ok(status) => {
-            let (exit_code, signal, how) = child::describe_exit(&status);
+        Ok(end) => {
+            let End {
+                exit_code,
+                signal,
+                how,
+                success,
+                status: decided,
+            } = end;
             let short = short_count(plan, arm, lines);
-            let (state, error) = if status.success() && short.is_none() {
+            let (state, error) = if success && short.is_none() {
                 (RunStatus::Completed, None)
             } else if stopped {
                 // The runner stopped it: whatever the child made of SIGTERM,
                 // the cell did not run to its end.
                 (RunStatus::Interrupted, Some(format!("interrupted ({how})")))
-            } else if status.success() {
+            } else if let Some((state, why)) = decided {
+                // The scheduler's word (cancelled, time limit, node failure).
+                (state, Some(format!("{why} ({how})")))
+            } else if success {
                 (RunStatus::Failed, short)
             } else {
                 let error = match &last_line {
@@ -951,6 +960,251 @@ fn run_cell(
         lines,
     });
     Ok(outcome)
+}
+
+/// A started cell: its messages, and what the cell loop calls on it.
+struct Launched {
+    rx: std::sync::mpsc::Receiver<Msg>,
+    /// Stops the cell at once (the store failed).
+    kill: Box<dyn Fn()>,
+    /// The cell's process ended: take what it left behind with it.
+    on_end: Box<dyn Fn()>,
+    stderr: StderrSource,
+    /// After the loop: the stop signal and the watchdog forget the cell.
+    finish: Box<dyn FnOnce()>,
+}
+
+/// Where a cell's stderr tail comes from.
+enum StderrSource {
+    /// A local child's pipe, read by a thread as it runs.
+    Pipe(
+        Arc<std::sync::Mutex<Tail>>,
+        Option<std::thread::JoinHandle<()>>,
+    ),
+    /// A job's stderr file on the shared filesystem, read once it ended.
+    File(PathBuf),
+}
+
+impl StderrSource {
+    /// The tail; a pipe still held open by an escaped process is not
+    /// waited for (`abandoned`).
+    fn collect(self, abandoned: bool) -> Arc<std::sync::Mutex<Tail>> {
+        match self {
+            StderrSource::Pipe(tail, handle) => {
+                if let (false, Some(handle)) = (abandoned, handle) {
+                    let _ = handle.join();
+                }
+                tail
+            }
+            StderrSource::File(path) => match std::fs::File::open(&path) {
+                Ok(file) => {
+                    let (tail, handle) = child::collect_tail(file);
+                    let _ = handle.join();
+                    tail
+                }
+                Err(_) => Default::default(),
+            },
+        }
+    }
+}
+
+/// The environment of a cell's process, on whichever executor.
+fn process_env(
+    plan: &Plan,
+    arm: &super::plan::Arm,
+    info: &CellInfo,
+    cell_dir: Option<&std::path::Path>,
+) -> BTreeMap<String, String> {
+    let mut env = cell_env(plan, info);
+    if let Some(dir) = cell_dir {
+        env.insert("LCX_RUNS_DIR".into(), dir.display().to_string());
+    }
+    env.extend(arm.env.clone());
+    env
+}
+
+/// Starts a cell as a child process of this runner, in its own process
+/// group, with a watchdog that kills the group if the runner dies.
+fn launch_local(
+    plan: &Plan,
+    arm: &super::plan::Arm,
+    info: &CellInfo,
+    options: &RunnerOptions,
+    program: &std::path::Path,
+    cell_dir: Option<&std::path::Path>,
+) -> Result<Launched, String> {
+    let mut command = Command::new(program);
+    command
+        .args(&arm.args)
+        .envs(process_env(plan, arm, info, cell_dir))
+        .stdin(if arm.stdin_config().is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Own process group: a terminal's Ctrl-C goes to the runner only,
+        // which then stops the whole group (grandchildren included).
+        .process_group(0);
+    if let Some(dir) = &arm.workdir {
+        command.current_dir(dir);
+    }
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl is async-signal-safe and only touches the child's own
+    // process state between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            // If the runner dies (even by SIGKILL), its children die too
+            // instead of running on unobserved.
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let mut child = command
+        .spawn()
+        .map_err(|e| format!("cannot start `{}`: {e}", program.display()))?;
+    if let (Some(text), Some(mut stdin)) = (arm.stdin_config(), child.stdin.take()) {
+        let text = text.to_owned();
+        // A thread, so that a child that never reads cannot block the
+        // runner; a child that exits first makes the write fail, and its
+        // exit is what the cell records.
+        std::thread::spawn(move || {
+            let _ = std::io::Write::write_all(&mut stdin, text.as_bytes());
+        });
+    }
+    let group = child.id() as i32;
+    // Kills the group if this runner dies before the cell ends (PDEATHSIG
+    // reaches only the child, not what the child started).
+    let reaper = GroupReaper::spawn(group);
+    options.stop.set_child(group);
+    let stderr = match child.stderr.take() {
+        Some(stderr) => {
+            let (tail, handle) = child::collect_tail(stderr);
+            StderrSource::Pipe(tail, Some(handle))
+        }
+        None => StderrSource::Pipe(Default::default(), None),
+    };
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Msg>(CHANNEL_LINES);
+    if let Some(stdout) = child.stdout.take() {
+        let tx = tx.clone();
+        // Detached: if something outside the group keeps the pipe open, the
+        // cell ends without it (STDOUT_GRACE) and the thread ends with the pipe.
+        std::thread::spawn(move || {
+            let mut reader = BufReader::with_capacity(64 * 1024, stdout);
+            loop {
+                let msg = match child::read_line_bounded(&mut reader, child::MAX_LINE) {
+                    Ok(child::LineRead::Line(bytes)) => Msg::Line(bytes),
+                    Ok(child::LineRead::Overlong { head, bytes }) => Msg::Overlong { head, bytes },
+                    Ok(child::LineRead::Eof) | Err(_) => {
+                        let _ = tx.send(Msg::Eof);
+                        return;
+                    }
+                };
+                if tx.send(msg).is_err() {
+                    return;
+                }
+            }
+        });
+    } else {
+        let _ = tx.send(Msg::Eof);
+    }
+    std::thread::spawn(move || {
+        let end = child
+            .wait()
+            .map(|status| End::of_exit(&status))
+            .map_err(|e| format!("waiting for the child failed: {e}"));
+        let _ = tx.send(Msg::Ended(end));
+    });
+    let stop = Arc::clone(&options.stop);
+    Ok(Launched {
+        rx,
+        kill: Box::new(move || signal_group(group, libc::SIGKILL)),
+        on_end: Box::new(move || signal_group(group, libc::SIGKILL)),
+        stderr,
+        finish: Box::new(move || {
+            stop.clear_child();
+            drop(reaper);
+        }),
+    })
+}
+
+/// Submits a cell as a Slurm job and follows it: its stdout file (on the
+/// shared filesystem) line by line, its state from `scontrol`. The job's
+/// folder (`runs/slurm/run-<id>-attempt-<n>/`: script, config, stdout,
+/// stderr) stays for reproducibility.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "run_cell's own arguments, passed through"
+)]
+fn launch_job(
+    plan: &Plan,
+    arm: &super::plan::Arm,
+    info: &CellInfo,
+    options: &RunnerOptions,
+    program: &std::path::Path,
+    cell_dir: Option<&std::path::Path>,
+    slurm: &super::plan::SlurmOptions,
+    reporter: &mut dyn Reporter,
+) -> Result<Launched, String> {
+    let cwd = std::env::current_dir().map_err(|e| format!("no working directory: {e}"))?;
+    let dir = cwd
+        .join("runs")
+        .join("slurm")
+        .join(format!("run-{}-attempt-{}", info.run_id, info.attempt));
+    // The node resolves paths on the shared filesystem: make them absolute.
+    let program = if program.is_absolute() || !program.to_string_lossy().contains('/') {
+        program.to_path_buf()
+    } else {
+        arm.workdir.as_deref().unwrap_or(&cwd).join(program)
+    };
+    let cell_dir = cell_dir.map(|d| cwd.join(d));
+    let spec = super::slurm::JobSpec {
+        name: format!("lcx-{}-{}", plan.name, info.run_id),
+        dir: &dir,
+        program: &program,
+        args: &arm.args,
+        env: process_env(plan, arm, info, cell_dir.as_deref()),
+        workdir: arm.workdir.clone().unwrap_or_else(|| cwd.clone()),
+        stdin: arm.stdin_config(),
+        options: slurm,
+        wants_gpu: arm.requires == Some(Requirement::Cuda),
+    };
+    let job = super::slurm::submit(&spec)?;
+    options.stop.set_job(&job);
+    reporter.report(&Event::Note {
+        cell: info,
+        message: format!("Slurm job {job} ({})", dir.join("job.sh").display()),
+    });
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Msg>(CHANNEL_LINES);
+    {
+        let job = job.clone();
+        let stdout = dir.join("stdout");
+        std::thread::spawn(move || {
+            super::slurm::follow(&job, &stdout, child::MAX_LINE, |event| {
+                let msg = match event {
+                    super::slurm::Event::Line(bytes) => Msg::Line(bytes),
+                    super::slurm::Event::Overlong { head, bytes } => Msg::Overlong { head, bytes },
+                    super::slurm::Event::Ended(end) => {
+                        if tx.send(Msg::Eof).is_err() {
+                            return false;
+                        }
+                        Msg::Ended(end.map(End::of_job))
+                    }
+                };
+                tx.send(msg).is_ok()
+            });
+        });
+    }
+    let stop = Arc::clone(&options.stop);
+    let cancel = job.clone();
+    Ok(Launched {
+        rx,
+        kill: Box::new(move || super::slurm::cancel(&cancel)),
+        on_end: Box::new(|| {}),
+        stderr: StderrSource::File(dir.join("stderr")),
+        finish: Box::new(move || stop.clear_job()),
+    })
 }
 
 /// Why a cell that exited 0 is not complete: it stored fewer lines than

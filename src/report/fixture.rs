@@ -100,6 +100,7 @@ fn plan(gate_min: f64, columns: bool) -> Plan {
         }),
         guards: Vec::new(),
         notes: "Interleaving batches network calls across traversals.".into(),
+        executor: Default::default(),
     }
 }
 

@@ -7,6 +7,7 @@ mod reference;
 mod report;
 mod revisions;
 mod runner;
+mod slurm;
 mod store;
 mod support;
 mod train;

@@ -578,3 +578,59 @@ fn bad_revision_keys_name_the_key() {
         "{err}"
     );
 }
+
+#[test]
+fn the_executor_table_and_flag() {
+    let base = "name = \"e\"\nworkload = \"command\"\niterations = 2\n[[arms]]\nname = \"a\"\ncommand = \"x\"\n";
+    assert_eq!(plan(base).unwrap().executor, Executor::Local);
+    let p = plan(&format!(
+        "{base}[executor]\nkind = \"slurm\"\npartition = \"gpu\"\ntime = \"10\"\ncpus_per_task = 4\nextra = [\"--exclusive\"]\n"
+    ))
+    .unwrap();
+    let Executor::Slurm(o) = &p.executor else {
+        panic!("{:?}", p.executor)
+    };
+    assert_eq!(o.partition.as_deref(), Some("gpu"));
+    assert_eq!(o.cpus_per_task, Some(4));
+    assert_eq!(o.extra, ["--exclusive"]);
+    let back: Plan = serde_json::from_str(&p.to_json()).unwrap();
+    assert_eq!(back, p);
+    // The flag replaces the kind, both ways.
+    let with = |kind: &str, text: &str| {
+        from_str(
+            text,
+            Path::new("/exp/dir/x.toml"),
+            &Overrides {
+                executor: Some(kind.into()),
+                ..Overrides::default()
+            },
+        )
+    };
+    assert!(matches!(
+        with("slurm", base).unwrap().executor,
+        Executor::Slurm(_)
+    ));
+    let text = format!("{base}[executor]\nkind = \"slurm\"\n");
+    assert_eq!(with("local", &text).unwrap().executor, Executor::Local);
+    let err = with("k8s", base).unwrap_err().to_string();
+    assert!(err.contains("--executor") && err.contains("k8s"), "{err}");
+    for (extra, key) in [
+        ("kind = \"pbs\"", "executor.kind"),
+        (
+            "kind = \"slurm\"\nmax_parallel = 4",
+            "executor.max_parallel",
+        ),
+        (
+            "kind = \"slurm\"\nextra = [\"exclusive\"]",
+            "executor.extra[0]",
+        ),
+        ("kind = \"slurm\"\npartitoin = \"x\"", "executor.partitoin"),
+        (
+            "kind = \"slurm\"\ncpus_per_task = 0",
+            "executor.cpus_per_task",
+        ),
+    ] {
+        let err = error(&format!("{base}[executor]\n{extra}\n"));
+        assert!(err.contains(key), "{extra}: {err}");
+    }
+}

@@ -1,0 +1,476 @@
+//! Cells as Slurm jobs: the job script, `sbatch`, the job's state from
+//! `scontrol show job` (no accounting needed), `scancel`, and a follower
+//! that reads the job's output file as it grows on the shared filesystem
+//! and hands its lines to the runner exactly as a local child's pipe does.
+//!
+//! Slurm places the job; lcx runs no agent on the nodes. The coordinator
+//! (`lcx run`) stays the only process that writes the database.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use super::plan::SlurmOptions;
+use crate::store::RunStatus;
+
+/// How often the coordinator looks at a job and its output file.
+const POLL: Duration = Duration::from_millis(200);
+
+/// A job's state as `scontrol show job` reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobState {
+    /// `PENDING`, `RUNNING`, `COMPLETED`, `TIMEOUT`, …
+    pub state: String,
+    pub reason: Option<String>,
+    /// `ExitCode=code:signal`.
+    pub exit_code: Option<i64>,
+    pub signal: Option<i64>,
+    pub node: Option<String>,
+}
+
+/// The end of a job as the runner records it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobEnd {
+    pub exit_code: Option<i64>,
+    pub signal: Option<i64>,
+    /// `COMPLETED (exit code 0)`, `TIMEOUT: time limit`, …
+    pub how: String,
+    /// COMPLETED with exit code 0.
+    pub success: bool,
+    /// The status Slurm decided, when it outranks the exit code
+    /// (CANCELLED → interrupted, TIMEOUT → failed "time limit").
+    pub status: Option<(RunStatus, String)>,
+}
+
+impl JobState {
+    /// Whether the job has ended (any state but pending, running and the
+    /// transitional ones; a requeued job is running again).
+    pub fn is_final(&self) -> bool {
+        !matches!(
+            self.state.as_str(),
+            "PENDING"
+                | "RUNNING"
+                | "CONFIGURING"
+                | "COMPLETING"
+                | "SUSPENDED"
+                | "REQUEUED"
+                | "REQUEUE_HOLD"
+                | "REQUEUE_FED"
+                | "RESIZING"
+                | "SIGNALING"
+                | "STAGE_OUT"
+                | "PREEMPTED"
+                | "STOPPED"
+        )
+    }
+
+    /// What a final state means for the cell.
+    pub fn end(&self) -> JobEnd {
+        let code = match (self.exit_code, self.signal) {
+            (_, Some(s)) if s > 0 => format!("signal {s}"),
+            (Some(c), _) => format!("exit code {c}"),
+            _ => "no exit code".to_string(),
+        };
+        let failed = |why: &str| Some((RunStatus::Failed, why.to_string()));
+        let (status, how) = match self.state.as_str() {
+            "COMPLETED" => (None, format!("COMPLETED ({code})")),
+            "FAILED" => (None, format!("FAILED ({code})")),
+            "TIMEOUT" => (failed("time limit"), "TIMEOUT: time limit".into()),
+            "OUT_OF_MEMORY" => (failed("out of memory"), "OUT_OF_MEMORY".into()),
+            "NODE_FAIL" => (failed("node failure"), "NODE_FAIL: node failure".into()),
+            "CANCELLED" => (
+                Some((RunStatus::Interrupted, "job cancelled".to_string())),
+                "CANCELLED".into(),
+            ),
+            other => (
+                Some((RunStatus::Failed, format!("job ended {other}"))),
+                other.to_string(),
+            ),
+        };
+        let how = match &self.reason {
+            Some(r) if r != "None" => format!("{how} [{r}]"),
+            _ => how,
+        };
+        JobEnd {
+            exit_code: self.exit_code,
+            signal: self.signal.filter(|s| *s > 0),
+            success: self.state == "COMPLETED" && self.exit_code == Some(0),
+            how,
+            status,
+        }
+    }
+}
+
+/// Parses one job of `scontrol show job -o`.
+pub fn parse_job(text: &str) -> Option<JobState> {
+    let mut fields = BTreeMap::new();
+    for word in text.split_whitespace() {
+        if let Some((k, v)) = word.split_once('=') {
+            fields.entry(k).or_insert(v);
+        }
+    }
+    let state = fields.get("JobState")?.to_string();
+    let (exit_code, signal) = match fields.get("ExitCode").and_then(|e| e.split_once(':')) {
+        Some((c, s)) => (c.parse().ok(), s.parse().ok()),
+        None => (None, None),
+    };
+    Some(JobState {
+        state,
+        reason: fields.get("Reason").map(|r| r.to_string()),
+        exit_code,
+        signal,
+        node: fields
+            .get("BatchHost")
+            .or(fields.get("NodeList"))
+            .filter(|n| **n != "(null)")
+            .map(|n| n.to_string()),
+    })
+}
+
+/// The job's current state; `Ok(None)` once Slurm has forgotten it
+/// (`MinJobAge` after it ended).
+pub fn job_state(job: &str) -> Result<Option<JobState>, String> {
+    let out = Command::new("scontrol")
+        .args(["show", "job", "-o", job])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run scontrol: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        if err.contains("Invalid job id") {
+            return Ok(None);
+        }
+        return Err(format!("scontrol show job {job}: {}", err.trim()));
+    }
+    Ok(parse_job(&text))
+}
+
+/// Cancels a job (best effort: it may have ended already).
+pub fn cancel(job: &str) {
+    let _ = Command::new("scancel")
+        .arg(job)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// What one cell's job runs.
+pub struct JobSpec<'a> {
+    pub name: String,
+    /// The cell's folder on the shared filesystem: the script, the config
+    /// it reads, its stdout (the metric lines) and stderr.
+    pub dir: &'a Path,
+    pub program: &'a Path,
+    pub args: &'a [String],
+    pub env: BTreeMap<String, String>,
+    pub workdir: PathBuf,
+    /// Written to `config.toml` and fed to the job's standard input.
+    pub stdin: Option<&'a str>,
+    pub options: &'a SlurmOptions,
+    pub wants_gpu: bool,
+}
+
+/// Single-quotes a word for `sh`.
+fn quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', r"'\''"))
+}
+
+/// The job script, kept in the cell's folder for reproducibility.
+pub fn script(spec: &JobSpec<'_>) -> String {
+    let mut s = String::from("#!/bin/sh\n# Written by lcx run: one cell of an experiment.\n");
+    let _ = writeln!(
+        s,
+        "cd {} || exit 1",
+        quote(&spec.workdir.display().to_string())
+    );
+    for (k, v) in &spec.env {
+        let _ = writeln!(s, "export {k}={}", quote(v));
+    }
+    let mut line = format!("exec {}", quote(&spec.program.display().to_string()));
+    for a in spec.args {
+        line.push(' ');
+        line.push_str(&quote(a));
+    }
+    if spec.stdin.is_some() {
+        line.push_str(&format!(
+            " < {}",
+            quote(&spec.dir.join("config.toml").display().to_string())
+        ));
+    } else {
+        line.push_str(" < /dev/null");
+    }
+    s.push_str(&line);
+    s.push('\n');
+    s
+}
+
+/// `sbatch` arguments for a cell (the script path last).
+pub fn sbatch_args(spec: &JobSpec<'_>, script_path: &Path) -> Vec<String> {
+    let o = spec.options;
+    let mut args = vec![
+        "--parsable".to_string(),
+        format!("--job-name={}", spec.name),
+        format!("--output={}", spec.dir.join("stdout").display()),
+        format!("--error={}", spec.dir.join("stderr").display()),
+        format!("--chdir={}", spec.workdir.display()),
+    ];
+    let mut flag = |name: &str, value: &Option<String>| {
+        if let Some(v) = value {
+            args.push(format!("--{name}={v}"));
+        }
+    };
+    flag("partition", &o.partition);
+    flag("account", &o.account);
+    flag("qos", &o.qos);
+    flag("time", &o.time);
+    flag("mem", &o.mem);
+    flag("constraint", &o.constraint);
+    let gres = o
+        .gres
+        .clone()
+        .or_else(|| spec.wants_gpu.then(|| "gpu:1".to_string()));
+    flag("gres", &gres);
+    if let Some(c) = o.cpus_per_task {
+        args.push(format!("--cpus-per-task={c}"));
+    }
+    args.extend(o.extra.iter().cloned());
+    args.push(script_path.display().to_string());
+    args
+}
+
+/// Writes the script (and config) and submits the job; returns its id.
+pub fn submit(spec: &JobSpec<'_>) -> Result<String, String> {
+    std::fs::create_dir_all(spec.dir)
+        .map_err(|e| format!("creating {}: {e}", spec.dir.display()))?;
+    if let Some(text) = spec.stdin {
+        let path = spec.dir.join("config.toml");
+        std::fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    }
+    let path = spec.dir.join("job.sh");
+    std::fs::write(&path, script(spec)).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    // Output files from an earlier attempt must not be read as this one's.
+    for name in ["stdout", "stderr"] {
+        let _ = std::fs::remove_file(spec.dir.join(name));
+    }
+    let out = Command::new("sbatch")
+        .args(sbatch_args(spec, &path))
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run sbatch: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "sbatch refused the job: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    // `--parsable` prints `id` or `id;cluster`.
+    let id = text.trim().split(';').next().unwrap_or("").to_string();
+    if id.is_empty() || !id.chars().all(|c| c.is_ascii_digit() || c == '_') {
+        return Err(format!("sbatch printed no job id: {:?}", text.trim()));
+    }
+    Ok(id)
+}
+
+/// What the follower hands the runner.
+pub enum Event {
+    /// A complete line of the job's stdout.
+    Line(Vec<u8>),
+    /// A line over the cap: its head and length.
+    Overlong { head: Vec<u8>, bytes: usize },
+    /// The job ended and its output was read to the end.
+    Ended(Result<JobEnd, String>),
+}
+
+/// Follows a job until it ends: new complete lines of its stdout file as
+/// they appear, its state every [`POLL`]. Lines longer than `max_line` are
+/// cut to their head. Returns when the job ended (or `send` refused).
+pub fn follow(job: &str, stdout: &Path, max_line: usize, mut send: impl FnMut(Event) -> bool) {
+    let mut offset = 0u64;
+    let mut partial: Vec<u8> = Vec::new();
+    let mut overlong: Option<(Vec<u8>, usize)> = None;
+    let mut last: Option<JobState> = None;
+    let mut read_new = |offset: &mut u64, send: &mut dyn FnMut(Event) -> bool| -> bool {
+        let Ok(mut file) = std::fs::File::open(stdout) else {
+            return true;
+        };
+        if file.seek(SeekFrom::Start(*offset)).is_err() {
+            return true;
+        }
+        let mut reader = BufReader::new(&mut file);
+        loop {
+            let mut chunk = Vec::new();
+            let Ok(n) = reader
+                .by_ref()
+                .take(64 * 1024)
+                .read_until(b'\n', &mut chunk)
+            else {
+                return true;
+            };
+            if n == 0 {
+                return true;
+            }
+            *offset += n as u64;
+            let ends = chunk.last() == Some(&b'\n');
+            if let Some((_, bytes)) = overlong.as_mut() {
+                *bytes += chunk.len();
+                if ends {
+                    let (head, bytes) = overlong.take().unwrap_or_default();
+                    if !send(Event::Overlong { head, bytes }) {
+                        return false;
+                    }
+                }
+                continue;
+            }
+            partial.extend_from_slice(&chunk);
+            if partial.len() > max_line {
+                let head: Vec<u8> = partial.iter().take(512).copied().collect();
+                overlong = Some((head, partial.len()));
+                partial.clear();
+                if ends {
+                    let (head, bytes) = overlong.take().unwrap_or_default();
+                    if !send(Event::Overlong { head, bytes }) {
+                        return false;
+                    }
+                }
+                continue;
+            }
+            if ends {
+                partial.pop();
+                if partial.last() == Some(&b'\r') {
+                    partial.pop();
+                }
+                if !send(Event::Line(std::mem::take(&mut partial))) {
+                    return false;
+                }
+            }
+        }
+    };
+    loop {
+        if !read_new(&mut offset, &mut send) {
+            return;
+        }
+        let state = job_state(job);
+        let ended = match state {
+            Ok(Some(s)) if s.is_final() => Some(Ok(s.end())),
+            Ok(Some(s)) => {
+                last = Some(s);
+                None
+            }
+            Ok(None) => Some(match &last {
+                Some(s) if s.is_final() => Ok(s.end()),
+                _ => Err(format!(
+                    "job {job} left Slurm's records without an end state (last seen: {})",
+                    last.as_ref().map_or("never", |s| s.state.as_str())
+                )),
+            }),
+            // A slow or restarting controller is not the job's end: ask
+            // again at the next poll.
+            Err(_) => None,
+        };
+        if let Some(end) = ended {
+            // The file may have grown between the last read and the end.
+            std::thread::sleep(POLL);
+            if !read_new(&mut offset, &mut send) {
+                return;
+            }
+            if !partial.is_empty() {
+                let _ = send(Event::Line(std::mem::take(&mut partial)));
+            }
+            let _ = send(Event::Ended(end));
+            return;
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scontrol_lines_parse_into_states_and_ends() {
+        let line = "JobId=7 JobName=lcx-1-3 UserId=root(0) JobState=TIMEOUT Reason=TimeLimit \
+                    Dependency=(null) ExitCode=0:15 RunTime=00:01:24 NodeList=vm BatchHost=vm";
+        let s = parse_job(line).unwrap();
+        assert_eq!(s.state, "TIMEOUT");
+        assert!(s.is_final());
+        assert_eq!((s.exit_code, s.signal), (Some(0), Some(15)));
+        assert_eq!(s.node.as_deref(), Some("vm"));
+        let end = s.end();
+        assert_eq!(end.status, Some((RunStatus::Failed, "time limit".into())));
+        assert!(!end.success);
+        assert!(
+            end.how.contains("TIMEOUT") && end.how.contains("TimeLimit"),
+            "{}",
+            end.how
+        );
+
+        let done = parse_job("JobId=8 JobState=COMPLETED Reason=None ExitCode=0:0").unwrap();
+        assert!(done.end().success && done.end().status.is_none());
+        let failed =
+            parse_job("JobId=9 JobState=FAILED Reason=NonZeroExitCode ExitCode=3:0").unwrap();
+        assert_eq!(failed.end().exit_code, Some(3));
+        assert!(!failed.end().success && failed.end().status.is_none());
+        let cancelled = parse_job("JobId=10 JobState=CANCELLED Reason=None ExitCode=0:15").unwrap();
+        assert_eq!(cancelled.end().status.unwrap().0, RunStatus::Interrupted);
+        let node = parse_job("JobId=11 JobState=NODE_FAIL Reason=NodeDown ExitCode=0:0").unwrap();
+        assert_eq!(node.end().status.unwrap().1, "node failure");
+        for running in ["PENDING", "RUNNING", "REQUEUED", "PREEMPTED", "COMPLETING"] {
+            let s = parse_job(&format!("JobId=1 JobState={running}")).unwrap();
+            assert!(!s.is_final(), "{running}");
+        }
+        assert!(parse_job("no job here").is_none());
+    }
+
+    #[test]
+    fn the_job_script_quotes_and_feeds_the_config() {
+        let dir = Path::new("/shared/runs/slurm/3/run-5-1");
+        let options = SlurmOptions {
+            partition: Some("gpu".into()),
+            time: Some("10".into()),
+            extra: vec!["--exclusive".into()],
+            ..SlurmOptions::default()
+        };
+        let args = vec!["train".to_string(), "it's".to_string()];
+        let spec = JobSpec {
+            name: "lcx-3-5".into(),
+            dir,
+            program: Path::new("/opt/lcx"),
+            args: &args,
+            env: BTreeMap::from([("LCX_ARM".to_string(), "a b".to_string())]),
+            workdir: PathBuf::from("/shared/work"),
+            stdin: Some("x = 1"),
+            options: &options,
+            wants_gpu: true,
+        };
+        let s = script(&spec);
+        assert!(s.contains("cd '/shared/work' || exit 1"), "{s}");
+        assert!(s.contains("export LCX_ARM='a b'"), "{s}");
+        assert!(
+            s.contains(
+                "exec '/opt/lcx' 'train' 'it'\\''s' < '/shared/runs/slurm/3/run-5-1/config.toml'"
+            ),
+            "{s}"
+        );
+        let a = sbatch_args(&spec, &dir.join("job.sh"));
+        for want in [
+            "--partition=gpu",
+            "--time=10",
+            "--gres=gpu:1",
+            "--exclusive",
+            "--parsable",
+        ] {
+            assert!(a.iter().any(|x| x == want), "{want}: {a:?}");
+        }
+        assert_eq!(
+            a.last().map(String::as_str),
+            Some("/shared/runs/slurm/3/run-5-1/job.sh")
+        );
+    }
+}
