@@ -568,6 +568,8 @@ enum Msg {
     Eof,
     /// The child exited (reaped by the waiter thread), or its job ended.
     Ended(Result<End, String>),
+    /// Slurm placed the cell's job on this node.
+    Placed(String),
 }
 
 /// How a cell's process ended, whichever executor ran it.
@@ -723,6 +725,8 @@ fn run_cell(
         on_end,
         stderr,
         finish,
+        host,
+        job,
     } = match launched {
         Ok(launched) => launched,
         Err(error) => {
@@ -744,6 +748,7 @@ fn run_cell(
             return Ok(outcome);
         }
     };
+    store.set_run_placement(info.run_id, host.as_deref(), job.as_deref())?;
 
     let mut stdout_log = Tail::default();
     let mut counts = LineCounts::default();
@@ -820,6 +825,13 @@ fn run_cell(
                 }
             }
             Msg::Eof => eof = true,
+            Msg::Placed(node) => {
+                if let Err(e) = store.set_run_placement(info.run_id, Some(&node), None) {
+                    kill();
+                    store_error = Some(e);
+                    break;
+                }
+            }
             Msg::Ended(end) => {
                 // The cell is the child: whatever it left running in its
                 // group goes with it (and so does a grandchild's hold on
@@ -972,6 +984,10 @@ struct Launched {
     stderr: StderrSource,
     /// After the loop: the stop signal and the watchdog forget the cell.
     finish: Box<dyn FnOnce()>,
+    /// The host it runs on, when known at the start (a local child).
+    host: Option<String>,
+    /// Its Slurm job.
+    job: Option<String>,
 }
 
 /// Where a cell's stderr tail comes from.
@@ -1126,6 +1142,8 @@ fn launch_local(
             stop.clear_child();
             drop(reaper);
         }),
+        host: crate::store::hostname(),
+        job: None,
     })
 }
 
@@ -1185,6 +1203,7 @@ fn launch_job(
                 let msg = match event {
                     super::slurm::Event::Line(bytes) => Msg::Line(bytes),
                     super::slurm::Event::Overlong { head, bytes } => Msg::Overlong { head, bytes },
+                    super::slurm::Event::Placed(node) => Msg::Placed(node),
                     super::slurm::Event::Ended(end) => {
                         if tx.send(Msg::Eof).is_err() {
                             return false;
@@ -1204,6 +1223,8 @@ fn launch_job(
         on_end: Box::new(|| {}),
         stderr: StderrSource::File(dir.join("stderr")),
         finish: Box::new(move || stop.clear_job()),
+        host: None,
+        job: Some(job),
     })
 }
 

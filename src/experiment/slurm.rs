@@ -218,6 +218,9 @@ pub fn sbatch_args(spec: &JobSpec<'_>, script_path: &Path) -> Vec<String> {
         format!("--output={}", spec.dir.join("stdout").display()),
         format!("--error={}", spec.dir.join("stderr").display()),
         format!("--chdir={}", spec.workdir.display()),
+        // A requeued job would start its output file again: lcx records a
+        // node failure or preemption as the cell's end instead.
+        "--no-requeue".to_string(),
     ];
     let mut flag = |name: &str, value: &Option<String>| {
         if let Some(v) = value {
@@ -283,6 +286,8 @@ pub enum Event {
     Line(Vec<u8>),
     /// A line over the cap: its head and length.
     Overlong { head: Vec<u8>, bytes: usize },
+    /// Slurm placed the job on this node.
+    Placed(String),
     /// The job ended and its output was read to the end.
     Ended(Result<JobEnd, String>),
 }
@@ -295,6 +300,7 @@ pub fn follow(job: &str, stdout: &Path, max_line: usize, mut send: impl FnMut(Ev
     let mut partial: Vec<u8> = Vec::new();
     let mut overlong: Option<(Vec<u8>, usize)> = None;
     let mut last: Option<JobState> = None;
+    let mut placed = false;
     let mut read_new = |offset: &mut u64, send: &mut dyn FnMut(Event) -> bool| -> bool {
         let Ok(mut file) = std::fs::File::open(stdout) else {
             return true;
@@ -356,6 +362,19 @@ pub fn follow(job: &str, stdout: &Path, max_line: usize, mut send: impl FnMut(Ev
             return;
         }
         let state = job_state(job);
+        if let Ok(Some(JobState {
+            node: Some(node),
+            state,
+            ..
+        })) = &state
+        {
+            if !placed && state != "PENDING" {
+                placed = true;
+                if !send(Event::Placed(node.clone())) {
+                    return;
+                }
+            }
+        }
         let ended = match state {
             Ok(Some(s)) if s.is_final() => Some(Ok(s.end())),
             Ok(Some(s)) => {

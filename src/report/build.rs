@@ -601,6 +601,54 @@ fn pretty_argv(argv: &[String], lcx: &str) -> Vec<String> {
     out
 }
 
+/// What the report must say about where the cells ran: on more than one
+/// host (not a like-for-like comparison), or elsewhere than the machine
+/// the Environment section describes (Slurm nodes).
+fn placement_remarks(e: &Experiment, runs: &[Run]) -> Vec<String> {
+    use std::collections::{BTreeMap, BTreeSet};
+    let mut by_arm: BTreeMap<(i64, &str), BTreeSet<&str>> = BTreeMap::new();
+    for r in runs {
+        if let Some(h) = r.host.as_deref() {
+            by_arm
+                .entry((r.arm_index, r.arm.as_str()))
+                .or_default()
+                .insert(h);
+        }
+    }
+    let hosts: BTreeSet<&str> = by_arm.values().flatten().copied().collect();
+    let mut out = Vec::new();
+    if hosts.len() > 1 {
+        let per_arm: Vec<String> = by_arm
+            .iter()
+            .map(|((_, arm), h)| {
+                format!(
+                    "`{arm}` on {}",
+                    h.iter().copied().collect::<Vec<_>>().join(", ")
+                )
+            })
+            .collect();
+        out.push(format!(
+            "The cells ran on {} different hosts ({}): speeds from different machines are              compared here. Pin the cells to one node for a like-for-like A/B.",
+            hosts.len(),
+            per_arm.join("; ")
+        ));
+    }
+    let coordinator = e.fingerprint.hostname.as_deref();
+    let elsewhere: Vec<&str> = hosts
+        .iter()
+        .copied()
+        .filter(|h| Some(*h) != coordinator)
+        .collect();
+    if !elsewhere.is_empty() {
+        out.push(format!(
+            "The Environment section describes the machine that ran `lcx run` ({}); cells ran on              {}, whose hardware was not recorded.",
+            coordinator.unwrap_or("unknown"),
+            elsewhere.join(", ")
+        ));
+    }
+    out
+}
+
 fn environment(e: &Experiment, plan: Option<&Plan>) -> Vec<(String, String)> {
     let mut env = vec![("lcx".to_string(), e.lcx_version.clone())];
     // Arms at code revisions: what each ran, and what changed since the
@@ -739,6 +787,7 @@ pub fn assemble(input: Input, options: Options) -> Report {
                 .to_string(),
         );
     }
+    remarks.extend(placement_remarks(e, &input.runs));
     let columns = resolve_columns(e, plan.as_ref(), &input.metric_names);
     let needed = needed_metrics(&columns, plan.as_ref());
     let gate = plan.as_ref().and_then(|p| p.gate.clone());
@@ -1159,6 +1208,8 @@ pub fn assemble(input: Input, options: Options) -> Report {
                 iterations_done: r.iterations_done,
                 wall_seconds: r.wall_seconds,
                 warmup: r.warmup.unwrap_or(e.warmup),
+                host: r.host.clone(),
+                slurm_job: r.slurm_job.clone(),
             })
             .collect(),
         notes: plan.map(|p| p.notes).unwrap_or_default(),

@@ -146,6 +146,8 @@ fn run(id: i64, arm: &str, index: i64, status: RunStatus) -> Run {
         problems: Default::default(),
         warmup: None,
         revision: None,
+        host: None,
+        slurm_job: None,
     }
 }
 
@@ -175,6 +177,11 @@ fn series(mean: f64, cv: f64) -> Vec<f64> {
 
 /// The option-b report: two arms with data, one skipped GPU arm, a gate.
 pub fn report(gate_min: f64, columns: bool) -> Report {
+    report_with(gate_min, columns, |_| {})
+}
+
+/// [`report`] with its runs changed first.
+pub fn report_with(gate_min: f64, columns: bool, change: impl FnOnce(&mut Vec<Run>)) -> Report {
     let p = plan(gate_min, columns);
     let experiment = Experiment {
         id: 12,
@@ -218,6 +225,8 @@ pub fn report(gate_min: f64, columns: bool) -> Report {
         run(102, "interleaved", 1, RunStatus::Completed),
         run(103, "gpu", 2, RunStatus::Skipped),
     ];
+    let mut runs = runs;
+    change(&mut runs);
     let m = vec![
         moments(
             101,
@@ -290,4 +299,35 @@ pub fn report(gate_min: f64, columns: bool) -> Report {
         },
         Options::default(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cells_on_other_hosts_are_named_and_slurm_jobs_listed() {
+        let local = report(1.5, true);
+        assert!(!local.remarks.iter().any(|r| r.contains("hosts")));
+        assert!(!super::super::render::render_markdown(&local).contains("Slurm job"));
+
+        let placed = report_with(1.5, true, |runs| {
+            for (r, node) in runs.iter_mut().zip(["node1", "node2", "node2"]) {
+                r.host = Some(node.into());
+                r.slurm_job = Some(format!("{}", r.id + 7000));
+            }
+        });
+        let text = placed.remarks.join("\n");
+        assert!(text.contains("2 different hosts"), "{text}");
+        assert!(
+            text.contains("`recursive` on node1; `interleaved` on node2"),
+            "{text}"
+        );
+        assert!(
+            text.contains("describes the machine that ran `lcx run` (bench-1)"),
+            "{text}"
+        );
+        let md = super::super::render::render_markdown(&placed);
+        assert!(md.contains("| Node") && md.contains("7101"), "{md}");
+    }
 }

@@ -264,6 +264,11 @@ pub struct RunRef {
     pub wall_seconds: Option<f64>,
     /// Leading iterations this run excluded as warm-up.
     pub warmup: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// The cell's Slurm job (its script is `runs/slurm/run-<id>-attempt-<n>/job.sh`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slurm_job: Option<String>,
 }
 
 /// Quotes one argument for a POSIX shell, only when it needs it.

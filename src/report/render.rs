@@ -740,7 +740,9 @@ pub fn render_markdown(report: &Report) -> String {
     out.push_str("## Runs\n\n");
     let mut t = Table::new();
     t.load_preset(ASCII_MARKDOWN);
-    t.set_header(vec![
+    // Slurm cells also say where they ran and as which job.
+    let jobs = report.runs.iter().any(|r| r.slurm_job.is_some());
+    let mut header = vec![
         "Run",
         "Arm",
         "Repeat",
@@ -748,9 +750,13 @@ pub fn render_markdown(report: &Report) -> String {
         "Iterations",
         "Warm-up",
         "Wall s",
-    ]);
+    ];
+    if jobs {
+        header.extend(["Node", "Slurm job"]);
+    }
+    t.set_header(header);
     for r in &report.runs {
-        t.add_row(vec![
+        let mut row = vec![
             r.run_id.to_string(),
             md(&r.arm),
             r.repeat.to_string(),
@@ -758,7 +764,13 @@ pub fn render_markdown(report: &Report) -> String {
             r.iterations_done.to_string(),
             r.warmup.to_string(),
             r.wall_seconds.map(num).unwrap_or_else(|| "—".into()),
-        ]);
+        ];
+        if jobs {
+            let dash = || "—".to_string();
+            row.push(r.host.as_deref().map(md).unwrap_or_else(dash));
+            row.push(r.slurm_job.clone().unwrap_or_else(dash));
+        }
+        t.add_row(row);
     }
     let _ = writeln!(out, "{t}\n");
 

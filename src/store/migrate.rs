@@ -37,6 +37,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0005_run_revisions.sql",
         include_str!("../../migrations/0005_run_revisions.sql"),
     ),
+    (
+        "0006_run_placement.sql",
+        include_str!("../../migrations/0006_run_placement.sql"),
+    ),
 ];
 
 /// The schema version this lcx writes.

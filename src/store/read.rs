@@ -21,7 +21,7 @@ const RUN_COLUMNS: &str = "id, experiment_id, arm, arm_label, arm_index, repeat,
     config_toml, config_sha256, command_json, env_json, status, skip_reason, exit_code, signal,
     error, stderr_tail, iterations_done, started_at, finished_at, wall_seconds,
     malformed_lines, nonfinite_values, overlong_lines, warmup,
-    revision, revision_sha, revision_diff_sha256, binary_version";
+    revision, revision_sha, revision_diff_sha256, binary_version, host, slurm_job";
 
 /// The runner identity of an experiment row (`None` without a pid).
 pub(super) fn runner_identity(
@@ -182,6 +182,8 @@ fn run_from_row(row: &Row<'_>) -> rusqlite::Result<RawRun> {
                 })
             })
             .transpose()?,
+        host: row.get(29)?,
+        slurm_job: row.get(30)?,
     };
     Ok((run, row.get(11)?, row.get(9)?, row.get(10)?))
 }

@@ -211,6 +211,9 @@ pub struct Run {
     /// (`warmup = "auto"`); `None`: the experiment's `warmup`.
     pub warmup: Option<i64>,
     pub revision: Option<RunRevision>,
+    /// The host the cell ran on (the Slurm node for a Slurm cell).
+    pub host: Option<String>,
+    pub slurm_job: Option<String>,
 }
 
 /// Output of a cell that was not stored as metrics, counted per attempt.

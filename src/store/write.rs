@@ -345,6 +345,21 @@ impl Store {
         Ok(())
     }
 
+    /// Where a cell runs: its host, and its Slurm job when it is one.
+    pub fn set_run_placement(
+        &mut self,
+        run_id: i64,
+        host: Option<&str>,
+        slurm_job: Option<&str>,
+    ) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE runs SET host = COALESCE(?1, host), slurm_job = COALESCE(?2, slurm_job)
+             WHERE id = ?3",
+            params![host, slurm_job, run_id],
+        )?;
+        Ok(())
+    }
+
     /// Marks a cell `skipped` with the reason shown to the user.
     pub fn skip_run(&mut self, run_id: i64, reason: &str) -> Result<(), StoreError> {
         let sql = format!(

@@ -11,6 +11,10 @@ use lcx::store::{SqlValue, Store};
 
 use crate::support::{count, lcx, signal, wait_for_rows, write};
 
+/// The Slurm tests share one node of two CPUs and one of them sets it
+/// down: they run one at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Whether the Slurm tests run here; panics when asked for and no
 /// cluster answers.
 fn cluster() -> bool {
@@ -68,6 +72,7 @@ fn a_smoke_experiment_through_slurm_lands_the_rows_it_lands_locally() {
     if !cluster() {
         return;
     }
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let file = smoke(dir.path(), "smoke-slurm", "");
     let run = |executor: &str, db: &str| {
@@ -96,6 +101,31 @@ fn a_smoke_experiment_through_slurm_lands_the_rows_it_lands_locally() {
     );
     assert_eq!(local.len(), 2 * 3 * 3);
     assert_eq!(local, slurm);
+    // Every cell says where it ran; Slurm cells also as which job.
+    let store = Store::open_read_only(&dir.path().join("slurm.db")).unwrap();
+    assert_eq!(
+        count(
+            &store,
+            "SELECT COUNT(*) FROM runs WHERE host IS NOT NULL AND slurm_job GLOB '[0-9]*'"
+        ),
+        6
+    );
+    drop(store);
+    let store = Store::open_read_only(&dir.path().join("local.db")).unwrap();
+    assert_eq!(
+        count(
+            &store,
+            "SELECT COUNT(*) FROM runs WHERE host IS NOT NULL AND slurm_job IS NULL"
+        ),
+        6
+    );
+    drop(store);
+    let out = lcx()
+        .args(["report", "--db", "slurm.db"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(text(&out).contains("Slurm job"), "{}", text(&out));
     // Each cell's job script is kept.
     let scripts = std::fs::read_dir(dir.path().join("runs/slurm"))
         .unwrap()
@@ -166,6 +196,7 @@ fn scancel_interrupts_and_a_time_limit_fails_the_cell() {
     if !cluster() {
         return;
     }
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     // Cancelled from outside lcx: interrupted, first line kept.
     let file = sleeper(dir.path(), "cancelled", "");
@@ -221,6 +252,7 @@ fn ctrl_c_cancels_the_job_and_a_resume_submits_only_what_is_missing() {
     if !cluster() {
         return;
     }
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("slow-now");
     std::fs::write(&marker, "").unwrap();
@@ -308,4 +340,76 @@ fn ctrl_c_cancels_the_job_and_a_resume_submits_only_what_is_missing() {
         !folders.contains(&"run-1-attempt-2".to_string()),
         "{folders:?}"
     );
+}
+
+#[test]
+fn a_node_that_goes_down_fails_the_cell_with_node_failure() {
+    if !cluster() {
+        return;
+    }
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let file = sleeper(dir.path(), "node-down", "");
+    let db = dir.path().join("n.db");
+    let child = lcx()
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--plain",
+            "--db",
+            db.to_str().unwrap(),
+        ])
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_rows(&db, "SELECT COUNT(*) FROM metrics", 1);
+    let job = job_of("node-down", 1);
+    let node = String::from_utf8_lossy(
+        &Command::new("squeue")
+            .args(["-h", "-j", &job, "-o", "%N"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .trim()
+    .to_string();
+    let scontrol = |state: &str| {
+        let mut args = vec![
+            "update".to_string(),
+            format!("nodename={node}"),
+            format!("state={state}"),
+        ];
+        if state == "down" {
+            args.push("reason=lcx-test".into());
+        }
+        Command::new("scontrol")
+            .args(&args)
+            .status()
+            .unwrap()
+            .success()
+    };
+    assert!(scontrol("down"));
+    let out = child.wait_with_output().unwrap();
+    // The node may be back by itself already (ReturnToService=2).
+    scontrol("resume");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let (status, error) = status_of(&db);
+    assert_eq!(status, "failed", "{error}");
+    assert!(error.contains("node failure"), "{error}");
+    // The node takes jobs again for the tests after this one.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !String::from_utf8_lossy(
+        &Command::new("sinfo")
+            .args(["-h", "-o", "%T"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .contains("idle")
+    {
+        assert!(Instant::now() < deadline, "the node did not come back");
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
