@@ -27,7 +27,7 @@
 //! | `[[columns]]` | report table columns: `metric`, `label`, `show` = `value` \| `speedup` \| `both`, `direction` = `lower` \| `higher` \| `none` (shown, never judged) |
 //! | `variable_iterations` | `true`: command arms may emit fewer lines than `iterations` (at least one); by default a cell that exits 0 with fewer lines is `failed`. Also an `[[arms]]` key |
 //! | `[[guard]]` | a metric that must not get worse: `metric`, `margin` (in its units), optional `direction`, `arm`; a failed guard fails `--check` even when the gate passes |
-//! | `[executor]` | `kind` = `local` (default) \| `slurm` (one job per cell; see `experiment::slurm`), and for Slurm `partition`, `account`, `qos`, `time`, `cpus_per_task`, `mem`, `gres`, `constraint`, `extra` (more sbatch flags), `max_parallel` (1) |
+//! | `[executor]` | `kind` = `local` (default) \| `slurm` (one job per cell; see `experiment::slurm`), and for Slurm `partition`, `account`, `qos`, `time`, `cpus_per_task`, `mem`, `gres`, `constraint`, `extra` (more sbatch flags), `placement` = `same-node` (default) \| `spread` \| `any`, `max_parallel` (1) |
 //! | `[gate]` | decision rule for `lcx report --check`: `metric`, `min_speedup` (> 1: superiority; ≤ 1: non-inferiority margin) or `max_slowdown`, optional `min_effect` (minimum relative effect, e.g. 0.05) and `arm` (default: every non-baseline arm) |
 //!
 //! Command-line `--set` applies after the file's `set` and before the arm's;
@@ -318,7 +318,7 @@ pub enum Executor {
     Local,
     /// One Slurm job per cell (`experiment::slurm`); the output files must
     /// be on a filesystem the nodes and this machine share.
-    Slurm(SlurmOptions),
+    Slurm(Box<SlurmOptions>),
 }
 
 /// `[executor] kind = "slurm"`: the `sbatch` options of every cell.
@@ -339,6 +339,23 @@ pub struct SlurmOptions {
     pub constraint: Option<String>,
     /// More `sbatch` flags, as given.
     pub extra: Vec<String>,
+    /// Which nodes the cells may land on.
+    pub placement: Placement,
+}
+
+/// `[executor] placement`: which node each Slurm cell runs on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Placement {
+    /// Every cell on the node the first cell landed on (`--nodelist`): an
+    /// A/B on one machine. The default.
+    #[default]
+    SameNode,
+    /// Each round (one repeat of every arm) on one node; rounds wherever
+    /// Slurm puts them: arms compared within a node, repeats across nodes.
+    Spread,
+    /// Wherever Slurm puts each cell.
+    Any,
 }
 
 /// A fully resolved arm.
@@ -585,6 +602,7 @@ const EXECUTOR_KEYS: &[&str] = &[
     "constraint",
     "extra",
     "max_parallel",
+    "placement",
 ];
 const GUARD_KEYS: &[&str] = &["metric", "margin", "direction", "arm"];
 const ARM_KEYS: &[&str] = &[
@@ -1284,7 +1302,19 @@ impl Reader<'_> {
             }
             Some(_) => return Err(self.err("executor.cpus_per_task", "expected an integer ≥ 1")),
         };
-        Ok(Executor::Slurm(SlurmOptions {
+        let placement = match self.string(table, "placement", "executor.")?.as_deref() {
+            None | Some("same-node") => Placement::SameNode,
+            Some("spread") => Placement::Spread,
+            Some("any") => Placement::Any,
+            Some(other) => {
+                return Err(self.err(
+                    "executor.placement",
+                    format!("unknown placement `{other}` (expected same-node, spread or any)"),
+                ))
+            }
+        };
+        Ok(Executor::Slurm(Box::new(SlurmOptions {
+            placement,
             partition: text("partition")?,
             account: text("account")?,
             qos: text("qos")?,
@@ -1294,7 +1324,7 @@ impl Reader<'_> {
             gres: text("gres")?,
             constraint: text("constraint")?,
             extra,
-        }))
+        })))
     }
 
     /// `--arms a,b`: only the named arms (all when `wanted` is empty), in

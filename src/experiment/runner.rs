@@ -374,6 +374,7 @@ pub fn run(
         resumed,
     });
 
+    let mut placement = Pinning::new(plan, &runs);
     let mut cuda = options.cuda_available;
     let mut failed_fast = false;
     let cells = todo.len();
@@ -419,7 +420,19 @@ pub fn run(
             }
         }
         info.attempt = store.start_run(run.id)?;
-        let outcome = run_cell(store, plan, arm_index, &info, options, reporter)?;
+        let nodelist = placement.node_for(run.repeat);
+        let outcome = run_cell(
+            store,
+            plan,
+            arm_index,
+            &info,
+            options,
+            reporter,
+            nodelist.as_deref(),
+        )?;
+        if let Some(host) = store.run(run.id)?.and_then(|r| r.host) {
+            placement.ran(run.repeat, host);
+        }
         if outcome.status == RunStatus::Failed && options.fail_fast {
             failed_fast = true;
         }
@@ -674,6 +687,59 @@ fn take_line(
     }
 }
 
+/// Which node the next Slurm cell is pinned to (`[executor] placement`).
+struct Pinning {
+    placement: Option<super::plan::Placement>,
+    /// same-node: the node of the experiment's first Slurm cell.
+    node: Option<String>,
+    /// spread: the node of the current round (repeat).
+    round: Option<(i64, String)>,
+}
+
+impl Pinning {
+    fn new(plan: &Plan, runs: &[Run]) -> Pinning {
+        let placement = match &plan.executor {
+            super::plan::Executor::Slurm(o) => Some(o.placement),
+            super::plan::Executor::Local => None,
+        };
+        // A resume keeps to the node the earlier cells ran on.
+        let node = runs
+            .iter()
+            .filter(|r| r.slurm_job.is_some())
+            .find_map(|r| r.host.clone());
+        Pinning {
+            placement,
+            node,
+            round: None,
+        }
+    }
+
+    fn node_for(&self, repeat: i64) -> Option<String> {
+        use super::plan::Placement;
+        match self.placement? {
+            Placement::SameNode => self.node.clone(),
+            Placement::Spread => self
+                .round
+                .as_ref()
+                .filter(|(r, _)| *r == repeat)
+                .map(|(_, n)| n.clone()),
+            Placement::Any => None,
+        }
+    }
+
+    fn ran(&mut self, repeat: i64, host: String) {
+        if self.placement.is_none() {
+            return;
+        }
+        if self.node.is_none() {
+            self.node = Some(host.clone());
+        }
+        if self.round.as_ref().is_none_or(|(r, _)| *r != repeat) {
+            self.round = Some((repeat, host));
+        }
+    }
+}
+
 fn run_cell(
     store: &mut Store,
     plan: &Plan,
@@ -681,6 +747,7 @@ fn run_cell(
     info: &CellInfo,
     options: &RunnerOptions,
     reporter: &mut dyn Reporter,
+    nodelist: Option<&str>,
 ) -> Result<RunOutcome, RunnerError> {
     let arm = &plan.arms[arm_index];
     reporter.report(&Event::CellStarted { cell: info });
@@ -716,6 +783,7 @@ fn run_cell(
             &program,
             cell_dir.as_deref(),
             slurm,
+            nodelist,
             reporter,
         ),
     };
@@ -1163,6 +1231,7 @@ fn launch_job(
     program: &std::path::Path,
     cell_dir: Option<&std::path::Path>,
     slurm: &super::plan::SlurmOptions,
+    nodelist: Option<&str>,
     reporter: &mut dyn Reporter,
 ) -> Result<Launched, String> {
     let cwd = std::env::current_dir().map_err(|e| format!("no working directory: {e}"))?;
@@ -1187,6 +1256,7 @@ fn launch_job(
         stdin: arm.stdin_config(),
         options: slurm,
         wants_gpu: arm.requires == Some(Requirement::Cuda),
+        nodelist: nodelist.map(str::to_string),
     };
     let job = super::slurm::submit(&spec)?;
     options.stop.set_job(&job);

@@ -173,6 +173,8 @@ pub struct JobSpec<'a> {
     pub stdin: Option<&'a str>,
     pub options: &'a SlurmOptions,
     pub wants_gpu: bool,
+    /// Pin the job to this node (placement).
+    pub nodelist: Option<String>,
 }
 
 /// Single-quotes a word for `sh`.
@@ -180,9 +182,14 @@ fn quote(word: &str) -> String {
     format!("'{}'", word.replace('\'', r"'\''"))
 }
 
-/// The job script, kept in the cell's folder for reproducibility.
+/// The job script, kept in the cell's folder for reproducibility: its
+/// `#SBATCH` lines carry every option, so `sbatch job.sh` runs the cell
+/// again.
 pub fn script(spec: &JobSpec<'_>) -> String {
     let mut s = String::from("#!/bin/sh\n# Written by lcx run: one cell of an experiment.\n");
+    for option in sbatch_options(spec) {
+        let _ = writeln!(s, "#SBATCH {option}");
+    }
     let _ = writeln!(
         s,
         "cd {} || exit 1",
@@ -209,11 +216,10 @@ pub fn script(spec: &JobSpec<'_>) -> String {
     s
 }
 
-/// `sbatch` arguments for a cell (the script path last).
-pub fn sbatch_args(spec: &JobSpec<'_>, script_path: &Path) -> Vec<String> {
+/// The `sbatch` options of a cell, as its script's `#SBATCH` lines.
+pub fn sbatch_options(spec: &JobSpec<'_>) -> Vec<String> {
     let o = spec.options;
     let mut args = vec![
-        "--parsable".to_string(),
         format!("--job-name={}", spec.name),
         format!("--output={}", spec.dir.join("stdout").display()),
         format!("--error={}", spec.dir.join("stderr").display()),
@@ -238,11 +244,11 @@ pub fn sbatch_args(spec: &JobSpec<'_>, script_path: &Path) -> Vec<String> {
         .clone()
         .or_else(|| spec.wants_gpu.then(|| "gpu:1".to_string()));
     flag("gres", &gres);
+    flag("nodelist", &spec.nodelist);
     if let Some(c) = o.cpus_per_task {
         args.push(format!("--cpus-per-task={c}"));
     }
     args.extend(o.extra.iter().cloned());
-    args.push(script_path.display().to_string());
     args
 }
 
@@ -261,7 +267,8 @@ pub fn submit(spec: &JobSpec<'_>) -> Result<String, String> {
         let _ = std::fs::remove_file(spec.dir.join(name));
     }
     let out = Command::new("sbatch")
-        .args(sbatch_args(spec, &path))
+        .arg("--parsable")
+        .arg(&path)
         .stdin(Stdio::null())
         .output()
         .map_err(|e| format!("cannot run sbatch: {e}"))?;
@@ -467,6 +474,7 @@ mod tests {
             stdin: Some("x = 1"),
             options: &options,
             wants_gpu: true,
+            nodelist: Some("node7".into()),
         };
         let s = script(&spec);
         assert!(s.contains("cd '/shared/work' || exit 1"), "{s}");
@@ -477,19 +485,16 @@ mod tests {
             ),
             "{s}"
         );
-        let a = sbatch_args(&spec, &dir.join("job.sh"));
         for want in [
             "--partition=gpu",
             "--time=10",
             "--gres=gpu:1",
             "--exclusive",
-            "--parsable",
+            "--nodelist=node7",
+            "--no-requeue",
+            "--output=/shared/runs/slurm/3/run-5-1/stdout",
         ] {
-            assert!(a.iter().any(|x| x == want), "{want}: {a:?}");
+            assert!(s.contains(&format!("\n#SBATCH {want}\n")), "{want}: {s}");
         }
-        assert_eq!(
-            a.last().map(String::as_str),
-            Some("/shared/runs/slurm/3/run-5-1/job.sh")
-        );
     }
 }

@@ -593,6 +593,12 @@ fn the_executor_table_and_flag() {
     assert_eq!(o.partition.as_deref(), Some("gpu"));
     assert_eq!(o.cpus_per_task, Some(4));
     assert_eq!(o.extra, ["--exclusive"]);
+    assert_eq!(o.placement, Placement::SameNode, "the default");
+    let spread = plan(&format!(
+        "{base}[executor]\nkind = \"slurm\"\nplacement = \"spread\"\n"
+    ))
+    .unwrap();
+    assert!(matches!(&spread.executor, Executor::Slurm(o) if o.placement == Placement::Spread));
     let back: Plan = serde_json::from_str(&p.to_json()).unwrap();
     assert_eq!(back, p);
     // The flag replaces the kind, both ways.
@@ -628,6 +634,10 @@ fn the_executor_table_and_flag() {
         (
             "kind = \"slurm\"\ncpus_per_task = 0",
             "executor.cpus_per_task",
+        ),
+        (
+            "kind = \"slurm\"\nplacement = \"near\"",
+            "executor.placement",
         ),
     ] {
         let err = error(&format!("{base}[executor]\n{extra}\n"));
