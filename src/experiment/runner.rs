@@ -771,21 +771,17 @@ fn run_cell(
                 info.run_id
             ))
         });
+    let cell = Cell {
+        plan,
+        arm,
+        info,
+        options,
+        program: &program,
+        cell_dir: cell_dir.as_deref(),
+    };
     let launched = match &plan.executor {
-        super::plan::Executor::Local => {
-            launch_local(plan, arm, info, options, &program, cell_dir.as_deref())
-        }
-        super::plan::Executor::Slurm(slurm) => launch_job(
-            plan,
-            arm,
-            info,
-            options,
-            &program,
-            cell_dir.as_deref(),
-            slurm,
-            nodelist,
-            reporter,
-        ),
+        super::plan::Executor::Local => launch_local(&cell),
+        super::plan::Executor::Slurm(slurm) => launch_job(&cell, slurm, nodelist, reporter),
     };
     let Launched {
         rx,
@@ -1107,16 +1103,28 @@ fn process_env(
     env
 }
 
+/// What either executor needs to start a cell.
+struct Cell<'a> {
+    plan: &'a Plan,
+    arm: &'a super::plan::Arm,
+    info: &'a CellInfo,
+    options: &'a RunnerOptions,
+    program: &'a std::path::Path,
+    /// A training cell's run directory (`LCX_RUNS_DIR`).
+    cell_dir: Option<&'a std::path::Path>,
+}
+
 /// Starts a cell as a child process of this runner, in its own process
 /// group, with a watchdog that kills the group if the runner dies.
-fn launch_local(
-    plan: &Plan,
-    arm: &super::plan::Arm,
-    info: &CellInfo,
-    options: &RunnerOptions,
-    program: &std::path::Path,
-    cell_dir: Option<&std::path::Path>,
-) -> Result<Launched, String> {
+fn launch_local(cell: &Cell<'_>) -> Result<Launched, String> {
+    let Cell {
+        plan,
+        arm,
+        info,
+        options,
+        program,
+        cell_dir,
+    } = *cell;
     let mut command = Command::new(program);
     command
         .args(&arm.args)
@@ -1219,21 +1227,20 @@ fn launch_local(
 /// shared filesystem) line by line, its state from `scontrol`. The job's
 /// folder (`runs/slurm/run-<id>-attempt-<n>/`: script, config, stdout,
 /// stderr) stays for reproducibility.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "run_cell's own arguments, passed through"
-)]
 fn launch_job(
-    plan: &Plan,
-    arm: &super::plan::Arm,
-    info: &CellInfo,
-    options: &RunnerOptions,
-    program: &std::path::Path,
-    cell_dir: Option<&std::path::Path>,
+    cell: &Cell<'_>,
     slurm: &super::plan::SlurmOptions,
     nodelist: Option<&str>,
     reporter: &mut dyn Reporter,
 ) -> Result<Launched, String> {
+    let Cell {
+        plan,
+        arm,
+        info,
+        options,
+        program,
+        cell_dir,
+    } = *cell;
     let cwd = std::env::current_dir().map_err(|e| format!("no working directory: {e}"))?;
     let dir = cwd
         .join("runs")

@@ -178,6 +178,27 @@ fn sleeper(dir: &Path, name: &str, extra: &str) -> std::path::PathBuf {
     )
 }
 
+/// Starts `lcx run` on a sleeper experiment and waits for its job's first
+/// line; returns the runner and the job id.
+fn start_sleeper(dir: &Path, name: &str, db: &Path) -> (std::process::Child, String) {
+    let file = sleeper(dir, name, "");
+    let child = lcx()
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--plain",
+            "--db",
+            db.to_str().unwrap(),
+        ])
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_rows(db, "SELECT COUNT(*) FROM metrics", 1);
+    (child, job_of(name, 1))
+}
+
 fn status_of(db: &Path) -> (String, String) {
     let store = Store::open_read_only(db).unwrap();
     let row = store
@@ -199,23 +220,8 @@ fn scancel_interrupts_and_a_time_limit_fails_the_cell() {
     let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     // Cancelled from outside lcx: interrupted, first line kept.
-    let file = sleeper(dir.path(), "cancelled", "");
     let db = dir.path().join("c.db");
-    let child = lcx()
-        .args([
-            "run",
-            file.to_str().unwrap(),
-            "--plain",
-            "--db",
-            db.to_str().unwrap(),
-        ])
-        .current_dir(dir.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for_rows(&db, "SELECT COUNT(*) FROM metrics", 1);
-    let job = job_of("cancelled", 1);
+    let (child, job) = start_sleeper(dir.path(), "cancelled", &db);
     assert!(Command::new("scancel")
         .arg(&job)
         .status()
@@ -349,23 +355,8 @@ fn a_node_that_goes_down_fails_the_cell_with_node_failure() {
     }
     let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let file = sleeper(dir.path(), "node-down", "");
     let db = dir.path().join("n.db");
-    let child = lcx()
-        .args([
-            "run",
-            file.to_str().unwrap(),
-            "--plain",
-            "--db",
-            db.to_str().unwrap(),
-        ])
-        .current_dir(dir.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for_rows(&db, "SELECT COUNT(*) FROM metrics", 1);
-    let job = job_of("node-down", 1);
+    let (child, job) = start_sleeper(dir.path(), "node-down", &db);
     let node = String::from_utf8_lossy(
         &Command::new("squeue")
             .args(["-h", "-j", &job, "-o", "%N"])
