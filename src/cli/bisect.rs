@@ -80,7 +80,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     };
     // One probe's plan: the arm at `good` as the baseline, at `rev` as the
     // candidate; no gate or guards (they name the file's arms).
-    let probe = |rev: &str| -> anyhow::Result<Plan> {
+    let probe = |good_rev: &str, rev: &str| -> anyhow::Result<Plan> {
         let overrides = plan::Overrides {
             revisions: vec![(arm.clone(), rev.to_string())],
             repeats: args.repeats,
@@ -98,7 +98,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         good.name = "good".into();
         good.label = format!("{arm} at {}", args.good);
         if let Some(r) = good.revision.as_mut() {
-            r.asked = args.good.clone();
+            r.asked = good_rev.to_string();
         }
         let mut candidate = template;
         candidate.name = "candidate".into();
@@ -119,14 +119,19 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         }
         Ok(plan)
     };
-    let first = probe(&args.bad)?;
+    let first = probe(&args.good, &args.bad)?;
     let repository = first
         .arms
         .iter()
         .find_map(|a| a.revision.as_ref())
         .map(|r| r.repository.clone())
         .context("the bisected arm's repository")?;
-    let commits = bisect::range(&repository, &args.good, &args.bad).map_err(|e| {
+    // Both ends resolve once: a commit made during a long bisect moves
+    // neither `main` as the baseline nor the range.
+    let ends = bisect::resolve(&repository, &args.good)
+        .and_then(|g| bisect::resolve(&repository, &args.bad).map(|b| (g, b)));
+    let (good_sha, bad_sha) = ends.map_err(|e| bad_input(anyhow::anyhow!("{e}")))?;
+    let commits = bisect::range(&repository, &good_sha, &bad_sha).map_err(|e| {
         bad_input(anyhow::anyhow!(
             "--good {} --bad {}: {e}",
             args.good,
@@ -159,7 +164,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let mut probe_count = 0;
     let mut judge = |commit: &bisect::Commit| -> anyhow::Result<bool> {
         probe_count += 1;
-        let mut plan = probe(&commit.sha)?;
+        let mut plan = probe(&good_sha, &commit.sha)?;
         revision::prepare(&mut plan, &cache, &mut progress_line).map_err(revision_error)?;
         let id = record(&mut store, &plan, &text, &args.db)?;
         let summary = execute(&mut store, &plan, id, &options, args.plain, &args.db)?;

@@ -78,13 +78,23 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             let cutoff = SystemTime::now()
                 .checked_sub(Duration::from_secs(days.saturating_mul(86_400)))
                 .unwrap_or(SystemTime::UNIX_EPOCH);
-            let mut removed = 0;
+            let (mut removed, mut busy) = (0, 0);
             for e in cache.entries()? {
                 let stale = e.used.is_none_or(|u| u < cutoff);
                 if all || e.record.is_none() || stale {
-                    cache.remove(&e)?;
-                    removed += 1;
+                    // An entry another lcx is building stays.
+                    if cache.remove(&e)? {
+                        removed += 1;
+                    } else {
+                        busy += 1;
+                    }
                 }
+            }
+            if busy > 0 {
+                println!(
+                    "kept {} that another lcx is building",
+                    crate::report::render::counted(busy, "build")
+                );
             }
             if all {
                 let target = cache.root.join("cargo-target");

@@ -13,9 +13,8 @@ pub struct Commit {
     pub subject: String,
 }
 
-/// The commits after `good` up to and including `bad`, oldest first, along
-/// the ancestry path (merges' side branches that do not lead to `bad` are
-/// not in the range).
+/// The commits after `good` up to and including `bad`, oldest first, on
+/// `bad`'s first-parent line (a merge counts as one commit).
 pub fn range(repo: &Path, good: &str, bad: &str) -> Result<Vec<Commit>, String> {
     let out = Command::new("git")
         .arg("-C")
@@ -23,7 +22,10 @@ pub fn range(repo: &Path, good: &str, bad: &str) -> Result<Vec<Commit>, String> 
         .args([
             "log",
             "--reverse",
-            "--ancestry-path",
+            // The mainline only: a side branch's commits may lack the
+            // change, and would break the search's premise that once bad,
+            // every later commit is bad.
+            "--first-parent",
             "--format=%H %s",
             &format!("{good}..{bad}"),
         ])
@@ -43,6 +45,27 @@ pub fn range(repo: &Path, good: &str, bad: &str) -> Result<Vec<Commit>, String> 
             })
         })
         .collect())
+}
+
+/// The commit sha `rev` names in `repo`.
+pub fn resolve(repo: &Path, rev: &str) -> Result<String, String> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args([
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("{rev}^{{commit}}"),
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run git: {e}"))?;
+    let sha = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if !out.status.success() || sha.is_empty() {
+        return Err(format!("`{rev}` is not a commit of {}", repo.display()));
+    }
+    Ok(sha)
 }
 
 /// The first index in `0..n` for which `is_bad` holds, given that index

@@ -103,8 +103,10 @@ impl Cache {
     /// (the repository root for lcx's own `lcx.db`).
     pub fn for_db(db: &Path) -> Cache {
         if let Some(dir) = std::env::var_os("LCX_REVISION_CACHE").filter(|d| !d.is_empty()) {
+            // Absolute: git resolves a relative worktree path against the
+            // repository, lcx against its own folder.
             return Cache {
-                root: PathBuf::from(dir),
+                root: absolute(Path::new(&dir)),
             };
         }
         let dir = match db.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -154,7 +156,11 @@ impl Cache {
     }
 
     /// Removes an entry: its git worktree registration, then its files.
-    pub fn remove(&self, entry: &Entry) -> Result<(), RevisionError> {
+    /// `Ok(false)` when another lcx holds the entry (building it).
+    pub fn remove(&self, entry: &Entry) -> Result<bool, RevisionError> {
+        let Some(_lock) = Lock::try_take(&entry.path.with_extension("lock"))? else {
+            return Ok(false);
+        };
         let src = entry.path.join("src");
         if let Some(repo) = entry.record.as_ref().map(|r| r.repository.clone()) {
             // Best effort: the repository may be gone; `worktree prune`
@@ -166,11 +172,10 @@ impl Cache {
         }
         std::fs::remove_dir_all(&entry.path)
             .map_err(io(format!("removing {}", entry.path.display())))?;
-        let _ = std::fs::remove_file(entry.path.with_extension("lock"));
         if let Some(repo) = entry.record.as_ref().map(|r| r.repository.clone()) {
             let _ = git(&repo, &["worktree", "prune"]);
         }
-        Ok(())
+        Ok(true)
     }
 }
 
@@ -482,7 +487,20 @@ struct Diff {
 }
 
 fn worktree_diff(repo: &Path, cache_root: &Path) -> Result<Option<Diff>, String> {
-    let patch = git(repo, &["diff", "HEAD", "--binary", "--no-ext-diff"])?;
+    // Fixed prefixes and no colour, whatever the user's git config says,
+    // so that `git apply` takes the patch.
+    let patch = git(
+        repo,
+        &[
+            "diff",
+            "HEAD",
+            "--binary",
+            "--no-ext-diff",
+            "--no-color",
+            "--src-prefix=a/",
+            "--dst-prefix=b/",
+        ],
+    )?;
     let listed = git(repo, &["ls-files", "--others", "--exclude-standard", "-z"])?;
     let cache_root = absolute(cache_root);
     let mut untracked: Vec<PathBuf> = listed
@@ -620,6 +638,16 @@ fn build_entry(
         } else {
             build.current_dir(&src);
         }
+        // One cargo target folder serves every lcx revision: hold it from
+        // this build until its binaries are copied out, or another
+        // revision's build could relink them in between.
+        let _target = if workload.uses_config() {
+            std::fs::create_dir_all(cache.cargo_target())
+                .map_err(io(format!("creating {}", cache.cargo_target().display())))?;
+            Some(Lock::take(&cache.root.join("cargo-target.lock"))?)
+        } else {
+            None
+        };
         let status = build
             .status()
             .map_err(io(format!("starting `{command}`")))?;
@@ -808,7 +836,18 @@ fn resolve_config(
 struct Lock(std::fs::File);
 
 impl Lock {
+    /// The lock, or `None` when another process holds it.
+    fn try_take(path: &Path) -> Result<Option<Lock>, RevisionError> {
+        Self::flock(path, libc::LOCK_EX | libc::LOCK_NB)
+    }
+
     fn take(path: &Path) -> Result<Lock, RevisionError> {
+        Self::flock(path, libc::LOCK_EX)?.ok_or_else(|| {
+            io(format!("locking {}", path.display()))(std::io::Error::other("lock not taken"))
+        })
+    }
+
+    fn flock(path: &Path, how: libc::c_int) -> Result<Option<Lock>, RevisionError> {
         use std::os::fd::AsRawFd;
         let file = std::fs::OpenOptions::new()
             .create(true)
@@ -818,13 +857,15 @@ impl Lock {
             .map_err(io(format!("opening {}", path.display())))?;
         // SAFETY: flock only reads the descriptor, which `file` keeps open
         // for as long as the lock lives.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
+        let rc = unsafe { libc::flock(file.as_raw_fd(), how) };
         if rc != 0 {
-            return Err(io(format!("locking {}", path.display()))(
-                std::io::Error::last_os_error(),
-            ));
+            let err = std::io::Error::last_os_error();
+            if err.kind() == std::io::ErrorKind::WouldBlock {
+                return Ok(None);
+            }
+            return Err(io(format!("locking {}", path.display()))(err));
         }
-        Ok(Lock(file))
+        Ok(Some(Lock(file)))
     }
 }
 

@@ -419,6 +419,11 @@ pub fn run(
                 continue;
             }
         }
+        // A job an earlier coordinator left running (it was killed, its
+        // login node went away) must not run beside the new attempt.
+        if let (Some(job), super::plan::Executor::Slurm(_)) = (&run.slurm_job, &plan.executor) {
+            super::slurm::cancel(job);
+        }
         info.attempt = store.start_run(run.id)?;
         let nodelist = placement.node_for(run.repeat);
         let outcome = run_cell(
@@ -1242,10 +1247,14 @@ fn launch_job(
         cell_dir,
     } = *cell;
     let cwd = std::env::current_dir().map_err(|e| format!("no working directory: {e}"))?;
-    let dir = cwd
-        .join("runs")
-        .join("slurm")
-        .join(format!("run-{}-attempt-{}", info.run_id, info.attempt));
+    // Run ids count per database: the coordinator's pid keeps two
+    // databases' cells run from one folder apart.
+    let dir = cwd.join("runs").join("slurm").join(format!(
+        "run-{}-attempt-{}-pid{}",
+        info.run_id,
+        info.attempt,
+        std::process::id()
+    ));
     // The node resolves paths on the shared filesystem: make them absolute.
     let program = if program.is_absolute() || !program.to_string_lossy().contains('/') {
         program.to_path_buf()

@@ -19,6 +19,10 @@ use crate::store::RunStatus;
 /// How often the coordinator looks at a job and its output file.
 const POLL: Duration = Duration::from_millis(200);
 
+/// `scontrol` failures in a row after which a job is given up (about a
+/// minute of polls).
+const SCONTROL_ERRORS: u32 = 300;
+
 /// A job's state as `scontrol show job` reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobState {
@@ -46,24 +50,21 @@ pub struct JobEnd {
 }
 
 impl JobState {
-    /// Whether the job has ended (any state but pending, running and the
-    /// transitional ones; a requeued job is running again).
+    /// Whether the job has ended: one of Slurm's terminal states. Any
+    /// other (pending, running, held, requeued, a state this lcx does not
+    /// know) is followed further.
     pub fn is_final(&self) -> bool {
-        !matches!(
+        matches!(
             self.state.as_str(),
-            "PENDING"
-                | "RUNNING"
-                | "CONFIGURING"
-                | "COMPLETING"
-                | "SUSPENDED"
-                | "REQUEUED"
-                | "REQUEUE_HOLD"
-                | "REQUEUE_FED"
-                | "RESIZING"
-                | "SIGNALING"
-                | "STAGE_OUT"
+            "BOOT_FAIL"
+                | "CANCELLED"
+                | "COMPLETED"
+                | "DEADLINE"
+                | "FAILED"
+                | "NODE_FAIL"
+                | "OUT_OF_MEMORY"
                 | "PREEMPTED"
-                | "STOPPED"
+                | "TIMEOUT"
         )
     }
 
@@ -81,6 +82,7 @@ impl JobState {
             "TIMEOUT" => (failed("time limit"), "TIMEOUT: time limit".into()),
             "OUT_OF_MEMORY" => (failed("out of memory"), "OUT_OF_MEMORY".into()),
             "NODE_FAIL" => (failed("node failure"), "NODE_FAIL: node failure".into()),
+            "PREEMPTED" => (failed("preempted"), "PREEMPTED".into()),
             "CANCELLED" => (
                 Some((RunStatus::Interrupted, "job cancelled".to_string())),
                 "CANCELLED".into(),
@@ -177,6 +179,36 @@ pub struct JobSpec<'a> {
     pub nodelist: Option<String>,
 }
 
+/// An `#SBATCH` option with its value double-quoted when it holds a
+/// space or quote, and `%` doubled (sbatch expands `%j` and friends in
+/// file names).
+fn sbatch_quoted(option: &str) -> String {
+    let Some((flag, value)) = option.split_once('=') else {
+        return option.to_string();
+    };
+    let value = value.replace('%', "%%");
+    if value
+        .chars()
+        .any(|c| c.is_whitespace() || c == '"' || c == '\'' || c == '#')
+    {
+        format!(
+            "{flag}=\"{}\"",
+            value.replace('\\', "\\\\").replace('"', "\\\"")
+        )
+    } else {
+        format!("{flag}={value}")
+    }
+}
+
+/// Whether a name can be `export`ed by a POSIX shell.
+fn shell_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 /// Single-quotes a word for `sh`.
 fn quote(word: &str) -> String {
     format!("'{}'", word.replace('\'', r"'\''"))
@@ -188,7 +220,7 @@ fn quote(word: &str) -> String {
 pub fn script(spec: &JobSpec<'_>) -> String {
     let mut s = String::from("#!/bin/sh\n# Written by lcx run: one cell of an experiment.\n");
     for option in sbatch_options(spec) {
-        let _ = writeln!(s, "#SBATCH {option}");
+        let _ = writeln!(s, "#SBATCH {}", sbatch_quoted(&option));
     }
     let _ = writeln!(
         s,
@@ -254,6 +286,12 @@ pub fn sbatch_options(spec: &JobSpec<'_>) -> Vec<String> {
 
 /// Writes the script (and config) and submits the job; returns its id.
 pub fn submit(spec: &JobSpec<'_>) -> Result<String, String> {
+    if let Some(bad) = spec.env.keys().find(|k| !shell_name(k)) {
+        return Err(format!(
+            "environment variable `{bad}` cannot be exported by a job script \
+             (a Slurm cell's names are letters, digits and `_`)"
+        ));
+    }
     std::fs::create_dir_all(spec.dir)
         .map_err(|e| format!("creating {}: {e}", spec.dir.display()))?;
     if let Some(text) = spec.stdin {
@@ -308,6 +346,9 @@ pub fn follow(job: &str, stdout: &Path, max_line: usize, mut send: impl FnMut(Ev
     let mut overlong: Option<(Vec<u8>, usize)> = None;
     let mut last: Option<JobState> = None;
     let mut placed = false;
+    // `scontrol` failures in a row; a controller that stays unreachable
+    // ends the cell rather than holding it for ever.
+    let mut errors = 0u32;
     let mut read_new = |offset: &mut u64, send: &mut dyn FnMut(Event) -> bool| -> bool {
         let Ok(mut file) = std::fs::File::open(stdout) else {
             return true;
@@ -382,6 +423,9 @@ pub fn follow(job: &str, stdout: &Path, max_line: usize, mut send: impl FnMut(Ev
                 }
             }
         }
+        if state.is_ok() {
+            errors = 0;
+        }
         let ended = match state {
             Ok(Some(s)) if s.is_final() => Some(Ok(s.end())),
             Ok(Some(s)) => {
@@ -396,8 +440,16 @@ pub fn follow(job: &str, stdout: &Path, max_line: usize, mut send: impl FnMut(Ev
                 )),
             }),
             // A slow or restarting controller is not the job's end: ask
-            // again at the next poll.
-            Err(_) => None,
+            // again at the next poll, for up to about a minute.
+            Err(e) => {
+                errors += 1;
+                (errors >= SCONTROL_ERRORS).then(|| {
+                    cancel(job);
+                    Err(format!(
+                        "gave up on job {job} after {errors} failed queries: {e}"
+                    ))
+                })
+            }
         };
         if let Some(end) = ended {
             // The file may have grown between the last read and the end.
@@ -447,11 +499,35 @@ mod tests {
         assert_eq!(cancelled.end().status.unwrap().0, RunStatus::Interrupted);
         let node = parse_job("JobId=11 JobState=NODE_FAIL Reason=NodeDown ExitCode=0:0").unwrap();
         assert_eq!(node.end().status.unwrap().1, "node failure");
-        for running in ["PENDING", "RUNNING", "REQUEUED", "PREEMPTED", "COMPLETING"] {
+        for running in [
+            "PENDING",
+            "RUNNING",
+            "REQUEUED",
+            "COMPLETING",
+            "RESV_DEL_HOLD",
+        ] {
             let s = parse_job(&format!("JobId=1 JobState={running}")).unwrap();
             assert!(!s.is_final(), "{running}");
         }
+        let preempted = parse_job("JobId=12 JobState=PREEMPTED Reason=None ExitCode=0:15").unwrap();
+        assert!(preempted.is_final());
+        assert_eq!(
+            preempted.end().status.unwrap(),
+            (RunStatus::Failed, "preempted".into())
+        );
         assert!(parse_job("no job here").is_none());
+    }
+
+    #[test]
+    fn sbatch_values_with_spaces_or_percent_are_quoted() {
+        assert_eq!(
+            sbatch_quoted("--job-name=lcx-a b-5"),
+            "--job-name=\"lcx-a b-5\""
+        );
+        assert_eq!(sbatch_quoted("--output=/x/%j/out"), "--output=/x/%%j/out");
+        assert_eq!(sbatch_quoted("--no-requeue"), "--no-requeue");
+        assert!(shell_name("LCX_ARM") && shell_name("_x1"));
+        assert!(!shell_name("A B") && !shell_name("1X") && !shell_name("a;b") && !shell_name(""));
     }
 
     #[test]

@@ -216,7 +216,8 @@ impl Store {
                 status = 'running', skip_reason = NULL, exit_code = NULL, signal = NULL,
                 error = NULL, stderr_tail = NULL, iterations_done = 0,
                 malformed_lines = 0, nonfinite_values = 0, overlong_lines = 0, warmup = NULL,
-                started_at = {NOW}, finished_at = NULL, wall_seconds = NULL
+                started_at = {NOW}, finished_at = NULL, wall_seconds = NULL,
+                host = NULL, slurm_job = NULL
              WHERE id = ?1"
         );
         tx.execute(&sql, [run_id])?;

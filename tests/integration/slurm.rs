@@ -126,11 +126,43 @@ fn a_smoke_experiment_through_slurm_lands_the_rows_it_lands_locally() {
         .output()
         .unwrap();
     assert!(text(&out).contains("Slurm job"), "{}", text(&out));
-    // Each cell's job script is kept.
-    let scripts = std::fs::read_dir(dir.path().join("runs/slurm"))
+    // Each cell's job script is kept; with the default placement
+    // (same-node) every cell after the first is pinned to the first's node.
+    let folders: Vec<std::path::PathBuf> = std::fs::read_dir(dir.path().join("runs/slurm"))
         .unwrap()
-        .count();
-    assert_eq!(scripts, 6);
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(folders.len(), 6);
+    let script = |run: i64| {
+        let prefix = format!("run-{run}-attempt-1-pid");
+        let folder = folders
+            .iter()
+            .find(|f| {
+                f.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with(&prefix)
+            })
+            .unwrap_or_else(|| panic!("no {prefix}* in {folders:?}"));
+        std::fs::read_to_string(folder.join("job.sh")).unwrap()
+    };
+    assert!(!script(1).contains("--nodelist"), "{}", script(1));
+    let node = String::from_utf8_lossy(
+        &Command::new("sinfo")
+            .args(["-h", "-o", "%n"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .trim()
+    .to_string();
+    for run in 2..=6 {
+        let text = script(run);
+        assert!(
+            text.contains(&format!("#SBATCH --nodelist={node}\n")),
+            "{text}"
+        );
+    }
     // Same verdicts from both.
     let verdicts = |db: &str| {
         let out = lcx()
@@ -339,11 +371,11 @@ fn ctrl_c_cancels_the_job_and_a_resume_submits_only_what_is_missing() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert!(
-        folders.contains(&"run-2-attempt-2".to_string()),
+        folders.iter().any(|f| f.starts_with("run-2-attempt-2-")),
         "{folders:?}"
     );
     assert!(
-        !folders.contains(&"run-1-attempt-2".to_string()),
+        !folders.iter().any(|f| f.starts_with("run-1-attempt-2-")),
         "{folders:?}"
     );
 }
