@@ -4,7 +4,8 @@
 //! `cli/bisect.rs` runs the experiments.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+
+use super::revision::git_text;
 
 /// One commit of the searched range.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,10 +17,9 @@ pub struct Commit {
 /// The commits after `good` up to and including `bad`, oldest first, on
 /// `bad`'s first-parent line (a merge counts as one commit).
 pub fn range(repo: &Path, good: &str, bad: &str) -> Result<Vec<Commit>, String> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args([
+    let log = git_text(
+        repo,
+        &[
             "log",
             "--reverse",
             // The mainline only: a side branch's commits may lack the
@@ -28,14 +28,9 @@ pub fn range(repo: &Path, good: &str, bad: &str) -> Result<Vec<Commit>, String> 
             "--first-parent",
             "--format=%H %s",
             &format!("{good}..{bad}"),
-        ])
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run git: {e}"))?;
-    if !out.status.success() {
-        return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
-    }
-    Ok(String::from_utf8_lossy(&out.stdout)
+        ],
+    )?;
+    Ok(log
         .lines()
         .filter_map(|line| {
             let (sha, subject) = line.split_once(' ').unwrap_or((line, ""));
@@ -49,23 +44,18 @@ pub fn range(repo: &Path, good: &str, bad: &str) -> Result<Vec<Commit>, String> 
 
 /// The commit sha `rev` names in `repo`.
 pub fn resolve(repo: &Path, rev: &str) -> Result<String, String> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args([
+    git_text(
+        repo,
+        &[
             "rev-parse",
             "--verify",
             "--quiet",
             &format!("{rev}^{{commit}}"),
-        ])
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run git: {e}"))?;
-    let sha = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    if !out.status.success() || sha.is_empty() {
-        return Err(format!("`{rev}` is not a commit of {}", repo.display()));
-    }
-    Ok(sha)
+        ],
+    )
+    .ok()
+    .filter(|sha| !sha.is_empty())
+    .ok_or_else(|| format!("`{rev}` is not a commit of {}", repo.display()))
 }
 
 /// The first index in `0..n` for which `is_bad` holds, given that index

@@ -137,9 +137,7 @@ impl Cache {
             if !path.is_dir() || path == self.cargo_target() {
                 continue;
             }
-            let record = std::fs::read_to_string(path.join("build.json"))
-                .ok()
-                .and_then(|t| serde_json::from_str::<BuildRecord>(&t).ok());
+            let record = BuildRecord::read(&path);
             let used = std::fs::metadata(path.join("used"))
                 .or_else(|_| std::fs::metadata(&path))
                 .and_then(|m| m.modified())
@@ -187,6 +185,14 @@ pub struct Entry {
     pub record: Option<BuildRecord>,
     pub used: Option<SystemTime>,
     pub bytes: u64,
+}
+
+impl BuildRecord {
+    /// An entry's `build.json`; `None` while its build is incomplete.
+    fn read(entry: &Path) -> Option<BuildRecord> {
+        let text = std::fs::read_to_string(entry.join("build.json")).ok()?;
+        serde_json::from_str(&text).ok()
+    }
 }
 
 /// `build.json`: what was built, how, and how long it took.
@@ -291,7 +297,7 @@ pub fn prepare(
                 ),
             });
         }
-        build_entry(
+        let record = build_entry(
             &arm.name, revision, &entry, &command, &toolchain, workload, cache, progress,
         )?;
         let _ = std::fs::write(entry.join("used"), b"");
@@ -313,10 +319,7 @@ pub fn prepare(
         if workload.uses_config() {
             let binary = entry.join("bin").join("lcx");
             revision.binary = Some(binary.clone());
-            revision.version = std::fs::read_to_string(entry.join("build.json"))
-                .ok()
-                .and_then(|t| serde_json::from_str::<BuildRecord>(&t).ok())
-                .and_then(|r| r.version);
+            revision.version = record.version;
             let config = match &config_file {
                 Some(file) => Some(file.clone()),
                 // As `lcx bench` starts from configs/default.toml, the
@@ -544,7 +547,7 @@ fn build_entry(
     workload: Workload,
     cache: &Cache,
     progress: &mut dyn Progress,
-) -> Result<(), RevisionError> {
+) -> Result<BuildRecord, RevisionError> {
     let shown = revision.describe();
     let record_path = entry.join("build.json");
     std::fs::create_dir_all(&cache.root).map_err(io(format!(
@@ -552,16 +555,13 @@ fn build_entry(
         cache.root.display()
     )))?;
     let _lock = Lock::take(&entry.with_extension("lock"))?;
-    if let Some(record) = std::fs::read_to_string(&record_path)
-        .ok()
-        .and_then(|t| serde_json::from_str::<BuildRecord>(&t).ok())
-    {
+    if let Some(record) = BuildRecord::read(entry) {
         progress.line(&format!(
             "revision {shown} (arm `{arm}`): cached build ({:.1} s when built), {}",
             record.seconds,
             entry.display()
         ));
-        return Ok(());
+        return Ok(record);
     }
     let sha = revision.sha.clone().unwrap_or_default();
     // A partial entry (a build that failed or was killed) starts over.
@@ -624,9 +624,10 @@ fn build_entry(
             .arg(command)
             .stdin(Stdio::null())
             .stdout(log)
-            .stderr(err_log);
+            .stderr(err_log)
+            // Builds run at the checkout's root, as `make` or cargo would.
+            .current_dir(&src);
         if workload.uses_config() {
-            build.current_dir(&src);
             build.env("CARGO_TARGET_DIR", cache.cargo_target());
             if std::env::var_os("LIBTORCH").is_none() {
                 if let Some(lib) = option_env!("LCX_LIBTORCH_LIB") {
@@ -635,8 +636,6 @@ fn build_entry(
                     }
                 }
             }
-        } else {
-            build.current_dir(&src);
         }
         // One cargo target folder serves every lcx revision: hold it from
         // this build until its binaries are copied out, or another
@@ -698,7 +697,7 @@ fn build_entry(
             "revision {shown} (arm `{arm}`): built in {seconds:.1} s"
         ));
     }
-    Ok(())
+    Ok(record)
 }
 
 /// Copies the built binaries out of the shared target folder (the next
@@ -894,16 +893,13 @@ fn git(repo: &Path, args: &[&str]) -> Result<Vec<u8>, String> {
     }
 }
 
-fn git_text(repo: &Path, args: &[&str]) -> Result<String, String> {
+/// `git -C repo args…`'s trimmed output, or its error message.
+pub(super) fn git_text(repo: &Path, args: &[&str]) -> Result<String, String> {
     git(repo, args).map(|o| String::from_utf8_lossy(&o).trim().to_string())
 }
 
 fn absolute(path: &Path) -> PathBuf {
-    if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        std::env::current_dir().unwrap_or_default().join(path)
-    }
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 fn dir_size(path: &Path) -> u64 {
