@@ -20,12 +20,24 @@ const EXIT_INTERRUPTED: u8 = 130;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The experiment file (TOML).
-    #[arg(required_unless_present = "resume", conflicts_with = "resume")]
+    #[arg(
+        required_unless_present_any = ["resume", "attach"],
+        conflicts_with_all = ["resume", "attach"]
+    )]
     file: Option<PathBuf>,
     /// Run the missing, failed and interrupted cells of an earlier
     /// experiment: an id, `latest`, or an experiment name.
-    #[arg(long, value_name = "ID|latest|NAME")]
+    #[arg(long, value_name = "ID|latest|NAME", conflicts_with = "attach")]
     resume: Option<String>,
+    /// Slurm: submit every cell as a job (chained, so they run one at a
+    /// time in plan order) and exit; the jobs outlive this process.
+    #[arg(long, conflicts_with_all = ["attach", "fail_fast", "dry_run"])]
+    detach: bool,
+    /// Follow the jobs of a detached experiment (or of one whose
+    /// coordinator died): ingest what they wrote, follow the rest, and run
+    /// its cells that have no job, as --resume does.
+    #[arg(long, value_name = "ID|latest|NAME")]
+    attach: Option<String>,
     /// Override a trainer config key for every arm (after the file's `set`,
     /// before each arm's own); repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -63,9 +75,10 @@ pub struct Args {
     /// Plain log lines even on a terminal (default: progress bars on a terminal).
     #[arg(long)]
     plain: bool,
-    /// With --resume: take over an experiment whose last runner was on
-    /// another host and may still be running there (it cannot be checked).
-    #[arg(long, requires = "resume")]
+    /// With --resume or --attach: take over an experiment whose last
+    /// runner was on another host and may still be running there (it
+    /// cannot be checked).
+    #[arg(long)]
     takeover: bool,
     /// Keep each completed training cell's run directory under
     /// runs/tmp/lcx-cell-PID-RUN/ (config, train.log, checkpoints); by
@@ -84,10 +97,21 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         revisions: args.revisions.clone(),
         executor: args.executor.clone(),
     };
-    if args.resume.is_some() && overrides != plan::Overrides::default() {
+    let earlier = args.resume.as_deref().or(args.attach.as_deref());
+    if args.takeover && earlier.is_none() {
         return Err(crate::cli::bad_input(anyhow::anyhow!(
-            "--set, --iterations, --warmup, --repeats and --arms cannot be combined with \
-             --resume: a resumed experiment keeps what was recorded"
+            "--takeover takes over an earlier experiment: give --resume ID or --attach ID"
+        )));
+    }
+    if earlier.is_some() && overrides != plan::Overrides::default() {
+        let flag = if args.attach.is_some() {
+            "--attach"
+        } else {
+            "--resume"
+        };
+        return Err(crate::cli::bad_input(anyhow::anyhow!(
+            "--set, --iterations, --warmup, --repeats, --arms, --revision and --executor \
+             cannot be combined with {flag}: a resumed experiment keeps what was recorded"
         )));
     }
     // Validation comes first and completely: a bad file writes nothing, not
@@ -105,7 +129,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             Some(plan) => plan,
             None => {
                 let store = Store::open_read_only(&args.db).map_err(user_or_work)?;
-                let selector = args.resume.as_deref().unwrap_or("latest");
+                let selector = earlier.unwrap_or("latest");
                 let experiment = store
                     .find_experiment(selector)
                     .map_err(crate::cli::bad_input)?;
@@ -115,6 +139,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         let builds = revision::survey(&plan, &cache).map_err(revision_error)?;
         print_dry_run(&plan, &builds);
         return Ok(0);
+    }
+    if let (true, Some(plan)) = (args.detach, &plan) {
+        detachable(plan).map_err(crate::cli::bad_input)?;
     }
     // Every revision is built (or found in the cache) before anything is
     // recorded: a broken revision fails the experiment before it starts.
@@ -140,10 +167,33 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             (plan, id)
         }
         _ => {
-            let selector = args.resume.as_deref().unwrap_or("latest");
+            let selector = earlier.unwrap_or("latest");
             let experiment = store
                 .find_experiment(selector)
                 .map_err(crate::cli::bad_input)?;
+            let id = experiment.id;
+            let db = args.db.display();
+            match (experiment.status, args.attach.is_some()) {
+                (ExperimentStatus::Detached, false) => {
+                    return Err(crate::cli::bad_input(anyhow::anyhow!(
+                        "experiment {id} is detached: its cells are Slurm jobs that may still \
+                         run; follow them with `lcx run --attach {id} --db {db}`"
+                    )))
+                }
+                (ExperimentStatus::Completed, true) => {
+                    return Err(crate::cli::bad_input(anyhow::anyhow!(
+                        "experiment {id} is completed: it has no jobs left to follow"
+                    )))
+                }
+                (ExperimentStatus::Failed | ExperimentStatus::Interrupted, true) => {
+                    return Err(crate::cli::bad_input(anyhow::anyhow!(
+                        "experiment {id} is {}: no coordinator left jobs to follow; \
+                         `lcx run --resume {id} --db {db}` runs its unfinished cells",
+                        experiment.status
+                    )))
+                }
+                _ => {}
+            }
             if experiment.status == ExperimentStatus::Completed {
                 let err = RunnerError::NothingToResume {
                     id: experiment.id,
@@ -153,6 +203,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 return Ok(0);
             }
             let mut plan = runner::stored_plan(&store, experiment.id)?;
+            if args.detach {
+                detachable(&plan).map_err(crate::cli::bad_input)?;
+            }
             // The recorded shas; only what the cache lost is built again.
             revision::prepare(&mut plan, &cache, &mut progress_line).map_err(revision_error)?;
             (plan, experiment.id)
@@ -165,6 +218,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         fail_fast: args.fail_fast,
         takeover: args.takeover,
         keep_runs: args.keep_runs,
+        detach: args.detach,
+        attach: args.attach.is_some(),
         ..options(&stop)?
     };
     let summary = execute(
@@ -190,6 +245,18 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 "experiment {experiment_id} completed; see `lcx report {experiment_id} --db {db}`"
             );
             Ok(0)
+        }
+        ExperimentStatus::Detached => {
+            println!(
+                "experiment {experiment_id} detached: {} submitted as Slurm jobs{}; \
+                 follow them with `lcx run --attach {experiment_id} --db {db}`",
+                crate::report::render::counted(summary.pending as u64, "cell"),
+                match summary.failed {
+                    0 => String::new(),
+                    n => format!(" ({n} could not be submitted)"),
+                }
+            );
+            Ok(if summary.failed > 0 { 1 } else { 0 })
         }
         _ => {
             println!(
@@ -229,11 +296,38 @@ pub(super) fn options(stop: &Arc<StopSignal>) -> anyhow::Result<RunnerOptions> {
         cuda_available: None,
         takeover: false,
         keep_runs: false,
+        detach: false,
+        attach: false,
         precise_enough: Some(runner::PrecisionCheck(Arc::new(|store, id, precision| {
             let report = crate::report::build::load(store, id, Default::default())?;
             Ok(crate::report::build::precision_reached(&report, precision))
         }))),
     })
+}
+
+/// Why a plan cannot be detached: only Slurm cells outlive `lcx run`, and
+/// what needs the coordinator between cells (a node per round, adaptive
+/// repeats) cannot happen without one.
+fn detachable(plan: &Plan) -> anyhow::Result<()> {
+    let file = plan.file.display();
+    match &plan.executor {
+        plan::Executor::Local => anyhow::bail!(
+            "--detach: experiment {file} runs its cells locally; detaching needs \
+             `[executor] kind = \"slurm\"` (or --executor slurm)"
+        ),
+        plan::Executor::Slurm(o) if o.placement == plan::Placement::Spread => anyhow::bail!(
+            "--detach: {file}: `executor.placement = \"spread\"` pins each round to the node \
+             its first cell lands on, which needs a coordinator; use same-node or any"
+        ),
+        plan::Executor::Slurm(_) => {}
+    }
+    if plan.adaptive.is_some() {
+        anyhow::bail!(
+            "--detach: {file}: adaptive repeats decide after each round whether to go on, \
+             which needs a coordinator; give `repeats` a number (or --repeats N)"
+        );
+    }
+    Ok(())
 }
 
 /// Runs a recorded experiment's cells with progress bars on a terminal
@@ -352,6 +446,25 @@ fn print_dry_run(plan: &Plan, builds: &[revision::Planned]) {
                 "    stdin: the resolved config of arm `{}` (sha256 {short}…)",
                 arm.name
             );
+        }
+    }
+    if let plan::Executor::Slurm(slurm) = &plan.executor {
+        println!(
+            "\nexecutor: slurm, placement {}",
+            match slurm.placement {
+                plan::Placement::SameNode => "same-node",
+                plan::Placement::Spread => "spread",
+                plan::Placement::Any => "any",
+            }
+        );
+        for arm in &plan.arms {
+            let mut flags = slurm.for_arm(&arm.slurm).flags();
+            if arm.requires == Some(crate::experiment::Requirement::Cuda)
+                && slurm.for_arm(&arm.slurm).gres.is_none()
+            {
+                flags.push("--gres=gpu:1".into());
+            }
+            println!("  arm `{}`: sbatch {}", arm.name, shell_words(&flags));
         }
     }
     if !builds.is_empty() {

@@ -37,6 +37,23 @@ pub fn probe() -> Fingerprint {
     }
 }
 
+/// The hardware a local cell runs on: this machine, as a Slurm job's
+/// script records its node (`experiment::slurm`). Torch-free and cheap
+/// (two `/proc` reads and `nvidia-smi` where present).
+pub fn node() -> crate::store::NodeInfo {
+    let (gpu_name, gpu_driver, _) = nvidia_smi();
+    crate::store::NodeInfo {
+        hostname: crate::store::hostname(),
+        cpu_model: cpu_model(),
+        cpus: std::thread::available_parallelism()
+            .ok()
+            .map(|n| n.get() as i64),
+        memory_bytes: memory_bytes(),
+        gpu_name,
+        gpu_driver,
+    }
+}
+
 /// `(commit, dirty)` of the git work tree containing `dir`; `(None, None)`
 /// outside a repository, without git, or before the first commit.
 pub fn git_state(dir: &Path) -> (Option<String>, Option<bool>) {

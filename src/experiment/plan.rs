@@ -20,14 +20,14 @@
 //! | `baseline` | arm the others are compared with (default: the first arm) |
 //! | `set` | `key=value` config overrides for every arm |
 //! | `order` | `interleaved` (A B A B, default) \| `sequential` (A A B B) |
-//! | `[[arms]]` | `name`, `label`, `set`, `requires = "cuda"`, `env` (table of strings), `args` (extra flags of lcx workloads, e.g. `["--amp"]`), `command` (command workload: array of strings, or a string run with `sh -c`), `revision` (a git revision or `worktree`: the arm runs that code, see `experiment::revision`), `build` (command arms at a revision: run once in the checkout) |
+//! | `[[arms]]` | `name`, `label`, `set`, `requires = "cuda"`, `env` (table of strings), `args` (extra flags of lcx workloads, e.g. `["--amp"]`), `command` (command workload: array of strings, or a string run with `sh -c`), `revision` (a git revision or `worktree`: the arm runs that code, see `experiment::revision`), `build` (command arms at a revision: run once in the checkout), `executor` (a table of this arm's own sbatch options: `partition` … `extra`, replacing `[executor]`'s) |
 //! | `repository` | the git repository of `revision` arms (default: the one holding the experiment file) |
 //! | `build` | the build command of every command arm at a revision that has no `build` of its own |
 //! | `[matrix]` | key → list of values; one arm per combination (crossed with `[[arms]]` when both are given). A dotted key is a config `--set`, a key starting with `--` is a flag appended to `args`, `env.NAME` sets an environment variable, `revision` sets the arm's revision |
 //! | `[[columns]]` | report table columns: `metric`, `label`, `show` = `value` \| `speedup` \| `both`, `direction` = `lower` \| `higher` \| `none` (shown, never judged) |
 //! | `variable_iterations` | `true`: command arms may emit fewer lines than `iterations` (at least one); by default a cell that exits 0 with fewer lines is `failed`. Also an `[[arms]]` key |
 //! | `[[guard]]` | a metric that must not get worse: `metric`, `margin` (in its units), optional `direction`, `arm`; a failed guard fails `--check` even when the gate passes |
-//! | `[executor]` | `kind` = `local` (default) \| `slurm` (one job per cell; see `experiment::slurm`), and for Slurm `partition`, `account`, `qos`, `time`, `cpus_per_task`, `mem`, `gres`, `constraint`, `extra` (more sbatch flags), `placement` = `same-node` (default) \| `spread` \| `any`, `max_parallel` (1) |
+//! | `[executor]` | `kind` = `local` (default) \| `slurm` (one job per cell; see `experiment::slurm`), and for Slurm `partition`, `account`, `qos`, `time`, `cpus_per_task`, `mem`, `gres`, `constraint`, `extra` (more sbatch flags), `placement` = `same-node` (default) \| `spread` \| `any`, `max_parallel` (cells in flight, default 1; above 1 every cell is submitted up front as that many dependency chains), `requeue` (false; true lets Slurm requeue a job and the cell start again) |
 //! | `[gate]` | decision rule for `lcx report --check`: `metric`, `min_speedup` (> 1: superiority; ≤ 1: non-inferiority margin) or `max_slowdown`, optional `min_effect` (minimum relative effect, e.g. 0.05) and `arm` (default: every non-baseline arm) |
 //!
 //! Command-line `--set` applies after the file's `set` and before the arm's;
@@ -322,7 +322,7 @@ pub enum Executor {
 }
 
 /// `[executor] kind = "slurm"`: the `sbatch` options of every cell.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct SlurmOptions {
     pub partition: Option<String>,
@@ -341,6 +341,104 @@ pub struct SlurmOptions {
     pub extra: Vec<String>,
     /// Which nodes the cells may land on.
     pub placement: Placement,
+    /// Cells in flight at once. Above 1 every cell is submitted up front,
+    /// as that many chains of jobs (round r on chain r mod N, each cell
+    /// after the one before it on its chain), so a round's arms still run
+    /// back to back.
+    pub max_parallel: u32,
+    /// Let Slurm requeue a cell's job (`--requeue`: preemption, a failed
+    /// node); the cell then starts again as a new attempt. Off by default
+    /// (`--no-requeue`): such a job ends the cell.
+    pub requeue: bool,
+}
+
+impl Default for SlurmOptions {
+    fn default() -> SlurmOptions {
+        SlurmOptions {
+            partition: None,
+            account: None,
+            qos: None,
+            time: None,
+            cpus_per_task: None,
+            mem: None,
+            gres: None,
+            constraint: None,
+            extra: Vec::new(),
+            placement: Placement::default(),
+            // Plans stored before the key existed ran one cell at a time.
+            max_parallel: 1,
+            requeue: false,
+        }
+    }
+}
+
+impl SlurmOptions {
+    /// The options of one arm's cells: each option the arm gives replaces
+    /// `[executor]`'s; its `extra` flags come after `[executor]`'s (sbatch
+    /// takes the last of a repeated flag).
+    pub fn for_arm(&self, arm: &SlurmOverrides) -> SlurmOptions {
+        let pick = |own: &Option<String>, all: &Option<String>| own.clone().or_else(|| all.clone());
+        SlurmOptions {
+            partition: pick(&arm.partition, &self.partition),
+            account: pick(&arm.account, &self.account),
+            qos: pick(&arm.qos, &self.qos),
+            time: pick(&arm.time, &self.time),
+            cpus_per_task: arm.cpus_per_task.or(self.cpus_per_task),
+            mem: pick(&arm.mem, &self.mem),
+            gres: pick(&arm.gres, &self.gres),
+            constraint: pick(&arm.constraint, &self.constraint),
+            extra: self.extra.iter().chain(&arm.extra).cloned().collect(),
+            placement: self.placement,
+            max_parallel: self.max_parallel,
+            requeue: self.requeue,
+        }
+    }
+
+    /// The sbatch flags these options give (`--time=30`, …), without the
+    /// GPU a `requires = "cuda"` arm asks for by default.
+    pub fn flags(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (name, value) in [
+            ("partition", &self.partition),
+            ("account", &self.account),
+            ("qos", &self.qos),
+            ("time", &self.time),
+            ("mem", &self.mem),
+            ("constraint", &self.constraint),
+            ("gres", &self.gres),
+        ] {
+            if let Some(v) = value {
+                out.push(format!("--{name}={v}"));
+            }
+        }
+        if let Some(c) = self.cpus_per_task {
+            out.push(format!("--cpus-per-task={c}"));
+        }
+        out.extend(self.extra.iter().cloned());
+        out
+    }
+}
+
+/// `[arms.executor]`: an arm's own `sbatch` options (a GPU arm's `gres`,
+/// a slower arm's `time`); only Slurm cells read them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SlurmOverrides {
+    pub partition: Option<String>,
+    pub account: Option<String>,
+    pub qos: Option<String>,
+    pub time: Option<String>,
+    pub cpus_per_task: Option<u32>,
+    pub mem: Option<String>,
+    pub gres: Option<String>,
+    pub constraint: Option<String>,
+    pub extra: Vec<String>,
+}
+
+impl SlurmOverrides {
+    pub fn is_empty(&self) -> bool {
+        *self == SlurmOverrides::default()
+    }
 }
 
 /// `[executor] placement`: which node each Slurm cell runs on.
@@ -383,6 +481,9 @@ pub struct Arm {
     /// workloads) or the command as it is on disk.
     #[serde(default)]
     pub revision: Option<Revision>,
+    /// `[arms.executor]`: this arm's sbatch options (Slurm cells only).
+    #[serde(default, skip_serializing_if = "SlurmOverrides::is_empty")]
+    pub slurm: SlurmOverrides,
 }
 
 impl Arm {
@@ -603,6 +704,7 @@ const EXECUTOR_KEYS: &[&str] = &[
     "extra",
     "max_parallel",
     "placement",
+    "requeue",
 ];
 const GUARD_KEYS: &[&str] = &["metric", "margin", "direction", "arm"];
 const ARM_KEYS: &[&str] = &[
@@ -616,6 +718,19 @@ const ARM_KEYS: &[&str] = &[
     "variable_iterations",
     "revision",
     "build",
+    "executor",
+];
+/// The `[executor]` keys an arm may give for its own cells.
+const ARM_EXECUTOR_KEYS: &[&str] = &[
+    "partition",
+    "account",
+    "qos",
+    "time",
+    "cpus_per_task",
+    "mem",
+    "gres",
+    "constraint",
+    "extra",
 ];
 const COLUMN_KEYS: &[&str] = &["metric", "label", "show", "direction"];
 const GATE_KEYS: &[&str] = &["metric", "min_speedup", "max_slowdown", "min_effect", "arm"];
@@ -638,6 +753,8 @@ struct RawArm {
     revision: Option<String>,
     /// The arm's own `build` (else the file's).
     build: Option<String>,
+    /// `[arms.executor]`.
+    slurm: SlurmOverrides,
 }
 
 /// One `[matrix]` key: (key, short name for arm names, values as (raw
@@ -1193,6 +1310,16 @@ impl Reader<'_> {
         }
 
         let executor = self.executor(t, cli.executor.as_deref())?;
+        if let (Executor::Slurm(o), Some(_)) = (&executor, &adaptive) {
+            if o.max_parallel > 1 {
+                return Err(self.err(
+                    "executor.max_parallel",
+                    "adaptive repeats decide after each round whether to run another, so \
+                     rounds cannot be submitted ahead; give `repeats` a number or use \
+                     max_parallel = 1",
+                ));
+            }
+        }
         let mut plan = Plan {
             executor,
             name,
@@ -1263,45 +1390,27 @@ impl Reader<'_> {
             }
             (None, None) => "local".to_string(),
         };
-        match table.get("max_parallel") {
-            None | Some(toml::Value::Integer(1)) => {}
+        let max_parallel = match table.get("max_parallel") {
+            None => 1,
+            Some(toml::Value::Integer(n)) if *n >= 1 && *n <= 1024 => *n as u32,
             Some(_) => {
                 return Err(self.err(
                     "executor.max_parallel",
-                    "cells run one at a time (max_parallel = 1) in this version of lcx",
+                    "expected an integer from 1 to 1024 (cells in flight at once)",
                 ))
             }
-        }
-        if kind == "local" {
-            return Ok(Executor::Local);
-        }
-        let text = |key: &str| -> Result<Option<String>, PlanError> {
-            let v = self.string(table, key, "executor.")?;
-            if let Some(v) = &v {
-                if v.trim().is_empty() {
-                    return Err(self.err(format!("executor.{key}"), "must not be empty"));
-                }
-                self.no_nul(format!("executor.{key}"), v)?;
-            }
-            Ok(v)
         };
-        let extra = self.strings(table, "extra", "executor.")?;
-        for (i, e) in extra.iter().enumerate() {
-            self.no_nul(format!("executor.extra[{i}]"), e)?;
-            if !e.starts_with('-') {
+        if kind == "local" {
+            if max_parallel > 1 {
                 return Err(self.err(
-                    format!("executor.extra[{i}]"),
-                    format!("`{e}` is not an sbatch flag (write `--name=value`)"),
+                    "executor.max_parallel",
+                    "local cells run one at a time, so that they do not share this machine's \
+                     cores; max_parallel applies to kind = \"slurm\"",
                 ));
             }
+            return Ok(Executor::Local);
         }
-        let cpus = match table.get("cpus_per_task") {
-            None => None,
-            Some(toml::Value::Integer(n)) if *n >= 1 && *n <= i64::from(u32::MAX) => {
-                Some(*n as u32)
-            }
-            Some(_) => return Err(self.err("executor.cpus_per_task", "expected an integer ≥ 1")),
-        };
+        let fields = self.slurm_fields(table, "executor.")?;
         let placement = match self.string(table, "placement", "executor.")?.as_deref() {
             None | Some("same-node") => Placement::SameNode,
             Some("spread") => Placement::Spread,
@@ -1313,8 +1422,60 @@ impl Reader<'_> {
                 ))
             }
         };
-        Ok(Executor::Slurm(Box::new(SlurmOptions {
-            placement,
+        if max_parallel > 1 && placement == Placement::Spread {
+            return Err(self.err(
+                "executor.max_parallel",
+                "placement = \"spread\" pins each round to the node its first cell lands on, \
+                 one round at a time; use same-node or any with max_parallel > 1",
+            ));
+        }
+        let requeue = self
+            .boolean(table, "requeue", "executor.")?
+            .unwrap_or(false);
+        Ok(Executor::Slurm(Box::new(
+            SlurmOptions {
+                placement,
+                max_parallel,
+                requeue,
+                ..SlurmOptions::default()
+            }
+            .for_arm(&fields),
+        )))
+    }
+
+    /// The sbatch options of `[executor]` or of an arm's `[arms.executor]`
+    /// (`prefix` names the table in errors).
+    fn slurm_fields(&self, table: &toml::Table, prefix: &str) -> Result<SlurmOverrides, PlanError> {
+        let text = |key: &str| -> Result<Option<String>, PlanError> {
+            let v = self.string(table, key, prefix)?;
+            if let Some(v) = &v {
+                if v.trim().is_empty() {
+                    return Err(self.err(format!("{prefix}{key}"), "must not be empty"));
+                }
+                self.no_nul(format!("{prefix}{key}"), v)?;
+            }
+            Ok(v)
+        };
+        let extra = self.strings(table, "extra", prefix)?;
+        for (i, e) in extra.iter().enumerate() {
+            self.no_nul(format!("{prefix}extra[{i}]"), e)?;
+            if !e.starts_with('-') {
+                return Err(self.err(
+                    format!("{prefix}extra[{i}]"),
+                    format!("`{e}` is not an sbatch flag (write `--name=value`)"),
+                ));
+            }
+        }
+        let cpus = match table.get("cpus_per_task") {
+            None => None,
+            Some(toml::Value::Integer(n)) if *n >= 1 && *n <= i64::from(u32::MAX) => {
+                Some(*n as u32)
+            }
+            Some(_) => {
+                return Err(self.err(format!("{prefix}cpus_per_task"), "expected an integer ≥ 1"))
+            }
+        };
+        Ok(SlurmOverrides {
             partition: text("partition")?,
             account: text("account")?,
             qos: text("qos")?,
@@ -1324,7 +1485,7 @@ impl Reader<'_> {
             gres: text("gres")?,
             constraint: text("constraint")?,
             extra,
-        })))
+        })
     }
 
     /// `--arms a,b`: only the named arms (all when `wanted` is empty), in
@@ -1503,6 +1664,33 @@ impl Reader<'_> {
             if let Some(b) = &build {
                 self.check_build(&format!("{prefix}build"), b, workload)?;
             }
+            let slurm = match arm.get("executor") {
+                None => SlurmOverrides::default(),
+                Some(toml::Value::Table(e)) => {
+                    let table_prefix = format!("{prefix}executor.");
+                    if let Some(key) = ["kind", "placement", "max_parallel", "requeue"]
+                        .into_iter()
+                        .find(|k| e.contains_key(*k))
+                    {
+                        return Err(self.err(
+                            format!("{table_prefix}{key}"),
+                            "applies to every cell of the experiment: set it in [executor]",
+                        ));
+                    }
+                    self.check_keys(e, &table_prefix, ARM_EXECUTOR_KEYS)?;
+                    self.slurm_fields(e, &table_prefix)?
+                }
+                Some(other) => {
+                    return Err(self.err(
+                        format!("{prefix}executor"),
+                        format!(
+                            "expected a table of sbatch options ({}), found {}",
+                            ARM_EXECUTOR_KEYS.join(", "),
+                            type_name(other)
+                        ),
+                    ))
+                }
+            };
             let variable = self.boolean(arm, "variable_iterations", &prefix)?;
             if variable.is_some() && workload.uses_config() {
                 return Err(self.err(
@@ -1624,6 +1812,7 @@ impl Reader<'_> {
                 variable_set: variable.is_some(),
                 revision,
                 build,
+                slurm,
             });
         }
         Ok(out)
@@ -1785,6 +1974,7 @@ impl Reader<'_> {
                             variable_set: false,
                             revision,
                             build: None,
+                            slurm: SlurmOverrides::default(),
                         }
                     }
                     Some(b) => {
@@ -1812,6 +2002,7 @@ impl Reader<'_> {
                             variable_set: b.variable_set,
                             revision: revision.or_else(|| b.revision.clone()),
                             build: b.build.clone(),
+                            slurm: b.slurm.clone(),
                         }
                     }
                 };
@@ -2023,6 +2214,7 @@ impl Reader<'_> {
                 config_sha256: None,
                 variable_iterations: raw.variable_iterations,
                 revision,
+                slurm: raw.slurm,
             });
         }
         let mut sets: Vec<String> = plan
@@ -2072,6 +2264,7 @@ impl Reader<'_> {
                 config_sha256: None,
                 variable_iterations: false,
                 revision: Some(revision),
+                slurm: raw.slurm,
             });
         }
 
@@ -2104,6 +2297,7 @@ impl Reader<'_> {
             config_sha256: Some(sha),
             variable_iterations: false,
             revision: None,
+            slurm: raw.slurm,
         })
     }
 }

@@ -38,6 +38,10 @@ pub enum RunnerError {
     Store(#[from] StoreError),
     #[error("experiment {experiment_id}: its recorded runs do not match its plan: {message}")]
     Mismatch { experiment_id: i64, message: String },
+    /// The executor could not do its part (no working directory, an
+    /// unreachable Slurm controller while detaching).
+    #[error("{0}")]
+    Executor(String),
     #[error("experiment {id} is already {status}; nothing to resume")]
     NothingToResume { id: i64, status: String },
     #[error("the stored plan of experiment {id} cannot be read")]
@@ -164,6 +168,13 @@ pub struct RunnerOptions {
     /// Keep each training cell's run directory (`runs/tmp/lcx-cell-…`)
     /// after it completed; a cell that did not complete always keeps it.
     pub keep_runs: bool,
+    /// Slurm: submit every cell (chained so they run one at a time) and
+    /// return without following them (`lcx run --detach`).
+    pub detach: bool,
+    /// Slurm: follow the jobs an earlier coordinator submitted, reading
+    /// their files from the start, instead of submitting them again
+    /// (`lcx run --attach`).
+    pub attach: bool,
 }
 
 /// The function behind a [`PrecisionCheck`]: (store, experiment id,
@@ -375,13 +386,68 @@ pub fn run(
     });
 
     let mut placement = Pinning::new(plan, &runs);
+    if options.detach {
+        return detach(
+            store,
+            plan,
+            experiment_id,
+            todo,
+            options,
+            reporter,
+            placement,
+        );
+    }
+    // Several cells in flight: submit them all, then follow each in plan
+    // order; the jobs' own records give each cell's time and node.
+    let parallel = matches!(&plan.executor, super::plan::Executor::Slurm(o) if o.max_parallel > 1);
+    // Follow jobs already submitted (by `--detach`, an earlier
+    // coordinator, or just now) instead of submitting them.
+    let follow = options.attach || parallel;
+    let todo = if parallel && !options.stop.is_stopped() {
+        // Cells an earlier coordinator left jobs for are followed, the rest
+        // submitted.
+        let (adopt, submit): (Vec<_>, Vec<_>) = todo
+            .into_iter()
+            .partition(|(_, run)| adoptable(options.attach, run).is_some());
+        submit_all(
+            store,
+            plan,
+            experiment_id,
+            submit,
+            options,
+            reporter,
+            placement,
+        )?;
+        placement = Pinning::new(plan, &store.runs(experiment_id)?);
+        let runs = store.runs(experiment_id)?;
+        let mut todo: Vec<(usize, Run)> = adopt;
+        for run in runs {
+            if run.status == RunStatus::Running && !todo.iter().any(|(_, r)| r.id == run.id) {
+                if let Some(arm) = plan.arms.iter().position(|a| a.name == run.arm) {
+                    todo.push((arm, run));
+                }
+            }
+        }
+        todo.sort_by_key(|(arm, run)| plan.cell_rank(*arm, run.repeat.max(1) as u32));
+        todo
+    } else {
+        todo
+    };
+    let slurm = matches!(plan.executor, super::plan::Executor::Slurm(_));
+    // A local cell runs on this machine; a Slurm job records its node.
+    let local_node = (!slurm).then(super::fingerprint::node);
     let mut cuda = options.cuda_available;
     let mut failed_fast = false;
     let cells = todo.len();
     let rounds: Vec<i64> = todo.iter().map(|(_, r)| r.repeat).collect();
     let mut enough: Option<String> = None;
-    for (position, (arm_index, run)) in todo.into_iter().enumerate() {
+    let mut cells_left = todo.into_iter().enumerate();
+    for (position, (arm_index, run)) in cells_left.by_ref() {
         if options.stop.is_stopped() || failed_fast {
+            // This cell is not run: an adopted job of it is cancelled below.
+            if let Some(job) = adoptable(follow, &run) {
+                end_adopted(store, &run, &job.0)?;
+            }
             break;
         }
         let arm = &plan.arms[arm_index];
@@ -407,7 +473,9 @@ pub fn run(
         }
         // The last cell of a round: adaptive repeats may stop after it.
         let round_ends = rounds.get(position + 1) != Some(&run.repeat);
-        if arm.requires == Some(Requirement::Cuda) {
+        // On Slurm the job asks for a GPU (`gres`); the coordinator's own
+        // devices say nothing about the nodes'.
+        if arm.requires == Some(Requirement::Cuda) && !slurm {
             let available = *cuda.get_or_insert_with(crate::trainer::device::cuda_available);
             if !available {
                 let reason = "requires CUDA, and no CUDA device is available";
@@ -419,22 +487,25 @@ pub fn run(
                 continue;
             }
         }
-        // A job an earlier coordinator left running (it was killed, its
-        // login node went away) must not run beside the new attempt.
-        if let (Some(job), super::plan::Executor::Slurm(_)) = (&run.slurm_job, &plan.executor) {
-            super::slurm::cancel(job);
+        let adopt = adoptable(follow, &run).map(|(job, dir)| Adopt {
+            job,
+            dir,
+            stored: run.iterations_done.max(0) as u64,
+        });
+        if adopt.is_none() {
+            // A job an earlier coordinator left running (it was killed, its
+            // login node went away) must not run beside the new attempt.
+            if let (Some(job), true) = (&run.slurm_job, slurm) {
+                super::slurm::cancel(job);
+            }
+            info.attempt = store.start_run(run.id)?;
         }
-        info.attempt = store.start_run(run.id)?;
-        let nodelist = placement.node_for(run.repeat);
-        let outcome = run_cell(
-            store,
-            plan,
-            arm_index,
-            &info,
-            options,
-            reporter,
-            nodelist.as_deref(),
-        )?;
+        let place = Place {
+            nodelist: placement.node_for(run.repeat),
+            adopt,
+            node: local_node.as_ref(),
+        };
+        let outcome = run_cell(store, plan, arm_index, &info, options, reporter, place)?;
         if let Some(host) = store.run(run.id)?.and_then(|r| r.host) {
             placement.ran(run.repeat, host);
         }
@@ -448,6 +519,13 @@ pub fn run(
                     enough = Some(format!("stopped after round {}: {why}", run.repeat));
                 }
             }
+        }
+    }
+    // Jobs submitted by `--detach` for cells this invocation stopped
+    // before: they must not run on unobserved.
+    for (_, (_, run)) in cells_left {
+        if let Some((job, _)) = adoptable(follow, &run) {
+            end_adopted(store, &run, &job)?;
         }
     }
 
@@ -588,6 +666,8 @@ enum Msg {
     Ended(Result<End, String>),
     /// Slurm placed the cell's job on this node.
     Placed(String),
+    /// Slurm requeued the job and it started again.
+    Restarted,
 }
 
 /// How a cell's process ended, whichever executor ran it.
@@ -732,6 +812,18 @@ impl Pinning {
         }
     }
 
+    /// Whether the cell about to be submitted for `repeat` decides the
+    /// node later cells are pinned to (so a detaching coordinator must
+    /// wait until Slurm has placed it).
+    fn pins_before(&self, repeat: i64) -> bool {
+        use super::plan::Placement;
+        match self.placement {
+            Some(Placement::SameNode) => self.node.is_none(),
+            Some(Placement::Spread) => self.round.as_ref().is_none_or(|(r, _)| *r != repeat),
+            Some(Placement::Any) | None => false,
+        }
+    }
+
     fn ran(&mut self, repeat: i64, host: String) {
         if self.placement.is_none() {
             return;
@@ -745,19 +837,229 @@ impl Pinning {
     }
 }
 
-fn run_cell(
+/// A job an earlier coordinator submitted, followed instead of submitted
+/// again (`--attach`).
+struct Adopt {
+    job: String,
+    dir: PathBuf,
+    /// Metric lines of the current attempt already stored: the first
+    /// lines of the job's stdout, which an earlier follower ingested.
+    stored: u64,
+}
+
+/// Where and how a cell runs.
+struct Place<'a> {
+    /// Slurm placement: pin the job to this node.
+    nodelist: Option<String>,
+    adopt: Option<Adopt>,
+    /// A local cell's hardware (this machine).
+    node: Option<&'a crate::store::NodeInfo>,
+}
+
+/// The job and folder to follow for a cell under `--attach` (a cell still
+/// `running` whose job an earlier coordinator submitted) or after
+/// [`submit_all`] submitted it ahead (`max_parallel` > 1).
+fn adoptable(follow: bool, run: &Run) -> Option<(String, PathBuf)> {
+    if !follow || run.status != RunStatus::Running {
+        return None;
+    }
+    Some((
+        run.slurm_job.clone()?,
+        PathBuf::from(run.slurm_dir.as_ref()?),
+    ))
+}
+
+/// Cancels an adopted job this invocation will not follow and records
+/// its cell as interrupted.
+fn end_adopted(store: &mut Store, run: &Run, job: &str) -> Result<(), RunnerError> {
+    super::slurm::cancel(job);
+    store.finish_run(
+        run.id,
+        &RunOutcome {
+            status: RunStatus::Interrupted,
+            exit_code: None,
+            signal: None,
+            error: Some(format!(
+                "interrupted: job {job} cancelled before it was followed"
+            )),
+            stderr_tail: None,
+            wall_seconds: 0.0,
+            problems: LineProblems::default(),
+        },
+    )?;
+    Ok(())
+}
+
+/// `lcx run --detach`: submits every cell ([`submit_all`]) and leaves the
+/// experiment to its jobs.
+fn detach(
     store: &mut Store,
     plan: &Plan,
-    arm_index: usize,
-    info: &CellInfo,
+    experiment_id: i64,
+    todo: Vec<(usize, Run)>,
     options: &RunnerOptions,
     reporter: &mut dyn Reporter,
-    nodelist: Option<&str>,
-) -> Result<RunOutcome, RunnerError> {
-    let arm = &plan.arms[arm_index];
-    reporter.report(&Event::CellStarted { cell: info });
+    placement: Pinning,
+) -> Result<Summary, RunnerError> {
     let started = Instant::now();
-    let program = match (
+    submit_all(
+        store,
+        plan,
+        experiment_id,
+        todo,
+        options,
+        reporter,
+        placement,
+    )?;
+    if options.stop.is_stopped() {
+        store.set_experiment_status(experiment_id, ExperimentStatus::Interrupted)?;
+    } else {
+        store.detach_experiment(experiment_id)?;
+    }
+    let runs = store.runs(experiment_id)?;
+    let count = |s: RunStatus| runs.iter().filter(|r| r.status == s).count();
+    Ok(Summary {
+        experiment_id,
+        status: if options.stop.is_stopped() {
+            ExperimentStatus::Interrupted
+        } else {
+            ExperimentStatus::Detached
+        },
+        completed: count(RunStatus::Completed),
+        failed: count(RunStatus::Failed),
+        skipped: count(RunStatus::Skipped),
+        interrupted: count(RunStatus::Interrupted),
+        pending: count(RunStatus::Pending) + count(RunStatus::Running),
+        wall_seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// Submits every cell of `todo` as a Slurm job, in plan order, as
+/// `max_parallel` chains: round r goes on chain r mod N, each job after
+/// the one before it on its chain (`afterany`), so a round's arms run back
+/// to back and at most N cells at once. With `same-node` placement it
+/// waits until the first job is placed and pins the rest to its node.
+/// Stopped part-way, it cancels what it submitted (cells interrupted).
+fn submit_all(
+    store: &mut Store,
+    plan: &Plan,
+    experiment_id: i64,
+    todo: Vec<(usize, Run)>,
+    options: &RunnerOptions,
+    reporter: &mut dyn Reporter,
+    mut placement: Pinning,
+) -> Result<(), RunnerError> {
+    let super::plan::Executor::Slurm(slurm) = &plan.executor else {
+        return Err(RunnerError::Executor(format!(
+            "experiment {experiment_id}: only Slurm cells can be submitted ahead"
+        )));
+    };
+    let chains = slurm.max_parallel.max(1) as usize;
+    let cells = todo.len();
+    let mut last: Vec<Option<String>> = vec![None; chains];
+    let mut submitted: Vec<(i64, String)> = Vec::new();
+    for (position, (arm_index, run)) in todo.into_iter().enumerate() {
+        if options.stop.is_stopped() {
+            break;
+        }
+        let arm = &plan.arms[arm_index];
+        if let Some(job) = &run.slurm_job {
+            super::slurm::cancel(job);
+        }
+        let attempt = store.start_run(run.id)?;
+        let info = CellInfo {
+            run_id: run.id,
+            arm: arm.name.clone(),
+            label: arm.label.clone(),
+            repeat: run.repeat.max(1) as u32,
+            repeats: plan.repeats,
+            position: position + 1,
+            cells,
+            iterations: plan.iterations,
+            attempt,
+        };
+        let program = cell_program(arm, options);
+        let dir = job_dir(&info)?;
+        let cell_dir = train_dir(plan, arm, &info, Some(&dir));
+        let cell = Cell {
+            plan,
+            arm,
+            info: &info,
+            options,
+            program: &program,
+            cell_dir: cell_dir.as_deref(),
+        };
+        let chain = (run.repeat.max(1) as usize - 1) % chains;
+        let after = last[chain].clone();
+        let nodelist = placement.node_for(run.repeat);
+        match submit_job(&cell, slurm, &dir, nodelist, after.clone()) {
+            Ok(job) => {
+                store.set_run_placement(run.id, None, Some(&job))?;
+                store.set_run_slurm_dir(run.id, &dir.display().to_string())?;
+                reporter.report(&Event::Note {
+                    cell: &info,
+                    message: format!(
+                        "submitted Slurm job {job}{} ({})",
+                        after
+                            .as_ref()
+                            .map(|p| format!(" after {p}"))
+                            .unwrap_or_default(),
+                        dir.join("job.sh").display()
+                    ),
+                });
+                submitted.push((run.id, job.clone()));
+                last[chain] = Some(job.clone());
+                if placement.pins_before(run.repeat) {
+                    reporter.report(&Event::Note {
+                        cell: &info,
+                        message: format!(
+                            "waiting for job {job} to be placed: the other cells are pinned \
+                             to its node"
+                        ),
+                    });
+                    let stop = Arc::clone(&options.stop);
+                    if let Some(node) = super::slurm::wait_placed(&job, &|| stop.is_stopped())
+                        .map_err(RunnerError::Executor)?
+                    {
+                        store.set_run_placement(run.id, Some(&node), None)?;
+                        placement.ran(run.repeat, node);
+                    }
+                }
+            }
+            Err(error) => {
+                let outcome = RunOutcome {
+                    status: RunStatus::Failed,
+                    exit_code: None,
+                    signal: None,
+                    error: Some(error),
+                    stderr_tail: None,
+                    wall_seconds: 0.0,
+                    problems: LineProblems::default(),
+                };
+                store.finish_run(run.id, &outcome)?;
+                reporter.report(&Event::CellFinished {
+                    cell: &info,
+                    outcome: &outcome,
+                    lines: 0,
+                });
+            }
+        }
+    }
+    if options.stop.is_stopped() {
+        // Stopped while submitting: nothing is left running.
+        for run in store.runs(experiment_id)? {
+            if let Some((_, job)) = submitted.iter().find(|(id, _)| *id == run.id) {
+                end_adopted(store, &run, job)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The binary a cell runs: a revision's build, this lcx, or the arm's
+/// own program.
+fn cell_program(arm: &super::plan::Arm, options: &RunnerOptions) -> PathBuf {
+    match (
         &arm.program,
         arm.revision.as_ref().and_then(|r| r.binary.clone()),
     ) {
@@ -765,17 +1067,65 @@ fn run_cell(
         (Program::Lcx, Some(binary)) => binary,
         (Program::Lcx, None) => options.lcx_exe.clone(),
         (Program::External(p), _) => PathBuf::from(p),
+    }
+}
+
+/// A training cell's run directory (config, log, checkpoints), which goes
+/// once the cell has completed: inside its job's folder for a Slurm cell
+/// (a later coordinator finds it there), else a folder of its own.
+fn train_dir(
+    plan: &Plan,
+    arm: &super::plan::Arm,
+    info: &CellInfo,
+    job_dir: Option<&std::path::Path>,
+) -> Option<PathBuf> {
+    if arm.program != Program::Lcx || plan.workload != super::Workload::Train {
+        return None;
+    }
+    Some(match job_dir {
+        Some(dir) => dir.join("run"),
+        None => PathBuf::from("runs").join("tmp").join(format!(
+            "lcx-cell-{}-{}",
+            std::process::id(),
+            info.run_id
+        )),
+    })
+}
+
+/// A new Slurm cell's folder on the shared filesystem:
+/// `runs/slurm/run-<id>-attempt-<n>-pid<pid>/` under the working directory.
+/// Run ids count per database: the coordinator's pid keeps the cells of
+/// two databases run from one folder apart.
+fn job_dir(info: &CellInfo) -> Result<PathBuf, RunnerError> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| RunnerError::Executor(format!("no working directory: {e}")))?;
+    Ok(cwd.join("runs").join("slurm").join(format!(
+        "run-{}-attempt-{}-pid{}",
+        info.run_id,
+        info.attempt,
+        std::process::id()
+    )))
+}
+
+fn run_cell(
+    store: &mut Store,
+    plan: &Plan,
+    arm_index: usize,
+    info: &CellInfo,
+    options: &RunnerOptions,
+    reporter: &mut dyn Reporter,
+    place: Place<'_>,
+) -> Result<RunOutcome, RunnerError> {
+    let arm = &plan.arms[arm_index];
+    reporter.report(&Event::CellStarted { cell: info });
+    let started = Instant::now();
+    let program = cell_program(arm, options);
+    let job_dir = match (&plan.executor, &place.adopt) {
+        (_, Some(adopt)) => Some(adopt.dir.clone()),
+        (super::plan::Executor::Slurm(_), None) => Some(job_dir(info)?),
+        (super::plan::Executor::Local, None) => None,
     };
-    // A training cell writes its run directory (config, log, checkpoints)
-    // into a folder of its own, which goes once the cell has completed.
-    let cell_dir =
-        (arm.program == Program::Lcx && plan.workload == super::Workload::Train).then(|| {
-            PathBuf::from("runs").join("tmp").join(format!(
-                "lcx-cell-{}-{}",
-                std::process::id(),
-                info.run_id
-            ))
-        });
+    let cell_dir = train_dir(plan, arm, info, job_dir.as_deref());
     let cell = Cell {
         plan,
         arm,
@@ -784,9 +1134,22 @@ fn run_cell(
         program: &program,
         cell_dir: cell_dir.as_deref(),
     };
-    let launched = match &plan.executor {
-        super::plan::Executor::Local => launch_local(&cell),
-        super::plan::Executor::Slurm(slurm) => launch_job(&cell, slurm, nodelist, reporter),
+    let stored_before = place.adopt.as_ref().map_or(0, |a| a.stored);
+    let launched = match (&plan.executor, place.adopt, &job_dir) {
+        (_, Some(adopt), _) => {
+            reporter.report(&Event::Note {
+                cell: info,
+                message: format!(
+                    "following Slurm job {} ({} line(s) already recorded)",
+                    adopt.job, adopt.stored
+                ),
+            });
+            Ok(follow_job(adopt.job, &adopt.dir, requeues(plan), options))
+        }
+        (super::plan::Executor::Slurm(slurm), None, Some(dir)) => {
+            launch_job(&cell, slurm, dir, place.nodelist, reporter)
+        }
+        _ => launch_local(&cell),
     };
     let Launched {
         rx,
@@ -818,9 +1181,23 @@ fn run_cell(
         }
     };
     store.set_run_placement(info.run_id, host.as_deref(), job.as_deref())?;
+    if let Some(dir) = &job_dir {
+        store.set_run_slurm_dir(info.run_id, &dir.display().to_string())?;
+    }
+    if let Some(node) = place.node {
+        store.set_run_node(info.run_id, node)?;
+    }
 
     let mut stdout_log = Tail::default();
-    let mut counts = LineCounts::default();
+    // An adopted job's stdout is read from its start: the lines an earlier
+    // follower stored are its first metric lines, skipped here.
+    let mut counts = LineCounts {
+        stored: stored_before,
+        ..LineCounts::default()
+    };
+    let mut skip = stored_before;
+    // The attempt the lines belong to: a job Slurm requeues starts a new one.
+    let mut current = info.clone();
     let mut store_error = None;
     let mut batch: Vec<MetricLine> = Vec::new();
     let mut exit: Option<(Result<End, String>, Instant)> = None;
@@ -854,14 +1231,19 @@ fn run_cell(
                 // per line; a burst that arrived together shares one.
                 let mut next = Some(first);
                 while let Some(bytes) = next.take() {
+                    let before = batch.len();
                     take_line(
                         &bytes,
-                        info,
+                        &current,
                         &mut batch,
                         &mut counts,
                         &mut stdout_log,
                         reporter,
                     );
+                    if skip > 0 && batch.len() > before {
+                        batch.pop();
+                        skip -= 1;
+                    }
                     if batch.len() >= MAX_BATCH {
                         break;
                     }
@@ -871,7 +1253,7 @@ fn run_cell(
                         Err(_) => {}
                     }
                 }
-                if let Err(e) = flush(store, info, &mut batch, &mut counts, reporter, started) {
+                if let Err(e) = flush(store, &current, &mut batch, &mut counts, reporter, started) {
                     // The store is unusable: stop the child, record what we
                     // can, and give up.
                     kill();
@@ -884,7 +1266,7 @@ fn run_cell(
                 stdout_log.push(&child::overlong_note(&head, bytes));
                 if counts.problems.overlong == 1 {
                     reporter.report(&Event::Warning {
-                        cell: info,
+                        cell: &current,
                         message: format!(
                             "a stdout line of {bytes} bytes is over the {} MiB line cap; \
                              its head is kept in the cell's log",
@@ -894,6 +1276,37 @@ fn run_cell(
                 }
             }
             Msg::Eof => eof = true,
+            Msg::Restarted => {
+                // Slurm requeued the job: what its earlier run printed is
+                // superseded, and the cell starts again as a new attempt.
+                let restarted = flush(store, &current, &mut batch, &mut counts, reporter, started)
+                    .and_then(|()| store.start_run(current.run_id))
+                    .and_then(|attempt| {
+                        current.attempt = attempt;
+                        store.set_run_placement(current.run_id, None, job.as_deref())?;
+                        match &job_dir {
+                            Some(dir) => {
+                                store.set_run_slurm_dir(current.run_id, &dir.display().to_string())
+                            }
+                            None => Ok(()),
+                        }
+                    });
+                if let Err(e) = restarted {
+                    kill();
+                    store_error = Some(e);
+                    break;
+                }
+                counts = LineCounts::default();
+                skip = 0;
+                reporter.report(&Event::Warning {
+                    cell: &current,
+                    message: format!(
+                        "Slurm requeued the job; its earlier lines are superseded and it runs \
+                         again as attempt {}",
+                        current.attempt
+                    ),
+                });
+            }
             Msg::Placed(node) => {
                 if let Err(e) = store.set_run_placement(info.run_id, Some(&node), None) {
                     kill();
@@ -924,9 +1337,18 @@ fn run_cell(
         .as_ref()
         .map_or_else(|| started.elapsed(), |(_, at)| at.duration_since(started))
         .as_secs_f64();
+    // A job's own records say how long its command ran on the node
+    // (without queueing and polling) and what hardware it ran on.
+    let wall_seconds = job_dir
+        .as_deref()
+        .and_then(super::slurm::ran_seconds)
+        .unwrap_or(wall_seconds);
+    if let Some(node) = job_dir.as_deref().and_then(super::slurm::node_record) {
+        store.set_run_node(info.run_id, &node)?;
+    }
     if abandoned_pipe {
         reporter.report(&Event::Warning {
-            cell: info,
+            cell: &current,
             message: format!(
                 "the child exited, but a process it started outside its process group still \
                  holds its stdout; stopped reading {} s after the exit",
@@ -1036,7 +1458,7 @@ fn run_cell(
         store.set_run_warmup(info.run_id, warmup as i64)?;
     }
     reporter.report(&Event::CellFinished {
-        cell: info,
+        cell: &current,
         outcome: &outcome,
         lines,
     });
@@ -1230,31 +1652,41 @@ fn launch_local(cell: &Cell<'_>) -> Result<Launched, String> {
 
 /// Submits a cell as a Slurm job and follows it: its stdout file (on the
 /// shared filesystem) line by line, its state from `scontrol`. The job's
-/// folder (`runs/slurm/run-<id>-attempt-<n>/`: script, config, stdout,
-/// stderr) stays for reproducibility.
+/// folder (script, config, stdout, stderr, the script's records) stays
+/// for reproducibility.
 fn launch_job(
     cell: &Cell<'_>,
     slurm: &super::plan::SlurmOptions,
-    nodelist: Option<&str>,
+    dir: &std::path::Path,
+    nodelist: Option<String>,
     reporter: &mut dyn Reporter,
 ) -> Result<Launched, String> {
+    let job = submit_job(cell, slurm, dir, nodelist, None)?;
+    reporter.report(&Event::Note {
+        cell: cell.info,
+        message: format!("Slurm job {job} ({})", dir.join("job.sh").display()),
+    });
+    Ok(follow_job(job, dir, slurm.requeue, cell.options))
+}
+
+/// Writes a cell's job script into `dir` and submits it; returns the
+/// job id. `after`: a job it must wait for (`--detach`'s chain).
+fn submit_job(
+    cell: &Cell<'_>,
+    slurm: &super::plan::SlurmOptions,
+    dir: &std::path::Path,
+    nodelist: Option<String>,
+    after: Option<String>,
+) -> Result<String, String> {
     let Cell {
         plan,
         arm,
         info,
-        options,
+        options: _,
         program,
         cell_dir,
     } = *cell;
     let cwd = std::env::current_dir().map_err(|e| format!("no working directory: {e}"))?;
-    // Run ids count per database: the coordinator's pid keeps two
-    // databases' cells run from one folder apart.
-    let dir = cwd.join("runs").join("slurm").join(format!(
-        "run-{}-attempt-{}-pid{}",
-        info.run_id,
-        info.attempt,
-        std::process::id()
-    ));
     // The node resolves paths on the shared filesystem: make them absolute.
     let program = if program.is_absolute() || !program.to_string_lossy().contains('/') {
         program.to_path_buf()
@@ -1262,34 +1694,47 @@ fn launch_job(
         arm.workdir.as_deref().unwrap_or(&cwd).join(program)
     };
     let cell_dir = cell_dir.map(|d| cwd.join(d));
+    let options = slurm.for_arm(&arm.slurm);
     let spec = super::slurm::JobSpec {
         name: format!("lcx-{}-{}", plan.name, info.run_id),
-        dir: &dir,
+        dir,
         program: &program,
         args: &arm.args,
         env: process_env(plan, arm, info, cell_dir.as_deref()),
         workdir: arm.workdir.clone().unwrap_or_else(|| cwd.clone()),
         stdin: arm.stdin_config(),
-        options: slurm,
+        options: &options,
         wants_gpu: arm.requires == Some(Requirement::Cuda),
-        nodelist: nodelist.map(str::to_string),
+        nodelist,
+        after,
     };
-    let job = super::slurm::submit(&spec)?;
+    super::slurm::submit(&spec)
+}
+
+/// Follows a submitted job until it ends (from its stdout's start).
+/// Whether the plan lets Slurm requeue its jobs (`[executor] requeue`).
+fn requeues(plan: &Plan) -> bool {
+    matches!(&plan.executor, super::plan::Executor::Slurm(o) if o.requeue)
+}
+
+fn follow_job(
+    job: String,
+    dir: &std::path::Path,
+    requeue: bool,
+    options: &RunnerOptions,
+) -> Launched {
     options.stop.set_job(&job);
-    reporter.report(&Event::Note {
-        cell: info,
-        message: format!("Slurm job {job} ({})", dir.join("job.sh").display()),
-    });
     let (tx, rx) = std::sync::mpsc::sync_channel::<Msg>(CHANNEL_LINES);
     {
         let job = job.clone();
-        let stdout = dir.join("stdout");
+        let dir = dir.to_path_buf();
         std::thread::spawn(move || {
-            super::slurm::follow(&job, &stdout, child::MAX_LINE, |event| {
+            super::slurm::follow(&job, &dir, child::MAX_LINE, requeue, |event| {
                 let msg = match event {
                     super::slurm::Event::Line(bytes) => Msg::Line(bytes),
                     super::slurm::Event::Overlong { head, bytes } => Msg::Overlong { head, bytes },
                     super::slurm::Event::Placed(node) => Msg::Placed(node),
+                    super::slurm::Event::Restarted => Msg::Restarted,
                     super::slurm::Event::Ended(end) => {
                         if tx.send(Msg::Eof).is_err() {
                             return false;
@@ -1303,7 +1748,7 @@ fn launch_job(
     }
     let stop = Arc::clone(&options.stop);
     let cancel = job.clone();
-    Ok(Launched {
+    Launched {
         rx,
         kill: Box::new(move || super::slurm::cancel(&cancel)),
         on_end: Box::new(|| {}),
@@ -1311,7 +1756,7 @@ fn launch_job(
         finish: Box::new(move || stop.clear_job()),
         host: None,
         job: Some(job),
-    })
+    }
 }
 
 /// Why a cell that exited 0 is not complete: it stored fewer lines than

@@ -19,6 +19,10 @@ use crate::store::RunStatus;
 /// How often the coordinator looks at a job and its output file.
 const POLL: Duration = Duration::from_millis(200);
 
+/// Polls a requeueable job may stay PREEMPTED or NODE_FAIL before that
+/// is its end (about 10 s): Slurm requeues it from there.
+pub const REQUEUE_GRACE: u32 = 50;
+
 /// `scontrol` failures in a row after which a job is given up (about a
 /// minute of polls).
 const SCONTROL_ERRORS: u32 = 300;
@@ -177,6 +181,10 @@ pub struct JobSpec<'a> {
     pub wants_gpu: bool,
     /// Pin the job to this node (placement).
     pub nodelist: Option<String>,
+    /// Start only after this job has ended, however it ended (`--detach`
+    /// chains an experiment's cells so they still run one at a time, in
+    /// plan order).
+    pub after: Option<String>,
 }
 
 /// An `#SBATCH` option with its value double-quoted when it holds a
@@ -216,36 +224,153 @@ fn quote(word: &str) -> String {
 
 /// The job script, kept in the cell's folder for reproducibility: its
 /// `#SBATCH` lines carry every option, so `sbatch job.sh` runs the cell
-/// again.
+/// again. Around the cell's command it writes three records into the
+/// folder, which let a coordinator that attaches later (after Slurm has
+/// forgotten the job) still tell how the cell ended: `started` (epoch
+/// seconds), `node` (the node's hardware, `key=value` lines) and `exit`
+/// (`code end-seconds`, written only when the command returned).
 pub fn script(spec: &JobSpec<'_>) -> String {
     let mut s = String::from("#!/bin/sh\n# Written by lcx run: one cell of an experiment.\n");
     for option in sbatch_options(spec) {
         let _ = writeln!(s, "#SBATCH {}", sbatch_quoted(&option));
     }
+    let dir = quote(&spec.dir.display().to_string());
+    let _ = writeln!(s, "d={dir}");
     let _ = writeln!(
         s,
         "cd {} || exit 1",
         quote(&spec.workdir.display().to_string())
     );
+    s.push_str(NODE_RECORD);
     for (k, v) in &spec.env {
         let _ = writeln!(s, "export {k}={}", quote(v));
     }
-    let mut line = format!("exec {}", quote(&spec.program.display().to_string()));
+    let mut line = quote(&spec.program.display().to_string());
     for a in spec.args {
         line.push(' ');
         line.push_str(&quote(a));
     }
     if spec.stdin.is_some() {
-        line.push_str(&format!(
-            " < {}",
-            quote(&spec.dir.join("config.toml").display().to_string())
-        ));
+        line.push_str(" < \"$d/config.toml\"");
     } else {
         line.push_str(" < /dev/null");
     }
     s.push_str(&line);
     s.push('\n');
+    s.push_str(
+        "code=$?\n\
+         echo \"$code $(date +%s.%N)\" > \"$d/exit.tmp\" && mv \"$d/exit.tmp\" \"$d/exit\"\n\
+         exit $code\n",
+    );
     s
+}
+
+/// The start and hardware records of a job script (`$d` is its folder).
+/// Every probe may fail on a node that lacks it; the line is then absent.
+const NODE_RECORD: &str = r#"rm -f "$d/exit"
+date +%s.%N > "$d/started"
+{
+  echo "hostname=$(hostname)"
+  sed -n 's/^model name[[:space:]]*:[[:space:]]*/cpu_model=/p' /proc/cpuinfo | head -n 1
+  echo "cpus=$(nproc)"
+  sed -n 's/^MemTotal:[[:space:]]*\([0-9]*\) kB/memory_kib=\1/p' /proc/meminfo
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1 | sed 's/^/gpu=/'
+} > "$d/node" 2>/dev/null
+"#;
+
+/// The node record a job script wrote, when it did.
+pub fn node_record(dir: &Path) -> Option<crate::store::NodeInfo> {
+    let text = std::fs::read_to_string(dir.join("node")).ok()?;
+    Some(parse_node(&text))
+}
+
+fn parse_node(text: &str) -> crate::store::NodeInfo {
+    let mut node = crate::store::NodeInfo::default();
+    let nonempty = |v: &str| Some(v.trim().to_string()).filter(|v| !v.is_empty());
+    for line in text.lines() {
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        match key {
+            "hostname" => node.hostname = nonempty(value),
+            "cpu_model" => node.cpu_model = nonempty(value),
+            "cpus" => node.cpus = value.trim().parse().ok(),
+            "memory_kib" => node.memory_bytes = value.trim().parse::<i64>().ok().map(|k| k * 1024),
+            "gpu" => {
+                let mut fields = value.split(',');
+                node.gpu_name = fields.next().and_then(nonempty);
+                node.gpu_driver = fields.next().and_then(nonempty);
+            }
+            _ => {}
+        }
+    }
+    node
+}
+
+/// `(exit code, end time)` from the job script's `exit` record.
+fn exit_record(dir: &Path) -> Option<(i64, f64)> {
+    let text = std::fs::read_to_string(dir.join("exit")).ok()?;
+    let mut words = text.split_whitespace();
+    let code = words.next()?.parse().ok()?;
+    let end = words.next()?.parse().ok()?;
+    Some((code, end))
+}
+
+/// The seconds the cell's command ran on its node, from the job script's
+/// records: queueing and the coordinator's polling are not in it.
+pub fn ran_seconds(dir: &Path) -> Option<f64> {
+    let started: f64 = std::fs::read_to_string(dir.join("started"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    let (_, end) = exit_record(dir)?;
+    (end >= started).then_some(end - started)
+}
+
+/// A job's end read from its `exit` record, for a job Slurm no longer
+/// lists (it ended more than `MinJobAge` ago, before anyone followed it).
+fn end_from_record(dir: &Path) -> Option<JobEnd> {
+    let (code, _) = exit_record(dir)?;
+    // A shell reports a command killed by signal N as 128 + N.
+    let (exit_code, signal) = if code > 128 {
+        (None, Some(code - 128))
+    } else {
+        (Some(code), None)
+    };
+    Some(JobEnd {
+        exit_code,
+        signal,
+        how: format!(
+            "exit code {code}, from the job's exit record (Slurm no longer lists the job)"
+        ),
+        success: code == 0,
+        status: None,
+    })
+}
+
+/// Waits until Slurm has placed `job` on a node and returns the node;
+/// `Ok(None)` when the job ended unplaced or `stopped` says to give up.
+pub fn wait_placed(job: &str, stopped: &dyn Fn() -> bool) -> Result<Option<String>, String> {
+    let mut errors = 0u32;
+    loop {
+        if stopped() {
+            return Ok(None);
+        }
+        match job_state(job) {
+            Ok(Some(s)) if s.state != "PENDING" && s.node.is_some() => return Ok(s.node),
+            Ok(Some(s)) if s.is_final() => return Ok(None),
+            Ok(Some(_)) => errors = 0,
+            Ok(None) => return Ok(None),
+            Err(e) => {
+                errors += 1;
+                if errors >= SCONTROL_ERRORS {
+                    return Err(e);
+                }
+            }
+        }
+        std::thread::sleep(POLL);
+    }
 }
 
 /// The `sbatch` options of a cell, as its script's `#SBATCH` lines.
@@ -256,31 +381,26 @@ pub fn sbatch_options(spec: &JobSpec<'_>) -> Vec<String> {
         format!("--output={}", spec.dir.join("stdout").display()),
         format!("--error={}", spec.dir.join("stderr").display()),
         format!("--chdir={}", spec.workdir.display()),
-        // A requeued job would start its output file again: lcx records a
-        // node failure or preemption as the cell's end instead.
-        "--no-requeue".to_string(),
-    ];
-    let mut flag = |name: &str, value: &Option<String>| {
-        if let Some(v) = value {
-            args.push(format!("--{name}={v}"));
+        // A requeued job starts its output file again; the follower then
+        // starts the cell again (`requeue = true`). Without it, a node
+        // failure or preemption ends the cell.
+        if spec.options.requeue {
+            "--requeue"
+        } else {
+            "--no-requeue"
         }
-    };
-    flag("partition", &o.partition);
-    flag("account", &o.account);
-    flag("qos", &o.qos);
-    flag("time", &o.time);
-    flag("mem", &o.mem);
-    flag("constraint", &o.constraint);
-    let gres = o
-        .gres
-        .clone()
-        .or_else(|| spec.wants_gpu.then(|| "gpu:1".to_string()));
-    flag("gres", &gres);
-    flag("nodelist", &spec.nodelist);
-    if let Some(c) = o.cpus_per_task {
-        args.push(format!("--cpus-per-task={c}"));
+        .to_string(),
+    ];
+    if o.gres.is_none() && spec.wants_gpu {
+        args.push("--gres=gpu:1".to_string());
     }
-    args.extend(o.extra.iter().cloned());
+    if let Some(node) = &spec.nodelist {
+        args.push(format!("--nodelist={node}"));
+    }
+    if let Some(job) = &spec.after {
+        args.push(format!("--dependency=afterany:{job}"));
+    }
+    args.extend(o.flags());
     args
 }
 
@@ -300,8 +420,9 @@ pub fn submit(spec: &JobSpec<'_>) -> Result<String, String> {
     }
     let path = spec.dir.join("job.sh");
     std::fs::write(&path, script(spec)).map_err(|e| format!("writing {}: {e}", path.display()))?;
-    // Output files from an earlier attempt must not be read as this one's.
-    for name in ["stdout", "stderr"] {
+    // Output files and records from an earlier attempt must not be read
+    // as this one's.
+    for name in ["stdout", "stderr", "started", "node", "exit"] {
         let _ = std::fs::remove_file(spec.dir.join(name));
     }
     let out = Command::new("sbatch")
@@ -333,23 +454,54 @@ pub enum Event {
     Overlong { head: Vec<u8>, bytes: usize },
     /// Slurm placed the job on this node.
     Placed(String),
+    /// The job started again (Slurm requeued it): what follows is its new
+    /// run's output, from the start of the file.
+    Restarted,
     /// The job ended and its output was read to the end.
     Ended(Result<JobEnd, String>),
 }
 
-/// Follows a job until it ends: new complete lines of its stdout file as
-/// they appear, its state every [`POLL`]. Lines longer than `max_line` are
-/// cut to their head. Returns when the job ended (or `send` refused).
-pub fn follow(job: &str, stdout: &Path, max_line: usize, mut send: impl FnMut(Event) -> bool) {
-    let mut offset = 0u64;
-    let mut partial: Vec<u8> = Vec::new();
-    let mut overlong: Option<(Vec<u8>, usize)> = None;
+/// Where the follower is in a job's stdout file.
+#[derive(Default)]
+struct Reading {
+    offset: u64,
+    /// The start of a line whose end has not been written yet.
+    partial: Vec<u8>,
+    /// A line over the cap: its head and length so far.
+    overlong: Option<(Vec<u8>, usize)>,
+}
+
+/// Follows a job until it ends: new complete lines of its stdout file (in
+/// the job's folder `dir`) as they appear, from the file's start, its state
+/// every [`POLL`]. Lines longer than `max_line` are cut to their head.
+/// Returns when the job ended (or `send` refused). With `requeue`, a
+/// preempted or node-failed job is given [`REQUEUE_GRACE`] polls to come
+/// back pending before that state ends the cell.
+pub fn follow(
+    job: &str,
+    dir: &Path,
+    max_line: usize,
+    requeue: bool,
+    mut send: impl FnMut(Event) -> bool,
+) {
+    let stdout = dir.join("stdout");
+    let stdout = stdout.as_path();
+    let mut reading = Reading::default();
     let mut last: Option<JobState> = None;
     let mut placed = false;
+    // Polls that found the job still going.
+    let mut polls = 0u32;
+    // Polls a requeueable job has sat in PREEMPTED or NODE_FAIL.
+    let mut held = 0u32;
     // `scontrol` failures in a row; a controller that stays unreachable
     // ends the cell rather than holding it for ever.
     let mut errors = 0u32;
-    let mut read_new = |offset: &mut u64, send: &mut dyn FnMut(Event) -> bool| -> bool {
+    let read_new = |r: &mut Reading, send: &mut dyn FnMut(Event) -> bool| -> bool {
+        let Reading {
+            offset,
+            partial,
+            overlong,
+        } = r;
         let Ok(mut file) = std::fs::File::open(stdout) else {
             return true;
         };
@@ -384,7 +536,7 @@ pub fn follow(job: &str, stdout: &Path, max_line: usize, mut send: impl FnMut(Ev
             partial.extend_from_slice(&chunk);
             if partial.len() > max_line {
                 let head: Vec<u8> = partial.iter().take(512).copied().collect();
-                overlong = Some((head, partial.len()));
+                *overlong = Some((head, partial.len()));
                 partial.clear();
                 if ends {
                     let (head, bytes) = overlong.take().unwrap_or_default();
@@ -399,14 +551,28 @@ pub fn follow(job: &str, stdout: &Path, max_line: usize, mut send: impl FnMut(Ev
                 if partial.last() == Some(&b'\r') {
                     partial.pop();
                 }
-                if !send(Event::Line(std::mem::take(&mut partial))) {
+                if !send(Event::Line(std::mem::take(partial))) {
                     return false;
                 }
             }
         }
     };
+    // The run of the job being read, by its `started` record: a requeued
+    // job writes a new one before any output, so a change seen before a
+    // read means the file now holds the new run's lines.
+    let mut run_started: Option<String> = None;
     loop {
-        if !read_new(&mut offset, &mut send) {
+        if let Ok(now) = std::fs::read_to_string(dir.join("started")) {
+            if run_started.as_ref().is_some_and(|seen| *seen != now) {
+                reading = Reading::default();
+                placed = false;
+                if !send(Event::Restarted) {
+                    return;
+                }
+            }
+            run_started = Some(now);
+        }
+        if !read_new(&mut reading, &mut send) {
             return;
         }
         let state = job_state(job);
@@ -426,16 +592,26 @@ pub fn follow(job: &str, stdout: &Path, max_line: usize, mut send: impl FnMut(Ev
         if state.is_ok() {
             errors = 0;
         }
+        let requeueing =
+            |s: &JobState| requeue && matches!(s.state.as_str(), "PREEMPTED" | "NODE_FAIL");
         let ended = match state {
-            Ok(Some(s)) if s.is_final() => Some(Ok(s.end())),
-            Ok(Some(s)) => {
+            Ok(Some(s)) if s.is_final() && requeueing(&s) && held < REQUEUE_GRACE => {
+                held += 1;
                 last = Some(s);
                 None
             }
-            Ok(None) => Some(match &last {
-                Some(s) if s.is_final() => Ok(s.end()),
+            Ok(Some(s)) if s.is_final() => Some(Ok(s.end())),
+            Ok(Some(s)) => {
+                held = 0;
+                last = Some(s);
+                None
+            }
+            Ok(None) => Some(match (&last, end_from_record(dir)) {
+                (Some(s), _) if s.is_final() => Ok(s.end()),
+                (_, Some(end)) => Ok(end),
                 _ => Err(format!(
-                    "job {job} left Slurm's records without an end state (last seen: {})",
+                    "job {job} left Slurm's records without an end state, and its script \
+                     wrote no exit record (last seen: {})",
                     last.as_ref().map_or("never", |s| s.state.as_str())
                 )),
             }),
@@ -452,17 +628,22 @@ pub fn follow(job: &str, stdout: &Path, max_line: usize, mut send: impl FnMut(Ev
             }
         };
         if let Some(end) = ended {
-            // The file may have grown between the last read and the end.
-            std::thread::sleep(POLL);
-            if !read_new(&mut offset, &mut send) {
+            // The file may have grown between the last read and the end;
+            // a job that had ended before it was first looked at (an
+            // `--attach` long after) has long been flushed.
+            if polls > 0 {
+                std::thread::sleep(POLL);
+            }
+            if !read_new(&mut reading, &mut send) {
                 return;
             }
-            if !partial.is_empty() {
-                let _ = send(Event::Line(std::mem::take(&mut partial)));
+            if !reading.partial.is_empty() {
+                let _ = send(Event::Line(std::mem::take(&mut reading.partial)));
             }
             let _ = send(Event::Ended(end));
             return;
         }
+        polls += 1;
         std::thread::sleep(POLL);
     }
 }
@@ -551,26 +732,125 @@ mod tests {
             options: &options,
             wants_gpu: true,
             nodelist: Some("node7".into()),
+            after: Some("41".into()),
         };
         let s = script(&spec);
         assert!(s.contains("cd '/shared/work' || exit 1"), "{s}");
+        assert!(s.contains("d='/shared/runs/slurm/3/run-5-1'\n"), "{s}");
         assert!(s.contains("export LCX_ARM='a b'"), "{s}");
         assert!(
-            s.contains(
-                "exec '/opt/lcx' 'train' 'it'\\''s' < '/shared/runs/slurm/3/run-5-1/config.toml'"
-            ),
+            s.contains("\n'/opt/lcx' 'train' 'it'\\''s' < \"$d/config.toml\"\ncode=$?\n"),
             "{s}"
         );
+        assert!(s.ends_with("exit $code\n"), "{s}");
+        let requeued = SlurmOptions {
+            requeue: true,
+            ..options.clone()
+        };
+        let with_requeue = script(&JobSpec {
+            options: &requeued,
+            ..spec_clone(&spec)
+        });
+        assert!(
+            with_requeue.contains("\n#SBATCH --requeue\n"),
+            "{with_requeue}"
+        );
+        assert!(!with_requeue.contains("--no-requeue"), "{with_requeue}");
         for want in [
             "--partition=gpu",
             "--time=10",
             "--gres=gpu:1",
             "--exclusive",
             "--nodelist=node7",
+            "--dependency=afterany:41",
             "--no-requeue",
             "--output=/shared/runs/slurm/3/run-5-1/stdout",
         ] {
             assert!(s.contains(&format!("\n#SBATCH {want}\n")), "{want}: {s}");
         }
+    }
+
+    fn spec_clone<'a>(spec: &JobSpec<'a>) -> JobSpec<'a> {
+        JobSpec {
+            name: spec.name.clone(),
+            dir: spec.dir,
+            program: spec.program,
+            args: spec.args,
+            env: spec.env.clone(),
+            workdir: spec.workdir.clone(),
+            stdin: spec.stdin,
+            options: spec.options,
+            wants_gpu: spec.wants_gpu,
+            nodelist: spec.nodelist.clone(),
+            after: spec.after.clone(),
+        }
+    }
+
+    /// The job script is a plain shell script (its `#SBATCH` lines are
+    /// comments to `sh`): run it here and read the records it leaves.
+    #[test]
+    fn the_job_script_records_its_start_node_and_exit() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = SlurmOptions::default();
+        let args = vec!["-c".to_string(), "read x; echo \"$x\"; exit 3".to_string()];
+        let spec = JobSpec {
+            name: "lcx-t-1".into(),
+            dir: dir.path(),
+            program: Path::new("/bin/sh"),
+            args: &args,
+            env: BTreeMap::new(),
+            workdir: dir.path().to_path_buf(),
+            stdin: Some("fed"),
+            options: &options,
+            wants_gpu: false,
+            nodelist: None,
+            after: None,
+        };
+        std::fs::write(dir.path().join("config.toml"), "fed\n").unwrap();
+        std::fs::write(dir.path().join("job.sh"), script(&spec)).unwrap();
+        let out = Command::new("sh")
+            .arg(dir.path().join("job.sh"))
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(3),
+            "the command's exit code is the job's"
+        );
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "fed\n");
+        let node = node_record(dir.path()).expect("a node record");
+        assert_eq!(node.hostname, crate::store::hostname());
+        assert!(node.cpus.is_some_and(|n| n >= 1), "{node:?}");
+        assert!(node.memory_bytes.is_some_and(|b| b > 0), "{node:?}");
+        let end = end_from_record(dir.path()).expect("an exit record");
+        assert_eq!((end.exit_code, end.success), (Some(3), false));
+        assert!(ran_seconds(dir.path()).is_some_and(|s| (0.0..60.0).contains(&s)));
+    }
+
+    #[test]
+    fn node_and_exit_records_parse() {
+        let node = parse_node(
+            "hostname=n7\ncpu_model=AMD EPYC 9654 96-Core Processor\ncpus=16\n\
+             memory_kib=1024\ngpu=NVIDIA H200, 570.86.15\njunk\n",
+        );
+        assert_eq!(node.hostname.as_deref(), Some("n7"));
+        assert_eq!(node.cpus, Some(16));
+        assert_eq!(node.memory_bytes, Some(1024 * 1024));
+        assert_eq!(node.gpu_name.as_deref(), Some("NVIDIA H200"));
+        assert_eq!(node.gpu_driver.as_deref(), Some("570.86.15"));
+        assert_eq!(
+            node.hardware().as_deref(),
+            Some("AMD EPYC 9654 96-Core Processor, 16 CPUs, NVIDIA H200 (driver 570.86.15)")
+        );
+        let dir = tempfile::tempdir().unwrap();
+        assert!(end_from_record(dir.path()).is_none());
+        std::fs::write(dir.path().join("exit"), "0 100.5\n").unwrap();
+        std::fs::write(dir.path().join("started"), "90.25\n").unwrap();
+        let end = end_from_record(dir.path()).unwrap();
+        assert!(end.success && end.status.is_none());
+        assert_eq!(ran_seconds(dir.path()), Some(10.25));
+        std::fs::write(dir.path().join("exit"), "137 100.5\n").unwrap();
+        let killed = end_from_record(dir.path()).unwrap();
+        assert_eq!((killed.exit_code, killed.signal), (None, Some(9)));
     }
 }

@@ -617,7 +617,24 @@ fn placement_remarks(e: &Experiment, runs: &[Run]) -> Vec<String> {
     }
     let hosts: BTreeSet<&str> = by_arm.values().flatten().copied().collect();
     let mut out = Vec::new();
-    if hosts.len() > 1 {
+    let hardware = hardware_by_arm(runs);
+    let kinds: BTreeSet<&String> = hardware.values().flatten().collect();
+    if kinds.len() > 1 {
+        let per_arm: Vec<String> = hardware
+            .iter()
+            .map(|((_, arm), h)| {
+                let h: Vec<&str> = h.iter().map(String::as_str).collect();
+                format!("`{arm}` on {}", h.join(" and "))
+            })
+            .collect();
+        out.push(format!(
+            "The cells ran on {} kinds of hardware ({}): the speeds compared here come from \
+             different machines. Pin the cells to one node (`placement = \"same-node\"`) or \
+             ask for one kind (`constraint`) for a like-for-like A/B.",
+            kinds.len(),
+            per_arm.join("; ")
+        ));
+    } else if hosts.len() > 1 {
         let per_arm: Vec<String> = by_arm
             .iter()
             .map(|((_, arm), h)| {
@@ -627,30 +644,73 @@ fn placement_remarks(e: &Experiment, runs: &[Run]) -> Vec<String> {
                 )
             })
             .collect();
+        let same = if kinds.len() == 1 {
+            " with the same recorded hardware"
+        } else {
+            ""
+        };
         out.push(format!(
-            "The cells ran on {} different hosts ({}): speeds from different machines are              compared here. Pin the cells to one node for a like-for-like A/B.",
+            "The cells ran on {} different hosts{same} ({}): machines differ in more than \
+             their hardware (load, clocks, cooling). Pin the cells to one node for a \
+             like-for-like A/B.",
             hosts.len(),
             per_arm.join("; ")
         ));
     }
     let coordinator = e.fingerprint.hostname.as_deref();
-    let elsewhere: Vec<&str> = hosts
+    let unrecorded: BTreeSet<&str> = runs
         .iter()
-        .copied()
+        .filter(|r| r.node.is_none())
+        .filter_map(|r| r.host.as_deref())
         .filter(|h| Some(*h) != coordinator)
         .collect();
-    if !elsewhere.is_empty() {
+    if !unrecorded.is_empty() {
         out.push(format!(
-            "The Environment section describes the machine that ran `lcx run` ({}); cells ran on              {}, whose hardware was not recorded.",
+            "The Environment section describes the machine that ran `lcx run` ({}); cells ran \
+             on {}, whose hardware was not recorded.",
             coordinator.unwrap_or("unknown"),
-            elsewhere.join(", ")
+            unrecorded.into_iter().collect::<Vec<_>>().join(", ")
         ));
     }
     out
 }
 
-fn environment(e: &Experiment, plan: Option<&Plan>) -> Vec<(String, String)> {
+/// The hardware each arm's cells ran on (as recorded per cell), in arm
+/// order.
+fn hardware_by_arm(runs: &[Run]) -> std::collections::BTreeMap<(i64, &str), Vec<String>> {
+    let mut out: std::collections::BTreeMap<(i64, &str), Vec<String>> = Default::default();
+    for r in runs {
+        if let Some(h) = r.node.as_ref().and_then(|n| n.hardware()) {
+            let list = out.entry((r.arm_index, r.arm.as_str())).or_default();
+            if !list.contains(&h) {
+                list.push(h);
+            }
+        }
+    }
+    out
+}
+
+fn environment(e: &Experiment, plan: Option<&Plan>, runs: &[Run]) -> Vec<(String, String)> {
     let mut env = vec![("lcx".to_string(), e.lcx_version.clone())];
+    // Cells that ran away from `lcx run` (Slurm jobs), or on different
+    // hardware: what each arm's cells ran on, as each cell recorded it.
+    let hardware = hardware_by_arm(runs);
+    let kinds: std::collections::BTreeSet<&String> = hardware.values().flatten().collect();
+    if kinds.len() > 1 || runs.iter().any(|r| r.slurm_job.is_some()) {
+        for ((_, arm), h) in &hardware {
+            let mut hosts: Vec<&str> = runs
+                .iter()
+                .filter(|r| r.arm == *arm)
+                .filter_map(|r| r.node.as_ref().and_then(|n| n.hostname.as_deref()))
+                .collect();
+            hosts.sort_unstable();
+            hosts.dedup();
+            env.push((
+                format!("cells of `{arm}` ran on"),
+                format!("{} ({})", h.join("; "), hosts.join(", ")),
+            ));
+        }
+    }
     // Arms at code revisions: what each ran, and what changed since the
     // baseline's revision.
     for arm in plan.map(|p| p.arms.as_slice()).unwrap_or_default() {
@@ -1197,7 +1257,7 @@ pub fn assemble(input: Input, options: Options) -> Report {
             experiment: shell_line(&exp_cmd),
             cells,
         },
-        environment: environment(e, plan.as_ref()),
+        environment: environment(e, plan.as_ref(), &input.runs),
         runs: runs_sorted
             .iter()
             .map(|r| RunRef {
@@ -1210,6 +1270,10 @@ pub fn assemble(input: Input, options: Options) -> Report {
                 warmup: r.warmup.unwrap_or(e.warmup),
                 host: r.host.clone(),
                 slurm_job: r.slurm_job.clone(),
+                slurm_script: r
+                    .slurm_dir
+                    .as_ref()
+                    .map(|d| std::path::Path::new(d).join("job.sh").display().to_string()),
             })
             .collect(),
         notes: plan.map(|p| p.notes).unwrap_or_default(),

@@ -28,6 +28,7 @@ fn arm(name: &str, label: &str, set: &[&str]) -> Arm {
         config_sha256: None,
         variable_iterations: false,
         revision: None,
+        slurm: Default::default(),
     }
 }
 
@@ -148,6 +149,8 @@ fn run(id: i64, arm: &str, index: i64, status: RunStatus) -> Run {
         revision: None,
         host: None,
         slurm_job: None,
+        slurm_dir: None,
+        node: None,
     }
 }
 
@@ -329,5 +332,59 @@ mod tests {
         );
         let md = super::super::render::render_markdown(&placed);
         assert!(md.contains("| Node") && md.contains("7101"), "{md}");
+    }
+
+    #[test]
+    fn cells_on_different_hardware_are_warned_about_and_listed_per_arm() {
+        let node = |host: &str, cpu: &str| crate::store::NodeInfo {
+            hostname: Some(host.into()),
+            cpu_model: Some(cpu.into()),
+            cpus: Some(16),
+            ..Default::default()
+        };
+        let same = report_with(1.5, true, |runs| {
+            for (r, host) in runs.iter_mut().zip(["n1", "n2", "n2"]) {
+                r.host = Some(host.into());
+                r.slurm_job = Some(format!("{}", r.id + 7000));
+                r.node = Some(node(host, "EPYC 9654"));
+            }
+        });
+        let text = same.remarks.join("\n");
+        assert!(
+            text.contains("2 different hosts with the same recorded hardware"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("kinds of hardware") && !text.contains("not recorded"),
+            "{text}"
+        );
+        let env: Vec<String> = same
+            .environment
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect();
+        assert!(
+            env.iter()
+                .any(|l| l == "cells of `recursive` ran on: EPYC 9654, 16 CPUs (n1)"),
+            "{env:?}"
+        );
+
+        let mixed = report_with(1.5, true, |runs| {
+            for (r, (host, cpu)) in runs.iter_mut().zip([
+                ("n1", "EPYC 9654"),
+                ("n2", "Xeon 8480"),
+                ("n2", "Xeon 8480"),
+            ]) {
+                r.host = Some(host.into());
+                r.slurm_job = Some(format!("{}", r.id + 7000));
+                r.node = Some(node(host, cpu));
+            }
+        });
+        let text = mixed.remarks.join("\n");
+        assert!(text.contains("2 kinds of hardware"), "{text}");
+        assert!(
+            text.contains("`recursive` on EPYC 9654, 16 CPUs; `interleaved` on Xeon 8480, 16 CPUs"),
+            "{text}"
+        );
     }
 }

@@ -266,9 +266,13 @@ pub struct RunRef {
     pub warmup: i64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
-    /// The cell's Slurm job (its script is `runs/slurm/run-<id>-attempt-<n>/job.sh`).
+    /// The cell's Slurm job.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slurm_job: Option<String>,
+    /// Its job script (`runs/slurm/run-<id>-attempt-<n>-pid<p>/job.sh`),
+    /// which `sbatch` runs again as it ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slurm_script: Option<String>,
 }
 
 /// Quotes one argument for a POSIX shell, only when it needs it.

@@ -768,7 +768,11 @@ pub fn render_markdown(report: &Report) -> String {
         if jobs {
             let dash = || "—".to_string();
             row.push(r.host.as_deref().map(md).unwrap_or_else(dash));
-            row.push(r.slurm_job.clone().unwrap_or_else(dash));
+            row.push(match (&r.slurm_job, &r.slurm_script) {
+                (Some(job), Some(script)) => format!("{job} ([job.sh](<{script}>))"),
+                (Some(job), None) => job.clone(),
+                _ => dash(),
+            });
         }
         t.add_row(row);
     }

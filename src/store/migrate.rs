@@ -41,6 +41,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0006_run_placement.sql",
         include_str!("../../migrations/0006_run_placement.sql"),
     ),
+    (
+        "0007_cell_nodes_and_detach.sql",
+        include_str!("../../migrations/0007_cell_nodes_and_detach.sql"),
+    ),
 ];
 
 /// The schema version this lcx writes.

@@ -15,13 +15,14 @@ const EXPERIMENT_COLUMNS: &str = "id, name, description, workload, file_path, fi
     cpu_model, cpu_cores, memory_bytes, gpu_name, gpu_driver, cuda_version, cuda_available,
     torch_version, torch_intra_threads, torch_inter_threads, runner_host, runner_boot_id,
     runner_start_ticks, peak_isa, peak_fp32_gflops_core, peak_fp32_gflops,
-    peak_stream_gbytes_per_second";
+    peak_stream_gbytes_per_second, detached_at";
 
 const RUN_COLUMNS: &str = "id, experiment_id, arm, arm_label, arm_index, repeat, attempt,
     config_toml, config_sha256, command_json, env_json, status, skip_reason, exit_code, signal,
     error, stderr_tail, iterations_done, started_at, finished_at, wall_seconds,
     malformed_lines, nonfinite_values, overlong_lines, warmup,
-    revision, revision_sha, revision_diff_sha256, binary_version, host, slurm_job";
+    revision, revision_sha, revision_diff_sha256, binary_version, host, slurm_job,
+    slurm_dir, node_json";
 
 /// The runner identity of an experiment row (`None` without a pid).
 pub(super) fn runner_identity(
@@ -43,8 +44,15 @@ pub(super) fn runner_identity(
 pub(super) fn effective_status(
     stored: ExperimentStatus,
     runner: Option<&RunnerIdentity>,
+    detached: bool,
 ) -> ExperimentStatus {
     match (stored, runner) {
+        // Left to its Slurm jobs: no coordinator is following them, and
+        // none is expected to until `lcx run --attach`.
+        (ExperimentStatus::Running, None) if detached => ExperimentStatus::Detached,
+        (ExperimentStatus::Running, Some(r)) if detached && r.liveness() == Liveness::Gone => {
+            ExperimentStatus::Detached
+        }
         (ExperimentStatus::Running, Some(r)) if r.liveness() == Liveness::Gone => {
             ExperimentStatus::Abandoned
         }
@@ -83,7 +91,9 @@ pub(super) fn parse_json<T: DeserializeOwned + Default>(
     }
 }
 
-type RawExperiment = (Experiment, String, Option<String>);
+/// The experiment, its stored status, its command line (JSON) and
+/// whether `--detach` left it to its jobs.
+type RawExperiment = (Experiment, String, Option<String>, bool);
 
 /// Raw row → struct in two steps so JSON/enum parse errors surface as
 /// [`StoreError`] rather than being squeezed through rusqlite's error type.
@@ -130,17 +140,18 @@ fn experiment_from_row(row: &Row<'_>) -> rusqlite::Result<RawExperiment> {
             peak_stream_gbytes_per_second: row.get(38)?,
         },
     };
-    Ok((experiment, status, command_line))
+    let detached = row.get::<_, Option<String>>(39)?.is_some();
+    Ok((experiment, status, command_line, detached))
 }
 
 fn finish_experiment(raw: RawExperiment) -> Result<Experiment, StoreError> {
-    let (mut experiment, status, command_line) = raw;
-    experiment.status = effective_status(status.parse()?, experiment.runner.as_ref());
+    let (mut experiment, status, command_line, detached) = raw;
+    experiment.status = effective_status(status.parse()?, experiment.runner.as_ref(), detached);
     experiment.command_line = parse_json("experiments.command_line", command_line)?;
     Ok(experiment)
 }
 
-type RawRun = (Run, String, Option<String>, Option<String>);
+type RawRun = (Run, String, Option<String>, Option<String>, Option<String>);
 
 fn run_from_row(row: &Row<'_>) -> rusqlite::Result<RawRun> {
     let run = Run {
@@ -184,13 +195,18 @@ fn run_from_row(row: &Row<'_>) -> rusqlite::Result<RawRun> {
             .transpose()?,
         host: row.get(29)?,
         slurm_job: row.get(30)?,
+        slurm_dir: row.get(31)?,
+        node: None,
     };
-    Ok((run, row.get(11)?, row.get(9)?, row.get(10)?))
+    Ok((run, row.get(11)?, row.get(9)?, row.get(10)?, row.get(32)?))
 }
 
 fn finish_run(raw: RawRun) -> Result<Run, StoreError> {
-    let (mut run, status, command, env) = raw;
+    let (mut run, status, command, env, node) = raw;
     run.status = status.parse()?;
+    run.node = node
+        .map(|text| parse_json::<NodeInfo>("runs.node_json", Some(text)))
+        .transpose()?;
     run.command = parse_json("runs.command_json", command)?;
     run.env = parse_json("runs.env_json", env)?;
     Ok(run)

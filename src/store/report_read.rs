@@ -295,7 +295,8 @@ impl Store {
                         AND status IN ('failed', 'interrupted')), \
                    (SELECT COUNT(*) FROM runs WHERE experiment_id = e.id \
                         AND status = 'skipped'), \
-                   e.runner_pid, e.runner_host, e.runner_boot_id, e.runner_start_ticks \
+                   e.runner_pid, e.runner_host, e.runner_boot_id, e.runner_start_ticks, \
+                   e.detached_at IS NOT NULL \
                    FROM experiments e ORDER BY e.id DESC LIMIT ?1";
         let limit = limit.map(|l| l as i64).unwrap_or(-1);
         let mut st = self.conn.prepare(sql)?;
@@ -306,7 +307,7 @@ impl Store {
                 let runner =
                     super::read::runner_identity(r.get(10)?, r.get(11)?, r.get(12)?, r.get(13)?);
                 let status = match stored.parse::<ExperimentStatus>() {
-                    Ok(st) => super::read::effective_status(st, runner.as_ref())
+                    Ok(st) => super::read::effective_status(st, runner.as_ref(), r.get(14)?)
                         .as_str()
                         .to_string(),
                     Err(_) => stored,

@@ -17,6 +17,9 @@ pub enum ExperimentStatus {
     /// Never stored: a `running` row whose runner is gone (killed, or
     /// stopped by a failing disk), as readers on its host see it.
     Abandoned,
+    /// Never stored: a `running` row that `lcx run --detach` left to its
+    /// Slurm jobs, with no coordinator following them (`lcx run --attach`).
+    Detached,
 }
 
 /// Lifecycle of a run (cell) row.
@@ -63,7 +66,7 @@ macro_rules! string_enum {
 
 string_enum!(ExperimentStatus, "experiments.status",
     Running => "running", Completed => "completed", Failed => "failed",
-    Interrupted => "interrupted", Abandoned => "abandoned");
+    Interrupted => "interrupted", Abandoned => "abandoned", Detached => "detached");
 string_enum!(RunStatus, "runs.status",
     Pending => "pending", Running => "running", Completed => "completed",
     Failed => "failed", Interrupted => "interrupted", Skipped => "skipped",
@@ -214,6 +217,51 @@ pub struct Run {
     /// The host the cell ran on (the Slurm node for a Slurm cell).
     pub host: Option<String>,
     pub slurm_job: Option<String>,
+    /// The job's folder on the shared filesystem (Slurm cells).
+    pub slurm_dir: Option<String>,
+    /// The hardware the cell ran on.
+    pub node: Option<NodeInfo>,
+}
+
+/// The hardware one cell ran on: recorded per cell, because the cells of
+/// a cluster experiment may land on different nodes. Every field is
+/// optional (a node without `nvidia-smi`, a `/proc` that says little).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeInfo {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_model: Option<String>,
+    /// CPUs the cell's process could use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_driver: Option<String>,
+}
+
+impl NodeInfo {
+    /// What decides speed, without the host's name: two nodes with the
+    /// same hardware give the same text. `None` when nothing is known.
+    pub fn hardware(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if let Some(cpu) = &self.cpu_model {
+            parts.push(cpu.clone());
+        }
+        if let Some(n) = self.cpus {
+            parts.push(format!("{n} CPUs"));
+        }
+        if let Some(gpu) = &self.gpu_name {
+            match &self.gpu_driver {
+                Some(d) => parts.push(format!("{gpu} (driver {d})")),
+                None => parts.push(gpu.clone()),
+            }
+        }
+        (!parts.is_empty()).then(|| parts.join(", "))
+    }
 }
 
 /// Output of a cell that was not stored as metrics, counted per attempt.

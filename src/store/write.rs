@@ -126,7 +126,8 @@ impl Store {
     ) -> Result<(), StoreError> {
         let sql = format!(
             "UPDATE experiments SET status = ?1,
-                finished_at = CASE WHEN ?1 = 'running' THEN NULL ELSE {NOW} END
+                finished_at = CASE WHEN ?1 = 'running' THEN NULL ELSE {NOW} END,
+                detached_at = CASE WHEN ?1 = 'running' THEN detached_at ELSE NULL END
              WHERE id = ?2"
         );
         self.conn
@@ -217,7 +218,7 @@ impl Store {
                 error = NULL, stderr_tail = NULL, iterations_done = 0,
                 malformed_lines = 0, nonfinite_values = 0, overlong_lines = 0, warmup = NULL,
                 started_at = {NOW}, finished_at = NULL, wall_seconds = NULL,
-                host = NULL, slurm_job = NULL
+                host = NULL, slurm_job = NULL, slurm_dir = NULL, node_json = NULL
              WHERE id = ?1"
         );
         tx.execute(&sql, [run_id])?;
@@ -358,6 +359,41 @@ impl Store {
              WHERE id = ?3",
             params![host, slurm_job, run_id],
         )?;
+        Ok(())
+    }
+
+    /// The job's folder of a Slurm cell (what a later `--attach` follows).
+    pub fn set_run_slurm_dir(&mut self, run_id: i64, dir: &str) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE runs SET slurm_dir = ?1 WHERE id = ?2",
+            params![dir, run_id],
+        )?;
+        Ok(())
+    }
+
+    /// The hardware a cell ran on.
+    pub fn set_run_node(&mut self, run_id: i64, node: &super::NodeInfo) -> Result<(), StoreError> {
+        let json = serde_json::to_string(node).map_err(|e| StoreError::BadValue {
+            column: "runs.node_json",
+            value: e.to_string(),
+        })?;
+        self.conn.execute(
+            "UPDATE runs SET node_json = ?1 WHERE id = ?2",
+            params![json, run_id],
+        )?;
+        Ok(())
+    }
+
+    /// Leaves a running experiment to its submitted Slurm jobs: no runner
+    /// holds it, and readers show it `detached` until a coordinator
+    /// attaches and it ends.
+    pub fn detach_experiment(&mut self, experiment_id: i64) -> Result<(), StoreError> {
+        let sql = format!(
+            "UPDATE experiments SET detached_at = {NOW}, runner_pid = NULL, runner_host = NULL,
+                runner_boot_id = NULL, runner_start_ticks = NULL
+             WHERE id = ?1 AND status = 'running'"
+        );
+        self.conn.execute(&sql, [experiment_id])?;
         Ok(())
     }
 

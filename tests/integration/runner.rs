@@ -643,3 +643,49 @@ fn command_line_counts_and_arms_apply_and_outranked_sets_are_refused() {
     assert!(stderr.contains("--iterations"), "{stderr}");
     assert!(!fresh.exists(), "nothing written");
 }
+
+/// The flags that only make sense for an earlier experiment or for Slurm
+/// are refused with exit 2 before anything is written.
+#[test]
+fn detach_attach_and_takeover_are_refused_where_they_mean_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = crate::support::write(
+        dir.path(),
+        "local.toml",
+        &experiment("local", 2, &[("a", counting(2, "0"))], ""),
+    );
+    let db = dir.path().join("lcx.db");
+    let run = |args: &[&str]| {
+        lcx()
+            .args(args)
+            .args(["--db", db.to_str().unwrap()])
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    let file = file.to_str().unwrap();
+    for (args, says) in [
+        (vec!["run", file, "--detach"], "kind = \"slurm\""),
+        (vec!["run", file, "--takeover"], "--takeover"),
+    ] {
+        let out = run(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!db.exists(), "{args:?} wrote the database");
+    }
+    // A local experiment that finished has no jobs to attach to.
+    let out = run(&["run", file]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = run(&["run", "--attach", "1"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("completed") && err.contains("no jobs left"),
+        "{err}"
+    );
+}

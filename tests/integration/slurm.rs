@@ -110,12 +110,24 @@ fn a_smoke_experiment_through_slurm_lands_the_rows_it_lands_locally() {
         ),
         6
     );
+    // Each job recorded its node's hardware, its folder and how long its
+    // command ran there.
+    assert_eq!(
+        count(
+            &store,
+            "SELECT COUNT(*) FROM runs WHERE json_extract(node_json, '$.hostname') = host \
+             AND json_extract(node_json, '$.cpus') >= 1 AND slurm_dir IS NOT NULL \
+             AND wall_seconds >= 0"
+        ),
+        6
+    );
     drop(store);
     let store = Store::open_read_only(&dir.path().join("local.db")).unwrap();
     assert_eq!(
         count(
             &store,
-            "SELECT COUNT(*) FROM runs WHERE host IS NOT NULL AND slurm_job IS NULL"
+            "SELECT COUNT(*) FROM runs WHERE host IS NOT NULL AND slurm_job IS NULL \
+             AND json_extract(node_json, '$.hostname') = host"
         ),
         6
     );
@@ -126,6 +138,11 @@ fn a_smoke_experiment_through_slurm_lands_the_rows_it_lands_locally() {
         .output()
         .unwrap();
     assert!(text(&out).contains("Slurm job"), "{}", text(&out));
+    assert!(
+        text(&out).contains("/job.sh>)"),
+        "the report links each job script"
+    );
+    assert!(text(&out).contains("cells of `a` ran on"), "{}", text(&out));
     // Each cell's job script is kept; with the default placement
     // (same-node) every cell after the first is pinned to the first's node.
     let folders: Vec<std::path::PathBuf> = std::fs::read_dir(dir.path().join("runs/slurm"))
@@ -435,4 +452,399 @@ fn a_node_that_goes_down_fails_the_cell_with_node_failure() {
         assert!(Instant::now() < deadline, "the node did not come back");
         std::thread::sleep(Duration::from_millis(200));
     }
+}
+
+/// `--detach` submits every cell and exits; the experiment reads
+/// `detached`; `--attach` ingests what the jobs wrote and follows the
+/// rest. A follower killed part-way and a second `--attach` store every
+/// line exactly once.
+#[test]
+fn detach_then_attach_ingests_every_line_once() {
+    if !cluster() {
+        return;
+    }
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let (d, db) = (dir.path(), dir.path().join("d.db"));
+    let db_arg = db.to_str().unwrap();
+
+    // Not on the local executor: exit 2, nothing written.
+    let local = smoke(d, "detach-local", "");
+    let out = lcx()
+        .args(["run", local.to_str().unwrap(), "--detach", "--db", db_arg])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("kind = \"slurm\""), "{}", text(&out));
+    assert!(!db.exists());
+
+    // Cell a#1 prints a line, then waits while the marker exists.
+    let marker = d.join("hold");
+    std::fs::write(&marker, "").unwrap();
+    let file = write(
+        d,
+        "detached.toml",
+        &format!(
+            "name = \"detached\"\nworkload = \"command\"\niterations = 2\nrepeats = 2\n\
+             [executor]\nkind = \"slurm\"\n\
+             [[arms]]\nname = \"a\"\n\
+             command = 'echo \"{{\\\"iteration\\\": 1, \\\"t\\\": $LCX_REPEAT}}\"; \
+             while [ -e {} ] && [ $LCX_REPEAT = 1 ]; do sleep 0.2; done; \
+             echo \"{{\\\"iteration\\\": 2, \\\"t\\\": $LCX_REPEAT}}\"'\n\
+             [arms.executor]\ntime = \"5\"\n",
+            marker.display()
+        ),
+    );
+    let out = lcx()
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--detach",
+            "--plain",
+            "--db",
+            db_arg,
+        ])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("detached: 2 cells submitted"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        text(&out).contains("after "),
+        "the second job waits for the first: {}",
+        text(&out)
+    );
+    let status = |db: &Path| {
+        let store = Store::open_read_only(db).unwrap();
+        store.experiment(1).unwrap().unwrap().status.to_string()
+    };
+    assert_eq!(status(&db), "detached");
+    // A resume would submit the cells again beside their jobs: refused.
+    let out = lcx()
+        .args(["run", "--resume", "1", "--db", db_arg])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("--attach 1"), "{}", text(&out));
+
+    // The first follower sees a#1's first line, then dies.
+    let mut first = lcx()
+        .args(["run", "--attach", "1", "--plain", "--db", db_arg])
+        .current_dir(d)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_rows(&db, "SELECT COUNT(*) FROM metrics", 1);
+    signal(first.id(), libc::SIGKILL);
+    let _ = first.wait();
+    assert_eq!(
+        status(&db),
+        "detached",
+        "its jobs run on without a follower"
+    );
+    std::fs::remove_file(&marker).unwrap();
+
+    let out = lcx()
+        .args(["run", "--attach", "1", "--plain", "--db", db_arg])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("1 line(s) already recorded"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(status(&db), "completed");
+    let store = Store::open_read_only(&db).unwrap();
+    // The arm's own sbatch option is in each of its job scripts.
+    for run in store.runs(1).unwrap() {
+        let dir = run.slurm_dir.expect("a job folder");
+        let script = std::fs::read_to_string(Path::new(&dir).join("job.sh")).unwrap();
+        assert!(script.contains("\n#SBATCH --time=5\n"), "{script}");
+    }
+    assert_eq!(
+        count(&store, "SELECT COUNT(*) FROM metrics WHERE superseded = 0"),
+        4,
+        "every line once"
+    );
+    assert_eq!(
+        count(
+            &store,
+            "SELECT COUNT(*) FROM runs WHERE status = 'completed' AND attempt = 1 \
+             AND error IS NULL AND iterations_done = 2 AND node_json IS NOT NULL"
+        ),
+        2
+    );
+    drop(store);
+    // Nothing is left to follow.
+    let out = lcx()
+        .args(["run", "--attach", "1", "--db", db_arg])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+}
+
+/// A job Slurm has already forgotten (it ended more than `MinJobAge`
+/// ago) ends as its script's exit record says.
+#[test]
+fn a_job_slurm_has_forgotten_ends_as_its_exit_record_says() {
+    if !cluster() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("stdout"), "{\"iteration\": 1}\n").unwrap();
+    std::fs::write(dir.path().join("started"), "10.0\n").unwrap();
+    std::fs::write(dir.path().join("exit"), "0 12.5\n").unwrap();
+    let mut events = Vec::new();
+    // No such job: scontrol says "Invalid job id".
+    lcx::experiment::slurm::follow("4000000000", dir.path(), 1 << 20, false, |e| {
+        events.push(e);
+        true
+    });
+    let lines = events
+        .iter()
+        .filter(|e| matches!(e, lcx::experiment::slurm::Event::Line(_)))
+        .count();
+    assert_eq!(lines, 1);
+    match events.last() {
+        Some(lcx::experiment::slurm::Event::Ended(Ok(end))) => {
+            assert!(end.success, "{end:?}");
+            assert!(end.how.contains("exit record"), "{}", end.how);
+        }
+        _ => panic!("no end"),
+    }
+    assert_eq!(lcx::experiment::slurm::ran_seconds(dir.path()), Some(2.5));
+    std::fs::remove_file(dir.path().join("exit")).unwrap();
+    let mut end = None;
+    lcx::experiment::slurm::follow("4000000000", dir.path(), 1 << 20, false, |e| {
+        if let lcx::experiment::slurm::Event::Ended(r) = e {
+            end = Some(r);
+        }
+        true
+    });
+    let err = end.unwrap().unwrap_err();
+    assert!(err.contains("no exit record"), "{err}");
+}
+
+/// `max_parallel = 2`: every cell is submitted up front as two chains
+/// (round 1 on one, round 2 on the other, each round's arms back to back),
+/// both rounds run at once, and the coordinator still records every cell.
+#[test]
+fn max_parallel_runs_rounds_side_by_side_as_chains_of_jobs() {
+    if !cluster() {
+        return;
+    }
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let arm = |name: &str| {
+        format!(
+            "\n[[arms]]\nname = \"{name}\"\ncommand = 'sleep 2; i=1; while [ $i -le $LCX_ITERATIONS ]; do echo \"{{\\\"iteration\\\": $i, \\\"t\\\": $LCX_REPEAT}}\"; i=$((i+1)); done'\n"
+        )
+    };
+    let file = write(
+        dir.path(),
+        "wide.toml",
+        &format!(
+            "name = \"wide\"\nworkload = \"command\"\niterations = 2\nrepeats = 2\n\
+             [executor]\nkind = \"slurm\"\nmax_parallel = 2\nplacement = \"any\"\n{}{}",
+            arm("a"),
+            arm("b")
+        ),
+    );
+    let out = lcx()
+        .args(["run", file.to_str().unwrap(), "--plain", "--db", "w.db"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let store = Store::open_read_only(&dir.path().join("w.db")).unwrap();
+    let runs = store.runs(1).unwrap();
+    assert_eq!(runs.len(), 4);
+    assert!(
+        runs.iter()
+            .all(|r| r.status.to_string() == "completed" && r.iterations_done == 2),
+        "{runs:?}"
+    );
+    let folder = |arm: &str, repeat: i64| {
+        let r = runs
+            .iter()
+            .find(|r| r.arm == arm && r.repeat == repeat)
+            .unwrap();
+        (
+            std::path::PathBuf::from(r.slurm_dir.clone().unwrap()),
+            r.slurm_job.clone().unwrap(),
+        )
+    };
+    let read = |p: std::path::PathBuf| -> f64 {
+        let t = std::fs::read_to_string(&p).unwrap();
+        t.split_whitespace().last().unwrap().parse().unwrap()
+    };
+    // Each round's second arm waits for its first; the rounds do not wait
+    // for each other.
+    let (a1, a1_job) = folder("a", 1);
+    let (b1, _) = folder("b", 1);
+    let (a2, _) = folder("a", 2);
+    let b1_script = std::fs::read_to_string(b1.join("job.sh")).unwrap();
+    assert!(
+        b1_script.contains(&format!("#SBATCH --dependency=afterany:{a1_job}\n")),
+        "{b1_script}"
+    );
+    let a2_script = std::fs::read_to_string(a2.join("job.sh")).unwrap();
+    assert!(!a2_script.contains("--dependency"), "{a2_script}");
+    // Round 2 started before round 1's first cell ended.
+    assert!(
+        read(a2.join("started")) < read(a1.join("exit")),
+        "rounds ran one after the other"
+    );
+    // Each cell's time is its command's on the node (about 2 s), not the
+    // time the coordinator spent following it.
+    for r in &runs {
+        let wall = r.wall_seconds.unwrap();
+        assert!((1.5..30.0).contains(&wall), "{wall}");
+    }
+}
+
+/// Ctrl-C of a coordinator with several jobs in flight cancels all of
+/// them, the ones it was not following yet included.
+#[test]
+fn ctrl_c_with_cells_in_flight_cancels_every_job() {
+    if !cluster() {
+        return;
+    }
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        dir.path(),
+        "inflight.toml",
+        "name = \"inflight\"\nworkload = \"command\"\niterations = 2\nrepeats = 2\n\
+         [executor]\nkind = \"slurm\"\nmax_parallel = 2\n\
+         [[arms]]\nname = \"slow\"\n\
+         command = 'echo \"{\\\"t\\\": 1}\"; sleep 300; echo \"{\\\"t\\\": 2}\"'\n",
+    );
+    let db = dir.path().join("lcx.db");
+    let child = lcx()
+        .args(["run", file.to_str().unwrap(), "--plain"])
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Both jobs run (same node, two CPUs); the second is not followed yet.
+    job_of("inflight", 2);
+    wait_for_rows(&db, "SELECT COUNT(*) FROM metrics WHERE run_id = 1", 1);
+    signal(child.id(), libc::SIGINT);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let q = Command::new("squeue")
+            .args(["-h", "-n", "lcx-inflight-1,lcx-inflight-2", "-t", "PD,R,CG"])
+            .output()
+            .unwrap();
+        if String::from_utf8_lossy(&q.stdout).trim().is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "jobs still queued: {q:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let store = Store::open_read_only(&db).unwrap();
+    assert_eq!(
+        count(
+            &store,
+            "SELECT COUNT(*) FROM runs WHERE status = 'interrupted'"
+        ),
+        2,
+        "{}",
+        text(&out)
+    );
+}
+
+/// `requeue = true`: a job Slurm requeues starts the cell again as a new
+/// attempt; what its first run printed is superseded, not counted twice.
+#[test]
+fn a_requeued_job_starts_the_cell_again_as_a_new_attempt() {
+    if !cluster() {
+        return;
+    }
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("hold");
+    std::fs::write(&marker, "").unwrap();
+    let file = write(
+        dir.path(),
+        "requeue.toml",
+        &format!(
+            "name = \"requeue\"\nworkload = \"command\"\niterations = 2\n\
+             [executor]\nkind = \"slurm\"\nrequeue = true\n\
+             [[arms]]\nname = \"a\"\n\
+             command = 'echo \"{{\\\"iteration\\\": 1, \\\"t\\\": 1}}\"; while [ -e {} ]; do sleep 0.2; done; \
+             echo \"{{\\\"iteration\\\": 2, \\\"t\\\": 2}}\"'\n",
+            marker.display()
+        ),
+    );
+    let db = dir.path().join("lcx.db");
+    let child = lcx()
+        .args(["run", file.to_str().unwrap(), "--plain"])
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let job = job_of("requeue", 1);
+    wait_for_rows(&db, "SELECT COUNT(*) FROM metrics", 1);
+    let scontrol = |args: &[&str]| {
+        let out = Command::new("scontrol").args(args).output().unwrap();
+        assert!(out.status.success(), "scontrol {args:?}: {}", text(&out));
+    };
+    scontrol(&["requeue", &job]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = Command::new("scontrol")
+            .args(["show", "job", "-o", &job])
+            .output()
+            .unwrap();
+        if String::from_utf8_lossy(&out.stdout).contains("JobState=PENDING") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "job {job} was not requeued");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::fs::remove_file(&marker).unwrap();
+    // A requeued job waits about two minutes before it may start; let it
+    // start now, once the killed run has been cleaned up.
+    std::thread::sleep(Duration::from_secs(2));
+    scontrol(&["update", &format!("JobId={job}"), "StartTime=now"]);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("Slurm requeued the job"),
+        "{}",
+        text(&out)
+    );
+    let store = Store::open_read_only(&db).unwrap();
+    assert_eq!(
+        count(
+            &store,
+            "SELECT COUNT(*) FROM runs WHERE status = 'completed' AND attempt = 2 \
+             AND iterations_done = 2 AND error IS NULL AND slurm_job IS NOT NULL"
+        ),
+        1
+    );
+    assert_eq!(
+        count(&store, "SELECT COUNT(*) FROM metrics WHERE superseded = 0"),
+        2
+    );
+    assert_eq!(
+        count(&store, "SELECT COUNT(*) FROM metrics WHERE superseded = 1"),
+        1
+    );
 }

@@ -197,6 +197,8 @@ command = "true"
         cuda_available: Some(false),
         takeover: false,
         keep_runs: false,
+        detach: false,
+        attach: false,
         precise_enough: None,
     };
     let mut reporter = RecordingReporter::default();
@@ -261,6 +263,8 @@ command = "printf '{\"iteration\":1,\"t\":1}\n{\"iteration\":1,\"t\":9}\n{\"iter
         cuda_available: Some(false),
         takeover: false,
         keep_runs: false,
+        detach: false,
+        attach: false,
         precise_enough: None,
     };
     let mut reporter = RecordingReporter::default();

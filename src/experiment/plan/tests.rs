@@ -594,6 +594,32 @@ fn the_executor_table_and_flag() {
     assert_eq!(o.cpus_per_task, Some(4));
     assert_eq!(o.extra, ["--exclusive"]);
     assert_eq!(o.placement, Placement::SameNode, "the default");
+    assert_eq!(o.max_parallel, 1, "the default");
+    assert!(!o.requeue, "the default");
+    let requeue = plan(&format!(
+        "{base}[executor]\nkind = \"slurm\"\nrequeue = true\n"
+    ))
+    .unwrap();
+    assert!(matches!(&requeue.executor, Executor::Slurm(o) if o.requeue));
+    let wide = plan(&format!(
+        "{base}[executor]\nkind = \"slurm\"\nmax_parallel = 3\n"
+    ))
+    .unwrap();
+    assert!(matches!(&wide.executor, Executor::Slurm(o) if o.max_parallel == 3));
+    let err = error(&format!(
+        "{}[executor]\nkind = \"slurm\"\nmax_parallel = 2\n",
+        base.replace(
+            "iterations = 2\n",
+            "iterations = 2\nrepeats = { min = 2, max = 6, precision = 0.05 }\n"
+        )
+    ));
+    assert!(
+        err.contains("executor.max_parallel") && err.contains("adaptive"),
+        "{err}"
+    );
+    // A plan stored before max_parallel existed ran one cell at a time.
+    let old: SlurmOptions = serde_json::from_str("{\"partition\": \"gpu\"}").unwrap();
+    assert_eq!(old.max_parallel, 1);
     let spread = plan(&format!(
         "{base}[executor]\nkind = \"slurm\"\nplacement = \"spread\"\n"
     ))
@@ -623,7 +649,15 @@ fn the_executor_table_and_flag() {
     for (extra, key) in [
         ("kind = \"pbs\"", "executor.kind"),
         (
-            "kind = \"slurm\"\nmax_parallel = 4",
+            "kind = \"slurm\"\nmax_parallel = 0",
+            "executor.max_parallel",
+        ),
+        (
+            "kind = \"slurm\"\nmax_parallel = 2\nplacement = \"spread\"",
+            "executor.max_parallel",
+        ),
+        (
+            "kind = \"local\"\nmax_parallel = 2",
             "executor.max_parallel",
         ),
         (
@@ -643,4 +677,62 @@ fn the_executor_table_and_flag() {
         let err = error(&format!("{base}[executor]\n{extra}\n"));
         assert!(err.contains(key), "{extra}: {err}");
     }
+}
+
+#[test]
+fn an_arm_gives_its_own_sbatch_options() {
+    let file = "name = \"e\"\nworkload = \"command\"\niterations = 2\n\
+        [executor]\nkind = \"slurm\"\ntime = \"10\"\ngres = \"gpu:1\"\nextra = [\"--exclusive\"]\n\
+        [[arms]]\nname = \"a\"\ncommand = \"x\"\n\
+        [[arms]]\nname = \"b\"\ncommand = \"y\"\n\
+        [arms.executor]\ntime = \"30\"\ngres = \"gpu:2\"\nextra = [\"--comment=b\"]\n\
+        [matrix]\n\"env.N\" = [\"1\", \"2\"]\n";
+    let p = plan(file).unwrap();
+    let Executor::Slurm(o) = &p.executor else {
+        panic!("{:?}", p.executor)
+    };
+    assert_eq!(p.arms.len(), 4);
+    let arm = |name: &str| p.arms.iter().rfind(|a| a.name.starts_with(name)).unwrap();
+    // The matrix keeps each arm's own options.
+    let a = o.for_arm(&arm("a-").slurm);
+    assert_eq!(
+        (a.time.as_deref(), a.gres.as_deref()),
+        (Some("10"), Some("gpu:1"))
+    );
+    assert_eq!(a.extra, ["--exclusive"]);
+    let b = o.for_arm(&arm("b-").slurm);
+    assert_eq!(
+        (b.time.as_deref(), b.gres.as_deref()),
+        (Some("30"), Some("gpu:2"))
+    );
+    assert_eq!(
+        b.extra,
+        ["--exclusive", "--comment=b"],
+        "the arm's flags come last"
+    );
+    let back: Plan = serde_json::from_str(&p.to_json()).unwrap();
+    assert_eq!(back, p);
+
+    let base = "name = \"e\"\nworkload = \"command\"\niterations = 2\n[executor]\nkind = \"slurm\"\n[[arms]]\nname = \"a\"\ncommand = \"x\"\n";
+    for (extra, key) in [
+        (
+            "placement = \"spread\"",
+            "`a`).executor.placement: applies to every cell",
+        ),
+        (
+            "kind = \"local\"",
+            "`a`).executor.kind: applies to every cell",
+        ),
+        ("time = \"\"", "`a`).executor.time"),
+        ("extra = [\"exclusive\"]", "`a`).executor.extra[0]"),
+        ("tiem = \"1\"", "`a`).executor.tiem"),
+    ] {
+        let err = error(&format!("{base}[arms.executor]\n{extra}\n"));
+        assert!(err.contains(key), "{extra}: {err}");
+    }
+    let err = error(&format!("{base}executor = \"slurm\"\n"));
+    assert!(
+        err.contains("`a`).executor") && err.contains("table"),
+        "{err}"
+    );
 }
