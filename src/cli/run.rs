@@ -185,7 +185,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                         "experiment {id} is completed: it has no jobs left to follow"
                     )))
                 }
-                (ExperimentStatus::Failed | ExperimentStatus::Interrupted, true) => {
+                (ExperimentStatus::Failed | ExperimentStatus::Interrupted, true)
+                    if !has_jobs_to_follow(&store, id)? =>
+                {
                     return Err(crate::cli::bad_input(anyhow::anyhow!(
                         "experiment {id} is {}: no coordinator left jobs to follow; \
                          `lcx run --resume {id} --db {db}` runs its unfinished cells",
@@ -238,6 +240,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 "lcx: experiment {experiment_id} interrupted; finished iterations are kept.\n\
                  lcx: resume with: lcx run --resume {experiment_id} --db {db}"
             );
+            if has_jobs_to_follow(&store, experiment_id)? {
+                eprintln!(
+                    "lcx: some of its Slurm jobs had already ended and are not ingested yet: \
+                     lcx run --attach {experiment_id} --db {db} reads them first"
+                );
+            }
             Ok(EXIT_INTERRUPTED)
         }
         ExperimentStatus::Completed => {
@@ -305,6 +313,18 @@ pub(super) fn options(stop: &Arc<StopSignal>) -> anyhow::Result<RunnerOptions> {
     })
 }
 
+/// Whether cells of the experiment are `running` with a Slurm job and its
+/// folder recorded: jobs `--attach` can follow (or ingest, once ended).
+fn has_jobs_to_follow(store: &Store, id: i64) -> anyhow::Result<bool> {
+    Ok(store.runs(id)?.iter().any(|r| {
+        matches!(
+            r.status,
+            crate::store::RunStatus::Running | crate::store::RunStatus::Abandoned
+        ) && r.slurm_job.is_some()
+            && r.slurm_dir.is_some()
+    }))
+}
+
 /// Why a plan cannot be detached: only Slurm cells outlive `lcx run`, and
 /// what needs the coordinator between cells (a node per round, adaptive
 /// repeats) cannot happen without one.
@@ -353,6 +373,7 @@ pub(super) fn execute(
             e @ (crate::store::StoreError::Taken { .. }
             | crate::store::StoreError::TakenElsewhere { .. }),
         )) => Err(e.into()),
+        Err(e @ RunnerError::Executor(_)) => Err(e.into()),
         // A store that fails mid-run (a full disk) names no file by
         // itself; the experiment stays `running` and reads `abandoned`
         // once this process is gone.

@@ -434,6 +434,13 @@ pub fn run(
         todo
     };
     let slurm = matches!(plan.executor, super::plan::Executor::Slurm(_));
+    // Under `--attach`, the last job of the chain an earlier coordinator
+    // left: a cell submitted now waits for it, so that cells still run one
+    // at a time.
+    let chain_tail: Option<String> = todo
+        .iter()
+        .rev()
+        .find_map(|(_, run)| adoptable(follow, run).map(|(job, _)| job));
     // A local cell runs on this machine; a Slurm job records its node.
     let local_node = (!slurm).then(super::fingerprint::node);
     let mut cuda = options.cuda_available;
@@ -491,6 +498,7 @@ pub fn run(
             job,
             dir,
             stored: run.iterations_done.max(0) as u64,
+            run: run.slurm_run.clone(),
         });
         if adopt.is_none() {
             // A job an earlier coordinator left running (it was killed, its
@@ -500,9 +508,17 @@ pub fn run(
             }
             info.attempt = store.start_run(run.id)?;
         }
+        let after = match (&adopt, &chain_tail) {
+            (None, Some(tail)) => match super::slurm::job_state(tail) {
+                Ok(Some(state)) if !state.is_final() => Some(tail.clone()),
+                _ => None,
+            },
+            _ => None,
+        };
         let place = Place {
             nodelist: placement.node_for(run.repeat),
             adopt,
+            after,
             node: local_node.as_ref(),
         };
         let outcome = run_cell(store, plan, arm_index, &info, options, reporter, place)?;
@@ -668,6 +684,8 @@ enum Msg {
     Placed(String),
     /// Slurm requeued the job and it started again.
     Restarted,
+    /// A run of the job began (its `started` record).
+    RunStarted(String),
 }
 
 /// How a cell's process ended, whichever executor ran it.
@@ -845,6 +863,8 @@ struct Adopt {
     /// Metric lines of the current attempt already stored: the first
     /// lines of the job's stdout, which an earlier follower ingested.
     stored: u64,
+    /// The job run those lines came from (its `started` record).
+    run: Option<String>,
 }
 
 /// Where and how a cell runs.
@@ -852,6 +872,8 @@ struct Place<'a> {
     /// Slurm placement: pin the job to this node.
     nodelist: Option<String>,
     adopt: Option<Adopt>,
+    /// Slurm: a job the new one must wait for (`--attach`'s chain).
+    after: Option<String>,
     /// A local cell's hardware (this machine).
     node: Option<&'a crate::store::NodeInfo>,
 }
@@ -869,9 +891,23 @@ fn adoptable(follow: bool, run: &Run) -> Option<(String, PathBuf)> {
     ))
 }
 
-/// Cancels an adopted job this invocation will not follow and records
-/// its cell as interrupted.
+/// An adopted job this invocation stops before following: cancelled and
+/// its cell recorded interrupted while it is still queued or running. A
+/// job that has already ended is left as it is (its cell `running`, its
+/// files in place) for a later `lcx run --attach` to ingest.
 fn end_adopted(store: &mut Store, run: &Run, job: &str) -> Result<(), RunnerError> {
+    let ended = match super::slurm::job_state(job) {
+        Ok(Some(state)) => state.is_final(),
+        // Forgotten by Slurm: ended, if its script recorded an end.
+        Ok(None) => run
+            .slurm_dir
+            .as_deref()
+            .is_some_and(|d| std::path::Path::new(d).join("exit").exists()),
+        Err(_) => false,
+    };
+    if ended {
+        return Ok(());
+    }
     super::slurm::cancel(job);
     store.finish_run(
         run.id,
@@ -911,20 +947,23 @@ fn detach(
         reporter,
         placement,
     )?;
-    if options.stop.is_stopped() {
-        store.set_experiment_status(experiment_id, ExperimentStatus::Interrupted)?;
-    } else {
-        store.detach_experiment(experiment_id)?;
-    }
     let runs = store.runs(experiment_id)?;
     let count = |s: RunStatus| runs.iter().filter(|r| r.status == s).count();
+    let status = if options.stop.is_stopped() {
+        ExperimentStatus::Interrupted
+    } else if count(RunStatus::Running) == 0 {
+        // Nothing was submitted (every sbatch refused): nothing to attach to.
+        ExperimentStatus::Failed
+    } else {
+        ExperimentStatus::Detached
+    };
+    match status {
+        ExperimentStatus::Detached => store.detach_experiment(experiment_id)?,
+        other => store.set_experiment_status(experiment_id, other)?,
+    }
     Ok(Summary {
         experiment_id,
-        status: if options.stop.is_stopped() {
-            ExperimentStatus::Interrupted
-        } else {
-            ExperimentStatus::Detached
-        },
+        status,
         completed: count(RunStatus::Completed),
         failed: count(RunStatus::Failed),
         skipped: count(RunStatus::Skipped),
@@ -947,17 +986,55 @@ fn submit_all(
     todo: Vec<(usize, Run)>,
     options: &RunnerOptions,
     reporter: &mut dyn Reporter,
-    mut placement: Pinning,
+    placement: Pinning,
 ) -> Result<(), RunnerError> {
     let super::plan::Executor::Slurm(slurm) = &plan.executor else {
         return Err(RunnerError::Executor(format!(
             "experiment {experiment_id}: only Slurm cells can be submitted ahead"
         )));
     };
+    let mut submitted: Vec<(i64, String)> = Vec::new();
+    let result = submit_each(
+        store,
+        plan,
+        slurm,
+        todo,
+        options,
+        reporter,
+        placement,
+        &mut submitted,
+    );
+    if result.is_err() || options.stop.is_stopped() {
+        // Stopped or failed part-way: nothing it submitted is left to run
+        // unobserved (best effort after an error: the store may be gone).
+        for (run_id, job) in &submitted {
+            match store.run(*run_id) {
+                Ok(Some(run)) if result.is_ok() => end_adopted(store, &run, job)?,
+                _ => super::slurm::cancel(job),
+            }
+        }
+    }
+    result
+}
+
+/// [`submit_all`]'s loop; every job it submits goes into `submitted`.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "submit_all's own state, split out so that submit_all can cancel what it submitted on any error"
+)]
+fn submit_each(
+    store: &mut Store,
+    plan: &Plan,
+    slurm: &super::plan::SlurmOptions,
+    todo: Vec<(usize, Run)>,
+    options: &RunnerOptions,
+    reporter: &mut dyn Reporter,
+    mut placement: Pinning,
+    submitted: &mut Vec<(i64, String)>,
+) -> Result<(), RunnerError> {
     let chains = slurm.max_parallel.max(1) as usize;
     let cells = todo.len();
     let mut last: Vec<Option<String>> = vec![None; chains];
-    let mut submitted: Vec<(i64, String)> = Vec::new();
     for (position, (arm_index, run)) in todo.into_iter().enumerate() {
         if options.stop.is_stopped() {
             break;
@@ -1042,14 +1119,6 @@ fn submit_all(
                     outcome: &outcome,
                     lines: 0,
                 });
-            }
-        }
-    }
-    if options.stop.is_stopped() {
-        // Stopped while submitting: nothing is left running.
-        for run in store.runs(experiment_id)? {
-            if let Some((_, job)) = submitted.iter().find(|(id, _)| *id == run.id) {
-                end_adopted(store, &run, job)?;
             }
         }
     }
@@ -1144,10 +1213,16 @@ fn run_cell(
                     adopt.job, adopt.stored
                 ),
             });
-            Ok(follow_job(adopt.job, &adopt.dir, requeues(plan), options))
+            Ok(follow_job(
+                adopt.job,
+                &adopt.dir,
+                requeues(plan),
+                adopt.run,
+                options,
+            ))
         }
         (super::plan::Executor::Slurm(slurm), None, Some(dir)) => {
-            launch_job(&cell, slurm, dir, place.nodelist, reporter)
+            launch_job(&cell, slurm, dir, place.nodelist, place.after, reporter)
         }
         _ => launch_local(&cell),
     };
@@ -1276,6 +1351,13 @@ fn run_cell(
                 }
             }
             Msg::Eof => eof = true,
+            Msg::RunStarted(started) => {
+                if let Err(e) = store.set_run_slurm_run(current.run_id, &started) {
+                    kill();
+                    store_error = Some(e);
+                    break;
+                }
+            }
             Msg::Restarted => {
                 // Slurm requeued the job: what its earlier run printed is
                 // superseded, and the cell starts again as a new attempt.
@@ -1659,14 +1741,15 @@ fn launch_job(
     slurm: &super::plan::SlurmOptions,
     dir: &std::path::Path,
     nodelist: Option<String>,
+    after: Option<String>,
     reporter: &mut dyn Reporter,
 ) -> Result<Launched, String> {
-    let job = submit_job(cell, slurm, dir, nodelist, None)?;
+    let job = submit_job(cell, slurm, dir, nodelist, after)?;
     reporter.report(&Event::Note {
         cell: cell.info,
         message: format!("Slurm job {job} ({})", dir.join("job.sh").display()),
     });
-    Ok(follow_job(job, dir, slurm.requeue, cell.options))
+    Ok(follow_job(job, dir, slurm.requeue, None, cell.options))
 }
 
 /// Writes a cell's job script into `dir` and submits it; returns the
@@ -1721,6 +1804,7 @@ fn follow_job(
     job: String,
     dir: &std::path::Path,
     requeue: bool,
+    known_run: Option<String>,
     options: &RunnerOptions,
 ) -> Launched {
     options.stop.set_job(&job);
@@ -1729,12 +1813,13 @@ fn follow_job(
         let job = job.clone();
         let dir = dir.to_path_buf();
         std::thread::spawn(move || {
-            super::slurm::follow(&job, &dir, child::MAX_LINE, requeue, |event| {
+            super::slurm::follow(&job, &dir, child::MAX_LINE, requeue, known_run, |event| {
                 let msg = match event {
                     super::slurm::Event::Line(bytes) => Msg::Line(bytes),
                     super::slurm::Event::Overlong { head, bytes } => Msg::Overlong { head, bytes },
                     super::slurm::Event::Placed(node) => Msg::Placed(node),
                     super::slurm::Event::Restarted => Msg::Restarted,
+                    super::slurm::Event::RunStarted(t) => Msg::RunStarted(t),
                     super::slurm::Event::Ended(end) => {
                         if tx.send(Msg::Eof).is_err() {
                             return false;

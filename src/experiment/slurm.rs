@@ -74,7 +74,14 @@ impl JobState {
 
     /// What a final state means for the cell.
     pub fn end(&self) -> JobEnd {
-        let code = match (self.exit_code, self.signal) {
+        // The job script's shell exits 128 + N for a command killed by
+        // signal N, and Slurm reports that as an exit code: read it as the
+        // signal, as the job's exit record is read.
+        let (exit_code, signal) = match (self.exit_code, self.signal) {
+            (Some(c), None | Some(0)) if c > 128 => (None, Some(c - 128)),
+            other => other,
+        };
+        let code = match (exit_code, signal) {
             (_, Some(s)) if s > 0 => format!("signal {s}"),
             (Some(c), _) => format!("exit code {c}"),
             _ => "no exit code".to_string(),
@@ -101,9 +108,9 @@ impl JobState {
             _ => how,
         };
         JobEnd {
-            exit_code: self.exit_code,
-            signal: self.signal.filter(|s| *s > 0),
-            success: self.state == "COMPLETED" && self.exit_code == Some(0),
+            exit_code,
+            signal: signal.filter(|s| *s > 0),
+            success: self.state == "COMPLETED" && exit_code == Some(0),
             how,
             status,
         }
@@ -265,10 +272,12 @@ pub fn script(spec: &JobSpec<'_>) -> String {
     s
 }
 
-/// The start and hardware records of a job script (`$d` is its folder).
+/// The hardware and start records of a job script (`$d` is its folder).
 /// Every probe may fail on a node that lacks it; the line is then absent.
+/// `started` comes last, just before the command, and whole (`mv`): a
+/// follower never sees it half written, and a cell's time is its
+/// command's.
 const NODE_RECORD: &str = r#"rm -f "$d/exit"
-date +%s.%N > "$d/started"
 {
   echo "hostname=$(hostname)"
   sed -n 's/^model name[[:space:]]*:[[:space:]]*/cpu_model=/p' /proc/cpuinfo | head -n 1
@@ -276,6 +285,7 @@ date +%s.%N > "$d/started"
   sed -n 's/^MemTotal:[[:space:]]*\([0-9]*\) kB/memory_kib=\1/p' /proc/meminfo
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1 | sed 's/^/gpu=/'
 } > "$d/node" 2>/dev/null
+date +%s.%N > "$d/started.tmp" && mv "$d/started.tmp" "$d/started"
 "#;
 
 /// The node record a job script wrote, when it did.
@@ -390,6 +400,9 @@ pub fn sbatch_options(spec: &JobSpec<'_>) -> Vec<String> {
             "--no-requeue"
         }
         .to_string(),
+        // A restarted run must start its output file again, whatever the
+        // cluster's `JobFileAppend`: the follower reads it from the start.
+        "--open-mode=truncate".to_string(),
     ];
     if o.gres.is_none() && spec.wants_gpu {
         args.push("--gres=gpu:1".to_string());
@@ -422,11 +435,22 @@ pub fn submit(spec: &JobSpec<'_>) -> Result<String, String> {
     std::fs::write(&path, script(spec)).map_err(|e| format!("writing {}: {e}", path.display()))?;
     // Output files and records from an earlier attempt must not be read
     // as this one's.
-    for name in ["stdout", "stderr", "started", "node", "exit"] {
+    for name in [
+        "stdout",
+        "stderr",
+        "started",
+        "node",
+        "exit",
+        "started.tmp",
+        "exit.tmp",
+    ] {
         let _ = std::fs::remove_file(spec.dir.join(name));
     }
+    // The options go on the command line as well: `SBATCH_*` variables in
+    // the user's environment outrank `#SBATCH` lines, not the command line.
     let out = Command::new("sbatch")
         .arg("--parsable")
+        .args(sbatch_options(spec))
         .arg(&path)
         .stdin(Stdio::null())
         .output()
@@ -454,6 +478,9 @@ pub enum Event {
     Overlong { head: Vec<u8>, bytes: usize },
     /// Slurm placed the job on this node.
     Placed(String),
+    /// A run of the job began: its `started` record (kept by the runner,
+    /// so that a later follower can tell a run it has not seen).
+    RunStarted(String),
     /// The job started again (Slurm requeued it): what follows is its new
     /// run's output, from the start of the file.
     Restarted,
@@ -476,12 +503,15 @@ struct Reading {
 /// every [`POLL`]. Lines longer than `max_line` are cut to their head.
 /// Returns when the job ended (or `send` refused). With `requeue`, a
 /// preempted or node-failed job is given [`REQUEUE_GRACE`] polls to come
-/// back pending before that state ends the cell.
+/// back pending before that state ends the cell, and a new `started`
+/// record (a run other than `known_run`, the one whose lines the cell
+/// holds) restarts the reading.
 pub fn follow(
     job: &str,
     dir: &Path,
     max_line: usize,
     requeue: bool,
+    known_run: Option<String>,
     mut send: impl FnMut(Event) -> bool,
 ) {
     let stdout = dir.join("stdout");
@@ -560,17 +590,33 @@ pub fn follow(
     // The run of the job being read, by its `started` record: a requeued
     // job writes a new one before any output, so a change seen before a
     // read means the file now holds the new run's lines.
-    let mut run_started: Option<String> = None;
-    loop {
-        if let Ok(now) = std::fs::read_to_string(dir.join("started")) {
-            if run_started.as_ref().is_some_and(|seen| *seen != now) {
-                reading = Reading::default();
-                placed = false;
+    let mut run_started: Option<String> = known_run;
+    // Whether the file being read is the run the cell holds lines of.
+    let mut check_run =
+        |reading: &mut Reading, placed: &mut bool, send: &mut dyn FnMut(Event) -> bool| -> bool {
+            let Some(now) = std::fs::read_to_string(dir.join("started"))
+                .ok()
+                .map(|t| t.trim().to_string())
+                .filter(|t| !t.is_empty())
+            else {
+                return true;
+            };
+            if run_started.as_deref() == Some(now.as_str()) {
+                return true;
+            }
+            if requeue && run_started.is_some() {
+                *reading = Reading::default();
+                *placed = false;
                 if !send(Event::Restarted) {
-                    return;
+                    return false;
                 }
             }
-            run_started = Some(now);
+            run_started = Some(now.clone());
+            send(Event::RunStarted(now))
+        };
+    loop {
+        if !check_run(&mut reading, &mut placed, &mut send) {
+            return;
         }
         if !read_new(&mut reading, &mut send) {
             return;
@@ -600,7 +646,14 @@ pub fn follow(
                 last = Some(s);
                 None
             }
-            Ok(Some(s)) if s.is_final() => Some(Ok(s.end())),
+            Ok(Some(s)) if s.is_final() => {
+                if requeueing(&s) {
+                    // Its grace is over: Slurm must not run it again
+                    // unobserved.
+                    cancel(job);
+                }
+                Some(Ok(s.end()))
+            }
             Ok(Some(s)) => {
                 held = 0;
                 last = Some(s);
@@ -629,10 +682,18 @@ pub fn follow(
         };
         if let Some(end) = ended {
             // The file may have grown between the last read and the end;
-            // a job that had ended before it was first looked at (an
-            // `--attach` long after) has long been flushed.
-            if polls > 0 {
+            // a job whose exit record is seconds old when it is first looked
+            // at (an `--attach` long after) has long been flushed.
+            let settled = exit_record(dir).is_some_and(|(_, at)| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .is_ok_and(|now| now.as_secs_f64() - at > 5.0)
+            });
+            if polls > 0 || !settled {
                 std::thread::sleep(POLL);
+            }
+            if !check_run(&mut reading, &mut placed, &mut send) {
+                return;
             }
             if !read_new(&mut reading, &mut send) {
                 return;

@@ -618,7 +618,11 @@ fn placement_remarks(e: &Experiment, runs: &[Run]) -> Vec<String> {
     let hosts: BTreeSet<&str> = by_arm.values().flatten().copied().collect();
     let mut out = Vec::new();
     let hardware = hardware_by_arm(runs);
-    let kinds: BTreeSet<&String> = hardware.values().flatten().collect();
+    // Kinds of machine: the CPUs each arm was given may differ on purpose.
+    let kinds: BTreeSet<String> = runs
+        .iter()
+        .filter_map(|r| r.node.as_ref().and_then(|n| n.kind()))
+        .collect();
     if kinds.len() > 1 {
         let per_arm: Vec<String> = hardware
             .iter()

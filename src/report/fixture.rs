@@ -150,6 +150,7 @@ fn run(id: i64, arm: &str, index: i64, status: RunStatus) -> Run {
         host: None,
         slurm_job: None,
         slurm_dir: None,
+        slurm_run: None,
         node: None,
     }
 }
@@ -367,6 +368,23 @@ mod tests {
             env.iter()
                 .any(|l| l == "cells of `recursive` ran on: EPYC 9654, 16 CPUs (n1)"),
             "{env:?}"
+        );
+
+        // Arms given different CPUs on one kind of node: not mixed hardware.
+        let cpus = report_with(1.5, true, |runs| {
+            for (r, n) in runs.iter_mut().zip([4, 8, 8]) {
+                r.host = Some("n1".into());
+                r.slurm_job = Some(format!("{}", r.id + 7000));
+                r.node = Some(crate::store::NodeInfo {
+                    cpus: Some(n),
+                    ..node("n1", "EPYC 9654")
+                });
+            }
+        });
+        assert!(
+            !cpus.remarks.iter().any(|r| r.contains("kinds of hardware")),
+            "{:?}",
+            cpus.remarks
         );
 
         let mixed = report_with(1.5, true, |runs| {

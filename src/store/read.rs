@@ -22,7 +22,7 @@ const RUN_COLUMNS: &str = "id, experiment_id, arm, arm_label, arm_index, repeat,
     error, stderr_tail, iterations_done, started_at, finished_at, wall_seconds,
     malformed_lines, nonfinite_values, overlong_lines, warmup,
     revision, revision_sha, revision_diff_sha256, binary_version, host, slurm_job,
-    slurm_dir, node_json";
+    slurm_dir, node_json, slurm_run";
 
 /// The runner identity of an experiment row (`None` without a pid).
 pub(super) fn runner_identity(
@@ -196,6 +196,7 @@ fn run_from_row(row: &Row<'_>) -> rusqlite::Result<RawRun> {
         host: row.get(29)?,
         slurm_job: row.get(30)?,
         slurm_dir: row.get(31)?,
+        slurm_run: row.get(33)?,
         node: None,
     };
     Ok((run, row.get(11)?, row.get(9)?, row.get(10)?, row.get(32)?))

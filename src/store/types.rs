@@ -219,6 +219,8 @@ pub struct Run {
     pub slurm_job: Option<String>,
     /// The job's folder on the shared filesystem (Slurm cells).
     pub slurm_dir: Option<String>,
+    /// The `started` record of the job run whose lines the cell holds.
+    pub slurm_run: Option<String>,
     /// The hardware the cell ran on.
     pub node: Option<NodeInfo>,
 }
@@ -244,6 +246,17 @@ pub struct NodeInfo {
 }
 
 impl NodeInfo {
+    /// The kind of machine, without the host's name or the CPUs a cell was
+    /// given: two nodes of one kind give the same text, whatever each
+    /// arm's `cpus_per_task`. `None` when nothing is known.
+    pub fn kind(&self) -> Option<String> {
+        let parts: Vec<&str> = [self.cpu_model.as_deref(), self.gpu_name.as_deref()]
+            .into_iter()
+            .flatten()
+            .collect();
+        (!parts.is_empty()).then(|| parts.join(", "))
+    }
+
     /// What decides speed, without the host's name: two nodes with the
     /// same hardware give the same text. `None` when nothing is known.
     pub fn hardware(&self) -> Option<String> {

@@ -218,7 +218,8 @@ impl Store {
                 error = NULL, stderr_tail = NULL, iterations_done = 0,
                 malformed_lines = 0, nonfinite_values = 0, overlong_lines = 0, warmup = NULL,
                 started_at = {NOW}, finished_at = NULL, wall_seconds = NULL,
-                host = NULL, slurm_job = NULL, slurm_dir = NULL, node_json = NULL
+                host = NULL, slurm_job = NULL, slurm_dir = NULL, slurm_run = NULL,
+                node_json = NULL
              WHERE id = ?1"
         );
         tx.execute(&sql, [run_id])?;
@@ -367,6 +368,16 @@ impl Store {
         self.conn.execute(
             "UPDATE runs SET slurm_dir = ?1 WHERE id = ?2",
             params![dir, run_id],
+        )?;
+        Ok(())
+    }
+
+    /// The run of a cell's job whose lines the cell holds (its `started`
+    /// record).
+    pub fn set_run_slurm_run(&mut self, run_id: i64, started: &str) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE runs SET slurm_run = ?1 WHERE id = ?2",
+            params![started, run_id],
         )?;
         Ok(())
     }

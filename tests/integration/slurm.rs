@@ -606,7 +606,7 @@ fn a_job_slurm_has_forgotten_ends_as_its_exit_record_says() {
     std::fs::write(dir.path().join("exit"), "0 12.5\n").unwrap();
     let mut events = Vec::new();
     // No such job: scontrol says "Invalid job id".
-    lcx::experiment::slurm::follow("4000000000", dir.path(), 1 << 20, false, |e| {
+    lcx::experiment::slurm::follow("4000000000", dir.path(), 1 << 20, false, None, |e| {
         events.push(e);
         true
     });
@@ -625,7 +625,7 @@ fn a_job_slurm_has_forgotten_ends_as_its_exit_record_says() {
     assert_eq!(lcx::experiment::slurm::ran_seconds(dir.path()), Some(2.5));
     std::fs::remove_file(dir.path().join("exit")).unwrap();
     let mut end = None;
-    lcx::experiment::slurm::follow("4000000000", dir.path(), 1 << 20, false, |e| {
+    lcx::experiment::slurm::follow("4000000000", dir.path(), 1 << 20, false, None, |e| {
         if let lcx::experiment::slurm::Event::Ended(r) = e {
             end = Some(r);
         }
@@ -836,6 +836,199 @@ fn a_requeued_job_starts_the_cell_again_as_a_new_attempt() {
             &store,
             "SELECT COUNT(*) FROM runs WHERE status = 'completed' AND attempt = 2 \
              AND iterations_done = 2 AND error IS NULL AND slurm_job IS NOT NULL"
+        ),
+        1
+    );
+    assert_eq!(
+        count(&store, "SELECT COUNT(*) FROM metrics WHERE superseded = 0"),
+        2
+    );
+    assert_eq!(
+        count(&store, "SELECT COUNT(*) FROM metrics WHERE superseded = 1"),
+        1
+    );
+}
+
+/// Ctrl-C cancels the jobs still running; a job that had already ended is
+/// left for `--attach`, which ingests it, rather than being called
+/// interrupted.
+#[test]
+fn a_job_that_ended_before_ctrl_c_is_left_for_attach() {
+    if !cluster() {
+        return;
+    }
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    // Round 1 waits while the marker exists; round 2 (the other chain)
+    // ends at once.
+    let marker = dir.path().join("hold");
+    std::fs::write(&marker, "").unwrap();
+    let file = write(
+        dir.path(),
+        "ended.toml",
+        &format!(
+            "name = \"ended\"\nworkload = \"command\"\niterations = 1\nrepeats = 2\n\
+             [executor]\nkind = \"slurm\"\nmax_parallel = 2\n\
+             [[arms]]\nname = \"a\"\n\
+             command = 'echo \"{{\\\"t\\\": 1}}\"; while [ $LCX_REPEAT = 1 ] && [ -e {} ]; do sleep 0.2; done'\n",
+            marker.display()
+        ),
+    );
+    let db = dir.path().join("lcx.db");
+    let child = lcx()
+        .args(["run", file.to_str().unwrap(), "--plain"])
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let second = job_of("ended", 2);
+    wait_for_rows(&db, "SELECT COUNT(*) FROM metrics WHERE run_id = 1", 1);
+    // The second job has ended before the coordinator is stopped.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = Command::new("scontrol")
+            .args(["show", "job", "-o", &second])
+            .output()
+            .unwrap();
+        if String::from_utf8_lossy(&out.stdout).contains("JobState=COMPLETED") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "job {second} did not complete");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    signal(child.id(), libc::SIGINT);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    assert!(text(&out).contains("--attach 1"), "{}", text(&out));
+    let statuses = |db: &Path| -> Vec<String> {
+        let store = Store::open_read_only(db).unwrap();
+        store
+            .runs(1)
+            .unwrap()
+            .iter()
+            .map(|r| r.status.to_string())
+            .collect()
+    };
+    assert_eq!(statuses(&db), ["interrupted", "running"]);
+    // `--attach` ingests the ended job and, as a resume does, runs the
+    // interrupted cell again.
+    std::fs::remove_file(&marker).unwrap();
+    let out = lcx()
+        .args(["run", "--attach", "1", "--plain"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("following Slurm job"), "{}", text(&out));
+    assert_eq!(statuses(&db), ["completed", "completed"]);
+    let store = Store::open_read_only(&db).unwrap();
+    let attempts: Vec<i64> = store.runs(1).unwrap().iter().map(|r| r.attempt).collect();
+    assert_eq!(
+        attempts,
+        [2, 1],
+        "the ended job was ingested, not run again"
+    );
+}
+
+/// A job Slurm requeued while no coordinator followed it: the cell starts
+/// again on `--attach` instead of mixing the two runs' lines.
+#[test]
+fn a_job_requeued_while_detached_restarts_its_cell_on_attach() {
+    if !cluster() {
+        return;
+    }
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("hold");
+    std::fs::write(&marker, "").unwrap();
+    let file = write(
+        dir.path(),
+        "rq-detached.toml",
+        &format!(
+            "name = \"rqd\"\nworkload = \"command\"\niterations = 2\n\
+             [executor]\nkind = \"slurm\"\nrequeue = true\n\
+             [[arms]]\nname = \"a\"\n\
+             command = 'echo \"{{\\\"iteration\\\": 1, \\\"t\\\": 1}}\"; while [ -e {} ]; do sleep 0.2; done; \
+             echo \"{{\\\"iteration\\\": 2, \\\"t\\\": 2}}\"'\n",
+            marker.display()
+        ),
+    );
+    let db = dir.path().join("lcx.db");
+    let run = |args: &[&str]| {
+        lcx()
+            .args(args)
+            .args(["--plain"])
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    let out = run(&["run", file.to_str().unwrap(), "--detach"]);
+    assert!(out.status.success(), "{}", text(&out));
+    // A follower ingests the first run's first line, then dies.
+    let mut first = lcx()
+        .args(["run", "--attach", "1", "--plain"])
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_rows(&db, "SELECT COUNT(*) FROM metrics", 1);
+    signal(first.id(), libc::SIGKILL);
+    let _ = first.wait();
+    let job = job_of("rqd", 1);
+    assert!(Command::new("scontrol")
+        .args(["requeue", &job])
+        .status()
+        .unwrap()
+        .success());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !String::from_utf8_lossy(
+        &Command::new("scontrol")
+            .args(["show", "job", "-o", &job])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .contains("JobState=PENDING")
+    {
+        assert!(Instant::now() < deadline, "job {job} was not requeued");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::fs::remove_file(&marker).unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(Command::new("scontrol")
+        .args(["update", &format!("JobId={job}"), "StartTime=now"])
+        .status()
+        .unwrap()
+        .success());
+    // Wait for the new run to finish, then attach.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !String::from_utf8_lossy(
+        &Command::new("scontrol")
+            .args(["show", "job", "-o", &job])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .contains("JobState=COMPLETED")
+    {
+        assert!(Instant::now() < deadline, "job {job} did not complete");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let out = run(&["run", "--attach", "1"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("Slurm requeued the job"),
+        "{}",
+        text(&out)
+    );
+    let store = Store::open_read_only(&db).unwrap();
+    assert_eq!(
+        count(
+            &store,
+            "SELECT COUNT(*) FROM runs WHERE status = 'completed' AND attempt = 2 \
+             AND iterations_done = 2 AND error IS NULL"
         ),
         1
     );
