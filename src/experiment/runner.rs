@@ -207,6 +207,24 @@ pub struct CellInfo {
     pub attempt: i64,
 }
 
+impl CellInfo {
+    /// Cell `run` of `arm`, the `position`-th of the `cells` this
+    /// invocation runs, at its recorded attempt.
+    fn of(plan: &Plan, arm: &super::plan::Arm, run: &Run, position: usize, cells: usize) -> Self {
+        CellInfo {
+            run_id: run.id,
+            arm: arm.name.clone(),
+            label: arm.label.clone(),
+            repeat: run.repeat.max(1) as u32,
+            repeats: plan.repeats,
+            position,
+            cells,
+            iterations: plan.iterations,
+            attempt: run.attempt,
+        }
+    }
+}
+
 /// What the runner reports, in order.
 #[derive(Debug)]
 pub enum Event<'a> {
@@ -458,17 +476,7 @@ pub fn run(
             break;
         }
         let arm = &plan.arms[arm_index];
-        let mut info = CellInfo {
-            run_id: run.id,
-            arm: arm.name.clone(),
-            label: arm.label.clone(),
-            repeat: run.repeat.max(1) as u32,
-            repeats: plan.repeats,
-            position: position + 1,
-            cells,
-            iterations: plan.iterations,
-            attempt: run.attempt,
-        };
+        let mut info = CellInfo::of(plan, arm, &run, position + 1, cells);
         if let Some(reason) = &enough {
             let reason = format!("not needed: {reason}");
             store.skip_run(run.id, &reason)?;
@@ -1043,17 +1051,9 @@ fn submit_each(
         if let Some(job) = &run.slurm_job {
             super::slurm::cancel(job);
         }
-        let attempt = store.start_run(run.id)?;
         let info = CellInfo {
-            run_id: run.id,
-            arm: arm.name.clone(),
-            label: arm.label.clone(),
-            repeat: run.repeat.max(1) as u32,
-            repeats: plan.repeats,
-            position: position + 1,
-            cells,
-            iterations: plan.iterations,
-            attempt,
+            attempt: store.start_run(run.id)?,
+            ..CellInfo::of(plan, arm, &run, position + 1, cells)
         };
         let program = cell_program(arm, options);
         let dir = job_dir(&info)?;

@@ -768,69 +768,60 @@ fn ctrl_c_with_cells_in_flight_cancels_every_job() {
     );
 }
 
-/// `requeue = true`: a job Slurm requeues starts the cell again as a new
-/// attempt; what its first run printed is superseded, not counted twice.
-#[test]
-fn a_requeued_job_starts_the_cell_again_as_a_new_attempt() {
-    if !cluster() {
-        return;
-    }
-    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = tempfile::tempdir().unwrap();
-    let marker = dir.path().join("hold");
-    std::fs::write(&marker, "").unwrap();
-    let file = write(
-        dir.path(),
-        "requeue.toml",
+/// A one-arm command experiment whose cell prints iteration 1, waits while
+/// `marker` exists, then prints iteration 2; `requeue = true`.
+fn held_requeueable(dir: &Path, name: &str, marker: &Path) -> std::path::PathBuf {
+    write(
+        dir,
+        &format!("{name}.toml"),
         &format!(
-            "name = \"requeue\"\nworkload = \"command\"\niterations = 2\n\
+            "name = \"{name}\"\nworkload = \"command\"\niterations = 2\n\
              [executor]\nkind = \"slurm\"\nrequeue = true\n\
              [[arms]]\nname = \"a\"\n\
              command = 'echo \"{{\\\"iteration\\\": 1, \\\"t\\\": 1}}\"; while [ -e {} ]; do sleep 0.2; done; \
              echo \"{{\\\"iteration\\\": 2, \\\"t\\\": 2}}\"'\n",
             marker.display()
         ),
-    );
-    let db = dir.path().join("lcx.db");
-    let child = lcx()
-        .args(["run", file.to_str().unwrap(), "--plain"])
-        .current_dir(dir.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let job = job_of("requeue", 1);
-    wait_for_rows(&db, "SELECT COUNT(*) FROM metrics", 1);
+    )
+}
+
+/// Waits until `scontrol show job` says `state` for `job`.
+fn wait_job_state(job: &str, state: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !String::from_utf8_lossy(
+        &Command::new("scontrol")
+            .args(["show", "job", "-o", job])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .contains(&format!("JobState={state}"))
+    {
+        assert!(Instant::now() < deadline, "job {job} never {state}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Requeues a running job, lets the held cell go on (removes `marker`),
+/// and starts the new run at once instead of after Slurm's two-minute hold.
+fn requeue_now(job: &str, marker: &Path) {
     let scontrol = |args: &[&str]| {
         let out = Command::new("scontrol").args(args).output().unwrap();
         assert!(out.status.success(), "scontrol {args:?}: {}", text(&out));
     };
-    scontrol(&["requeue", &job]);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let out = Command::new("scontrol")
-            .args(["show", "job", "-o", &job])
-            .output()
-            .unwrap();
-        if String::from_utf8_lossy(&out.stdout).contains("JobState=PENDING") {
-            break;
-        }
-        assert!(Instant::now() < deadline, "job {job} was not requeued");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    std::fs::remove_file(&marker).unwrap();
-    // A requeued job waits about two minutes before it may start; let it
-    // start now, once the killed run has been cleaned up.
+    scontrol(&["requeue", job]);
+    wait_job_state(job, "PENDING");
+    std::fs::remove_file(marker).unwrap();
+    // Once the killed run has been cleaned up (starting it sooner makes
+    // slurmd refuse the launch).
     std::thread::sleep(Duration::from_secs(2));
     scontrol(&["update", &format!("JobId={job}"), "StartTime=now"]);
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(
-        text(&out).contains("Slurm requeued the job"),
-        "{}",
-        text(&out)
-    );
-    let store = Store::open_read_only(&db).unwrap();
+}
+
+/// The cell of a requeued job: completed as attempt 2, its first run's
+/// line superseded.
+fn assert_restarted_once(db: &Path) {
+    let store = Store::open_read_only(db).unwrap();
     assert_eq!(
         count(
             &store,
@@ -847,6 +838,39 @@ fn a_requeued_job_starts_the_cell_again_as_a_new_attempt() {
         count(&store, "SELECT COUNT(*) FROM metrics WHERE superseded = 1"),
         1
     );
+}
+
+/// `requeue = true`: a job Slurm requeues starts the cell again as a new
+/// attempt; what its first run printed is superseded, not counted twice.
+#[test]
+fn a_requeued_job_starts_the_cell_again_as_a_new_attempt() {
+    if !cluster() {
+        return;
+    }
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("hold");
+    std::fs::write(&marker, "").unwrap();
+    let file = held_requeueable(dir.path(), "requeue", &marker);
+    let db = dir.path().join("lcx.db");
+    let child = lcx()
+        .args(["run", file.to_str().unwrap(), "--plain"])
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let job = job_of("requeue", 1);
+    wait_for_rows(&db, "SELECT COUNT(*) FROM metrics", 1);
+    requeue_now(&job, &marker);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("Slurm requeued the job"),
+        "{}",
+        text(&out)
+    );
+    assert_restarted_once(&db);
 }
 
 /// Ctrl-C cancels the jobs still running; a job that had already ended is
@@ -885,18 +909,7 @@ fn a_job_that_ended_before_ctrl_c_is_left_for_attach() {
     let second = job_of("ended", 2);
     wait_for_rows(&db, "SELECT COUNT(*) FROM metrics WHERE run_id = 1", 1);
     // The second job has ended before the coordinator is stopped.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let out = Command::new("scontrol")
-            .args(["show", "job", "-o", &second])
-            .output()
-            .unwrap();
-        if String::from_utf8_lossy(&out.stdout).contains("JobState=COMPLETED") {
-            break;
-        }
-        assert!(Instant::now() < deadline, "job {second} did not complete");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait_job_state(&second, "COMPLETED");
     signal(child.id(), libc::SIGINT);
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", text(&out));
@@ -942,18 +955,7 @@ fn a_job_requeued_while_detached_restarts_its_cell_on_attach() {
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("hold");
     std::fs::write(&marker, "").unwrap();
-    let file = write(
-        dir.path(),
-        "rq-detached.toml",
-        &format!(
-            "name = \"rqd\"\nworkload = \"command\"\niterations = 2\n\
-             [executor]\nkind = \"slurm\"\nrequeue = true\n\
-             [[arms]]\nname = \"a\"\n\
-             command = 'echo \"{{\\\"iteration\\\": 1, \\\"t\\\": 1}}\"; while [ -e {} ]; do sleep 0.2; done; \
-             echo \"{{\\\"iteration\\\": 2, \\\"t\\\": 2}}\"'\n",
-            marker.display()
-        ),
-    );
+    let file = held_requeueable(dir.path(), "rqd", &marker);
     let db = dir.path().join("lcx.db");
     let run = |args: &[&str]| {
         lcx()
@@ -976,46 +978,10 @@ fn a_job_requeued_while_detached_restarts_its_cell_on_attach() {
     wait_for_rows(&db, "SELECT COUNT(*) FROM metrics", 1);
     signal(first.id(), libc::SIGKILL);
     let _ = first.wait();
+    // Requeued and run to its end with nobody following.
     let job = job_of("rqd", 1);
-    assert!(Command::new("scontrol")
-        .args(["requeue", &job])
-        .status()
-        .unwrap()
-        .success());
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !String::from_utf8_lossy(
-        &Command::new("scontrol")
-            .args(["show", "job", "-o", &job])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .contains("JobState=PENDING")
-    {
-        assert!(Instant::now() < deadline, "job {job} was not requeued");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    std::fs::remove_file(&marker).unwrap();
-    std::thread::sleep(Duration::from_secs(2));
-    assert!(Command::new("scontrol")
-        .args(["update", &format!("JobId={job}"), "StartTime=now"])
-        .status()
-        .unwrap()
-        .success());
-    // Wait for the new run to finish, then attach.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !String::from_utf8_lossy(
-        &Command::new("scontrol")
-            .args(["show", "job", "-o", &job])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .contains("JobState=COMPLETED")
-    {
-        assert!(Instant::now() < deadline, "job {job} did not complete");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    requeue_now(&job, &marker);
+    wait_job_state(&job, "COMPLETED");
     let out = run(&["run", "--attach", "1"]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(
@@ -1023,21 +989,5 @@ fn a_job_requeued_while_detached_restarts_its_cell_on_attach() {
         "{}",
         text(&out)
     );
-    let store = Store::open_read_only(&db).unwrap();
-    assert_eq!(
-        count(
-            &store,
-            "SELECT COUNT(*) FROM runs WHERE status = 'completed' AND attempt = 2 \
-             AND iterations_done = 2 AND error IS NULL"
-        ),
-        1
-    );
-    assert_eq!(
-        count(&store, "SELECT COUNT(*) FROM metrics WHERE superseded = 0"),
-        2
-    );
-    assert_eq!(
-        count(&store, "SELECT COUNT(*) FROM metrics WHERE superseded = 1"),
-        1
-    );
+    assert_restarted_once(&db);
 }
