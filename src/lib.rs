@@ -1,16 +1,25 @@
-//! lcx: declarative speed experiments for an embedded Deep CFR trainer.
+//! The command line's torch-free half: every command except `train`,
+//! `bench` and `version`, which need libtorch. The `lcx` binary is built
+//! from this library alone and runs these commands itself, so `lcx report`
+//! or an experiment of command arms starts in milliseconds rather than
+//! paying libtorch's 0.7 s of start-up; the rest it hands to `lcx-torch`
+//! ([`light::exec_torch_binary`]), which adds them (src/bin/lcx-torch/).
 //!
-//! See ARCHITECTURE.md for the module map and the invariants between modules.
+//! This crate does not use lcx-trainer, so nothing here can reach tch.
+//! clap stays here: nothing below the command line sees it; each command's
+//! module turns its arguments into lcx-core calls.
 
-pub mod bench;
-pub mod bots;
-pub mod cfr;
-pub mod cli;
-pub mod config;
-pub mod encoding;
-pub mod experiment;
-pub mod game;
-pub mod metrics;
-pub mod report;
-pub mod store;
-pub mod trainer;
+mod bisect;
+mod cache;
+mod compare;
+mod config;
+mod errors;
+mod history;
+pub mod light;
+mod list;
+mod play;
+mod query;
+mod report;
+mod run;
+
+pub use errors::{bad_input, exit_code_for, metrics_sink, quiet_broken_pipe, BadInput};

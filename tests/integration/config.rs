@@ -42,8 +42,8 @@ fn config_show_prints_the_resolved_config_with_sets_applied() {
     assert!(stdout.contains("hidden_size = 16"), "{stdout}");
     assert!(stdout.contains("interleave_refill = true"), "{stdout}");
     // What it prints is itself a valid config with the same values.
-    let back = lcx::config::from_toml_str(&stdout, "stdout", &[]).expect("output reads back");
-    let direct = lcx::config::load(
+    let back = lcx_core::config::from_toml_str(&stdout, "stdout", &[]).expect("output reads back");
+    let direct = lcx_core::config::load(
         Some(smoke().as_ref()),
         &[
             "traversal.scheduler=interleaved".into(),

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use lcx::store::{ExperimentStatus, RunStatus, Store};
+use lcx_core::store::{ExperimentStatus, RunStatus, Store};
 
 use crate::support::{count, lcx, signal, wait_for_rows, write};
 

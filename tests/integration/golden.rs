@@ -6,8 +6,8 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use lcx::encoding::Encoding;
-use lcx::game::{Card, GameState, Phase, Rules};
+use lcx_core::encoding::Encoding;
+use lcx_core::game::{Card, GameState, Phase, Rules};
 use serde::Deserialize;
 use serde_json::Value;
 

@@ -171,8 +171,8 @@ fn table_output_names_both_bots() {
 mod reference_parity {
     use std::path::PathBuf;
 
-    use lcx::bots::{HeuristicBot, HeuristicParams};
-    use lcx::game::{Card, GameState, Rules};
+    use lcx_core::bots::{HeuristicBot, HeuristicParams};
+    use lcx_core::game::{Card, GameState, Rules};
     use serde_json::Value;
 
     fn golden_games_path() -> PathBuf {

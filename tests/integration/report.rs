@@ -464,12 +464,12 @@ fn warmup_auto_drops_each_cells_detected_transient_everywhere() {
     .unwrap();
     let out = run_lcx(&db, dir.path(), &["run", "--plain", file.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let store = lcx::store::Store::open_read_only(&db).unwrap();
+    let store = lcx_core::store::Store::open_read_only(&db).unwrap();
     let run = &store.runs(1).unwrap()[0];
     assert_eq!(run.warmup, Some(4));
     let q = |sql: &str| match &store.query(sql).unwrap().rows[0][0] {
-        lcx::store::SqlValue::Integer(n) => *n as f64,
-        lcx::store::SqlValue::Real(x) => *x,
+        lcx_core::store::SqlValue::Integer(n) => *n as f64,
+        lcx_core::store::SqlValue::Real(x) => *x,
         other => panic!("{sql}: {other:?}"),
     };
     assert_eq!(q("SELECT detected FROM run_warmup WHERE run_id = 1"), 4.0);
@@ -582,12 +582,12 @@ fn adaptive_repeats_stop_once_the_intervals_are_precise_and_say_why() {
     let out = run_lcx(&db, dir.path(), &["run", "--plain", file.to_str().unwrap()]);
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    let store = lcx::store::Store::open_read_only(&db).unwrap();
+    let store = lcx_core::store::Store::open_read_only(&db).unwrap();
     let runs = store.runs(1).unwrap();
     assert_eq!(runs.len(), 12, "cells for the most repeats");
     let done: Vec<i64> = runs
         .iter()
-        .filter(|r| r.status == lcx::store::RunStatus::Completed)
+        .filter(|r| r.status == lcx_core::store::RunStatus::Completed)
         .map(|r| r.repeat)
         .collect();
     assert!(done.iter().all(|r| *r <= 2) && done.len() == 4, "{runs:#?}");
@@ -600,7 +600,7 @@ fn adaptive_repeats_stop_once_the_intervals_are_precise_and_say_why() {
     );
     assert_eq!(
         store.find_experiment("adaptive").unwrap().status,
-        lcx::store::ExperimentStatus::Completed
+        lcx_core::store::ExperimentStatus::Completed
     );
     let md = ok(&db, dir.path(), &["report"]);
     assert!(md.contains("stopped after round 2"), "{md}");
@@ -610,7 +610,7 @@ fn adaptive_repeats_stop_once_the_intervals_are_precise_and_say_why() {
 fn a_closed_pipe_ends_the_output_quietly_with_exit_0() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("x.db");
-    drop(lcx::store::Store::open(&db).unwrap());
+    drop(lcx_core::store::Store::open(&db).unwrap());
     // 200,000 rows into `head -1`: lcx meets a closed pipe long before the end.
     let out = Command::new("bash")
         .arg("-c")
@@ -656,7 +656,7 @@ fn the_views_give_the_reports_numbers_when_a_cell_failed() {
         &["report", "views", "--format", "json"],
     ))
     .unwrap();
-    let store = lcx::store::Store::open_read_only(&db).unwrap();
+    let store = lcx_core::store::Store::open_read_only(&db).unwrap();
     for arm in ["a", "b"] {
         let metric = json["arms"]
             .as_array()
@@ -680,7 +680,7 @@ fn the_views_give_the_reports_numbers_when_a_cell_failed() {
             .unwrap()
             .rows;
         let (n, mean, runs) = match rows[0].as_slice() {
-            [lcx::store::SqlValue::Integer(n), lcx::store::SqlValue::Real(m), lcx::store::SqlValue::Integer(r)] => {
+            [lcx_core::store::SqlValue::Integer(n), lcx_core::store::SqlValue::Real(m), lcx_core::store::SqlValue::Integer(r)] => {
                 (*n, *m, *r)
             }
             other => panic!("{other:?}"),
@@ -711,7 +711,7 @@ fn the_views_give_the_reports_numbers_when_a_cell_failed() {
         .query("SELECT COUNT(*) FROM run_metric_stats WHERE status = 'failed' AND counted = 0")
         .unwrap()
         .rows;
-    assert_eq!(failed[0][0], lcx::store::SqlValue::Integer(1));
+    assert_eq!(failed[0][0], lcx_core::store::SqlValue::Integer(1));
 }
 
 /// #19: a metric that describes the work (a count with no better side in

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use lcx::store::Store;
+use lcx_core::store::Store;
 
 use crate::support::{count, lcx, write};
 

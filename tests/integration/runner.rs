@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 
-use lcx::store::{ExperimentStatus, RunStatus, Store};
+use lcx_core::experiment::fingerprint::TorchFacts;
+use lcx_core::store::{ExperimentStatus, RunStatus, Store};
 
 use crate::support::{count, lcx, signal, wait_for_rows, write};
 
@@ -471,7 +472,13 @@ fn cuda_arms_are_skipped_visibly_without_a_gpu() {
         .into_iter()
         .find(|r| r.arm == "gpu")
         .unwrap();
-    if e.fingerprint.cuda_available == Some(true) {
+    // An arm needing CUDA makes the runner ask lcx-torch what libtorch sees.
+    let facts: TorchFacts = serde_json::from_slice(&run_ok(&["version", "--json"]).stdout).unwrap();
+    assert_eq!(facts.lcx_version, env!("CARGO_PKG_VERSION"));
+    assert_eq!(e.fingerprint.cuda_available, Some(facts.cuda_available));
+    assert_eq!(e.fingerprint.torch_version, Some(facts.torch_version));
+    assert!(e.fingerprint.torch_intra_threads.is_some_and(|n| n >= 1));
+    if facts.cuda_available {
         assert_eq!(gpu.status, RunStatus::Completed);
     } else {
         assert_eq!(gpu.status, RunStatus::Skipped);
@@ -479,6 +486,51 @@ fn cuda_arms_are_skipped_visibly_without_a_gpu() {
         assert!(stderr.contains("SKIPPED"), "{stderr}");
     }
     assert_eq!(e.status, ExperimentStatus::Completed);
+}
+
+#[test]
+fn an_experiment_of_command_arms_never_asks_libtorch() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = experiment("plain", 2, &[("a", counting(2, "0"))], "");
+    let file = write(dir.path(), "e.toml", &text);
+    let db = dir.path().join("x.db");
+    // An lcx-torch that cannot start: asking it anything would fail.
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let lcx = bin.join("lcx");
+    std::fs::copy(env!("CARGO_BIN_EXE_lcx"), &lcx).unwrap();
+    write(
+        &bin,
+        "lcx-torch",
+        "#!/bin/sh\necho called >> \"$0.calls\"\nexit 1\n",
+    );
+    std::fs::set_permissions(
+        bin.join("lcx-torch"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let out = std::process::Command::new(&lcx)
+        .args(["run", file.to_str().unwrap(), "--db", db.to_str().unwrap()])
+        .env_remove("LCX_DB")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !bin.join("lcx-torch.calls").exists(),
+        "lcx run started lcx-torch"
+    );
+    let store = Store::open(&db).unwrap();
+    let e = store.find_experiment("plain").unwrap();
+    assert_eq!(e.status, ExperimentStatus::Completed);
+    assert_eq!(e.fingerprint.torch_version, None);
+    assert_eq!(e.fingerprint.cuda_available, None);
+    // The machine itself is still probed.
+    assert!(e.fingerprint.cpu_cores.is_some_and(|n| n >= 1));
+    assert!(e.fingerprint.peak_fp32_gflops.is_some());
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use lcx::store::{SqlValue, Store};
+use lcx_core::store::{SqlValue, Store};
 
 use crate::support::{count, lcx, signal, wait_for_rows, write};
 
@@ -606,27 +606,30 @@ fn a_job_slurm_has_forgotten_ends_as_its_exit_record_says() {
     std::fs::write(dir.path().join("exit"), "0 12.5\n").unwrap();
     let mut events = Vec::new();
     // No such job: scontrol says "Invalid job id".
-    lcx::experiment::slurm::follow("4000000000", dir.path(), 1 << 20, false, None, |e| {
+    lcx_core::experiment::slurm::follow("4000000000", dir.path(), 1 << 20, false, None, |e| {
         events.push(e);
         true
     });
     let lines = events
         .iter()
-        .filter(|e| matches!(e, lcx::experiment::slurm::Event::Line(_)))
+        .filter(|e| matches!(e, lcx_core::experiment::slurm::Event::Line(_)))
         .count();
     assert_eq!(lines, 1);
     match events.last() {
-        Some(lcx::experiment::slurm::Event::Ended(Ok(end))) => {
+        Some(lcx_core::experiment::slurm::Event::Ended(Ok(end))) => {
             assert!(end.success, "{end:?}");
             assert!(end.how.contains("exit record"), "{}", end.how);
         }
         _ => panic!("no end"),
     }
-    assert_eq!(lcx::experiment::slurm::ran_seconds(dir.path()), Some(2.5));
+    assert_eq!(
+        lcx_core::experiment::slurm::ran_seconds(dir.path()),
+        Some(2.5)
+    );
     std::fs::remove_file(dir.path().join("exit")).unwrap();
     let mut end = None;
-    lcx::experiment::slurm::follow("4000000000", dir.path(), 1 << 20, false, None, |e| {
-        if let lcx::experiment::slurm::Event::Ended(r) = e {
+    lcx_core::experiment::slurm::follow("4000000000", dir.path(), 1 << 20, false, None, |e| {
+        if let lcx_core::experiment::slurm::Event::Ended(r) = e {
             end = Some(r);
         }
         true

@@ -6,9 +6,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use lcx::experiment::reporter::RecordingReporter;
-use lcx::experiment::{plan, runner, RunnerOptions, StopSignal};
-use lcx::store::{Fingerprint, SqlValue, Store, LATEST_VERSION};
+use lcx_core::experiment::reporter::RecordingReporter;
+use lcx_core::experiment::{plan, runner, RunnerOptions, StopSignal};
+use lcx_core::store::{Fingerprint, SqlValue, Store, LATEST_VERSION};
 
 fn columns(store: &Store, table: &str) -> Vec<String> {
     store

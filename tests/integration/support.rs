@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use lcx::store::{SqlValue, Store};
+use lcx_core::store::{SqlValue, Store};
 
 /// The `lcx` binary, with no `LCX_DB` from the environment.
 pub fn lcx() -> Command {

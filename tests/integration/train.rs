@@ -31,14 +31,14 @@ fn train_smoke() -> Command {
 }
 
 /// Fails on any numeric field of a metric line that the metric vocabulary
-/// (`lcx::metrics`, the `metric_info` table) does not describe.
+/// (`lcx_core::metrics`, the `metric_info` table) does not describe.
 fn assert_in_vocabulary(line: &str) {
     let v: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
     for (key, value) in v.as_object().expect("an object") {
         if key != "iteration" && value.is_number() {
             assert!(
-                lcx::metrics::lookup(key).is_some(),
-                "`{key}` is written but not in src/metrics.rs: {line}"
+                lcx_core::metrics::lookup(key).is_some(),
+                "`{key}` is written but not in lcx-core's metrics.rs: {line}"
             );
         }
     }
@@ -256,7 +256,7 @@ fn an_amp_cell_on_the_cpu_is_one_mode_and_labelled_fp32() {
     let db = dir.path().join("x.db");
     let db = db.to_str().unwrap();
     succeed(lcx().args(["run", file.to_str().unwrap(), "--db", db, "--plain"]));
-    let store = lcx::store::Store::open_read_only(Path::new(db)).unwrap();
+    let store = lcx_core::store::Store::open_read_only(Path::new(db)).unwrap();
     let e = store.find_experiment("amp").unwrap();
     for run in store.runs(e.id).unwrap() {
         assert_eq!(run.iterations_done, 3, "{}: one mode, 3 lines", run.arm);
@@ -393,7 +393,7 @@ fn train_arms_report_their_fraction_of_the_recorded_peak() {
             .args(["run", file.to_str().unwrap(), "--db", db])
             .current_dir(dir.path()),
     );
-    let store = lcx::store::Store::open_read_only(Path::new(db)).unwrap();
+    let store = lcx_core::store::Store::open_read_only(Path::new(db)).unwrap();
     let e = store.find_experiment("roofline").unwrap();
     let peak = e.fingerprint.peak_fp32_gflops.expect("peak recorded");
     assert!(peak > 0.0 && e.fingerprint.peak_fp32_gflops_core.unwrap() > 0.0);
@@ -509,7 +509,7 @@ fn a_completed_cell_leaves_no_run_directory_behind() {
         1,
         "only the failed cell's folder stays: {left:?}"
     );
-    let store = lcx::store::Store::open_read_only(&dir.path().join("x.db")).unwrap();
+    let store = lcx_core::store::Store::open_read_only(&dir.path().join("x.db")).unwrap();
     let runs = store.runs(1).unwrap();
     let failed = runs.iter().find(|r| r.arm == "stops-early").unwrap();
     let error = failed.error.clone().unwrap_or_default();

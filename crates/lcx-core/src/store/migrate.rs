@@ -1,0 +1,96 @@
+//! Applies `migrations/NNNN_*.sql` in order and records the count in
+//! `PRAGMA user_version`.
+//!
+//! Hand-rolled rather than rusqlite_migration because that crate pins an
+//! older rusqlite and opens a deferred transaction: two `lcx run` processes
+//! creating one fresh database at the same moment would then race on the
+//! read-to-write lock upgrade, which SQLite reports as SQLITE_BUSY without
+//! waiting. Here the version is read and the files applied inside one
+//! `BEGIN IMMEDIATE`, so the second process waits and then finds nothing to do.
+
+use std::path::Path;
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use super::StoreError;
+
+/// The migrations, in order; index + 1 is the `user_version` after each.
+/// Append only: never edit or reorder a released file.
+const MIGRATIONS: &[(&str, &str)] = &[
+    (
+        "0001_initial.sql",
+        include_str!("../../../../migrations/0001_initial.sql"),
+    ),
+    (
+        "0002_runner_faults.sql",
+        include_str!("../../../../migrations/0002_runner_faults.sql"),
+    ),
+    (
+        "0003_views_count_what_reports_count.sql",
+        include_str!("../../../../migrations/0003_views_count_what_reports_count.sql"),
+    ),
+    (
+        "0004_metric_info.sql",
+        include_str!("../../../../migrations/0004_metric_info.sql"),
+    ),
+    (
+        "0005_run_revisions.sql",
+        include_str!("../../../../migrations/0005_run_revisions.sql"),
+    ),
+    (
+        "0006_run_placement.sql",
+        include_str!("../../../../migrations/0006_run_placement.sql"),
+    ),
+    (
+        "0007_cell_nodes_and_detach.sql",
+        include_str!("../../../../migrations/0007_cell_nodes_and_detach.sql"),
+    ),
+];
+
+/// The schema version this lcx writes.
+pub const LATEST_VERSION: i64 = MIGRATIONS.len() as i64;
+
+pub(super) fn user_version(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row("PRAGMA user_version", [], |row| row.get(0))
+}
+
+/// Brings the schema up to [`LATEST_VERSION`].
+pub(super) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let found = user_version(&tx)?;
+    if found > LATEST_VERSION {
+        // Another, newer lcx upgraded the file between our check and now.
+        return Err(StoreError::TooNew {
+            path: path.to_path_buf(),
+            found,
+            supported: LATEST_VERSION,
+        });
+    }
+    let start = usize::try_from(found).unwrap_or(0);
+    for (index, (name, sql)) in MIGRATIONS.iter().enumerate().skip(start) {
+        tx.execute_batch(sql)
+            .map_err(|source| StoreError::Migration { name, source })?;
+        // PRAGMA takes no bound parameters; the value is our own integer.
+        tx.execute_batch(&format!("PRAGMA user_version = {}", index + 1))
+            .map_err(|source| StoreError::Migration { name, source })?;
+    }
+    write_vocabulary(&tx)?;
+    tx.commit()?;
+    Ok(())
+}
+
+/// Writes this lcx's metric vocabulary into `metric_info`, replacing the rows
+/// it names (an older lcx's extra names stay: they describe its rows).
+fn write_vocabulary(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    let mut upsert = tx.prepare_cached(
+        "INSERT INTO metric_info (name, unit, direction, description) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (name) DO UPDATE SET unit = excluded.unit,
+             direction = excluded.direction, description = excluded.description
+         WHERE (unit, direction, description)
+             IS NOT (excluded.unit, excluded.direction, excluded.description)",
+    )?;
+    for info in crate::metrics::VOCABULARY {
+        upsert.execute((info.name, info.unit, info.better.word(), info.description))?;
+    }
+    Ok(())
+}

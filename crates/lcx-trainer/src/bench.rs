@@ -1,0 +1,179 @@
+//! `lcx bench trainer` (spec §12.1): the cost of one advantage pass (both
+//! players) plus one strategy pass on synthetic memories, fp32 or AMP.
+
+use std::time::Instant;
+
+use tch::{Device, Kind, Tensor};
+
+use super::train::{TrainError, Trainer};
+use super::{device, TrainerError};
+use lcx_core::cfr::memory::SampleRef;
+use lcx_core::cfr::regret::ACTIONS;
+use lcx_core::config::TrainerConfig;
+
+/// One synthetic sample: info state, target, legal mask bits.
+type Row = (Vec<f32>, [f32; ACTIONS], u32);
+
+/// A trainer whose memories hold `batch × updates` synthetic samples each,
+/// drawn from a torch generator seeded `run.seed + 909`: inputs ~ N(0, 1),
+/// advantage targets ~ N(0, 20²), masks legal with probability 0.75 (one
+/// action always legal), strategy targets random distributions over the
+/// legal actions, iteration = index + 1.
+pub fn synthetic_trainer(mut config: TrainerConfig, amp: bool) -> Result<Trainer, TrainError> {
+    config.run.use_amp = amp;
+    config.run.max_iterations = Some(1);
+    config.evaluation.eval_every = 0;
+    config.checkpoint.save_every = 0;
+    config.checkpoint.save_latest = false;
+    let o = &config.optimization;
+    let n_adv =
+        (o.advantage_batch_size as usize * o.advantage_updates_per_iteration as usize).max(1);
+    let n_str = (o.strategy_batch_size as usize * o.strategy_updates_per_iteration as usize).max(1);
+    config.memory.advantage_capacity = config.memory.advantage_capacity.max(n_adv as u64);
+    config.memory.strategy_capacity = config.memory.strategy_capacity.max(n_str as u64);
+    let seed = config.run.seed as i64 + 909;
+    let mut trainer = Trainer::new(config)?;
+    let dim = trainer.input_dim();
+    tch::manual_seed(seed);
+    let fill = |n: usize, strategy: bool| -> Result<Vec<Row>, TrainerError> {
+        let opts = (Kind::Float, Device::Cpu);
+        let x =
+            Vec::<f32>::try_from(Tensor::f_randn([n as i64, dim as i64], opts)?.f_flatten(0, -1)?)?;
+        let legal = Tensor::f_rand([n as i64, ACTIONS as i64], opts)?.f_lt(0.75)?;
+        let always = Tensor::f_randint(ACTIONS as i64, [n as i64], (Kind::Int64, Device::Cpu))?;
+        let legal = legal
+            .f_scatter_value(1, &always.f_unsqueeze(1)?, 1)?
+            .f_to_kind(Kind::Float)?;
+        let y = if strategy {
+            let w = Tensor::f_rand([n as i64, ACTIONS as i64], opts)?.f_mul(&legal)?;
+            w.f_div(
+                &w.f_sum_dim_intlist(1, true, Kind::Float)?
+                    .f_clamp_min(1e-12)?,
+            )?
+        } else {
+            Tensor::f_randn([n as i64, ACTIONS as i64], opts)?
+                .f_mul_scalar(20.0)?
+                .f_mul(&legal)?
+        };
+        let y = Vec::<f32>::try_from(y.f_flatten(0, -1)?)?;
+        let m = Vec::<f32>::try_from(legal.f_flatten(0, -1)?)?;
+        let mut rows = Vec::with_capacity(n);
+        for i in 0..n {
+            let mut target = [0.0f32; ACTIONS];
+            target.copy_from_slice(&y[i * ACTIONS..(i + 1) * ACTIONS]);
+            let mask = (0..ACTIONS)
+                .filter(|&a| m[i * ACTIONS + a] > 0.5)
+                .fold(0u32, |acc, a| acc | 1 << a);
+            rows.push((x[i * dim..(i + 1) * dim].to_vec(), target, mask));
+        }
+        Ok(rows)
+    };
+    for p in 0..2 {
+        for (i, (x, y, mask)) in fill(n_adv, false)?.iter().enumerate() {
+            trainer.adv_mem[p].add(SampleRef {
+                info_state: x,
+                target: y,
+                mask: *mask,
+                iteration: i as u32 + 1,
+                player: p as u8,
+                is_first_open: false,
+            })?;
+        }
+    }
+    for (i, (x, y, mask)) in fill(n_str, true)?.iter().enumerate() {
+        trainer.strat_mem.add(SampleRef {
+            info_state: x,
+            target: y,
+            mask: *mask,
+            iteration: i as u32 + 1,
+            player: 0,
+            is_first_open: false,
+        })?;
+    }
+    Ok(trainer)
+}
+
+/// Times one advantage pass for both players plus one strategy pass, as an
+/// iteration runs them (concurrently where it would), with the device
+/// synchronised; milliseconds.
+pub fn time_training_call(trainer: &mut Trainer) -> Result<f64, TrainError> {
+    Ok(timed_training_call(trainer)?.0)
+}
+
+/// [`time_training_call`] with the call's mean losses: (ms, advantage loss
+/// over both players, strategy loss). The losses let an experiment guard
+/// against a mode (AMP) that is faster but trains worse.
+pub fn timed_training_call(
+    trainer: &mut Trainer,
+) -> Result<(f64, Option<f64>, Option<f64>), TrainError> {
+    let t = (trainer.adv_mem[0].len() as u64).max(1);
+    device::synchronize(trainer.device);
+    let start = Instant::now();
+    let (losses, _, _) = trainer.train_networks(t)?;
+    let ms = start.elapsed().as_secs_f64() * 1e3;
+    let adv: Vec<f64> = losses[..2].iter().flatten().copied().collect();
+    let adv = (!adv.is_empty()).then(|| adv.iter().sum::<f64>() / adv.len() as f64);
+    Ok((ms, adv, losses[2]))
+}
+
+/// Mean, p50 and p95 (sorted value at index ⌈0.95(n−1)⌉) of `ms`.
+pub fn summarize(ms: &[f64]) -> (f64, f64, f64) {
+    if ms.is_empty() {
+        return (0.0, 0.0, 0.0);
+    }
+    let mut v = ms.to_vec();
+    v.sort_by(f64::total_cmp);
+    let mean = v.iter().sum::<f64>() / v.len() as f64;
+    let p50 = v[(0.5 * (v.len() - 1) as f64).ceil() as usize];
+    let p95 = v[(0.95 * (v.len() - 1) as f64).ceil() as usize];
+    (mean, p50, p95)
+}
+
+/// The best FP32 GFLOP/s of an `n × n` matrix product on `device` over
+/// `reps` timed products (after one untimed): the ceiling a GPU's phases
+/// are read against, and on a CPU a cross-check of `bench peak`'s FMA loop
+/// (libtorch's GEMM may use AVX-512 where lcx's kernels use AVX2).
+pub fn matmul_gflops(device: Device, n: i64, reps: usize) -> Result<f64, tch::TchError> {
+    let _guard = tch::no_grad_guard();
+    let opts = (Kind::Float, device);
+    let a = Tensor::f_randn([n, n], opts)?;
+    let b = Tensor::f_randn([n, n], opts)?;
+    let _ = a.f_matmul(&b)?;
+    device::synchronize(device);
+    let mut best = 0.0f64;
+    for _ in 0..reps.max(1) {
+        let start = Instant::now();
+        let c = a.f_matmul(&b)?;
+        device::synchronize(device);
+        let seconds = start.elapsed().as_secs_f64();
+        drop(c);
+        best = best.max(2.0 * (n as f64).powi(3) / seconds / 1e9);
+    }
+    Ok(best)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn synthetic_memories_are_full_and_a_call_trains() {
+        let c = lcx_core::config::from_toml_str(
+            include_str!("../../../configs/smoke.toml"),
+            "smoke",
+            &[],
+        )
+        .unwrap();
+        let mut t = synthetic_trainer(c, false).unwrap();
+        assert_eq!(t.adv_mem[0].len(), 2);
+        assert_eq!(t.strat_mem.len(), 2);
+        let s = t.strat_mem.get(0).unwrap();
+        let sum: f32 = s.target.iter().sum();
+        assert!((sum - 1.0).abs() < 1e-5 && s.mask != 0);
+        let before = super::super::train::flat_parameters(&t.nets);
+        let ms = time_training_call(&mut t).unwrap();
+        assert!(ms > 0.0);
+        assert_ne!(before, super::super::train::flat_parameters(&t.nets));
+        assert_eq!(summarize(&[3.0, 1.0, 2.0, 10.0]), (4.0, 3.0, 10.0));
+    }
+}

@@ -1,0 +1,38 @@
+//! The embedded Deep CFR trainer. This is the only crate that links `tch`;
+//! everything else talks to networks through plain slices and traits.
+
+pub mod bench;
+pub mod checkpoint;
+pub mod device;
+mod error;
+pub mod eval;
+pub mod heap;
+pub mod native;
+pub mod native_train;
+pub mod network;
+pub mod optim;
+pub mod policy;
+pub mod probe;
+pub mod session;
+pub mod train;
+pub mod workers;
+
+pub use error::TrainerError;
+
+use lcx_core::config::{Activation as ConfigActivation, TrainerConfig};
+use network::{Activation, MlpSpec};
+
+/// The MLP shape that `cfg` describes for `input_dim` input features and the
+/// rules' unified action space.
+pub fn network_spec(cfg: &TrainerConfig, input_dim: usize) -> MlpSpec {
+    MlpSpec {
+        input_dim,
+        hidden_size: cfg.network.hidden_size as usize,
+        num_layers: cfg.network.num_layers as usize,
+        outputs: cfg.rules.action_size(),
+        activation: match cfg.network.activation {
+            ConfigActivation::Relu => Activation::Relu,
+            ConfigActivation::Gelu => Activation::Gelu,
+        },
+    }
+}

@@ -1,0 +1,1113 @@
+//! lcx's own CPU kernel for the MLP's dense layers: every CPU traversal
+//! forward, and the GEMMs of `super::native_train`'s training steps.
+//!
+//! Traversals ask the networks about one info state (recursive scheduler)
+//! or a few dozen (interleaved scheduler) at a time. libtorch hands each
+//! such forward to MKL, which re-packs all 2.7 MB of weights into its
+//! blocked layout on every call (`sgemm_scopy_*` was about a third of the
+//! traversal's libtorch time in `perf`) and, at batch 1, runs a
+//! matrix-vector product that is slow on this kind of CPU. Here the weights
+//! are packed once, when a traversal phase starts, into panels of 16
+//! output columns stored k-major, and a 6×16 register-blocked AVX2/FMA
+//! micro-kernel (12 accumulators, two weight loads and six broadcasts per
+//! 12 FMAs) walks each panel for every block of up to six rows. The panel
+//! (K×16 floats, 32 KB at K = 512) stays in L1/L2 across the row blocks.
+//!
+//! Every output element is one FMA chain over k = 0..K in order, whatever
+//! the batch size or the row's place in the batch, so a row gives the same
+//! bits alone or in any batch: the recursive and interleaved schedulers see
+//! identical network outputs. Against libtorch the results agree up to
+//! float summation order.
+//!
+//! A [`NativeMlp`] exists only where it computes the eager network: CPU,
+//! f32, ReLU, not traced, and a CPU with AVX2 and FMA.
+
+use tch::{Device, Kind};
+
+use super::network::{Activation, Mlp};
+use super::TrainerError;
+
+/// Output columns per weight panel: two 8-lane AVX registers.
+pub(super) const PANEL: usize = 16;
+/// Rows per micro-kernel call: 6 rows × 2 registers = 12 accumulators,
+/// plus two weight registers and one broadcast, fit AVX2's 16 registers.
+const MAX_ROWS: usize = 6;
+/// Rows per cache chunk in [`dense_avx2`]: 48 rows of 512 inputs are 96 KB.
+const CHUNK_ROWS: usize = 8 * MAX_ROWS;
+
+/// One dense layer, packed for the micro-kernel: `y = x P + b` where the
+/// reduction runs over `inputs` and `P` is `inputs × outputs`. Inference
+/// packs a weight matrix as `P = Wᵀ`; training also packs activations and
+/// weights in the other orientation (see `super::native_train`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(super) struct Layer {
+    inputs: usize,
+    outputs: usize,
+    /// `ceil(outputs / 16)` panels; panel `p` holds `P[k][p·16 + j]` at
+    /// `(p·inputs + k)·16 + j`, zero where `p·16 + j ≥ outputs`.
+    panels: Vec<f32>,
+    /// The bias, zero-padded to a whole number of panels.
+    bias: Vec<f32>,
+}
+
+/// A packed right-hand operand as the kernel reads it: the panels and bias
+/// of a [`Layer`], or panels kept elsewhere (training keeps each weight
+/// matrix in the packed form its input-gradient GEMM reads, and reads it
+/// there in place).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Panels<'a> {
+    inputs: usize,
+    outputs: usize,
+    panels: &'a [f32],
+    bias: &'a [f32],
+}
+
+impl<'a> Panels<'a> {
+    /// `panels` in [`Layer`]'s layout for an `inputs × outputs` operand,
+    /// with `bias` (at least one float per padded output column).
+    pub(super) fn new(inputs: usize, outputs: usize, panels: &'a [f32], bias: &'a [f32]) -> Self {
+        let padded = outputs.div_ceil(PANEL) * PANEL;
+        assert!(panels.len() == padded * inputs && bias.len() >= padded);
+        Self {
+            inputs,
+            outputs,
+            panels,
+            bias,
+        }
+    }
+
+    fn panel_count(&self) -> usize {
+        self.outputs.div_ceil(PANEL)
+    }
+}
+
+/// The layout of `Layer::pack_rows(rows, cols, m)`'s panels: the row-major
+/// `rows × cols` `m` cut into strips of 16 columns (zero-padded), one
+/// after the other.
+pub(super) fn to_row_panels(m: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    let mut layer = Layer::default();
+    layer.pack_rows(rows, cols, m);
+    layer.panels
+}
+
+/// The inverse of [`to_row_panels`] (padding dropped).
+pub(super) fn from_row_panels(panels: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    assert_eq!(panels.len(), cols.div_ceil(PANEL) * PANEL * rows);
+    let mut m = vec![0.0; rows * cols];
+    for (p, strip) in panels.chunks_exact(rows * PANEL).enumerate() {
+        let (c0, c1) = (p * PANEL, ((p + 1) * PANEL).min(cols));
+        for (row, src) in m.chunks_exact_mut(cols).zip(strip.chunks_exact(PANEL)) {
+            row[c0..c1].copy_from_slice(&src[..c1 - c0]);
+        }
+    }
+    m
+}
+
+impl Layer {
+    fn view(&self) -> Panels<'_> {
+        Panels {
+            inputs: self.inputs,
+            outputs: self.outputs,
+            panels: &self.panels,
+            bias: &self.bias,
+        }
+    }
+
+    /// Packs a row-major `[outputs][inputs]` weight matrix (libtorch's
+    /// layout) and its bias.
+    fn pack(inputs: usize, outputs: usize, w: &[f32], b: &[f32]) -> Self {
+        let mut layer = Layer::default();
+        layer.pack_weights(inputs, outputs, w, Some(b));
+        layer
+    }
+
+    /// Sizes the buffers for an `inputs × outputs` matrix. Padding (the
+    /// columns past `outputs` in the last panel) must be zero; the packing
+    /// functions never write it and the kernel's packed store writes the
+    /// zeros that zero weights and bias produce there, so the buffers are
+    /// zeroed only when the shape changes: training repacks the same
+    /// shapes every step.
+    fn reset(&mut self, inputs: usize, outputs: usize) {
+        let count = outputs.div_ceil(PANEL);
+        if self.inputs != inputs
+            || self.outputs != outputs
+            || self.panels.len() != count * inputs * PANEL
+        {
+            self.inputs = inputs;
+            self.outputs = outputs;
+            self.panels.clear();
+            self.panels.resize(count * inputs * PANEL, 0.0);
+            self.bias.clear();
+            self.bias.resize(count * PANEL, 0.0);
+        }
+    }
+
+    /// Packs `P = Wᵀ` for a row-major `[outputs][inputs]` `w` (libtorch's
+    /// Linear layout) and the bias (zero when `None`), reusing the buffers.
+    pub(super) fn pack_weights(
+        &mut self,
+        inputs: usize,
+        outputs: usize,
+        w: &[f32],
+        b: Option<&[f32]>,
+    ) {
+        assert_eq!(w.len(), inputs * outputs);
+        self.reset(inputs, outputs);
+        // Each panel is the transpose of its (at most) 16 rows of `w`.
+        for p in 0..outputs.div_ceil(PANEL) {
+            let (o0, o1) = (p * PANEL, ((p + 1) * PANEL).min(outputs));
+            let panel = &mut self.panels[p * inputs * PANEL..(p + 1) * inputs * PANEL];
+            transpose(&w[o0 * inputs..o1 * inputs], o1 - o0, inputs, panel, PANEL);
+        }
+        match b {
+            Some(b) => self.bias[..outputs].copy_from_slice(b),
+            None => self.bias.fill(0.0),
+        }
+    }
+
+    /// Sizes the buffers for `pack_rows(inputs, outputs, _)` without
+    /// filling them: [`dense_threads_packed`] writes the panels.
+    pub(super) fn prepare_rows(&mut self, inputs: usize, outputs: usize) {
+        self.reset(inputs, outputs);
+        self.bias.fill(0.0);
+    }
+
+    /// Packs `P = m` for a row-major `[inputs][outputs]` `m` (reduction
+    /// index first) with a zero bias, reusing the buffers.
+    pub(super) fn pack_rows(&mut self, inputs: usize, outputs: usize, m: &[f32]) {
+        assert_eq!(m.len(), inputs * outputs);
+        self.reset(inputs, outputs);
+        for p in 0..outputs.div_ceil(PANEL) {
+            let (c0, c1) = (p * PANEL, ((p + 1) * PANEL).min(outputs));
+            let panel = &mut self.panels[p * inputs * PANEL..(p + 1) * inputs * PANEL];
+            for (dst, row) in panel.chunks_exact_mut(PANEL).zip(m.chunks_exact(outputs)) {
+                match <&[f32; PANEL]>::try_from(&row[c0..c1]) {
+                    // A fixed-size copy: two vector moves, not a memcpy call.
+                    Ok(full) => dst.copy_from_slice(full),
+                    Err(_) => dst[..c1 - c0].copy_from_slice(&row[c0..c1]),
+                }
+            }
+        }
+        self.bias.fill(0.0);
+    }
+
+    /// Packs `P = Wᵀ` from `W` (`outputs × inputs`) kept in row panels (see
+    /// [`to_row_panels`]) and the bias, reusing the buffers.
+    pub(super) fn pack_weights_from_row_panels(
+        &mut self,
+        inputs: usize,
+        outputs: usize,
+        w: &[f32],
+        b: &[f32],
+    ) {
+        self.reset(inputs, outputs);
+        for o0 in (0..outputs).step_by(PANEL) {
+            for s in 0..inputs.div_ceil(PANEL) {
+                self.repack_weight_tile(w, o0, s);
+            }
+        }
+        self.set_bias(b);
+    }
+
+    /// Re-packs one 16 × 16 tile of a layer packed by
+    /// [`Layer::pack_weights_from_row_panels`]: weight rows `o0..o0 + 16`
+    /// (`o0` a multiple of 16) of row panel `s`, which lie together in `w`
+    /// (1 KB). The input columns it covers land in one run of panel
+    /// `o0 / 16`, so this is one tile transpose.
+    pub(super) fn repack_weight_tile(&mut self, w: &[f32], o0: usize, s: usize) {
+        let (inputs, outputs) = (self.inputs, self.outputs);
+        assert!(
+            w.len() == inputs.div_ceil(PANEL) * PANEL * outputs
+                && o0.is_multiple_of(PANEL)
+                && o0 < outputs
+                && s * PANEL < inputs
+        );
+        let rows = PANEL.min(outputs - o0);
+        let cols = PANEL.min(inputs - s * PANEL);
+        let src = &w[(s * outputs + o0) * PANEL..(s * outputs + o0 + rows) * PANEL];
+        let p = o0 / PANEL;
+        let dst = &mut self.panels
+            [(p * inputs + s * PANEL) * PANEL..(p * inputs + s * PANEL + cols) * PANEL];
+        transpose_tile(src, PANEL, dst, PANEL, rows, cols);
+    }
+
+    /// Replaces the bias of a layer packed by [`Layer::pack_weights`].
+    pub(super) fn set_bias(&mut self, b: &[f32]) {
+        self.bias[..self.outputs].copy_from_slice(b);
+    }
+}
+
+/// `dst[c·dst_stride + r] = m[r·cols + c]`: the transpose of the
+/// row-major `rows × cols` `m`, with `dst_stride` floats between `dst`'s
+/// rows, in 16 × 16 tiles so that reads and writes both stay in cache.
+pub(super) fn transpose(m: &[f32], rows: usize, cols: usize, dst: &mut [f32], dst_stride: usize) {
+    for r0 in (0..rows).step_by(PANEL) {
+        for c0 in (0..cols).step_by(PANEL) {
+            transpose_tile(
+                &m[r0 * cols + c0..],
+                cols,
+                &mut dst[c0 * dst_stride + r0..],
+                dst_stride,
+                PANEL.min(rows - r0),
+                PANEL.min(cols - c0),
+            );
+        }
+    }
+}
+
+/// `dst[c·dst_stride + r] = src[r·src_stride + c]` for `r < rows`,
+/// `c < cols`, both at most 16: one tile of [`transpose`].
+fn transpose_tile(
+    src: &[f32],
+    src_stride: usize,
+    dst: &mut [f32],
+    dst_stride: usize,
+    rows: usize,
+    cols: usize,
+) {
+    debug_assert!(rows <= PANEL && cols <= PANEL);
+    #[cfg(target_arch = "x86_64")]
+    if rows == PANEL && cols == PANEL && supported() {
+        assert!(src.len() >= 15 * src_stride + PANEL && dst.len() >= 15 * dst_stride + PANEL);
+        // SAFETY: AVX2 was detected; the asserts keep all 16 rows of both
+        // tiles inside the slices.
+        unsafe {
+            for (r, c) in [(0, 0), (0, 8), (8, 0), (8, 8)] {
+                transpose8_avx2(
+                    src.as_ptr().add(r * src_stride + c),
+                    src_stride,
+                    dst.as_mut_ptr().add(c * dst_stride + r),
+                    dst_stride,
+                );
+            }
+        }
+        return;
+    }
+    let mut tile = [[0.0f32; PANEL]; PANEL];
+    for (r, t) in tile.iter_mut().enumerate().take(rows) {
+        t[..cols].copy_from_slice(&src[r * src_stride..r * src_stride + cols]);
+    }
+    for c in 0..cols {
+        let d = &mut dst[c * dst_stride..c * dst_stride + rows];
+        for (r, v) in d.iter_mut().enumerate() {
+            *v = tile[r][c];
+        }
+    }
+}
+
+/// An 8 × 8 transpose in registers (the usual unpack / shuffle / permute
+/// network).
+///
+/// # Safety
+/// AVX2; `src` has 8 readable rows of 8 floats `ss` apart, `dst` 8
+/// writable rows of 8 floats `ds` apart.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn transpose8_avx2(src: *const f32, ss: usize, dst: *mut f32, ds: usize) {
+    use std::arch::x86_64::*;
+    let r: [__m256; 8] = std::array::from_fn(|i| _mm256_loadu_ps(src.add(i * ss)));
+    let t0 = _mm256_unpacklo_ps(r[0], r[1]);
+    let t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    let t2 = _mm256_unpacklo_ps(r[2], r[3]);
+    let t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    let t4 = _mm256_unpacklo_ps(r[4], r[5]);
+    let t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    let t6 = _mm256_unpacklo_ps(r[6], r[7]);
+    let t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    let u0 = _mm256_shuffle_ps::<0x44>(t0, t2);
+    let u1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
+    let u2 = _mm256_shuffle_ps::<0x44>(t1, t3);
+    let u3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
+    let u4 = _mm256_shuffle_ps::<0x44>(t4, t6);
+    let u5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
+    let u6 = _mm256_shuffle_ps::<0x44>(t5, t7);
+    let u7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
+    let out = [
+        _mm256_permute2f128_ps::<0x20>(u0, u4),
+        _mm256_permute2f128_ps::<0x20>(u1, u5),
+        _mm256_permute2f128_ps::<0x20>(u2, u6),
+        _mm256_permute2f128_ps::<0x20>(u3, u7),
+        _mm256_permute2f128_ps::<0x31>(u0, u4),
+        _mm256_permute2f128_ps::<0x31>(u1, u5),
+        _mm256_permute2f128_ps::<0x31>(u2, u6),
+        _mm256_permute2f128_ps::<0x31>(u3, u7),
+    ];
+    for (i, v) in out.into_iter().enumerate() {
+        _mm256_storeu_ps(dst.add(i * ds), v);
+    }
+}
+
+/// A read-only, packed copy of an MLP for CPU inference forwards.
+#[derive(Debug, Clone)]
+pub struct NativeMlp {
+    layers: Vec<Layer>,
+    widest: usize,
+}
+
+/// Whether the kernel runs here: the CPU has AVX2 and FMA, and
+/// `LCX_NATIVE_KERNEL=off` did not turn it off. Turning it off runs
+/// libtorch wherever the kernel would have run, on any CPU, which is how
+/// the tests cover the path a CPU without AVX2 takes. Read once per
+/// process, so that a snapshot and its forwards agree.
+pub fn supported() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| {
+        let off = std::env::var_os("LCX_NATIVE_KERNEL").is_some_and(|v| v == "off");
+        cpu_has_kernel_isa() && !off
+    })
+}
+
+fn cpu_has_kernel_isa() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// A tensor's elements, in row-major order, as a vector.
+pub(super) fn tensor_values(t: &tch::Tensor) -> Result<Vec<f32>, TrainerError> {
+    let n = t.numel();
+    let mut v = vec![0.0f32; n];
+    t.f_contiguous()?.f_copy_data(&mut v, n)?;
+    Ok(v)
+}
+
+impl NativeMlp {
+    /// Copies and packs `mlp`'s weights; `None` where the kernel does not
+    /// apply (see the module comment).
+    pub fn snapshot(mlp: &Mlp) -> Result<Option<Self>, TrainerError> {
+        if !supported() || mlp.is_traced() || mlp.activation() != Activation::Relu {
+            return Ok(None);
+        }
+        let mut layers: Vec<Layer> = Vec::new();
+        let mut widest = 0;
+        for (w, b) in mlp.parameters() {
+            if w.device() != Device::Cpu || w.kind() != Kind::Float || w.dim() != 2 {
+                return Ok(None);
+            }
+            let size = w.size();
+            let (outputs, inputs) = (size[0] as usize, size[1] as usize);
+            let wv = tensor_values(w)?;
+            let bv = match b {
+                Some(b) => tensor_values(b)?,
+                None => vec![0.0f32; outputs],
+            };
+            if let Some(prev) = layers.last().filter(|l| l.outputs != inputs) {
+                return Err(TrainerError::BadShape(format!(
+                    "layer of {inputs} inputs after one of {} outputs",
+                    prev.outputs
+                )));
+            }
+            widest = widest.max(outputs);
+            layers.push(Layer::pack(inputs, outputs, &wv, &bv));
+        }
+        if layers.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Self { layers, widest }))
+    }
+
+    pub fn input_dim(&self) -> usize {
+        self.layers[0].inputs
+    }
+
+    pub fn output_dim(&self) -> usize {
+        self.layers[self.layers.len() - 1].outputs
+    }
+
+    /// One forward of `rows` rows stored back to back: `x` holds
+    /// `rows × input_dim` floats, `out` receives `rows × output_dim`. ReLU
+    /// between layers, none after the last.
+    pub fn forward_rows(&self, x: &[f32], rows: usize, out: &mut [f32]) {
+        assert_eq!(
+            x.len(),
+            rows * self.input_dim(),
+            "native forward: input length"
+        );
+        assert_eq!(
+            out.len(),
+            rows * self.output_dim(),
+            "native forward: output length"
+        );
+        if rows == 0 {
+            return;
+        }
+        let last = self.layers.len() - 1;
+        // Hidden activations ping-pong between two buffers; the first layer
+        // reads `x` and the last writes `out` directly.
+        let mut bufs = [
+            vec![0.0f32; rows * self.widest],
+            vec![0.0f32; rows * self.widest],
+        ];
+        for (i, layer) in self.layers.iter().enumerate() {
+            let [a, b] = &mut bufs;
+            let (src, dst) = if i % 2 == 0 { (&*b, a) } else { (&*a, b) };
+            let input = if i == 0 {
+                x
+            } else {
+                &src[..rows * layer.inputs]
+            };
+            let output = if i == last {
+                &mut *out
+            } else {
+                &mut dst[..rows * layer.outputs]
+            };
+            dense(layer, input, rows, output, i < last);
+        }
+    }
+}
+
+/// `y = x P + b` (then ReLU) for `rows` rows, in the calling thread.
+pub(super) fn dense(layer: &Layer, x: &[f32], rows: usize, y: &mut [f32], relu: bool) {
+    dense_threads_packed(layer, x, rows, y, None, relu, 1)
+}
+
+/// [`dense`] with the panels (groups of 16 output columns) shared out over
+/// `threads` tasks on the current rayon pool. Every output element is
+/// computed exactly as by [`dense`], so the result is the same to the bit.
+pub(super) fn dense_threads(
+    layer: Panels<'_>,
+    x: &[f32],
+    rows: usize,
+    y: &mut [f32],
+    relu: bool,
+    threads: usize,
+) {
+    dense_general(layer, x, rows, Some(y), None, None, relu, threads)
+}
+
+/// [`dense_threads`] that also writes its output, packed, into `packed`:
+/// the panels a [`Layer`] of `rows` inputs and `layer.outputs` outputs
+/// would hold after `pack_rows(rows, outputs, y)` (set up with
+/// [`Layer::prepare_rows`]). Training's weight-gradient GEMM reads a
+/// layer's input in that form; the micro-kernel stores it from the same
+/// registers, instead of a second pass copying it out of `y`.
+pub(super) fn dense_threads_packed(
+    layer: &Layer,
+    x: &[f32],
+    rows: usize,
+    y: &mut [f32],
+    packed: Option<&mut Layer>,
+    relu: bool,
+    threads: usize,
+) {
+    let packed = packed.map(|p| {
+        assert!(p.inputs == rows && p.outputs == layer.outputs);
+        &mut p.panels[..]
+    });
+    dense_general(layer.view(), x, rows, Some(y), packed, None, relu, threads)
+}
+
+/// `x P + b` (no ReLU) written only in row panels (see
+/// [`to_row_panels`]: `packed` holds `rows × 16` floats per panel of
+/// `layer`), adding up the squares of what it writes: `sums[p]` becomes
+/// Σ y² over panel `p`, padding included, taken from the kernel's
+/// registers as the values are stored. Training's weight-gradient GEMMs
+/// use it: their output is the gradient in the layout the weights are
+/// kept in, and the sums give the gradient norm, which otherwise needed a
+/// pass of its own over every gradient. Each panel's sum runs in a fixed
+/// order (row blocks in turn), so it does not depend on `threads`.
+pub(super) fn dense_threads_sum_squares(
+    layer: &Layer,
+    x: &[f32],
+    rows: usize,
+    packed: &mut [f32],
+    sums: &mut [f64],
+    threads: usize,
+) {
+    sums.fill(0.0);
+    dense_general(
+        layer.view(),
+        x,
+        rows,
+        None,
+        Some(packed),
+        Some(sums),
+        false,
+        threads,
+    )
+}
+
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the kernel's operands; a struct would be built and torn down per call on the hot path"
+)]
+fn dense_general(
+    layer: Panels<'_>,
+    x: &[f32],
+    rows: usize,
+    y: Option<&mut [f32]>,
+    packed: Option<&mut [f32]>,
+    sums: Option<&mut [f64]>,
+    relu: bool,
+    threads: usize,
+) {
+    assert_eq!(x.len(), rows * layer.inputs);
+    // The AVX2 code below must never run on a CPU without it; the check is
+    // a cached flag.
+    assert!(supported(), "lcx's kernel needs AVX2 and FMA");
+    let panels = layer.panel_count();
+    let y = match y {
+        Some(y) => {
+            assert_eq!(y.len(), rows * layer.outputs);
+            y.as_mut_ptr()
+        }
+        None => std::ptr::null_mut(),
+    };
+    let packed = match packed {
+        Some(p) => {
+            assert_eq!(p.len(), panels * rows * PANEL);
+            p.as_mut_ptr()
+        }
+        None => std::ptr::null_mut(),
+    };
+    let sums = match sums {
+        Some(s) => {
+            assert_eq!(s.len(), panels);
+            s.as_mut_ptr()
+        }
+        None => std::ptr::null_mut(),
+    };
+    #[cfg(target_arch = "x86_64")]
+    {
+        let out = Out { y, packed, sums };
+        let layer = &layer;
+        if threads <= 1 || panels < 2 {
+            // SAFETY: AVX2 and FMA were checked above, as were the slice
+            // lengths: `y` (when not null) holds `rows × outputs` floats,
+            // `packed` (when not null) `rows × 16` per panel, and `sums`
+            // (when not null) one f64 per panel.
+            unsafe { dense_avx2(layer, x, rows, &out, relu, 0..panels) };
+            return;
+        }
+        let tasks = threads.min(panels);
+        rayon::scope(|s| {
+            for t in 0..tasks {
+                let range = panels * t / tasks..panels * (t + 1) / tasks;
+                let out = &out;
+                s.spawn(move |_| {
+                    // SAFETY: as above; the tasks' panel ranges are
+                    // disjoint, so no two write the same element or sum.
+                    unsafe { dense_avx2(layer, x, rows, out, relu, range) }
+                });
+            }
+        });
+    }
+    // Unreachable (`supported()` is false off x86-64), but spelled out: the
+    // portable path can only fill `y`.
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (threads, panels);
+        assert!(
+            !y.is_null() && packed.is_null() && sums.is_null(),
+            "packed outputs and sums need the AVX2 kernel"
+        );
+        // SAFETY: `y` came from a slice of this length just above.
+        let y = unsafe { std::slice::from_raw_parts_mut(y, rows * layer.outputs) };
+        dense_portable(layer, x, rows, y, relu)
+    }
+}
+
+/// Where [`dense_avx2`] writes, each pointer null when not wanted: the
+/// row-major output, the same values in panel order (see
+/// [`dense_threads_packed`]) and one sum of squares per panel (see
+/// [`dense_threads_sum_squares`]).
+#[cfg(target_arch = "x86_64")]
+struct Out {
+    y: *mut f32,
+    packed: *mut f32,
+    sums: *mut f64,
+}
+
+// SAFETY: tasks sharing an `Out` write disjoint panels' columns and sums.
+#[cfg(target_arch = "x86_64")]
+unsafe impl Sync for Out {}
+
+/// The definition the kernel implements, in the kernel's own order (one
+/// fused multiply-add chain over k per output), so the two agree to the
+/// bit. Used off x86-64 (where no `NativeMlp` is built) and by the tests.
+#[cfg(any(test, not(target_arch = "x86_64")))]
+fn dense_portable(layer: Panels<'_>, x: &[f32], rows: usize, y: &mut [f32], relu: bool) {
+    let k = layer.inputs;
+    for r in 0..rows {
+        for o in 0..layer.outputs {
+            let (p, j) = (o / PANEL, o % PANEL);
+            let mut acc = 0.0f32;
+            for i in 0..k {
+                acc = x[r * k + i].mul_add(layer.panels[(p * k + i) * PANEL + j], acc);
+            }
+            let v = acc + layer.bias[o];
+            // `_mm256_max_ps(0, v)`: 0 where 0 > v, else v, so NaN stays
+            // NaN (as in libtorch's ReLU) and -0 stays -0.
+            y[r * layer.outputs + o] = if relu && 0.0 > v { 0.0 } else { v };
+        }
+    }
+}
+
+/// The rows `0..rows` cut into blocks of at most [`MAX_ROWS`], as even as
+/// possible (26 rows → 6, 5, 5, 5, 5), so no block is a thin remainder.
+fn row_blocks(rows: usize) -> impl Iterator<Item = (usize, usize)> {
+    let blocks = rows.div_ceil(MAX_ROWS);
+    let (base, extra) = (rows / blocks.max(1), rows % blocks.max(1));
+    (0..blocks).scan(0, move |start, i| {
+        let len = base + usize::from(i < extra);
+        let block = (*start, len);
+        *start += len;
+        Some(block)
+    })
+}
+
+/// # Safety
+/// The CPU must support AVX2 and FMA; `x.len() == rows · layer.inputs`,
+/// `out.y` is null or points at `rows · layer.outputs` writable floats,
+/// `out.packed` is null or points at `rows · 16` floats per panel,
+/// `out.sums` is null or points at one f64 per panel, and `panels` lies
+/// within `0..layer.panel_count()`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn dense_avx2(
+    layer: &Panels<'_>,
+    x: &[f32],
+    rows: usize,
+    out: &Out,
+    relu: bool,
+    panels: std::ops::Range<usize>,
+) {
+    let (k, n) = (layer.inputs, layer.outputs);
+    // Rows go in chunks small enough for their inputs to stay in L2 while
+    // every panel passes over them: a batch of 256 rows of 512 floats is
+    // all of this CPU's 512 KB L2, and walking each panel over all of it
+    // streamed it from L3 once per panel.
+    for chunk in (0..rows).step_by(CHUNK_ROWS) {
+        let chunk_rows = CHUNK_ROWS.min(rows - chunk);
+        for p in panels.clone() {
+            let panel = layer.panels.as_ptr().add(p * k * PANEL);
+            let bias = layer.bias.as_ptr().add(p * PANEL);
+            let cols = PANEL.min(n - p * PANEL);
+            for (start, len) in row_blocks(chunk_rows) {
+                let start = chunk + start;
+                let t = Tile {
+                    k,
+                    x: x.as_ptr().add(start * k),
+                    panel,
+                    bias,
+                    y: offset(out.y, start * n + p * PANEL),
+                    ldy: n,
+                    packed: offset(out.packed, (p * rows + start) * PANEL),
+                    sum: offset(out.sums, p),
+                    cols,
+                    relu,
+                };
+                match len {
+                    1 => micro::<1>(&t),
+                    2 => micro::<2>(&t),
+                    3 => micro::<3>(&t),
+                    4 => micro::<4>(&t),
+                    5 => micro::<5>(&t),
+                    _ => micro::<6>(&t),
+                }
+            }
+        }
+    }
+}
+
+/// `p + count`, or null for a null `p` (an output not wanted).
+///
+/// # Safety
+/// A non-null `p` plus `count` stays inside its allocation.
+#[cfg(target_arch = "x86_64")]
+unsafe fn offset<T>(p: *mut T, count: usize) -> *mut T {
+    if p.is_null() {
+        p
+    } else {
+        p.add(count)
+    }
+}
+
+/// One micro-kernel call: `MR` rows of `x` (stride `k`) against one panel.
+#[cfg(target_arch = "x86_64")]
+struct Tile {
+    k: usize,
+    x: *const f32,
+    panel: *const f32,
+    bias: *const f32,
+    /// Null, or where the `MR` output rows go (stride `ldy`).
+    y: *mut f32,
+    ldy: usize,
+    /// Null, or where the `MR` output rows go in panel order (16 floats
+    /// each, padding columns included: zero weights and bias make them
+    /// zero for finite inputs, and every store rewrites them).
+    packed: *mut f32,
+    /// Null, or the panel's sum of squares, which the tile's outputs are
+    /// added to (padding columns included: zero for finite inputs).
+    sum: *mut f64,
+    cols: usize,
+    relu: bool,
+}
+
+/// # Safety
+/// AVX2 and FMA; `t.x` points at `MR` rows of `t.k` floats, `t.panel` at
+/// `t.k × 16` floats, `t.bias` at 16 floats, and `t.y` is null or points
+/// at `MR` rows (stride `t.ldy`) with `t.cols` writable floats each.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn micro<const MR: usize>(t: &Tile) {
+    use std::arch::x86_64::*;
+    let mut acc = [[_mm256_setzero_ps(); 2]; MR];
+    let rows: [*const f32; MR] = std::array::from_fn(|r| t.x.add(r * t.k));
+    let mut w = t.panel;
+    // One k step: two panel loads, MR broadcasts, 2·MR FMAs. Unrolled four
+    // times so the loop's own instructions stay off the front end's path
+    // (with one step per iteration the loop was about as many
+    // instructions as FMAs). Every accumulator still sums in k order.
+    macro_rules! step {
+        ($i:expr, $w:expr) => {{
+            let w0 = _mm256_loadu_ps($w);
+            let w1 = _mm256_loadu_ps($w.add(8));
+            for (a, x) in acc.iter_mut().zip(rows) {
+                let xv = _mm256_broadcast_ss(&*x.add($i));
+                a[0] = _mm256_fmadd_ps(xv, w0, a[0]);
+                a[1] = _mm256_fmadd_ps(xv, w1, a[1]);
+            }
+        }};
+    }
+    let mut i = 0;
+    while i + 4 <= t.k {
+        step!(i, w);
+        step!(i + 1, w.add(PANEL));
+        step!(i + 2, w.add(2 * PANEL));
+        step!(i + 3, w.add(3 * PANEL));
+        w = w.add(4 * PANEL);
+        i += 4;
+    }
+    while i < t.k {
+        step!(i, w);
+        w = w.add(PANEL);
+        i += 1;
+    }
+    let b0 = _mm256_loadu_ps(t.bias);
+    let b1 = _mm256_loadu_ps(t.bias.add(8));
+    let zero = _mm256_setzero_ps();
+    let mut squares = zero;
+    for (r, a) in acc.iter().enumerate() {
+        let mut v0 = _mm256_add_ps(a[0], b0);
+        let mut v1 = _mm256_add_ps(a[1], b1);
+        if t.relu {
+            // Zero first: max_ps returns its second operand when either is
+            // NaN, so a NaN propagates (as through libtorch's ReLU) instead
+            // of turning into 0 and hiding a broken input or weight from
+            // the training step's non-finite check.
+            v0 = _mm256_max_ps(zero, v0);
+            v1 = _mm256_max_ps(zero, v1);
+        }
+        if !t.packed.is_null() {
+            _mm256_storeu_ps(t.packed.add(r * PANEL), v0);
+            _mm256_storeu_ps(t.packed.add(r * PANEL + 8), v1);
+        }
+        if !t.sum.is_null() {
+            squares = _mm256_fmadd_ps(v0, v0, squares);
+            squares = _mm256_fmadd_ps(v1, v1, squares);
+        }
+        if t.y.is_null() {
+            continue;
+        }
+        let dst = t.y.add(r * t.ldy);
+        if t.cols == PANEL {
+            _mm256_storeu_ps(dst, v0);
+            _mm256_storeu_ps(dst.add(8), v1);
+        } else {
+            // The last panel of a layer whose width is not a multiple of
+            // 16: write only the real columns.
+            let mut tmp = [0.0f32; PANEL];
+            _mm256_storeu_ps(tmp.as_mut_ptr(), v0);
+            _mm256_storeu_ps(tmp.as_mut_ptr().add(8), v1);
+            std::ptr::copy_nonoverlapping(tmp.as_ptr(), dst, t.cols);
+        }
+    }
+    if !t.sum.is_null() {
+        // At most 12 squares per lane in f32, then f64 from here on.
+        let mut lanes = [0.0f32; 8];
+        _mm256_storeu_ps(lanes.as_mut_ptr(), squares);
+        *t.sum += lanes.iter().map(|&l| f64::from(l)).sum::<f64>();
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use tch::nn::VarStore;
+    use tch::Tensor;
+
+    use super::*;
+    use crate::network::MlpSpec;
+
+    /// For tests of the kernel: `true` where it runs. Where it does not,
+    /// the test has nothing to compare, so this checks the fallback
+    /// instead (a snapshot declines, so callers take libtorch) and says on
+    /// stderr that the kernel test was skipped.
+    pub(crate) fn kernel_here(test: &str) -> bool {
+        if supported() {
+            return true;
+        }
+        let vs = VarStore::new(Device::Cpu);
+        assert!(
+            NativeMlp::snapshot(&mlp(&vs, 9, 8, Activation::Relu))
+                .unwrap()
+                .is_none(),
+            "without the kernel a snapshot must decline, so that libtorch runs"
+        );
+        eprintln!(
+            "{test}: SKIPPED, the kernel does not run here (no AVX2/FMA, or \
+             LCX_NATIVE_KERNEL=off); checked that it declines instead"
+        );
+        false
+    }
+
+    fn mlp(vs: &VarStore, input_dim: usize, hidden: usize, activation: Activation) -> Mlp {
+        Mlp::new(
+            &vs.root(),
+            MlpSpec {
+                input_dim,
+                hidden_size: hidden,
+                num_layers: 3,
+                outputs: 22,
+                activation,
+            },
+        )
+        .unwrap()
+    }
+
+    fn portable_forward(native: &NativeMlp, x: &[f32], rows: usize) -> Vec<f32> {
+        let mut h = x.to_vec();
+        for (i, layer) in native.layers.iter().enumerate() {
+            let mut y = vec![0.0; rows * layer.outputs];
+            dense_portable(layer.view(), &h, rows, &mut y, i + 1 < native.layers.len());
+            h = y;
+        }
+        h
+    }
+
+    #[test]
+    fn row_blocks_are_even_and_cover_every_row() {
+        for rows in 0..100 {
+            let blocks: Vec<_> = row_blocks(rows).collect();
+            assert_eq!(blocks.iter().map(|b| b.1).sum::<usize>(), rows);
+            assert_eq!(blocks.len(), rows.div_ceil(MAX_ROWS));
+            let mut next = 0;
+            for &(start, len) in &blocks {
+                assert_eq!(start, next);
+                assert!((1..=MAX_ROWS).contains(&len));
+                next += len;
+            }
+            let (lo, hi) = (
+                blocks.iter().map(|b| b.1).min(),
+                blocks.iter().map(|b| b.1).max(),
+            );
+            if let (Some(lo), Some(hi)) = (lo, hi) {
+                assert!(hi - lo <= 1, "{rows}: {blocks:?}");
+            }
+        }
+        assert_eq!(
+            row_blocks(26).map(|b| b.1).collect::<Vec<_>>(),
+            [6, 5, 5, 5, 5]
+        );
+    }
+
+    /// Batches of 1–14 rows (every micro-kernel height, and blocks of
+    /// uneven heights), 297 and 37 inputs (not multiples of 8 or 16), 22
+    /// outputs (a partial last panel): the kernel equals libtorch within
+    /// float tolerance, equals its portable definition to the bit, and a
+    /// row gives the same bits alone as inside any batch.
+    #[test]
+    fn native_batches_match_libtorch_and_single_rows_exactly() {
+        if !kernel_here("native_batches_match_libtorch_and_single_rows_exactly") {
+            return;
+        }
+        for (input_dim, hidden) in [(297, 512), (37, 30)] {
+            let vs = VarStore::new(Device::Cpu);
+            let net = mlp(&vs, input_dim, hidden, Activation::Relu);
+            let native = NativeMlp::snapshot(&net).unwrap().expect("applies");
+            assert_eq!((native.input_dim(), native.output_dim()), (input_dim, 22));
+            for rows in 1..=14usize {
+                tch::manual_seed(rows as i64);
+                let x = Tensor::randn([rows as i64, input_dim as i64], (Kind::Float, Device::Cpu));
+                let want: Vec<f32> =
+                    Vec::try_from(net.f_forward(&x).unwrap().flatten(0, -1)).unwrap();
+                let xs: Vec<f32> = Vec::try_from(x.flatten(0, -1)).unwrap();
+                let mut got = vec![0.0f32; rows * 22];
+                native.forward_rows(&xs, rows, &mut got);
+                for (a, b) in got.iter().zip(&want) {
+                    assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "{a} vs {b}");
+                }
+                assert_eq!(got, portable_forward(&native, &xs, rows), "rows {rows}");
+                for r in 0..rows {
+                    let mut one = [0.0f32; 22];
+                    native.forward_rows(&xs[r * input_dim..(r + 1) * input_dim], 1, &mut one);
+                    assert_eq!(one[..], got[r * 22..(r + 1) * 22], "row {r} of {rows}");
+                }
+            }
+        }
+    }
+
+    /// The packed copy the kernel stores alongside its output is exactly
+    /// what packing that output afterwards gives (padding included), on one
+    /// task or several; `transpose` and `pack_weights` agree with the
+    /// element-by-element definition.
+    #[test]
+    fn packed_outputs_and_packings_match_their_definitions() {
+        if !kernel_here("packed_outputs_and_packings_match_their_definitions") {
+            return;
+        }
+        let (inputs, outputs, rows) = (37, 40, 61);
+        let w: Vec<f32> = (0..outputs * inputs)
+            .map(|i| ((i * 7919) % 101) as f32 / 50.0 - 1.0)
+            .collect();
+        let b: Vec<f32> = (0..outputs).map(|i| i as f32 / 40.0 - 0.5).collect();
+        let x: Vec<f32> = (0..rows * inputs)
+            .map(|i| ((i * 104729) % 97) as f32 / 48.0 - 1.0)
+            .collect();
+        let mut layer = Layer::default();
+        layer.pack_weights(inputs, outputs, &w, Some(&b));
+        assert_eq!(layer.panels, Layer::pack(inputs, outputs, &w, &b).panels);
+        for o in 0..outputs {
+            for k in 0..inputs {
+                assert_eq!(
+                    layer.panels[((o / PANEL) * inputs + k) * PANEL + o % PANEL],
+                    w[o * inputs + k]
+                );
+            }
+        }
+        for threads in [1, 3] {
+            let mut y = vec![0.0f32; rows * outputs];
+            let mut packed = Layer::default();
+            packed.prepare_rows(rows, outputs);
+            dense_threads_packed(&layer, &x, rows, &mut y, Some(&mut packed), true, threads);
+            let mut want = Layer::default();
+            want.pack_rows(rows, outputs, &y);
+            assert_eq!(packed.panels, want.panels, "{threads} threads");
+            assert_eq!(want.panels.len(), 3 * rows * PANEL);
+            let mut plain = vec![0.0f32; rows * outputs];
+            dense(&layer, &x, rows, &mut plain, true);
+            assert_eq!(y, plain);
+        }
+        // Outputs in row panels only, with sums of squares per panel: the
+        // values `dense` writes, the sums of their squares, and the same
+        // bits on one task or several.
+        let mut sums_one_task = Vec::new();
+        for threads in [1, 3] {
+            let mut packed = vec![f32::NAN; 3 * rows * PANEL];
+            let mut sums = vec![f64::NAN; 3];
+            dense_threads_sum_squares(&layer, &x, rows, &mut packed, &mut sums, threads);
+            let mut plain = vec![0.0f32; rows * outputs];
+            dense(&layer, &x, rows, &mut plain, false);
+            assert_eq!(packed, to_row_panels(&plain, rows, outputs));
+            assert_eq!(from_row_panels(&packed, rows, outputs), plain);
+            for (p, &got) in sums.iter().enumerate() {
+                let want: f64 = plain
+                    .chunks_exact(outputs)
+                    .flat_map(|row| &row[p * PANEL..((p + 1) * PANEL).min(outputs)])
+                    .map(|&v| f64::from(v) * f64::from(v))
+                    .sum();
+                assert!(
+                    (got - want).abs() <= 1e-5 * want,
+                    "panel {p}: {got} vs {want}"
+                );
+            }
+            if threads == 1 {
+                sums_one_task = sums;
+            } else {
+                assert_eq!(sums, sums_one_task);
+            }
+        }
+        // An output whose square overflows f32 makes its panel's sum
+        // infinite (training takes that as a non-finite gradient norm).
+        let mut huge = x.clone();
+        huge[3] = 1e30;
+        let mut packed = vec![0.0f32; 3 * rows * PANEL];
+        let mut sums = vec![0.0; 3];
+        dense_threads_sum_squares(&layer, &huge, rows, &mut packed, &mut sums, 1);
+        assert!(sums.iter().all(|s| s.is_infinite()), "{sums:?}");
+        // Whole 16 × 16 tiles (the AVX2 path) and partial ones, into a
+        // destination with and without padding between its rows.
+        for (rows, cols, dst_stride) in [(20, 37, 20), (13, 21, 13), (20, 37, 24)] {
+            let m: Vec<f32> = (0..rows * cols).map(|i| i as f32).collect();
+            let mut t = vec![-1.0f32; cols * dst_stride];
+            transpose(&m, rows, cols, &mut t, dst_stride);
+            for r in 0..rows {
+                for c in 0..cols {
+                    assert_eq!(t[c * dst_stride + r], m[r * cols + c], "({r}, {c})");
+                }
+            }
+        }
+    }
+
+    /// Packing `Wᵀ` from `W` in row panels, whole or one tile at a time
+    /// (whole and partial tiles: 37 inputs and 40 outputs are not
+    /// multiples of 16), gives what packing the row-major `W` gives; the
+    /// row panels are `pack_rows`'s, and convert back without loss.
+    #[test]
+    fn packing_from_row_panels_matches_a_fresh_pack() {
+        let (inputs, outputs) = (37, 40);
+        let w0: Vec<f32> = (0..outputs * inputs).map(|i| i as f32).collect();
+        let w1: Vec<f32> = w0.iter().map(|v| -v - 0.5).collect();
+        let b: Vec<f32> = (0..outputs).map(|i| i as f32 / 8.0).collect();
+        let strips0 = to_row_panels(&w0, outputs, inputs);
+        let strips1 = to_row_panels(&w1, outputs, inputs);
+        assert_eq!(from_row_panels(&strips1, outputs, inputs), w1);
+        let mut rows = Layer::default();
+        rows.pack_rows(outputs, inputs, &w1);
+        assert_eq!(rows.panels, strips1);
+        let mut forward = Layer::default();
+        forward.pack_weights_from_row_panels(inputs, outputs, &strips0, &b);
+        let mut want = Layer::default();
+        want.pack_weights(inputs, outputs, &w0, Some(&b));
+        assert!(forward == want);
+        for o0 in (0..outputs).step_by(PANEL) {
+            for s in 0..inputs.div_ceil(PANEL) {
+                forward.repack_weight_tile(&strips1, o0, s);
+            }
+        }
+        want.pack_weights(inputs, outputs, &w1, Some(&b));
+        assert!(forward == want);
+    }
+
+    #[test]
+    fn an_empty_batch_writes_nothing() {
+        if !kernel_here("an_empty_batch_writes_nothing") {
+            return;
+        }
+        let vs = VarStore::new(Device::Cpu);
+        let native = NativeMlp::snapshot(&mlp(&vs, 9, 8, Activation::Relu))
+            .unwrap()
+            .expect("applies");
+        // Zero rows: no input read, no output written, no panic on the
+        // empty slices (a traversal round can have no requests).
+        let mut out: Vec<f32> = Vec::new();
+        native.forward_rows(&[], 0, &mut out);
+        assert!(out.is_empty());
+        // And a batch after it is unaffected by the empty call.
+        let x = [0.5f32; 9];
+        let mut one = [f32::NAN; 22];
+        native.forward_rows(&x, 1, &mut one);
+        let mut again = [f32::NAN; 22];
+        native.forward_rows(&[], 0, &mut []);
+        native.forward_rows(&x, 1, &mut again);
+        assert!(one.iter().all(|v| v.is_finite()), "{one:?}");
+        assert_eq!(one, again);
+    }
+
+    #[test]
+    fn snapshot_declines_what_it_cannot_compute() {
+        let vs = VarStore::new(Device::Cpu);
+        assert!(NativeMlp::snapshot(&mlp(&vs, 9, 8, Activation::Gelu))
+            .unwrap()
+            .is_none());
+        let mut traced = mlp(&vs, 9, 8, Activation::Relu);
+        traced.trace().unwrap();
+        assert!(NativeMlp::snapshot(&traced).unwrap().is_none());
+    }
+}

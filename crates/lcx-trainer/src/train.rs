@@ -1,0 +1,946 @@
+//! The Deep CFR training loop (spec §8): traversals for both players,
+//! advantage training (warm start), strategy training, evaluation, memory
+//! metrics, checkpoints, and one metrics object per iteration.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicU64;
+use std::time::Instant;
+
+use tch::{Device, Kind, Tensor};
+
+use super::checkpoint::{self, CheckpointError, CheckpointMeta};
+use super::eval::{self, EvalSpec};
+use super::native_train::{Loss, NativeTrainer};
+use super::network::MlpSpec;
+use super::optim::{self, AdamWConfig, GradScaler, NetTrainer, Weighting};
+use super::policy::TorchPolicy;
+use super::{device, TrainerError};
+use lcx_core::cfr::memory::{Batch, Reservoir};
+use lcx_core::cfr::regret::{Fallback, ACTIONS};
+use lcx_core::cfr::stats::Buckets;
+use lcx_core::cfr::traversal::{Cutoff, Opponent, Sampling, TraversalError, TraversalParams};
+use lcx_core::config::{self as cfg, TrainerConfig};
+use lcx_core::encoding::Encoding;
+use lcx_core::metrics;
+
+/// Errors of a training run.
+#[derive(Debug, thiserror::Error)]
+pub enum TrainError {
+    #[error(transparent)]
+    Torch(#[from] TrainerError),
+    #[error("traversal: {0}")]
+    Traversal(#[from] TraversalError),
+    #[error("memory: {0}")]
+    Memory(#[from] lcx_core::cfr::memory::MemoryError),
+    #[error("checkpoint {0}")]
+    Checkpoint(#[from] CheckpointError),
+    #[error("{0}")]
+    Unsupported(String),
+    #[error(transparent)]
+    Workers(#[from] super::workers::WorkerError),
+}
+
+/// One iteration's metrics, keyed by the names of design.md §8.
+pub type Metrics = BTreeMap<String, f64>;
+
+/// Resolves the traversal settings of a trainer config.
+pub fn traversal_params(c: &TrainerConfig) -> TraversalParams {
+    let t = &c.traversal;
+    TraversalParams {
+        sampling: match t.sampling_mode {
+            cfg::SamplingMode::Outcome => Sampling::Outcome,
+            cfg::SamplingMode::External => Sampling::External,
+        },
+        max_depth: t.max_depth.map(u64::from),
+        max_nodes: t.max_nodes_per_traversal,
+        rm_epsilon: t.regret_matching_epsilon,
+        explore_epsilon: t.outcome_sampling_epsilon,
+        value_clip: t.outcome_sampling_value_clip,
+        unsampled_zero: t.outcome_unsampled_regret == cfg::UnsampledRegret::Zero,
+        cutoff: match t.cutoff_value_mode {
+            cfg::CutoffValueMode::ScoreDiff => Cutoff::ScoreDiff,
+            cfg::CutoffValueMode::RandomRollout => Cutoff::Rollout {
+                rollouts: t.cutoff_rollouts,
+                heuristic: t.cutoff_rollout_policy == cfg::RolloutPolicy::HeuristicBalanced,
+                max_steps: t.cutoff_rollout_max_steps,
+            },
+        },
+        opponent: match t.opponent_policy {
+            cfg::OpponentPolicy::Network => Opponent::Network,
+            cfg::OpponentPolicy::AverageStrategy => Opponent::AverageStrategy,
+            cfg::OpponentPolicy::DiscardOnly => Opponent::DiscardOnly,
+            cfg::OpponentPolicy::HeuristicBalanced => Opponent::Heuristic,
+        },
+        strategy_interval: u64::from(t.strategy_sample_interval),
+        store_traverser: t.store_strategy_on_traverser_nodes,
+        store_opponent: t.store_strategy_on_opponent_nodes,
+        fallback: match c.regret_matching.all_negative_fallback {
+            cfg::AllNegativeFallback::Uniform => Fallback::Uniform,
+            cfg::AllNegativeFallback::ArgmaxTiebreak => Fallback::ArgmaxTiebreak,
+        },
+        encoding: Encoding::from(&c.encoding),
+        buckets: Buckets {
+            width: u64::from(t.endpoint_depth_bucket_width),
+            max: u64::from(t.endpoint_depth_bucket_max),
+        },
+    }
+}
+
+fn weighting(c: &TrainerConfig) -> (Weighting, Weighting) {
+    let w = &c.training_weighting;
+    match w.mode {
+        cfg::WeightingMode::None => (Weighting::None, Weighting::None),
+        cfg::WeightingMode::Lcfr => {
+            let l = Weighting::Lcfr {
+                alpha: w.lcfr_alpha,
+            };
+            (l, l)
+        }
+        cfg::WeightingMode::Dcfr => {
+            let d = Weighting::Dcfr {
+                alpha: w.dcfr_alpha,
+                beta: w.dcfr_beta,
+                gamma: w.dcfr_gamma,
+            };
+            (d, d)
+        }
+    }
+}
+
+/// One network's share of an iteration's training: everything it reads,
+/// copied out of the trainer so the three can run on threads of their own.
+#[derive(Debug, Clone, Copy)]
+struct NetJob {
+    advantage: bool,
+    updates: u32,
+    batch: usize,
+    grad_clip: f64,
+    weighting: Weighting,
+    dim: usize,
+    device: Device,
+    /// Train on lcx's kernel (`super::native_train`) where it applies.
+    native: bool,
+    /// Tasks each of the kernel's GEMMs is split into.
+    threads: usize,
+}
+
+/// The FP32 work of one iteration, counted from what ran: the rows every
+/// traversal forward evaluated, and the steps and rows every network
+/// trained on (see [`MlpSpec`]'s FLOP conventions).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Work {
+    pub forward_rows: u64,
+    pub traversal_flops: f64,
+    pub training_flops: f64,
+}
+
+impl Work {
+    pub fn of(spec: &MlpSpec, forward_rows: [u64; 3], trained: [(u64, u64); 3]) -> Work {
+        let rows: u64 = forward_rows.iter().sum();
+        let training = trained
+            .iter()
+            .map(|&(steps, rows)| {
+                rows as f64 * spec.training_flops_per_row()
+                    + steps as f64 * spec.optimizer_flops_per_step()
+            })
+            .sum();
+        Work {
+            forward_rows: rows,
+            traversal_flops: rows as f64 * spec.forward_flops_per_row(),
+            training_flops: training,
+        }
+    }
+}
+
+/// What [`NetJob::run`] returns.
+#[derive(Debug, Clone, Copy)]
+struct NetResult {
+    /// Mean loss over steps with a finite loss (NaN when none was); None
+    /// when the memory was empty or no update was asked for.
+    loss: Option<f64>,
+    nonfinite: u64,
+    /// Steps taken and rows they trained on (for the FLOP count).
+    steps: u64,
+    rows: u64,
+}
+
+impl NetJob {
+    fn batch_tensors(&self, b: &Batch) -> Result<(Tensor, Tensor, Tensor, Tensor), TrainerError> {
+        let rows = b.rows as i64;
+        let x = Tensor::f_from_slice(&b.states)?
+            .f_view([rows, self.dim as i64])?
+            .f_to_device(self.device)?;
+        let y = Tensor::f_from_slice(&b.targets)?
+            .f_view([rows, ACTIONS as i64])?
+            .f_to_device(self.device)?;
+        let mut mask = Vec::with_capacity(b.rows * ACTIONS);
+        for r in 0..b.rows {
+            mask.extend_from_slice(&b.mask_row_f32(r));
+        }
+        let m = Tensor::f_from_slice(&mask)?
+            .f_view([rows, ACTIONS as i64])?
+            .f_to_device(self.device)?;
+        let its: Vec<i64> = b.iterations.iter().map(|&i| i64::from(i)).collect();
+        let it = Tensor::f_from_slice(&its)?.f_to_device(self.device)?;
+        Ok((x, y, m, it))
+    }
+
+    /// `updates` steps on `trainer` from batches of `mem`.
+    fn run(
+        &self,
+        trainer: &mut NetTrainer,
+        mem: &mut Reservoir,
+        scaler: &mut GradScaler,
+        t: u64,
+    ) -> Result<NetResult, TrainError> {
+        if mem.is_empty() || self.updates == 0 {
+            return Ok(NetResult {
+                loss: None,
+                nonfinite: 0,
+                steps: 0,
+                rows: 0,
+            });
+        }
+        if self.native {
+            if let Some(native) = NativeTrainer::load(trainer, self.threads)? {
+                return self.run_native(native, trainer, mem, t);
+            }
+        }
+        let mut tally = Tally::default();
+        for _ in 0..self.updates {
+            let b = mem.sample(self.batch)?;
+            tally.rows += b.rows as u64;
+            let (x, y, m, it) = self.batch_tensors(&b)?;
+            let amp = scaler.enabled();
+            let out = tch::autocast(amp, || trainer.forward(&x))?;
+            let loss = if self.advantage {
+                optim::advantage_loss(&out, &y, &m, &it, t, self.weighting)?
+            } else {
+                optim::strategy_loss(&out, &y, &m, &it, t, self.weighting)?
+            };
+            tally.add(optim::step(trainer, scaler, &loss, self.grad_clip)?);
+        }
+        Ok(tally.result())
+    }
+
+    /// [`NetJob::run`] on lcx's kernel: the same batches, the same steps,
+    /// with the state written back into `trainer`'s tensors at the end.
+    fn run_native(
+        &self,
+        mut native: NativeTrainer,
+        trainer: &mut NetTrainer,
+        mem: &mut Reservoir,
+        t: u64,
+    ) -> Result<NetResult, TrainError> {
+        let loss = if self.advantage {
+            Loss::Advantage
+        } else {
+            Loss::Strategy
+        };
+        let mut tally = Tally::default();
+        let mut failure = None;
+        let mut b = Batch::default();
+        for _ in 0..self.updates {
+            let step = mem
+                .sample_into(self.batch, &mut b)
+                .map_err(TrainError::from)
+                .and_then(|()| Ok(native.step(&b, loss, self.weighting, t, self.grad_clip)?));
+            match step {
+                Ok(outcome) => {
+                    tally.rows += b.rows as u64;
+                    tally.add(outcome);
+                }
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            }
+        }
+        // The steps taken so far are kept even when one failed, as on the
+        // libtorch path (which updates the tensors in place).
+        native.store(trainer)?;
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(tally.result()),
+        }
+    }
+}
+
+/// The losses of one network's steps, as [`NetResult`] reports them.
+#[derive(Debug, Default)]
+struct Tally {
+    sum: f64,
+    finite: u32,
+    nonfinite: u64,
+    steps: u64,
+    rows: u64,
+}
+
+impl Tally {
+    fn add(&mut self, outcome: optim::StepOutcome) {
+        self.steps += 1;
+        if outcome.nonfinite_loss {
+            self.nonfinite += 1;
+        } else {
+            self.sum += outcome.loss;
+            self.finite += 1;
+        }
+    }
+
+    /// The mean loss over steps with a finite loss (NaN when none was).
+    fn result(&self) -> NetResult {
+        NetResult {
+            loss: Some(if self.finite > 0 {
+                self.sum / f64::from(self.finite)
+            } else {
+                f64::NAN
+            }),
+            nonfinite: self.nonfinite,
+            steps: self.steps,
+            rows: self.rows,
+        }
+    }
+}
+
+/// A trainer: networks, optimisers, memories and the iteration counter.
+pub struct Trainer {
+    pub config: TrainerConfig,
+    pub device: Device,
+    encoding: Encoding,
+    dim: usize,
+    params: TraversalParams,
+    pub nets: [NetTrainer; 3],
+    scaler: GradScaler,
+    pub(crate) adv_mem: [Reservoir; 2],
+    pub(crate) strat_mem: Reservoir,
+    /// The last completed iteration (0 before the first).
+    pub iteration: u64,
+    nonfinite_losses: u64,
+    amp_warned: bool,
+    /// The networks' shape (all three share it), for FLOP counts.
+    spec: MlpSpec,
+    /// This iteration's training work: (steps, rows) per network.
+    trained: [(u64, u64); 3],
+    /// On a GPU: its measured FP32 matrix-product ceiling (taken once,
+    /// before the first iteration), the peak its phases are read against.
+    device_peak: Option<f64>,
+}
+
+impl Trainer {
+    /// Builds networks (seeded from `run.seed`, in the order adv0, adv1,
+    /// strategy) on the configured device.
+    pub fn new(config: TrainerConfig) -> Result<Self, TrainError> {
+        let device = device::resolve(&config.run.device.to_string())?;
+        if config.run.keep_freed_memory {
+            // Before the traversal and training threads allocate anything.
+            super::heap::keep_freed_memory();
+        }
+        let encoding = Encoding::from(&config.encoding);
+        let dim = encoding.input_dim(&config.rules);
+        let spec: MlpSpec = super::network_spec(&config, dim);
+        let adam = AdamWConfig {
+            learning_rate: config.optimization.learning_rate,
+            weight_decay: config.optimization.weight_decay,
+        };
+        tch::manual_seed(config.run.seed as i64);
+        let mut nets = [
+            NetTrainer::new(spec, device, adam)?,
+            NetTrainer::new(spec, device, adam)?,
+            NetTrainer::new(spec, device, adam)?,
+        ];
+        if config.network.jit == cfg::JitMode::Trace {
+            // Parameters are graph inputs, so this happens once: optimiser
+            // steps and checkpoint loads (in-place copies) need no re-trace.
+            for net in &mut nets {
+                net.net.trace()?;
+            }
+        }
+        let use_scaler = config.run.use_amp && device != Device::Cpu;
+        let mem_seed = config.run.seed + 101;
+        let adv_cap = config.memory.advantage_capacity as usize;
+        Ok(Self {
+            params: traversal_params(&config),
+            scaler: GradScaler::new(use_scaler, device)?,
+            adv_mem: [
+                Reservoir::new(dim, adv_cap, mem_seed),
+                Reservoir::new(dim, adv_cap, mem_seed + 1),
+            ],
+            strat_mem: Reservoir::new(dim, config.memory.strategy_capacity as usize, mem_seed + 2),
+            encoding,
+            dim,
+            device,
+            nets,
+            config,
+            iteration: 0,
+            nonfinite_losses: 0,
+            amp_warned: false,
+            spec,
+            trained: [(0, 0); 3],
+            device_peak: None,
+        })
+    }
+
+    /// Input features per info state.
+    pub fn input_dim(&self) -> usize {
+        self.dim
+    }
+
+    /// The precision the training steps really run in: `"amp"` only when
+    /// the grad scaler is on (AMP asked for, on CUDA), `"fp32"` otherwise.
+    pub fn precision(&self) -> &'static str {
+        if self.scaler.enabled() {
+            "amp"
+        } else {
+            "fp32"
+        }
+    }
+
+    /// The precision the config asks for (`run.use_amp`).
+    pub fn precision_requested(&self) -> &'static str {
+        if self.config.run.use_amp {
+            "amp"
+        } else {
+            "fp32"
+        }
+    }
+
+    /// Whether AMP was asked for on a device that cannot do it; the caller
+    /// says so once.
+    pub fn amp_falls_back_to_fp32(&mut self) -> bool {
+        let fallback = self.config.run.use_amp && !self.scaler.enabled() && !self.amp_warned;
+        self.amp_warned = true;
+        fallback
+    }
+
+    /// Runs iteration `t`'s traversals for both players with the configured
+    /// scheduler and workers (see `super::workers`); the batching metrics
+    /// come back for the interleaved scheduler. Also returns the rows each
+    /// network evaluated.
+    fn traverse(&self, t: u64) -> Result<(super::workers::TraversalResult, [u64; 3]), TrainError> {
+        let advantage = [&self.nets[0].net, &self.nets[1].net];
+        let strategy = &self.nets[2].net;
+        let native = if self.config.network.native_forward {
+            TorchPolicy::native_snapshots(advantage, strategy)?
+        } else {
+            None
+        };
+        let rows = [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)];
+        let policy = TorchPolicy {
+            advantage,
+            strategy,
+            device: self.device,
+            dim: self.dim,
+            native,
+            rows: Some(&rows),
+        };
+        let result =
+            super::workers::run_traversals(&self.config, &self.params, policy, self.dim, t)?;
+        Ok((result, rows.map(AtomicU64::into_inner)))
+    }
+
+    /// What training network `net` (0, 1: advantage; 2: strategy) needs.
+    fn net_job(&self, net: usize) -> NetJob {
+        let o = &self.config.optimization;
+        let (adv_w, strat_w) = weighting(&self.config);
+        let advantage = net < 2;
+        NetJob {
+            advantage,
+            updates: if advantage {
+                o.advantage_updates_per_iteration
+            } else {
+                o.strategy_updates_per_iteration
+            },
+            batch: if advantage {
+                o.advantage_batch_size
+            } else {
+                o.strategy_batch_size
+            } as usize,
+            grad_clip: o.grad_clip,
+            weighting: if advantage { adv_w } else { strat_w },
+            dim: self.dim,
+            device: self.device,
+            native: o.native_training && self.device == Device::Cpu && !self.scaler.enabled(),
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        }
+    }
+
+    /// `updates` steps on network `net` from its memory; the mean loss over
+    /// steps with a finite loss, or None when the memory is empty.
+    pub(crate) fn train_net(&mut self, net: usize, t: u64) -> Result<Option<f64>, TrainError> {
+        let job = self.net_job(net);
+        let mem = if net < 2 {
+            &mut self.adv_mem[net]
+        } else {
+            &mut self.strat_mem
+        };
+        let r = job.run(&mut self.nets[net], mem, &mut self.scaler, t)?;
+        self.nonfinite_losses += r.nonfinite;
+        self.trained[net].0 += r.steps;
+        self.trained[net].1 += r.rows;
+        Ok(r.loss)
+    }
+
+    /// Trains the three networks, one after the other or at once (see
+    /// [`Trainer::trains_concurrently`]); returns the losses (adv0, adv1,
+    /// strategy) and the seconds until the advantage networks and the
+    /// strategy network were done, each counted from the phase's start.
+    pub(crate) fn train_networks(
+        &mut self,
+        t: u64,
+    ) -> Result<([Option<f64>; 3], f64, f64), TrainError> {
+        let start = Instant::now();
+        if !self.trains_concurrently() {
+            let a0 = self.train_net(0, t)?;
+            let a1 = self.train_net(1, t)?;
+            device::synchronize(self.device);
+            let adv_seconds = start.elapsed().as_secs_f64();
+            let strat_start = Instant::now();
+            let s = self.train_net(2, t)?;
+            device::synchronize(self.device);
+            return Ok((
+                [a0, a1, s],
+                adv_seconds,
+                strat_start.elapsed().as_secs_f64(),
+            ));
+        }
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        // Each network's steps are a chain of small GEMMs (256 × 512 ×
+        // 512 at the default sizes); split over all cores they spend much of
+        // their time in synchronisation (libtorch's OpenMP barriers, or
+        // lcx's kernel waiting on its slowest task), so each network gets
+        // its own share: libtorch threads, or tasks on the rayon pool.
+        let per_net = (cpus / 3).max(1);
+        let jobs = [0, 1, 2].map(|i| NetJob {
+            threads: per_net,
+            ..self.net_job(i)
+        });
+        let _restore = super::workers::RestoreTorchThreads(tch::get_num_threads());
+        let [n0, n1, n2] = &mut self.nets;
+        let [m0, m1] = &mut self.adv_mem;
+        let work = [(n0, m0), (n1, m1), (n2, &mut self.strat_mem)];
+        let results: Vec<Result<(NetResult, f64), TrainError>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = work
+                .into_iter()
+                .zip(jobs)
+                .map(|((net, mem), job)| {
+                    std::thread::Builder::new()
+                        .name("lcx-train".into())
+                        .spawn_scoped(scope, move || {
+                            device::set_torch_threads(per_net);
+                            // AMP is off wherever this path runs, so a
+                            // scaler of this thread's own is the identity.
+                            let mut scaler = GradScaler::new(false, job.device)?;
+                            let r = job.run(net, mem, &mut scaler, t)?;
+                            Ok((r, start.elapsed().as_secs_f64()))
+                        })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| match h {
+                    Ok(h) => h.join().unwrap_or_else(|_| {
+                        Err(TrainError::Unsupported("a training thread panicked".into()))
+                    }),
+                    Err(e) => Err(TrainError::Unsupported(format!(
+                        "could not start a training thread: {e}"
+                    ))),
+                })
+                .collect()
+        });
+        let mut losses = [None; 3];
+        let mut done = [0.0; 3];
+        for (i, r) in results.into_iter().enumerate() {
+            let (r, seconds) = r?;
+            self.nonfinite_losses += r.nonfinite;
+            self.trained[i].0 += r.steps;
+            self.trained[i].1 += r.rows;
+            losses[i] = r.loss;
+            done[i] = seconds;
+        }
+        Ok((losses, done[0].max(done[1]), done[2]))
+    }
+
+    /// Whether training steps run on lcx's kernel
+    /// (`optimization.native_training` where it applies: a CPU without
+    /// AMP, an eager ReLU network, AVX2 and FMA) rather than libtorch.
+    pub fn trains_natively(&self) -> bool {
+        self.net_job(0).native && NativeTrainer::applies(&self.nets[0])
+    }
+
+    /// Whether the three networks train at once, each on its own thread:
+    /// `optimization.concurrent_networks` on a CPU without loss scaling (on
+    /// CUDA the device does the work; the grad scaler is shared state).
+    pub fn trains_concurrently(&self) -> bool {
+        self.config.optimization.concurrent_networks
+            && self.device == Device::Cpu
+            && !self.scaler.enabled()
+    }
+
+    /// Runs iteration `self.iteration + 1` and returns its metrics (the
+    /// caller adds checkpoint time and writes them).
+    pub fn run_iteration(&mut self) -> Result<Metrics, TrainError> {
+        let t = self.iteration + 1;
+        if self.device != Device::Cpu && self.device_peak.is_none() {
+            // Before the iteration's clock starts: 4096² is large enough to
+            // keep a datacenter GPU's tensor cores busy, small enough for
+            // any GPU lcx trains on.
+            let peak =
+                super::bench::matmul_gflops(self.device, 4096, 3).map_err(TrainerError::from)?;
+            self.device_peak = Some(peak);
+        }
+        let start = Instant::now();
+        let mut m = Metrics::new();
+        m.insert("iteration".into(), t as f64);
+        if let Some(peak) = self.device_peak {
+            m.insert("peak/device_matmul_gflops".into(), peak);
+        }
+
+        let trav_start = Instant::now();
+        let (traversal, forward_rows) = self.traverse(t)?;
+        let out = traversal.output;
+        let traversal_seconds = trav_start.elapsed().as_secs_f64();
+
+        let add_start = Instant::now();
+        for i in 0..out.advantage.len() {
+            let s = out.advantage.get(i);
+            self.adv_mem[usize::from(s.player).min(1)].add(s)?;
+        }
+        for i in 0..out.strategy.len() {
+            self.strat_mem.add(out.strategy.get(i))?;
+        }
+        let add_seconds = add_start.elapsed().as_secs_f64();
+
+        let train_start = Instant::now();
+        self.trained = [(0, 0); 3];
+        let (losses, adv_seconds, strat_seconds) = self.train_networks(t)?;
+        let training_seconds = train_start.elapsed().as_secs_f64();
+        let work = Work::of(&self.spec, forward_rows, self.trained);
+        m.insert("perf/forward_rows".into(), work.forward_rows as f64);
+        m.insert("perf/traversal_flops".into(), work.traversal_flops);
+        m.insert("perf/training_flops".into(), work.training_flops);
+        if traversal_seconds > 0.0 {
+            m.insert(
+                "perf/traversal_gflops".into(),
+                work.traversal_flops / traversal_seconds / 1e9,
+            );
+        }
+        if training_seconds > 0.0 && work.training_flops > 0.0 {
+            m.insert(
+                "perf/training_gflops".into(),
+                work.training_flops / training_seconds / 1e9,
+            );
+        }
+        let adv_losses: Vec<f64> = losses[..2].iter().flatten().copied().collect();
+        let strat_loss = losses[2];
+
+        let eval_start = Instant::now();
+        let ev = &self.config.evaluation;
+        let opponents = ev.opponents_for_iteration(t);
+        let eval_spec = EvalSpec {
+            games: ev.games as usize,
+            base_seed: self.config.run.seed + 1000 * t,
+            max_steps: u64::from(ev.max_steps),
+            batch_size: ev.batch_size as usize,
+        };
+        for opp in &opponents {
+            let name = opp.to_string();
+            let r = eval::evaluate(
+                &self.nets[2].net,
+                self.device,
+                &self.config.rules,
+                self.encoding,
+                &name,
+                &eval_spec,
+            )?;
+            m.extend(r.metrics(&name));
+        }
+        if !opponents.is_empty() {
+            m.insert(
+                "time/evaluation_seconds".into(),
+                eval_start.elapsed().as_secs_f64(),
+            );
+        }
+
+        let nodes = out.stats.nodes as f64;
+        m.insert(metrics::TRAVERSAL_SECONDS.into(), traversal_seconds);
+        m.insert("time/memory_add_seconds".into(), add_seconds);
+        m.insert("time/advantage_train_seconds".into(), adv_seconds);
+        m.insert("time/strategy_train_seconds".into(), strat_seconds);
+        // The whole phase: with concurrent networks the two above overlap.
+        m.insert("time/training_seconds".into(), training_seconds);
+        m.insert(
+            metrics::NODES_PER_TRAVERSAL_SECOND.into(),
+            if traversal_seconds > 0.0 {
+                nodes / traversal_seconds
+            } else {
+                0.0
+            },
+        );
+        m.extend(out.stats.metrics(self.params.buckets));
+        // One batch figure for both schedulers, so an A/B table has it in
+        // both rows: the recursive scheduler forwards one state at a time.
+        let batch = match &traversal.scheduler {
+            Some(sched) => Some((sched.avg_batch_size(), sched.max_batch_size as f64)),
+            None if work.forward_rows > 0 => Some((1.0, 1.0)),
+            None => None,
+        };
+        if let Some((mean, max)) = batch {
+            m.insert(metrics::FORWARD_BATCH_MEAN.into(), mean);
+            m.insert(metrics::FORWARD_BATCH_MAX.into(), max);
+        }
+        if let Some(sched) = traversal.scheduler {
+            m.extend(sched.metrics());
+        }
+        let mean = |v: &[f64]| {
+            if v.is_empty() {
+                0.0
+            } else {
+                v.iter().sum::<f64>() / v.len() as f64
+            }
+        };
+        m.insert("loss/advantage".into(), mean(&adv_losses));
+        m.insert("loss/strategy".into(), strat_loss.unwrap_or(0.0));
+        let sizes = [self.adv_mem[0].len(), self.adv_mem[1].len()];
+        m.insert("samples/advantage".into(), (sizes[0] + sizes[1]) as f64);
+        m.insert("samples/strategy".into(), self.strat_mem.len() as f64);
+        for (p, size) in sizes.iter().enumerate() {
+            m.insert(format!("samples/advantage_player_{p}"), *size as f64);
+            m.insert(
+                format!("samples/advantage_player_{p}_first_open"),
+                self.adv_mem[p].first_open_count() as f64,
+            );
+            m.insert(
+                format!("memory/advantage_player_{p}"),
+                self.adv_mem[p].seen() as f64,
+            );
+        }
+        m.insert(
+            "memory/advantage".into(),
+            (self.adv_mem[0].seen() + self.adv_mem[1].seen()) as f64,
+        );
+        m.insert("memory/strategy".into(), self.strat_mem.seen() as f64);
+        if self.config.run.use_amp {
+            m.insert("amp/grad_scale".into(), self.scaler.scale_value()?);
+            m.insert(
+                "amp/nonfinite_loss_count".into(),
+                self.nonfinite_losses as f64,
+            );
+        }
+        let iteration_seconds = start.elapsed().as_secs_f64();
+        m.insert(metrics::ITERATION_SECONDS.into(), iteration_seconds);
+        m.insert(
+            metrics::NODES_PER_ITERATION_SECOND.into(),
+            if iteration_seconds > 0.0 {
+                nodes / iteration_seconds
+            } else {
+                0.0
+            },
+        );
+        self.iteration = t;
+        Ok(m)
+    }
+
+    /// Writes checkpoint `stem` in `dir` for the current iteration.
+    pub fn save_checkpoint(&self, dir: &std::path::Path, stem: &str) -> Result<(), TrainError> {
+        let meta = CheckpointMeta {
+            iteration: self.iteration,
+            input_dim: self.dim,
+            action_size: ACTIONS,
+            resume_semantics: "networks_optimizers_iteration_only".into(),
+            config: self.config.to_toml(),
+            lcx_version: env!("CARGO_PKG_VERSION").into(),
+        };
+        checkpoint::save(
+            dir,
+            stem,
+            [&self.nets[0], &self.nets[1], &self.nets[2]],
+            &meta,
+        )?;
+        Ok(())
+    }
+
+    /// Restores networks, optimiser states and the iteration from a
+    /// checkpoint; memories, RNGs and the scaler start fresh.
+    pub fn load_checkpoint(&mut self, path: &std::path::Path) -> Result<u64, TrainError> {
+        let (meta, weights) = checkpoint::read_meta(path)?;
+        let [a, b, c] = &mut self.nets;
+        checkpoint::load_into(&weights, [a, b, c])?;
+        self.iteration = meta.iteration;
+        Ok(meta.iteration)
+    }
+}
+
+/// Parameters of every network, flattened (for tests comparing weights).
+pub fn flat_parameters(nets: &[NetTrainer; 3]) -> Vec<f32> {
+    let mut out = Vec::new();
+    for n in nets {
+        let mut vars: Vec<(String, Tensor)> = n.vs.variables().into_iter().collect();
+        vars.sort_by(|a, b| a.0.cmp(&b.0));
+        for (_, v) in vars {
+            let flat = v
+                .detach()
+                .to_kind(Kind::Float)
+                .to_device(Device::Cpu)
+                .flatten(0, -1);
+            out.extend(Vec::<f32>::try_from(&flat).unwrap_or_default());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+
+    #[test]
+    fn work_counts_forward_and_training_flops_from_what_ran() {
+        // 3 -> 4 -> 4 -> 2: 72 forward FLOPs a row, 192 per trained row,
+        // 736 per optimiser step (see MlpSpec's test).
+        let spec = super::MlpSpec::hand_counted();
+        let w = super::Work::of(&spec, [1, 2, 3], [(1, 10), (0, 0), (2, 5)]);
+        assert_eq!(w.forward_rows, 6);
+        assert_eq!(w.traversal_flops, 6.0 * 72.0);
+        assert_eq!(w.training_flops, 15.0 * 192.0 + 3.0 * 736.0);
+    }
+    use super::*;
+
+    fn smoke() -> TrainerConfig {
+        lcx_core::config::from_toml_str(
+            include_str!("../../../configs/smoke.toml"),
+            "smoke.toml",
+            &[],
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn smoke_config_trains_with_finite_losses_and_every_metric() {
+        let mut c = smoke();
+        c.run.max_iterations = Some(2);
+        let mut trainer = Trainer::new(c).unwrap();
+        let m1 = trainer.run_iteration().unwrap();
+        let m2 = trainer.run_iteration().unwrap();
+        for key in [
+            "iteration",
+            "time/iteration_seconds",
+            "time/traversal_seconds",
+            "time/advantage_train_seconds",
+            "time/strategy_train_seconds",
+            "time/training_seconds",
+            "traversal/nodes",
+            "traversal/nodes_per_second",
+            "loss/advantage",
+            "loss/strategy",
+            "samples/advantage",
+            "samples/strategy",
+        ] {
+            assert!(m2.contains_key(key), "missing {key}");
+            assert!(m2[key].is_finite(), "{key} = {}", m2[key]);
+        }
+        assert_eq!(m1["iteration"], 1.0);
+        assert_eq!(m2["iteration"], 2.0);
+        assert!(m2["traversal/nodes"] > 0.0);
+        assert!(m2["samples/advantage"] >= m1["samples/advantage"]);
+    }
+
+    #[test]
+    fn amp_on_cpu_trains_in_fp32_with_scale_one() {
+        let mut c = smoke();
+        c.run.use_amp = true;
+        let mut trainer = Trainer::new(c).unwrap();
+        assert!(trainer.amp_falls_back_to_fp32());
+        assert!(!trainer.amp_falls_back_to_fp32(), "said once");
+        let m = trainer.run_iteration().unwrap();
+        assert_eq!(m["amp/grad_scale"], 1.0);
+        assert_eq!(m["amp/nonfinite_loss_count"], 0.0);
+    }
+
+    /// Gives `b` `a`'s weights (through a checkpoint) and returns them. Other
+    /// tests reseed libtorch's global generator concurrently, so two inits
+    /// from one seed need not match.
+    fn same_start(a: &Trainer, b: &mut Trainer) -> Vec<f32> {
+        let dir = tempfile::tempdir().unwrap();
+        a.save_checkpoint(dir.path(), "init").unwrap();
+        b.load_checkpoint(&dir.path().join("init.json")).unwrap();
+        let start = flat_parameters(&a.nets);
+        assert_eq!(flat_parameters(&b.nets), start);
+        start
+    }
+
+    /// The largest weight difference between `a` and `b`, after checking
+    /// that training moved `a` away from `start`.
+    fn drift(start: &[f32], a: &Trainer, b: &Trainer) -> f32 {
+        let (a, b) = (flat_parameters(&a.nets), flat_parameters(&b.nets));
+        assert_ne!(a, start, "training changed nothing");
+        a.iter()
+            .zip(&b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0f32, f32::max)
+    }
+
+    #[test]
+    fn traced_networks_train_like_eager_ones() {
+        // Same weights, same samples: TorchScript only changes how forward
+        // and backward run, so after two iterations the weights agree up to
+        // float reassociation.
+        let mut eager = Trainer::new(smoke()).unwrap();
+        let mut c = smoke();
+        c.network.jit = cfg::JitMode::Trace;
+        let mut traced = Trainer::new(c).unwrap();
+        assert!(traced.nets.iter().all(|n| n.net.is_traced()));
+        assert!(!eager.nets[0].net.is_traced());
+        // This also loads a checkpoint into traced networks (in place).
+        let start = same_start(&eager, &mut traced);
+        for _ in 0..2 {
+            eager.run_iteration().unwrap();
+            traced.run_iteration().unwrap();
+        }
+        let worst = drift(&start, &eager, &traced);
+        assert!(worst < 1e-4, "traced training drifted by {worst}");
+    }
+
+    #[test]
+    fn concurrent_networks_train_like_sequential_ones() {
+        // Each network sees the same batches (every memory has its own
+        // sampler) and takes the same steps on its own thread; only the
+        // GEMMs' thread count differs, so the weights agree up to rounding.
+        let mut c = smoke();
+        c.optimization.concurrent_networks = false;
+        let mut one_by_one = Trainer::new(c).unwrap();
+        let mut at_once = Trainer::new(smoke()).unwrap();
+        assert!(at_once.trains_concurrently() && !one_by_one.trains_concurrently());
+        let start = same_start(&one_by_one, &mut at_once);
+        for _ in 0..2 {
+            let a = one_by_one.run_iteration().unwrap();
+            let b = at_once.run_iteration().unwrap();
+            for key in ["loss/advantage", "loss/strategy"] {
+                assert!(
+                    (a[key] - b[key]).abs() <= 1e-4 * (1.0 + a[key].abs()),
+                    "{key}"
+                );
+            }
+            assert!(b["time/advantage_train_seconds"] > 0.0);
+            assert!(b["time/strategy_train_seconds"] > 0.0);
+            assert!(b["time/training_seconds"] >= b["time/strategy_train_seconds"]);
+        }
+        let worst = drift(&start, &one_by_one, &at_once);
+        assert!(worst < 1e-4, "concurrent training drifted by {worst}");
+    }
+
+    #[test]
+    fn checkpoint_resume_restores_weights_and_iteration() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut a = Trainer::new(smoke()).unwrap();
+        a.run_iteration().unwrap();
+        a.save_checkpoint(dir.path(), "latest").unwrap();
+        let mut c = smoke();
+        c.run.seed = 999; // different init: everything must come from the file
+        let mut b = Trainer::new(c).unwrap();
+        assert_ne!(flat_parameters(&a.nets), flat_parameters(&b.nets));
+        let it = b.load_checkpoint(&dir.path().join("latest.json")).unwrap();
+        assert_eq!(it, 1);
+        assert_eq!(flat_parameters(&a.nets), flat_parameters(&b.nets));
+        assert_eq!(a.nets[0].opt.step, b.nets[0].opt.step);
+        let m = b.run_iteration().unwrap();
+        assert_eq!(m["iteration"], 2.0);
+    }
+}

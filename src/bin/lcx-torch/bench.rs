@@ -1,0 +1,488 @@
+//! `lcx bench …`: micro-benchmarks of the engine and the networks.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use comfy_table::{presets::ASCII_MARKDOWN, Table};
+
+use lcx_cli::{bad_input, metrics_sink};
+use lcx_core::bench::forward::{self, ForwardOptions};
+use lcx_core::config::{self, TrainerConfig};
+use lcx_trainer::{device, probe::ForwardProbe};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    which: Which,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Which {
+    /// Time one network forward per batch size (the config's network).
+    Forward(ForwardArgs),
+    /// Time the rules engine on one thread: random games/s, clone, encode.
+    Engine(EngineArgs),
+    /// Time one advantage pass (both players) + one strategy pass, fp32 (and AMP).
+    Trainer(TrainerArgs),
+    /// The machine's FP32 ceiling now: an FMA loop on one and on all cores,
+    /// and streaming memory bandwidth (under a second).
+    Peak(PeakArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct PeakArgs {
+    /// Also time a libtorch matrix product on this device (cpu, cuda,
+    /// cuda:N): the ceiling a GPU's phases are read against.
+    #[arg(long)]
+    device: Option<String>,
+    /// Size of the matrix product's square matrices.
+    #[arg(long, default_value_t = 2048)]
+    matmul_size: i64,
+    /// Write the figures as one JSON line to PATH (`-` = stdout; the table
+    /// then goes to stderr).
+    #[arg(long, value_name = "PATH")]
+    metrics_out: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+struct EngineArgs {
+    /// Timed uniformly random full games.
+    #[arg(long, default_value_t = 20_000)]
+    games: u64,
+    /// Repetitions of each micro-measurement (clone, apply+undo, encode).
+    #[arg(long, default_value_t = 2_000_000)]
+    micro_iters: u64,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// table or json.
+    #[arg(long, default_value = "table", value_parser = ["table", "json"])]
+    format: String,
+    /// Write the figures as one JSON metric line to PATH (`-` = stdout; the
+    /// table then goes to stderr).
+    #[arg(long, value_name = "PATH")]
+    metrics_out: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+struct TrainerArgs {
+    /// Trainer config whose update counts, batch sizes and network are used
+    /// [default: configs/default.toml as shipped].
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Override a config key (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
+    /// Time the AMP (fp16 autocast + grad scaler) trainer instead of fp32.
+    /// Where AMP cannot run (no CUDA) the steps run in fp32 and each line
+    /// says so (`precision: "fp32"`, `precision_requested: "amp"`).
+    #[arg(long, conflicts_with = "both")]
+    amp: bool,
+    /// Time fp32, then AMP, and print the speedup (when AMP really ran).
+    /// For reading at a terminal: an experiment's cell measures one mode,
+    /// so `lcx run` refuses it.
+    #[arg(long)]
+    both: bool,
+    /// Timed runs per mode.
+    #[arg(long, default_value_t = 20)]
+    runs: usize,
+    /// Untimed runs first.
+    #[arg(long, default_value_t = 2)]
+    warmup: usize,
+    /// auto, cpu, cuda or cuda:N [default: the config's run.device].
+    #[arg(long)]
+    device: Option<String>,
+    /// Write one JSON object per timed run to PATH (`-` = stdout).
+    #[arg(long, value_name = "PATH")]
+    metrics_out: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+struct ForwardArgs {
+    /// Trainer config whose network is timed [default: configs/default.toml as shipped].
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Override a config key, e.g. `--set network.hidden_size=256` (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
+    /// Comma-separated batch sizes.
+    #[arg(long, value_delimiter = ',', default_value = "1,4,16,64,256,1024")]
+    batch_sizes: Vec<usize>,
+    /// auto, cpu, cuda or cuda:N [default: the config's run.device].
+    #[arg(long)]
+    device: Option<String>,
+    /// libtorch intra-op threads [default: libtorch's choice].
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Forwards per timed repetition [default: calibrated to ~0.1 s].
+    #[arg(long)]
+    iters: Option<usize>,
+    /// Timed repetitions per batch size (one JSON line each).
+    #[arg(long, default_value_t = 10)]
+    reps: usize,
+    /// Write one JSON object per timed repetition to PATH (`-` = stdout; the
+    /// table then goes to stderr).
+    #[arg(long, value_name = "PATH")]
+    metrics_out: Option<PathBuf>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    match args.which {
+        Which::Forward(a) => forward(a),
+        Which::Engine(a) => engine(a),
+        Which::Trainer(a) => trainer(a),
+        Which::Peak(a) => peak(a),
+    }
+}
+
+fn peak(args: PeakArgs) -> anyhow::Result<u8> {
+    use lcx_core::bench::peak;
+    if args.matmul_size < 1 {
+        return Err(bad_input(anyhow::anyhow!("--matmul-size must be ≥ 1")));
+    }
+    let device = match &args.device {
+        None => None,
+        Some(d) => Some(
+            device::resolve(d).map_err(|e| bad_input(anyhow::Error::new(e).context("--device")))?,
+        ),
+    };
+    let p = peak::measure();
+    let matmul = match device {
+        None => None,
+        Some(d) => Some((
+            d,
+            lcx_trainer::bench::matmul_gflops(d, args.matmul_size, 5)
+                .context("timing the matrix product")?,
+        )),
+    };
+    let mut line = serde_json::json!({
+        "iteration": 1,
+        "peak/isa": p.isa,
+        "peak/threads": p.threads,
+        "peak/fp32_gflops_core": p.gflops_core,
+        "peak/fp32_gflops": p.gflops,
+        "peak/stream_gbytes_per_second": p.stream_gbytes_per_second,
+        "peak/probe_seconds": p.seconds,
+    });
+    if let Some((_, g)) = matmul {
+        line["peak/matmul_gflops"] = serde_json::json!(g);
+    }
+    let mut sink = metrics_sink(args.metrics_out.as_ref())?;
+    if let Some(out) = sink.as_mut() {
+        writeln!(out, "{line}")
+            .and_then(|()| out.flush())
+            .context("writing --metrics-out")?;
+    }
+    let mut table = Table::new();
+    table.load_preset(ASCII_MARKDOWN);
+    table.set_header(["measure", "value"]);
+    table.add_row([
+        format!("FP32 GFLOP/s, one core ({})", p.isa),
+        format!("{:.1}", p.gflops_core),
+    ]);
+    table.add_row([
+        format!("FP32 GFLOP/s, {} threads", p.threads),
+        format!("{:.1}", p.gflops),
+    ]);
+    table.add_row([
+        "stream triad GB/s".to_string(),
+        format!("{:.1}", p.stream_gbytes_per_second),
+    ]);
+    if let Some((d, g)) = matmul {
+        table.add_row([
+            format!(
+                "libtorch {n}×{n} matmul GFLOP/s on {d:?}",
+                n = args.matmul_size
+            ),
+            format!("{g:.1}"),
+        ]);
+    }
+    if let Some((ghz, source)) = peak::reported_clock_ghz() {
+        table.add_row([
+            format!("FMA bound at {ghz:.2} GHz ({source}), one core"),
+            format!("{:.1}", peak::theoretical_gflops(1, ghz, p.isa)),
+        ]);
+    }
+    let text = format!("probe took {:.2} s\n{table}", p.seconds);
+    if args
+        .metrics_out
+        .as_ref()
+        .is_some_and(|p| p.as_os_str() == "-")
+    {
+        eprintln!("{text}");
+    } else {
+        println!("{text}");
+    }
+    Ok(0)
+}
+
+/// Without `--config`, configs/default.toml as shipped, so that a bench
+/// works from any directory.
+fn load_config(path: Option<&std::path::Path>, sets: &[String]) -> anyhow::Result<TrainerConfig> {
+    config::load_bench(path, sets).map_err(bad_input)
+}
+
+fn forward(args: ForwardArgs) -> anyhow::Result<u8> {
+    if args.batch_sizes.is_empty() || args.batch_sizes.contains(&0) {
+        return Err(bad_input(anyhow::anyhow!(
+            "--batch-sizes must be a comma-separated list of sizes ≥ 1"
+        )));
+    }
+    if args.reps == 0 || args.iters == Some(0) || args.threads == Some(0) {
+        return Err(bad_input(anyhow::anyhow!(
+            "--reps, --iters and --threads must be ≥ 1"
+        )));
+    }
+    let cfg = load_config(args.config.as_deref(), &args.sets)?;
+    let device_spec = args.device.unwrap_or_else(|| cfg.run.device.to_string());
+    let device = device::resolve(&device_spec)
+        .map_err(|e| bad_input(anyhow::Error::new(e).context("--device")))?;
+    if let Some(n) = args.threads {
+        device::set_torch_threads(n);
+    }
+    let input_dim = lcx_core::encoding::input_dim_for(&cfg);
+    let spec = lcx_trainer::network_spec(&cfg, input_dim);
+    let traced = cfg.network.jit == lcx_core::config::JitMode::Trace;
+    let probe = ForwardProbe::new(
+        spec,
+        device,
+        i64::try_from(cfg.run.seed).unwrap_or(0),
+        traced,
+        cfg.network.native_forward,
+    )?;
+    let options = ForwardOptions {
+        batch_sizes: args.batch_sizes,
+        reps: args.reps,
+        iters: args.iters,
+        ..ForwardOptions::default()
+    };
+    let mut sink = metrics_sink(args.metrics_out.as_ref())?;
+    let to_stdout = args
+        .metrics_out
+        .as_ref()
+        .is_some_and(|p| p.as_os_str() == "-");
+    let (intra, _) = device::torch_threads();
+    let backend = if probe.is_native() {
+        // The kernel is single-threaded: a traversal worker runs one.
+        "lcx AVX2 kernel (network.native_forward), 1 thread".to_string()
+    } else {
+        format!("libtorch, {intra} intra-op thread(s)")
+    };
+    let header = format!(
+        "network {}→{}×{}→{} ({} parameters, {:?}{}), device {device:?}, {backend}",
+        spec.input_dim,
+        spec.hidden_size,
+        spec.num_layers,
+        spec.outputs,
+        spec.parameter_count(),
+        spec.activation,
+        if traced { ", TorchScript-traced" } else { "" },
+    );
+    if probe.is_native() && args.threads.is_some_and(|n| n > 1) {
+        eprintln!(
+            "note: --threads sets libtorch's threads; the lcx kernel runs on one \
+             (add --set network.native_forward=false to time libtorch)"
+        );
+    }
+    let mut write_err = None;
+    let rows = forward::run(&probe, &options, |sample| {
+        if let Some(out) = sink.as_mut() {
+            let line = serde_json::to_string(sample).unwrap_or_default();
+            if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush()) {
+                write_err.get_or_insert(e);
+            }
+        }
+    })?;
+    if let Some(e) = write_err {
+        return Err(anyhow::Error::new(e).context("writing --metrics-out"));
+    }
+    let mut table = Table::new();
+    table.load_preset(ASCII_MARKDOWN);
+    table.set_header(["batch", "µs/call", "µs/state", "speedup vs bs 1"]);
+    for row in &rows {
+        table.add_row([
+            row.batch_size.to_string(),
+            format!("{:.1}", row.us_per_call),
+            format!("{:.2}", row.us_per_state),
+            format!("{:.2}×", row.speedup_vs_first),
+        ]);
+    }
+    let text = format!("{header}\n{table}");
+    if to_stdout {
+        eprintln!("{text}");
+    } else {
+        println!("{text}");
+    }
+    Ok(0)
+}
+
+fn engine(args: EngineArgs) -> anyhow::Result<u8> {
+    if args.games == 0 || args.micro_iters == 0 {
+        return Err(bad_input(anyhow::anyhow!(
+            "--games and --micro-iters must be ≥ 1"
+        )));
+    }
+    let options = lcx_core::bench::engine::EngineBenchOptions {
+        games: args.games,
+        micro_iters: args.micro_iters,
+        seed: args.seed,
+        ..Default::default()
+    };
+    let r = lcx_core::bench::engine::run(&options)?;
+    if let Some(out) = metrics_sink(args.metrics_out.as_ref())?.as_mut() {
+        let line = r.metric_line();
+        writeln!(out, "{line}")
+            .and_then(|()| out.flush())
+            .context("writing --metrics-out")?;
+    }
+    let to_stdout = args
+        .metrics_out
+        .as_ref()
+        .is_some_and(|p| p.as_os_str() == "-");
+    if args.format == "json" && !to_stdout {
+        println!("{}", serde_json::to_string(&r)?);
+        return Ok(0);
+    }
+    let mut table = Table::new();
+    table.load_preset(ASCII_MARKDOWN);
+    table.set_header(["measure", "value"]);
+    table.add_row([
+        "random full games/s (one thread)".to_string(),
+        format!("{:.0}", r.games_per_second),
+    ]);
+    table.add_row([
+        "actions/s".to_string(),
+        format!("{:.0}", r.actions_per_second),
+    ]);
+    table.add_row([
+        "mean actions/game".to_string(),
+        format!("{:.1}", r.mean_actions_per_game),
+    ]);
+    table.add_row(["ns/action".to_string(), format!("{:.1}", r.ns_per_action)]);
+    table.add_row([
+        format!("clone ns ({} bytes)", r.state_bytes),
+        format!("{:.1}", r.clone_ns),
+    ]);
+    table.add_row([
+        "apply+undo ns".to_string(),
+        format!("{:.1}", r.apply_undo_ns),
+    ]);
+    table.add_row([
+        format!("encode µs ({} floats)", r.encode_dim),
+        format!("{:.3}", r.encode_ns / 1000.0),
+    ]);
+    let text = format!("{} games, {:.2} s\n{table}", r.games, r.seconds);
+    if to_stdout {
+        eprintln!("{text}");
+    } else {
+        println!("{text}");
+    }
+    Ok(0)
+}
+
+fn trainer(args: TrainerArgs) -> anyhow::Result<u8> {
+    use lcx_trainer::bench::{
+        summarize, synthetic_trainer, time_training_call, timed_training_call,
+    };
+    if args.runs == 0 {
+        return Err(bad_input(anyhow::anyhow!("--runs must be ≥ 1")));
+    }
+    let mut cfg = load_config(args.config.as_deref(), &args.sets)?;
+    if let Some(d) = &args.device {
+        cfg.run.device = d
+            .parse()
+            .map_err(|e: String| bad_input(anyhow::anyhow!("--device {d}: {e}")))?;
+    }
+    let device = device::resolve(&cfg.run.device.to_string())
+        .map_err(|e| bad_input(anyhow::Error::new(e).context("--device")))?;
+    let mut sink = metrics_sink(args.metrics_out.as_ref())?;
+    let to_stdout = args
+        .metrics_out
+        .as_ref()
+        .is_some_and(|p| p.as_os_str() == "-");
+    let modes: &[(&str, bool)] = if args.both {
+        &[("fp32", false), ("amp", true)]
+    } else if args.amp || cfg.run.use_amp {
+        &[("amp", true)]
+    } else {
+        &[("fp32", false)]
+    };
+    let mut rows = Vec::new();
+    let mut iteration = 0;
+    for &(mode, amp) in modes {
+        let mut t = synthetic_trainer(cfg.clone(), amp)?;
+        let backend = if t.trains_natively() {
+            "lcx kernel"
+        } else {
+            "libtorch"
+        };
+        if amp && t.amp_falls_back_to_fp32() {
+            eprintln!("note: AMP needs CUDA; the amp mode on {device:?} trains in fp32");
+        }
+        let precision = t.precision();
+        for _ in 0..args.warmup {
+            time_training_call(&mut t)?;
+        }
+        let mut ms = Vec::with_capacity(args.runs);
+        for _ in 0..args.runs {
+            let (v, adv_loss, strat_loss) = timed_training_call(&mut t)?;
+            iteration += 1;
+            if let Some(out) = sink.as_mut() {
+                let line = serde_json::json!({
+                    "iteration": iteration,
+                    "precision": precision,
+                    "precision_requested": mode,
+                    "bench/ms_per_call": v,
+                    "loss/advantage": adv_loss,
+                    "loss/strategy": strat_loss,
+                });
+                writeln!(out, "{line}")
+                    .and_then(|()| out.flush())
+                    .context("writing --metrics-out")?;
+            }
+            ms.push(v);
+        }
+        let shown = if precision == mode {
+            mode.to_string()
+        } else {
+            // The report's words for the same mismatch (report/build.rs).
+            format!(
+                "{} requested, ran {precision}: no CUDA",
+                mode.to_uppercase()
+            )
+        };
+        rows.push((shown, precision, backend, summarize(&ms)));
+    }
+    let o = &cfg.optimization;
+    let mut table = Table::new();
+    table.load_preset(ASCII_MARKDOWN);
+    table.set_header(["mode", "training", "mean ms", "p50 ms", "p95 ms"]);
+    for (mode, _, backend, (mean, p50, p95)) in &rows {
+        table.add_row([
+            mode.clone(),
+            backend.to_string(),
+            format!("{mean:.2}"),
+            format!("{p50:.2}"),
+            format!("{p95:.2}"),
+        ]);
+    }
+    let mut text = format!(
+        "device {device:?}, {} runs after {} warm-up; per run: advantage {}×{} (both players) + strategy {}×{}\n{table}",
+        args.runs, args.warmup, o.advantage_updates_per_iteration, o.advantage_batch_size,
+        o.strategy_updates_per_iteration, o.strategy_batch_size,
+    );
+    // A speedup of fp32 over fp32 would be noise with a label on it.
+    if let [a, b] = rows.as_slice() {
+        if a.1 != b.1 {
+            text.push_str(&format!("\nspeedup: {:.2}x", a.3 .0 / b.3 .0));
+        } else {
+            text.push_str("\nno speedup: both modes ran fp32");
+        }
+    }
+    if to_stdout {
+        eprintln!("{text}");
+    } else {
+        println!("{text}");
+    }
+    Ok(0)
+}

@@ -1,0 +1,89 @@
+//! `lcx-torch`: every lcx command, linked against libtorch. `lcx` execs it
+//! for the commands that train or time networks (`train`, `bench`,
+//! `version`) and for `--help`, which lists every command; the torch-free
+//! ones come from `lcx_cli` ([`light::Command`], flattened in).
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use lcx_cli::light;
+
+mod bench;
+mod train;
+mod version;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "lcx",
+    bin_name = "lcx",
+    about = "Run A/B speed experiments on an embedded Deep CFR trainer and keep every number in SQLite",
+    // `--version` is handled by hand: asking libtorch about CUDA is not free,
+    // so it happens only when the version is really asked for.
+    disable_version_flag = true,
+    arg_required_else_help = true
+)]
+struct Cli {
+    /// Print lcx's version, the torch version and whether CUDA is available.
+    #[arg(short = 'V', long)]
+    version: bool,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Print lcx's version, the torch version and whether CUDA is available.
+    Version(version::Args),
+    /// Micro-benchmarks: `bench forward`, `bench engine`, `bench trainer`.
+    Bench(bench::Args),
+    /// Train the embedded Deep CFR trainer (one run; metrics per iteration).
+    Train(train::Args),
+    #[command(flatten)]
+    Light(light::Command),
+}
+
+/// Parses the process arguments and runs the chosen subcommand; returns the
+/// process exit code.
+fn run() -> anyhow::Result<u8> {
+    let cli = Cli::parse();
+    let Some(command) = cli.command else {
+        println!("lcx {}", version::long_version());
+        return Ok(0);
+    };
+    match command {
+        Command::Version(args) => version::run(&args),
+        Command::Bench(args) => bench::run(args),
+        Command::Train(args) => train::run(args),
+        Command::Light(command) => command.run(),
+    }
+}
+
+fn main() -> ExitCode {
+    lcx_cli::quiet_broken_pipe();
+    match run() {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::from(lcx_cli::exit_code_for(&err))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn every_command_is_listed_once() {
+        let names: Vec<String> = super::Cli::command()
+            .get_subcommands()
+            .map(|c| c.get_name().to_string())
+            .collect();
+        let mut sorted = names.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), names.len(), "{names:?}");
+        for name in ["train", "run", "bench", "report", "query", "play", "config"] {
+            assert!(names.iter().any(|n| n == name), "{name} missing: {names:?}");
+        }
+    }
+}

@@ -1,0 +1,55 @@
+//! `lcx version [--json]` and `lcx --version`: lcx's own version plus what
+//! libtorch reports at run time. `--json` is how a runner (which never
+//! loads libtorch) learns it for an experiment's fingerprint.
+
+use lcx_core::experiment::fingerprint::TorchFacts;
+use lcx_trainer::device;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Print the facts as one JSON object (the fingerprint's torch fields).
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: &Args) -> anyhow::Result<u8> {
+    if args.json {
+        println!("{}", serde_json::to_string(&facts())?);
+    } else {
+        println!("lcx {}", long_version());
+    }
+    Ok(0)
+}
+
+/// Asks libtorch; loads the CUDA runtime when it is present, so only call
+/// this when the version is asked for.
+fn facts() -> TorchFacts {
+    let cuda_available = device::cuda_available();
+    let (intra, inter) = device::torch_threads();
+    TorchFacts {
+        lcx_version: env!("CARGO_PKG_VERSION").to_string(),
+        torch_version: device::torch_version().to_string(),
+        cuda_available,
+        cuda_devices: if cuda_available {
+            device::cuda_device_count()
+        } else {
+            0
+        },
+        torch_intra_threads: intra,
+        torch_inter_threads: inter,
+    }
+}
+
+/// "0.1.0 (torch 2.11.0+cu130, CUDA available: no)".
+pub fn long_version() -> String {
+    let facts = facts();
+    let cuda = if facts.cuda_available {
+        format!("yes, {} device(s)", facts.cuda_devices)
+    } else {
+        "no".to_string()
+    };
+    format!(
+        "{} (torch {}, CUDA available: {cuda})",
+        facts.lcx_version, facts.torch_version
+    )
+}

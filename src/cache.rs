@@ -1,0 +1,134 @@
+//! `lcx cache list|prune`: the builds of arms at code revisions
+//! (`experiment::revision`), one entry per commit, uncommitted changes,
+//! build command and toolchain.
+
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+use lcx_core::experiment::revision::Cache;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    action: Action,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Action {
+    /// Every build: revision, commit, size, build time, last use.
+    List {
+        /// The database whose folder holds the cache (`.lcx/revisions/`);
+        /// `LCX_REVISION_CACHE` names another folder.
+        #[arg(long, env = "LCX_DB", default_value = lcx_core::store::DEFAULT_DB)]
+        db: PathBuf,
+    },
+    /// Remove incomplete builds and builds unused for `--days` days.
+    Prune {
+        /// Remove builds not used by an experiment for this many days.
+        #[arg(long, value_name = "N", default_value_t = 30)]
+        days: u64,
+        /// Remove every build (and the shared cargo target folder).
+        #[arg(long)]
+        all: bool,
+        #[arg(long, env = "LCX_DB", default_value = lcx_core::store::DEFAULT_DB)]
+        db: PathBuf,
+    },
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    match args.action {
+        Action::List { db } => {
+            let cache = Cache::for_db(&db);
+            let entries = cache.entries()?;
+            if entries.is_empty() {
+                println!("no builds in {}", cache.root.display());
+                return Ok(0);
+            }
+            println!("builds in {}:", cache.root.display());
+            for e in &entries {
+                let name = e
+                    .path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let what = match &e.record {
+                    Some(r) => format!(
+                        "{} ({}), `{}`, built in {:.1} s",
+                        r.asked,
+                        &r.sha[..12.min(r.sha.len())],
+                        if r.command.is_empty() {
+                            "no build"
+                        } else {
+                            &r.command
+                        },
+                        r.seconds
+                    ),
+                    None => "incomplete (a build that failed or is running)".into(),
+                };
+                println!(
+                    "  {name}  {what}, {}, last used {}",
+                    size(e.bytes),
+                    e.used.map_or_else(|| "never".into(), ago)
+                );
+            }
+            Ok(0)
+        }
+        Action::Prune { days, all, db } => {
+            let cache = Cache::for_db(&db);
+            let cutoff = SystemTime::now()
+                .checked_sub(Duration::from_secs(days.saturating_mul(86_400)))
+                .unwrap_or(SystemTime::UNIX_EPOCH);
+            let (mut removed, mut busy) = (0, 0);
+            for e in cache.entries()? {
+                let stale = e.used.is_none_or(|u| u < cutoff);
+                if all || e.record.is_none() || stale {
+                    // An entry another lcx is building stays.
+                    if cache.remove(&e)? {
+                        removed += 1;
+                    } else {
+                        busy += 1;
+                    }
+                }
+            }
+            if busy > 0 {
+                println!(
+                    "kept {} that another lcx is building",
+                    lcx_core::report::render::counted(busy, "build")
+                );
+            }
+            if all {
+                let target = cache.root.join("cargo-target");
+                if target.exists() {
+                    std::fs::remove_dir_all(&target)?;
+                }
+            }
+            println!(
+                "removed {} from {}",
+                lcx_core::report::render::counted(removed, "build"),
+                cache.root.display()
+            );
+            Ok(0)
+        }
+    }
+}
+
+fn size(bytes: u64) -> String {
+    let mib = bytes as f64 / (1024.0 * 1024.0);
+    if mib >= 1024.0 {
+        format!("{:.1} GiB", mib / 1024.0)
+    } else {
+        format!("{mib:.1} MiB")
+    }
+}
+
+fn ago(t: SystemTime) -> String {
+    let secs = SystemTime::now()
+        .duration_since(t)
+        .map_or(0, |d| d.as_secs());
+    match secs {
+        0..=119 => "just now".into(),
+        120..=7199 => format!("{} min ago", secs / 60),
+        7200..=172_799 => format!("{} h ago", secs / 3600),
+        _ => format!("{} days ago", secs / 86_400),
+    }
+}

@@ -1,0 +1,68 @@
+//! `lcx config show`: prints a trainer config fully resolved (file, then
+//! each `--set`, then code defaults for the rest) as TOML, so what a run
+//! will use can be checked before running it.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use super::report::open_db;
+use crate::bad_input;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    action: Action,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Action {
+    /// Print the fully resolved trainer config as TOML.
+    Show {
+        /// Trainer config file (TOML); without it, the code defaults.
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// Override one key, e.g. `--set traversal.scheduler=interleaved`
+        /// (repeatable, applied in order; VALUE is TOML, `null` unsets).
+        #[arg(long = "set", value_name = "PATH=VALUE")]
+        sets: Vec<String>,
+        /// Print the config a recorded cell ran (`lcx list` shows run ids);
+        /// pipe it into `lcx train --config -` to run that cell again.
+        #[arg(long, value_name = "RUN_ID", conflicts_with_all = ["config", "sets"])]
+        run: Option<i64>,
+        /// Database for --run.
+        #[arg(long, env = "LCX_DB", default_value = lcx_core::store::DEFAULT_DB)]
+        db: PathBuf,
+    },
+}
+
+pub fn run(args: Args) -> Result<u8> {
+    match args.action {
+        Action::Show {
+            run: Some(run_id),
+            db,
+            ..
+        } => {
+            let store = open_db(&db)?;
+            let run = store.run(run_id)?.ok_or_else(|| {
+                bad_input(anyhow::anyhow!(
+                    "--run {run_id}: no such run in {}",
+                    db.display()
+                ))
+            })?;
+            let text = run.config_toml.ok_or_else(|| {
+                bad_input(anyhow::anyhow!(
+                    "--run {run_id}: arm `{}` runs a command, not the trainer: it has no config",
+                    run.arm
+                ))
+            })?;
+            print!("{text}");
+            Ok(0)
+        }
+        Action::Show { config, sets, .. } => {
+            let resolved = lcx_core::config::load(config.as_deref(), &sets).map_err(bad_input)?;
+            print!("{}", resolved.to_toml());
+            Ok(0)
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! Error classification and small helpers shared by every subcommand, in both
+//! binaries.
+
+/// Marks an error as the user's input being wrong (a file, key or flag), as
+/// opposed to a failure while doing the work. Such errors exit with code 2,
+/// like clap's own usage errors; everything else exits with 1.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct BadInput(#[from] pub anyhow::Error);
+
+/// Wraps any error as [`BadInput`].
+pub fn bad_input(err: impl Into<anyhow::Error>) -> anyhow::Error {
+    anyhow::Error::new(BadInput(err.into()))
+}
+
+/// Opens a `--metrics-out PATH|-` sink: stdout for `-`, else a new file.
+/// Writers flush after every JSON line, so a reader sees whole lines.
+pub fn metrics_sink(
+    path: Option<&std::path::PathBuf>,
+) -> anyhow::Result<Option<Box<dyn std::io::Write>>> {
+    use anyhow::Context;
+    Ok(match path {
+        None => None,
+        Some(p) if p.as_os_str() == "-" => Some(Box::new(std::io::stdout())),
+        Some(p) => Some(Box::new(std::io::BufWriter::new(
+            std::fs::File::create(p)
+                .with_context(|| format!("--metrics-out: cannot create {}", p.display()))?,
+        ))),
+    })
+}
+
+/// Exit code for an error that reached `main`.
+pub fn exit_code_for(err: &anyhow::Error) -> u8 {
+    let user_input = |cause: &(dyn std::error::Error + 'static)| {
+        cause.is::<BadInput>()
+            || cause
+                .downcast_ref::<lcx_core::store::StoreError>()
+                .is_some_and(lcx_core::store::StoreError::is_user_input)
+    };
+    if err.chain().any(user_input) {
+        2
+    } else {
+        1
+    }
+}
+
+/// Makes a closed stdout (`lcx report | head -1`) end the process quietly
+/// with exit 0, as Unix tools do, instead of a "failed printing to stdout:
+/// Broken pipe" panic (exit 101). Rust ignores SIGPIPE, so the print macros
+/// see EPIPE and panic; this hook recognises that one panic. Every other
+/// panic goes to the default hook.
+pub fn quiet_broken_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if payload.starts_with("failed printing to stdout") && payload.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default(info);
+    }));
+}

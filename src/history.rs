@@ -1,0 +1,137 @@
+//! `lcx history NAME [--arm A] [--metric M]`: one arm's warm-up-excluded
+//! mean across every past experiment of that name, with changes marked.
+
+use std::path::PathBuf;
+
+use lcx_core::report::stats::VerdictRule;
+use lcx_core::report::{build, history};
+
+use super::report::{open_db, user_or_not};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The experiment name (as in the file's `name`).
+    name: String,
+    /// Only this arm (default: every arm).
+    #[arg(long)]
+    arm: Option<String>,
+    /// Only cells at this code revision (as the file asked for it, e.g.
+    /// `main`, or a prefix of its commit sha).
+    #[arg(long, value_name = "REV")]
+    revision: Option<String>,
+    /// The metric (default: the gate's, else the first report column's).
+    #[arg(long)]
+    metric: Option<String>,
+    /// Minimum relative effect for a change marker.
+    #[arg(long, default_value_t = 0.05, value_name = "FRACTION")]
+    min_effect: f64,
+    /// Show the metric as a fraction of each experiment's measured FP32
+    /// peak (for GFLOP/s rates such as perf/traversal_gflops): a change of
+    /// host then reads as such, not as a change of code.
+    #[arg(long)]
+    of_peak: bool,
+    /// `table` (markdown) or `json`, as for `lcx query`.
+    #[arg(long, value_enum, default_value = "table")]
+    format: super::list::Format,
+    /// Same as `--format json` (kept for scripts written before `--format`).
+    #[arg(long, hide = true, conflicts_with = "format")]
+    json: bool,
+    /// The SQLite database.
+    #[arg(long, env = "LCX_DB", default_value = lcx_core::store::DEFAULT_DB)]
+    db: PathBuf,
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    let store = open_db(&args.db)?;
+    let experiments = store.experiments(Some(&args.name)).map_err(user_or_not)?;
+    let Some(latest) = experiments.first() else {
+        return Err(crate::bad_input(anyhow::anyhow!(
+            "no experiment named `{}` in {} (see `lcx list`)",
+            args.name,
+            args.db.display()
+        )));
+    };
+    let plan = build::stored_plan(latest);
+    let metric = match &args.metric {
+        Some(m) => m.clone(),
+        None => plan
+            .as_ref()
+            .and_then(|p| p.gate.as_ref().map(|g| g.metric.clone()))
+            .or_else(|| {
+                plan.as_ref()
+                    .and_then(|p| p.columns.first().map(|c| c.metric.clone()))
+            })
+            .unwrap_or_else(|| "time/iteration_seconds".into()),
+    };
+    if let Some(asked) = &args.metric {
+        let mut known: Vec<String> = Vec::new();
+        for e in &experiments {
+            for name in store.metric_names_fast(e.id).map_err(user_or_not)? {
+                if !known.contains(&name) {
+                    known.push(name);
+                }
+            }
+        }
+        if !known.contains(asked) {
+            let near = lcx_core::config::nearest(asked, &known, 3);
+            let hint = if near.is_empty() {
+                "they recorded no metrics".to_string()
+            } else {
+                format!("closest recorded: {}", near.join(", "))
+            };
+            return Err(crate::bad_input(anyhow::anyhow!(
+                "--metric {asked}: no experiment named `{}` recorded it ({hint})",
+                args.name
+            )));
+        }
+    }
+    let mut runs = store
+        .history_runs(
+            &args.name,
+            args.arm.as_deref(),
+            &metric,
+            args.revision.as_deref(),
+        )
+        .map_err(user_or_not)?;
+    if args.of_peak {
+        let dropped = history::scale_to_peak(&experiments, &mut runs);
+        if dropped > 0 {
+            eprintln!(
+                "note: {dropped} experiment(s) recorded no peak (run before lcx measured it) \
+                 and are left out of --of-peak"
+            );
+        }
+    }
+    if runs.is_empty() {
+        if let Some(arm) = &args.arm {
+            return Err(crate::bad_input(anyhow::anyhow!(
+                "experiment `{}` has no arm named `{arm}`",
+                args.name
+            )));
+        }
+    }
+    let (direction, _) = build::metric_direction(plan.as_ref(), &metric);
+    let rule = VerdictRule {
+        alpha: 0.05,
+        min_effect: args.min_effect,
+    };
+    let judged = (!build::is_descriptive(plan.as_ref(), &metric)).then_some(direction);
+    let rows = history::history_rows(&experiments, &runs, judged, rule);
+    if rows.iter().all(|r| r.summary.is_none()) {
+        eprintln!("note: no post-warm-up values of `{metric}` were recorded for these runs");
+    }
+    if args.json || args.format == super::list::Format::Json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&rows).unwrap_or_default()
+        );
+    } else {
+        let label = if args.of_peak {
+            format!("{metric} / peak")
+        } else {
+            metric.clone()
+        };
+        print!("{}", history::render_history(&label, &rows));
+    }
+    Ok(0)
+}

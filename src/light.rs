@@ -1,0 +1,159 @@
+//! The commands that need no libtorch: experiments (`run`, `bisect`,
+//! `cache`), the database commands, `config` and `play`. The `lcx` binary
+//! runs these itself and hands everything else to `lcx-torch`
+//! ([`exec_torch_binary`]). `lcx-torch` flattens [`Command`] into its own
+//! command list, so both binaries parse these identically.
+
+use std::ffi::OsString;
+
+use clap::{Parser, Subcommand};
+
+use super::{bisect, cache, compare, config, history, list, play, query, report, run};
+
+/// The torch-free subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run an experiment file (or `--resume` one), recording every iteration in SQLite.
+    Run(run::Args),
+    /// Find the first commit of good..bad whose arm is regressed against good.
+    Bisect(bisect::Args),
+    /// The builds of arms at code revisions: `cache list`, `cache prune`.
+    Cache(cache::Args),
+    /// Inspect trainer configs: `config show --config FILE [--set PATH=VALUE]...`.
+    Config(config::Args),
+    /// Play bot-vs-bot matches with alternating seats and summarise them.
+    Play(play::Args),
+    /// Report an experiment: warm-up-excluded tables, verdicts, gate; `--archive`, `--check`.
+    Report(report::Args),
+    /// One arm's results across every past experiment of a name.
+    History(history::Args),
+    /// Two experiments (or `run:ID` runs) side by side on their shared arms.
+    Compare(compare::Args),
+    /// The experiments in the database, newest first.
+    List(list::Args),
+    /// Read-only SQL against the database (table, CSV or JSON).
+    Query(query::Args),
+}
+
+impl Command {
+    /// Runs the subcommand; returns the process exit code.
+    pub fn run(self) -> anyhow::Result<u8> {
+        match self {
+            Command::Run(args) => run::run(args),
+            Command::Bisect(args) => bisect::run(args),
+            Command::Cache(args) => cache::run(args),
+            Command::Config(args) => config::run(args),
+            Command::Play(args) => play::run(args),
+            Command::Report(args) => report::run(args),
+            Command::History(args) => history::run(args),
+            Command::Compare(args) => compare::run(args),
+            Command::List(args) => list::run(args),
+            Command::Query(args) => query::run(args),
+        }
+    }
+}
+
+#[derive(Debug, Parser)]
+#[command(name = "lcx", bin_name = "lcx")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Whether `args` (without the program name) start with a torch-free
+/// subcommand. Anything else (`--help`, `--version`, a typo, train, bench)
+/// goes to `lcx-torch`, whose parser knows every command.
+pub fn is_light(args: &[OsString]) -> bool {
+    use clap::CommandFactory;
+    args.first()
+        .and_then(|a| a.to_str())
+        .is_some_and(|a| Cli::command().find_subcommand(a).is_some())
+}
+
+/// Runs a torch-free command when the process arguments name one; `Ok(None)`
+/// when they do not.
+pub fn run() -> anyhow::Result<Option<u8>> {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    if !is_light(&args[1.min(args.len())..]) {
+        return Ok(None);
+    }
+    Cli::parse_from(args).command.run().map(Some)
+}
+
+/// The libtorch half of the command line, installed beside `lcx`.
+pub const TORCH_BINARY: &str = "lcx-torch";
+
+/// Replaces this process with `lcx-torch` (found beside the running binary)
+/// and the same arguments, so signals, exit codes and the terminal are its
+/// own. Returns only when that fails.
+pub fn exec_torch_binary() -> anyhow::Error {
+    use anyhow::Context;
+    let path = match std::env::current_exe().context("locating the lcx binary") {
+        Ok(exe) => exe.with_file_name(TORCH_BINARY),
+        Err(err) => return err,
+    };
+    if !path.is_file() {
+        return anyhow::anyhow!(
+            "{} is missing: this command needs lcx's libtorch half, which is built \
+             beside lcx (`cargo build --release` builds both; `cargo install` installs both)",
+            path.display()
+        );
+    }
+    let mut command = std::process::Command::new(&path);
+    command.args(std::env::args_os().skip(1));
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        // Keep the user's argv[0] (`lcx`, `./target/release/lcx`): it is
+        // what usage messages and recorded command lines show.
+        if let Some(arg0) = std::env::args_os().next() {
+            command.arg0(arg0);
+        }
+        let err = command.exec();
+        anyhow::Error::new(err).context(format!("starting {}", path.display()))
+    }
+    #[cfg(not(unix))]
+    {
+        match command.status() {
+            Ok(status) => std::process::exit(status.code().unwrap_or(1)),
+            Err(err) => anyhow::Error::new(err).context(format!("starting {}", path.display())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn the_torch_free_commands_are_these() {
+        let derived: Vec<String> = Cli::command()
+            .get_subcommands()
+            .map(|c| c.get_name().to_string())
+            .collect();
+        assert_eq!(
+            derived,
+            [
+                "run", "bisect", "cache", "config", "play", "report", "history", "compare", "list",
+                "query"
+            ]
+        );
+    }
+
+    #[test]
+    fn only_torch_free_commands_stay_in_lcx() {
+        let light = |a: &[&str]| is_light(&a.iter().map(OsString::from).collect::<Vec<_>>());
+        assert!(light(&["report", "--db", "x.db"]));
+        assert!(light(&["query", "SELECT 1"]));
+        assert!(!light(&["train", "--config", "c.toml"]));
+        assert!(light(&["run", "e.toml"]));
+        assert!(light(&["cache", "list"]));
+        assert!(!light(&["version", "--json"]));
+        assert!(!light(&["bench", "forward"]));
+        assert!(!light(&["--version"]));
+        assert!(!light(&["--help"]));
+        assert!(!light(&[]));
+    }
+}

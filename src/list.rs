@@ -1,0 +1,77 @@
+//! `lcx list`: the experiments in the database, newest first.
+
+use std::path::PathBuf;
+
+use comfy_table::{presets::ASCII_MARKDOWN, Table};
+
+use super::report::{open_db, user_or_not};
+
+/// Output of `lcx list` and `lcx history`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Table,
+    Json,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Show at most this many experiments.
+    #[arg(long, short = 'n')]
+    limit: Option<usize>,
+    /// `table` (markdown) or `json`, as for `lcx query`.
+    #[arg(long, value_enum, default_value = "table")]
+    format: Format,
+    /// Same as `--format json` (kept for scripts written before `--format`).
+    #[arg(long, hide = true, conflicts_with = "format")]
+    json: bool,
+    /// The SQLite database.
+    #[arg(long, env = "LCX_DB", default_value = lcx_core::store::DEFAULT_DB)]
+    db: PathBuf,
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    let store = open_db(&args.db)?;
+    let rows = store.experiment_list(args.limit).map_err(user_or_not)?;
+    if args.json || args.format == Format::Json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&rows).unwrap_or_default()
+        );
+        return Ok(0);
+    }
+    if rows.is_empty() {
+        println!("No experiments in {} yet.", args.db.display());
+        return Ok(0);
+    }
+    let mut t = Table::new();
+    t.load_preset(ASCII_MARKDOWN);
+    t.set_header(vec![
+        "ID",
+        "Date",
+        "Name",
+        "Status",
+        "Workload",
+        "Arms",
+        "Cells done",
+        "Failed",
+        "Skipped",
+    ]);
+    for r in rows {
+        t.add_row(vec![
+            r.id.to_string(),
+            r.created_at
+                .get(..16)
+                .unwrap_or(&r.created_at)
+                .replace('T', " "),
+            r.name,
+            r.status,
+            r.workload,
+            r.arms.join(", "),
+            format!("{}/{}", r.completed, r.cells),
+            r.failed.to_string(),
+            r.skipped.to_string(),
+        ]);
+    }
+    println!("{t}");
+    Ok(0)
+}

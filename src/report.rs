@@ -1,0 +1,179 @@
+//! `lcx report`: render an experiment's report (markdown, JSON, CSV),
+//! optionally archive it with plots, and `--check` its gate for CI.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use lcx_core::report::{self, archive, build};
+use lcx_core::store::{Store, StoreError};
+
+/// Output format of `lcx report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Markdown,
+    Json,
+    Csv,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Which experiment: an id, an experiment name (its latest run) or `latest`.
+    #[arg(default_value = "latest", value_name = "ID|NAME|latest")]
+    experiment: String,
+    /// Report every experiment in the database, oldest first.
+    #[arg(long, conflicts_with = "experiment")]
+    all: bool,
+    #[arg(long, value_enum, default_value = "markdown")]
+    format: Format,
+    /// Also write archive/YYYY-MM-DD-<slug>.md (never overwriting) with SVG plots beside it.
+    #[arg(long)]
+    archive: bool,
+    /// Directory for --archive.
+    #[arg(long, default_value = "archive", value_name = "DIR")]
+    archive_dir: PathBuf,
+    /// Exit 0 when the gate passes (or there is none), 1 when it FAILs, 3 when
+    /// it is INCONCLUSIVE (an arm without data, or too few data to decide).
+    #[arg(long)]
+    check: bool,
+    /// Minimum relative effect for a verdict (default: the gate's, else 0.05).
+    #[arg(long, value_name = "FRACTION")]
+    min_effect: Option<f64>,
+    /// The SQLite database.
+    #[arg(long, env = "LCX_DB", default_value = lcx_core::store::DEFAULT_DB)]
+    db: PathBuf,
+}
+
+/// Opens the database read-only; a missing file or an unknown schema is
+/// the user's problem (exit 2).
+pub(super) fn open_db(path: &Path) -> anyhow::Result<Store> {
+    // Every StoreError from opening names the path itself.
+    Store::open_read_only(path).map_err(user_or_not)
+}
+
+/// Store errors the user can fix (a selector, a path, a schema, a query)
+/// exit 2; database failures exit 1.
+pub(super) fn user_or_not(err: StoreError) -> anyhow::Error {
+    if err.is_user_input() {
+        crate::bad_input(err)
+    } else {
+        err.into()
+    }
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    if let Some(m) = args.min_effect {
+        if !(0.0..1.0).contains(&m) {
+            return Err(crate::bad_input(anyhow::anyhow!(
+                "--min-effect {m}: expected a fraction in [0, 1), e.g. 0.05 for 5%"
+            )));
+        }
+    }
+    let store = open_db(&args.db)?;
+    let ids = if args.all {
+        let mut ids: Vec<i64> = store
+            .experiments(None)
+            .map_err(user_or_not)?
+            .iter()
+            .map(|e| e.id)
+            .collect();
+        ids.reverse();
+        if ids.is_empty() {
+            return Err(crate::bad_input(anyhow::anyhow!(
+                "{} holds no experiment yet",
+                args.db.display()
+            )));
+        }
+        ids
+    } else {
+        vec![
+            store
+                .find_experiment(&args.experiment)
+                .map_err(user_or_not)?
+                .id,
+        ]
+    };
+    let options = build::Options {
+        min_effect: args.min_effect,
+        alpha: None,
+    };
+    let mut reports = Vec::new();
+    for id in &ids {
+        let r = report::load(&store, *id, options)
+            .map_err(user_or_not)
+            .with_context(|| format!("building the report of experiment {id}"))?;
+        reports.push(r);
+    }
+    drop(store);
+
+    if args.archive {
+        // Archiving writes one row per file to `reports`; that needs the
+        // read-write open (which also migrates an older file).
+        let mut writer = Store::open(&args.db)
+            .map_err(user_or_not)
+            .context("opening the database to record the archive")?;
+        for r in &reports {
+            let written = archive::archive(&mut writer, &args.archive_dir, r)?;
+            eprintln!(
+                "archived: {} ({} plot(s))",
+                written.markdown.display(),
+                written.plots.len()
+            );
+        }
+    }
+
+    match args.format {
+        Format::Markdown => {
+            let texts: Vec<String> = reports.iter().map(report::render_markdown).collect();
+            println!("{}", texts.join("\n\n---\n\n"));
+        }
+        Format::Json => {
+            if args.all {
+                // Plain data: cannot fail to serialise.
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&reports).unwrap_or_default()
+                );
+            } else if let Some(r) = reports.first() {
+                println!("{}", report::render_json(r));
+            }
+        }
+        Format::Csv => {
+            for (i, r) in reports.iter().enumerate() {
+                let csv = report::render_csv(r);
+                // One header for the whole output.
+                let body = if i == 0 {
+                    csv.as_str()
+                } else {
+                    csv.split_once('\n').map(|(_, rest)| rest).unwrap_or("")
+                };
+                print!("{body}");
+            }
+        }
+    }
+
+    if args.check {
+        // 0 PASS, 1 FAIL, 3 INCONCLUSIVE (no data, or too few to decide);
+        // over several experiments the worst wins.
+        let mut decisions = Vec::new();
+        for r in &reports {
+            match r.check {
+                None => eprintln!(
+                    "note: experiment #{} ({}) has no [gate] or [[guard]]; --check passes",
+                    r.experiment.id, r.experiment.name
+                ),
+                Some(d) => {
+                    decisions.push(d);
+                    eprintln!(
+                        "check: {} for experiment #{} ({})",
+                        d.word(),
+                        r.experiment.id,
+                        r.experiment.name
+                    );
+                }
+            }
+        }
+        return Ok(report::stats::Decision::combine(decisions).exit_code());
+    }
+    Ok(0)
+}
