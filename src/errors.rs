@@ -59,6 +59,10 @@ pub fn quiet_broken_pipe() {
             .or_else(|| info.payload().downcast_ref::<&str>().copied())
             .unwrap_or("");
         if payload.starts_with("failed printing to stdout") && payload.contains("Broken pipe") {
+            #[expect(
+                clippy::disallowed_methods,
+                reason = "inside a panic hook there is no main to return to; the reader has gone"
+            )]
             std::process::exit(0);
         }
         default(info);

@@ -114,6 +114,10 @@ pub fn exec_torch_binary() -> anyhow::Error {
     }
     #[cfg(not(unix))]
     {
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "stands in for exec: the child's exit code is this process's"
+        )]
         match command.status() {
             Ok(status) => std::process::exit(status.code().unwrap_or(1)),
             Err(err) => anyhow::Error::new(err).context(format!("starting {}", path.display())),

@@ -1,3 +1,12 @@
+//! The one integration-test binary: each module drives the real `lcx`
+//! binaries, SQLite files, child processes, git repositories and (with
+//! `LCX_SLURM_TESTS=1`) a real Slurm cluster.
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers too: a failed unwrap is a failed test"
+)]
+
 mod binaries;
 mod config;
 mod faults;

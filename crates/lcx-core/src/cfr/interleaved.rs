@@ -612,6 +612,10 @@ impl<'a, P: Policy> InterleavedTraverser<'a, P> {
                 members[g].clear();
             }
             for &slot in &batch {
+                #[expect(
+                    clippy::expect_used,
+                    reason = "a slot enters the window with its context and leaves it when the context retires"
+                )]
                 let ctx = slots[slot].as_ref().expect("window slots hold contexts");
                 if let Some(req) = ctx.pending {
                     let g = req.net.index();
@@ -653,6 +657,10 @@ impl<'a, P: Policy> InterleavedTraverser<'a, P> {
             let mut finished = false;
             for g in 0..3 {
                 for (r, &slot) in members[g].iter().enumerate() {
+                    #[expect(
+                        clippy::expect_used,
+                        reason = "a slot enters the window with its context and leaves it when the context retires"
+                    )]
                     let ctx = slots[slot].as_mut().expect("window slots hold contexts");
                     self.core
                         .deliver(ctx, &outputs[g][r * ACTIONS..(r + 1) * ACTIONS])?;
