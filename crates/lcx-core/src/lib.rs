@@ -16,3 +16,4 @@ pub mod game;
 pub mod metrics;
 pub mod report;
 pub mod store;
+pub mod toml_read;

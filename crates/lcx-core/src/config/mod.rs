@@ -21,13 +21,11 @@ pub use set::{apply_set, apply_sets, parse_set};
 pub fn nearest<'k>(name: &str, known: &'k [String], n: usize) -> Vec<&'k str> {
     let mut by: Vec<(usize, &str)> = known
         .iter()
-        .map(|k| (read::edit_distance(name, k), k.as_str()))
+        .map(|k| (crate::toml_read::edit_distance(name, k), k.as_str()))
         .collect();
     by.sort();
     by.into_iter().take(n).map(|(_, k)| k).collect()
 }
-
-pub(crate) use read::closest;
 
 /// Origin used in messages when no file was given.
 const DEFAULTS_ORIGIN: &str = "code defaults";

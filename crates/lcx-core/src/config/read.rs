@@ -2,12 +2,14 @@
 //! each key's value (or the code default when it is missing), and checks its
 //! type, range and allowed names, then the rules between keys.
 //!
-//! It is hand-written rather than left to serde so that every message names
-//! the full key path and says what would be accepted; serde's own messages
-//! name neither.
+//! Values, types and unknown keys go through `crate::toml_read`, the reader
+//! experiment files use too; what is the config's own here is the defaults,
+//! `"none"` for unset optional keys, ranges, choices and the rules between
+//! keys.
 
 use super::schema::*;
 use crate::game::Rules;
+use crate::toml_read::{KeyError, Table};
 
 /// Sections of the reference that configure only features lcx leaves out.
 const DROPPED_SECTIONS: &[(&str, &str)] = &[
@@ -42,6 +44,12 @@ pub(crate) struct Problem {
     key: String,
     related: Vec<String>,
     message: String,
+}
+
+impl From<KeyError> for Problem {
+    fn from(e: KeyError) -> Self {
+        Problem::new(e.key.clone(), e.sentence())
+    }
 }
 
 impl Problem {
@@ -556,34 +564,13 @@ impl<'a> Section<'a> {
                 format!("`{path}` is not optional and cannot be none/null; it must be {expected}"),
             );
         }
-        Problem::new(
-            path.clone(),
-            format!("`{path}` must be {expected}, got {got}"),
-        )
+        KeyError::wrong(path, expected, got).into()
     }
 
     fn finish(&self) -> Read<()> {
-        match self
-            .table
-            .keys()
-            .find(|k| !self.known.contains(&k.as_str()))
-        {
-            None => Ok(()),
-            Some(key) => {
-                let path = self.path(key);
-                let hint = closest(key, &self.known)
-                    .map(|k| format!("did you mean `{}.{k}`? ", self.name))
-                    .unwrap_or_default();
-                Err(Problem::new(
-                    path.clone(),
-                    format!(
-                        "unknown key `{path}` ({hint}known keys in [{}]: {})",
-                        self.name,
-                        self.known.join(", ")
-                    ),
-                ))
-            }
-        }
+        Table::new(self.table, self.name)
+            .check_keys(&self.known)
+            .map_err(Problem::from)
     }
 
     fn boolean(&mut self, key: &'static str, default: bool) -> Read<bool> {
@@ -788,36 +775,4 @@ fn choice_value<E: Choice>(path: &str, v: &toml::Value) -> Read<E> {
         path,
         format!("`{path}` must be one of: {allowed}; got {v}"),
     ))
-}
-
-/// The known key closest to a misspelt one, if it is close enough to be a
-/// likely typo (edit distance at most 2, or a third of the length).
-/// The known name a typo most likely meant, if one is close enough; the
-/// one "did you mean" rule of the config and experiment readers.
-pub(crate) fn closest<'k>(typo: &str, known: &[&'k str]) -> Option<&'k str> {
-    let limit = (typo.chars().count() / 3).max(2);
-    known
-        .iter()
-        .map(|k| (edit_distance(typo, k), *k))
-        .filter(|(d, _)| *d <= limit)
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, k)| k)
-}
-
-/// Levenshtein distance over chars.
-pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = (above + 1)
-                .min(row[j] + 1)
-                .min(diagonal + usize::from(ca != *cb));
-            diagonal = above;
-        }
-    }
-    row[b.len()]
 }

@@ -1,0 +1,270 @@
+//! `[[arms]]` tables into raw arms, and `--arms` selecting among them.
+
+use super::*;
+
+impl Reader<'_> {
+    /// `--arms a,b`: only the named arms (all when `wanted` is empty), in
+    /// file order. Refuses an unknown name, and leaving out an arm that the
+    /// baseline (given, or the file's first arm), `[gate]` or a `[[guard]]`
+    /// names.
+    pub(super) fn select_arms(
+        &self,
+        t: &toml::Table,
+        wanted: &[String],
+        mut arms: Vec<RawArm>,
+        file_baseline: Option<&str>,
+    ) -> Result<Vec<RawArm>, PlanError> {
+        if wanted.is_empty() {
+            return Ok(arms);
+        }
+        if let Some(unknown) = wanted.iter().find(|w| !arms.iter().any(|a| &a.name == *w)) {
+            return Err(PlanError::Flag {
+                flag: "--arms",
+                message: format!(
+                    "`{unknown}` names no arm of {} (arms: {})",
+                    self.path.display(),
+                    arms.iter()
+                        .map(|a| a.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            });
+        }
+        let named = |v: Option<&toml::Value>| {
+            v.and_then(|v| v.get("arm"))
+                .and_then(|a| a.as_str())
+                .map(str::to_owned)
+        };
+        let mut wanted_by: Vec<(String, String)> = Vec::new();
+        if let Some(b) = t.get("baseline").and_then(|b| b.as_str()) {
+            wanted_by.push(("`baseline`".into(), b.to_owned()));
+        } else if let Some(b) = file_baseline {
+            wanted_by.push(("the default baseline (the first arm)".into(), b.to_owned()));
+        }
+        if let Some(a) = named(t.get("gate")) {
+            wanted_by.push(("[gate]".into(), a));
+        }
+        if let Some(toml::Value::Array(guards)) = t.get("guard") {
+            for (i, g) in guards.iter().enumerate() {
+                if let Some(a) = named(Some(g)) {
+                    wanted_by.push((format!("[[guard]] {}", i + 1), a));
+                }
+            }
+        }
+        if let Some((what, arm)) = wanted_by.iter().find(|(_, a)| !wanted.contains(a)) {
+            return Err(PlanError::Flag {
+                flag: "--arms",
+                message: format!(
+                    "leaves out arm `{arm}`, which {what} of {} names; add it",
+                    self.path.display()
+                ),
+            });
+        }
+        arms.retain(|a| wanted.contains(&a.name));
+        Ok(arms)
+    }
+
+    pub(super) fn arms(
+        &self,
+        t: &toml::Table,
+        workload: Workload,
+    ) -> Result<Vec<RawArm>, PlanError> {
+        let mut out = Vec::new();
+        for (i, arm) in self.tables(t, "arms")?.into_iter().enumerate() {
+            let name = self.string(arm, "name", &format!("arms[{i}]."))?;
+            let key = match &name {
+                Some(n) => format!("arms[{i}] (`{n}`)"),
+                None => format!("arms[{i}]"),
+            };
+            let prefix = format!("{key}.");
+            self.check_keys(arm, &prefix, ARM_KEYS)?;
+            let name = name.ok_or_else(|| self.err(format!("{prefix}name"), "missing"))?;
+            check_arm_name(&name).map_err(|m| self.err(format!("{prefix}name"), m))?;
+            let label = self
+                .string(arm, "label", &prefix)?
+                .unwrap_or_else(|| name.clone());
+            let requires = match self.string(arm, "requires", &prefix)?.as_deref() {
+                None => None,
+                Some("cuda") => Some(Requirement::Cuda),
+                Some(other) => {
+                    return Err(self.err(
+                        format!("{prefix}requires"),
+                        format!("unknown requirement `{other}` (expected cuda)"),
+                    ))
+                }
+            };
+            let set = self.sets(arm, "set", &prefix)?;
+            let args = self.strings(arm, "args", &prefix)?;
+            for (i, a) in args.iter().enumerate() {
+                self.no_nul(format!("{prefix}args[{i}]"), a)?;
+                // One cell measures one mode: `--both` would print fp32 and
+                // AMP lines as iterations 1..2N of one cell.
+                if workload == Workload::BenchTrainer && a == "--both" {
+                    return Err(self.err(
+                        format!("{prefix}args[{i}]"),
+                        "`--both` times two modes in one cell; give fp32 and `--amp` their own arms",
+                    ));
+                }
+            }
+            let revision = match self.string(arm, "revision", &prefix)? {
+                Some(r) => Some(self.revision_text(&format!("{prefix}revision"), &r)?),
+                None => None,
+            };
+            let build = self.string(arm, "build", &prefix)?;
+            if let Some(b) = &build {
+                self.check_build(&format!("{prefix}build"), b, workload)?;
+            }
+            let slurm = match arm.get("executor") {
+                None => SlurmOverrides::default(),
+                Some(toml::Value::Table(e)) => {
+                    let table_prefix = format!("{prefix}executor.");
+                    if let Some(key) = ["kind", "placement", "max_parallel", "requeue"]
+                        .into_iter()
+                        .find(|k| e.contains_key(*k))
+                    {
+                        return Err(self.err(
+                            format!("{table_prefix}{key}"),
+                            "applies to every cell of the experiment: set it in [executor]",
+                        ));
+                    }
+                    self.check_keys(e, &table_prefix, ARM_EXECUTOR_KEYS)?;
+                    self.slurm_fields(e, &table_prefix)?
+                }
+                Some(other) => {
+                    return Err(self.key_error(KeyError::wrong(
+                        format!("{prefix}executor"),
+                        format!(
+                            "a table of sbatch options ({})",
+                            ARM_EXECUTOR_KEYS.join(", ")
+                        ),
+                        other,
+                    )))
+                }
+            };
+            let variable = self.boolean(arm, "variable_iterations", &prefix)?;
+            if variable.is_some() && workload.uses_config() {
+                return Err(self.err(
+                    format!("{prefix}variable_iterations"),
+                    "only command arms may emit a variable number of lines",
+                ));
+            }
+            let env = match arm.get("env") {
+                None => BTreeMap::new(),
+                Some(toml::Value::Table(env)) => {
+                    let mut out = BTreeMap::new();
+                    for (k, v) in env {
+                        let value = match v {
+                            toml::Value::String(s) => s.clone(),
+                            toml::Value::Integer(_)
+                            | toml::Value::Float(_)
+                            | toml::Value::Boolean(_) => v.to_string(),
+                            other => {
+                                return Err(self.key_error(KeyError::wrong(
+                                    format!("{prefix}env.{k}"),
+                                    "a string",
+                                    other,
+                                )))
+                            }
+                        };
+                        if k.is_empty() || k.contains('=') {
+                            return Err(self.err(
+                                format!("{prefix}env.{k}"),
+                                "an environment variable name must be non-empty and hold no `=`",
+                            ));
+                        }
+                        self.no_nul(format!("{prefix}env.{k}"), k)?;
+                        self.no_nul(format!("{prefix}env.{k}"), &value)?;
+                        out.insert(k.clone(), value);
+                    }
+                    out
+                }
+                Some(other) => {
+                    return Err(self.key_error(KeyError::wrong(
+                        format!("{prefix}env"),
+                        "a table of strings",
+                        other,
+                    )))
+                }
+            };
+            let command = match arm.get("command") {
+                None => None,
+                Some(toml::Value::String(s)) if s.trim().is_empty() => {
+                    return Err(self.err(format!("{prefix}command"), "must not be empty"))
+                }
+                Some(toml::Value::String(s)) => {
+                    self.no_nul(format!("{prefix}command"), s)?;
+                    Some(vec!["sh".to_string(), "-c".to_string(), s.clone()])
+                }
+                Some(toml::Value::Array(_)) => {
+                    let argv = self.strings(arm, "command", &prefix)?;
+                    for (i, a) in argv.iter().enumerate() {
+                        self.no_nul(format!("{prefix}command[{i}]"), a)?;
+                    }
+                    if argv.first().is_none_or(|p| p.is_empty()) {
+                        return Err(self.err(
+                            format!("{prefix}command"),
+                            "must name a program (a non-empty array whose first entry is the program)",
+                        ));
+                    }
+                    Some(argv)
+                }
+                Some(other) => {
+                    return Err(self.key_error(KeyError::wrong(
+                        format!("{prefix}command"),
+                        "an array of strings or a shell string",
+                        other,
+                    )))
+                }
+            };
+            match workload {
+                Workload::Command => {
+                    if command.is_none() {
+                        return Err(self.err(
+                            format!("{prefix}command"),
+                            "missing (a command workload arm runs this program)",
+                        ));
+                    }
+                    if !set.is_empty() {
+                        return Err(self.err(
+                            format!("{prefix}set"),
+                            "a command arm has no trainer config to set (use `env`)",
+                        ));
+                    }
+                    if !args.is_empty() {
+                        return Err(self.err(
+                            format!("{prefix}args"),
+                            "a command arm takes its arguments in `command`",
+                        ));
+                    }
+                }
+                _ => {
+                    if command.is_some() {
+                        return Err(self.err(
+                            format!("{prefix}command"),
+                            format!(
+                                "only `workload = \"command\"` arms run a command (this is {})",
+                                workload.as_str()
+                            ),
+                        ));
+                    }
+                }
+            }
+            out.push(RawArm {
+                name,
+                label,
+                key,
+                requires,
+                set,
+                args,
+                env,
+                command,
+                variable_iterations: variable.unwrap_or(false),
+                variable_set: variable.is_some(),
+                revision,
+                build,
+                slurm,
+            });
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,966 @@
+//! Reading an experiment file: its keys, the typed getters over the shared
+//! `toml_read` reader (errors name this file and the key path), the top-level
+//! walk into a [`Plan`], `[executor]`, and the report keys (`columns`,
+//! `gate`, `guard`).
+
+use super::*;
+
+pub(super) const TOP_KEYS: &[&str] = &[
+    "name",
+    "description",
+    "workload",
+    "config",
+    "iterations",
+    "warmup",
+    "repeats",
+    "baseline",
+    "set",
+    "order",
+    "arms",
+    "matrix",
+    "columns",
+    "gate",
+    "notes",
+    "variable_iterations",
+    "guard",
+    "repository",
+    "build",
+    "executor",
+];
+pub(super) const EXECUTOR_KEYS: &[&str] = &[
+    "kind",
+    "partition",
+    "account",
+    "qos",
+    "time",
+    "cpus_per_task",
+    "mem",
+    "gres",
+    "constraint",
+    "extra",
+    "max_parallel",
+    "placement",
+    "requeue",
+];
+pub(super) const GUARD_KEYS: &[&str] = &["metric", "margin", "direction", "arm"];
+pub(super) const ARM_KEYS: &[&str] = &[
+    "name",
+    "label",
+    "set",
+    "requires",
+    "command",
+    "env",
+    "args",
+    "variable_iterations",
+    "revision",
+    "build",
+    "executor",
+];
+/// The `[executor]` keys an arm may give for its own cells.
+pub(super) const ARM_EXECUTOR_KEYS: &[&str] = &[
+    "partition",
+    "account",
+    "qos",
+    "time",
+    "cpus_per_task",
+    "mem",
+    "gres",
+    "constraint",
+    "extra",
+];
+pub(super) const COLUMN_KEYS: &[&str] = &["metric", "label", "show", "direction"];
+pub(super) const GATE_KEYS: &[&str] =
+    &["metric", "min_speedup", "max_slowdown", "min_effect", "arm"];
+
+/// A raw arm before matrix expansion and config resolution.
+pub(super) struct RawArm {
+    pub(super) name: String,
+    pub(super) label: String,
+    pub(super) key: String,
+    pub(super) requires: Option<Requirement>,
+    pub(super) set: Vec<String>,
+    pub(super) args: Vec<String>,
+    pub(super) env: BTreeMap<String, String>,
+    pub(super) command: Option<Vec<String>>,
+    pub(super) variable_iterations: bool,
+    /// Whether the arm said `variable_iterations` itself (it wins over the
+    /// file's).
+    pub(super) variable_set: bool,
+    /// `revision` (from the arm, the matrix or `--revision`).
+    pub(super) revision: Option<String>,
+    /// The arm's own `build` (else the file's).
+    pub(super) build: Option<String>,
+    /// `[arms.executor]`.
+    pub(super) slurm: SlurmOverrides,
+}
+
+/// One `[matrix]` key: (key, short name for arm names, values as (raw
+/// text, TOML text)).
+pub(super) type Axis = (String, String, Vec<(String, String)>);
+
+pub(super) struct Reader<'a> {
+    pub(super) path: &'a Path,
+}
+
+/// The shared reader's view of `table`, whose keys are written `{prefix}key`
+/// (`prefix` is empty or ends in a dot).
+pub(super) fn at<'t>(table: &'t toml::Table, prefix: &'t str) -> Table<'t> {
+    Table::new(table, prefix.strip_suffix('.').unwrap_or(prefix))
+}
+
+impl Reader<'_> {
+    pub(super) fn err(&self, key: impl Into<String>, message: impl Into<String>) -> PlanError {
+        PlanError::Invalid {
+            path: self.path.to_path_buf(),
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+
+    /// A shared reader's error, with this file.
+    pub(super) fn key_error(&self, e: KeyError) -> PlanError {
+        self.err(e.key.clone(), e.message())
+    }
+
+    pub(super) fn check_keys(
+        &self,
+        table: &toml::Table,
+        prefix: &str,
+        allowed: &[&str],
+    ) -> Result<(), PlanError> {
+        at(table, prefix)
+            .check_keys(allowed)
+            .map_err(|e| self.key_error(e))
+    }
+
+    pub(super) fn string(
+        &self,
+        table: &toml::Table,
+        key: &str,
+        prefix: &str,
+    ) -> Result<Option<String>, PlanError> {
+        at(table, prefix).string(key).map_err(|e| self.key_error(e))
+    }
+
+    pub(super) fn boolean(
+        &self,
+        table: &toml::Table,
+        key: &str,
+        prefix: &str,
+    ) -> Result<Option<bool>, PlanError> {
+        at(table, prefix)
+            .boolean(key)
+            .map_err(|e| self.key_error(e))
+    }
+
+    /// Strings that become argv or environment entries cannot hold a NUL
+    /// byte (the child could not be started); refuse them with the file.
+    pub(super) fn no_nul(&self, key: impl Into<String>, value: &str) -> Result<(), PlanError> {
+        if value.contains('\0') {
+            return Err(self.err(
+                key,
+                "contains a NUL byte, which no command line or environment can carry",
+            ));
+        }
+        Ok(())
+    }
+
+    pub(super) fn revision_text(&self, key: &str, value: &str) -> Result<String, PlanError> {
+        check_revision(value).map_err(|m| self.err(key, m))
+    }
+
+    /// `build` runs a command arm's build in its revision's checkout; lcx
+    /// workloads always build with cargo.
+    pub(super) fn check_build(
+        &self,
+        key: &str,
+        build: &str,
+        workload: Workload,
+    ) -> Result<(), PlanError> {
+        if workload.uses_config() {
+            return Err(self.err(
+                key,
+                format!(
+                    "a {} arm at a revision is built with `cargo build --release --locked`; \
+                     `build` is for command arms",
+                    workload.as_str()
+                ),
+            ));
+        }
+        if build.trim().is_empty() {
+            return Err(self.err(key, "must not be empty"));
+        }
+        self.no_nul(key, build)
+    }
+
+    pub(super) fn count(
+        &self,
+        table: &toml::Table,
+        key: &str,
+        min: i64,
+    ) -> Result<Option<u32>, PlanError> {
+        let n = at(table, "")
+            .integer(key, min, i64::from(u32::MAX))
+            .map_err(|e| self.key_error(e))?;
+        Ok(n.and_then(|n| u32::try_from(n).ok()))
+    }
+
+    pub(super) fn number(
+        &self,
+        table: &toml::Table,
+        key: &str,
+        prefix: &str,
+    ) -> Result<Option<f64>, PlanError> {
+        at(table, prefix).number(key).map_err(|e| self.key_error(e))
+    }
+
+    pub(super) fn strings(
+        &self,
+        table: &toml::Table,
+        key: &str,
+        prefix: &str,
+    ) -> Result<Vec<String>, PlanError> {
+        at(table, prefix)
+            .strings(key)
+            .map_err(|e| self.key_error(e))
+    }
+
+    /// `set` lists: each entry must at least look like `key=value`; the
+    /// config reader checks keys and values when the arm is resolved.
+    pub(super) fn sets(
+        &self,
+        table: &toml::Table,
+        key: &str,
+        prefix: &str,
+    ) -> Result<Vec<String>, PlanError> {
+        let sets = self.strings(table, key, prefix)?;
+        for (i, set) in sets.iter().enumerate() {
+            self.no_nul(format!("{prefix}{key}[{i}]"), set)?;
+            if let Err(e) = crate::config::parse_set(set) {
+                return Err(self.err(format!("{prefix}{key}[{i}]"), e.to_string()));
+            }
+        }
+        Ok(sets)
+    }
+
+    pub(super) fn tables<'t>(
+        &self,
+        table: &'t toml::Table,
+        key: &str,
+    ) -> Result<Vec<&'t toml::Table>, PlanError> {
+        match table.get(key) {
+            None => Ok(Vec::new()),
+            Some(toml::Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| match item {
+                    toml::Value::Table(t) => Ok(t),
+                    other => Err(self.key_error(KeyError::wrong(
+                        format!("{key}[{i}]"),
+                        "a table",
+                        other,
+                    ))),
+                })
+                .collect(),
+            Some(other) => Err(self.key_error(KeyError::wrong(
+                key,
+                format!("an array of tables ([[{key}]])"),
+                other,
+            ))),
+        }
+    }
+
+    pub(super) fn plan(&self, t: &toml::Table, cli: &Overrides) -> Result<Plan, PlanError> {
+        let cli_set = cli.sets.as_slice();
+        self.check_keys(t, "", TOP_KEYS)?;
+        for set in cli_set {
+            if set.contains('\0') {
+                return Err(PlanError::CliSet {
+                    arg: set.clone(),
+                    message: "contains a NUL byte".into(),
+                });
+            }
+            if let Err(e) = crate::config::parse_set(set) {
+                let message = match e {
+                    ConfigError::Set { message, .. } => message,
+                    other => other.to_string(),
+                };
+                return Err(PlanError::CliSet {
+                    arg: set.clone(),
+                    message,
+                });
+            }
+        }
+        let name = self
+            .string(t, "name", "")?
+            .ok_or_else(|| self.err("name", "missing (every experiment needs a name)"))?;
+        if name.trim().is_empty() {
+            return Err(self.err("name", "must not be empty"));
+        }
+        let description = self.string(t, "description", "")?.unwrap_or_default();
+        let notes = self.string(t, "notes", "")?.unwrap_or_default();
+        let workload_text = self.string(t, "workload", "")?.ok_or_else(|| {
+            self.err(
+                "workload",
+                "missing (expected train, bench-forward, bench-trainer or command)",
+            )
+        })?;
+        let workload = Workload::parse(&workload_text).ok_or_else(|| {
+            self.err(
+                "workload",
+                format!(
+                    "unknown workload `{workload_text}` (expected train, bench-forward, bench-trainer or command)"
+                ),
+            )
+        })?;
+        let iterations = match cli.iterations {
+            Some(0) => {
+                return Err(PlanError::Flag {
+                    flag: "--iterations",
+                    message: "expected an integer ≥ 1".into(),
+                })
+            }
+            Some(n) => n,
+            None => self
+                .count(t, "iterations", 1)?
+                .ok_or_else(|| self.err("iterations", "missing (expected an integer ≥ 1)"))?,
+        };
+        let (warmup, warmup_auto) = match cli.warmup.as_deref() {
+            Some("auto") => (0, true),
+            Some(w) => match w.parse::<u32>() {
+                Ok(n) => (n, false),
+                Err(_) => {
+                    return Err(PlanError::Flag {
+                        flag: "--warmup",
+                        message: format!("expected an integer ≥ 0 or `auto`, found `{w}`"),
+                    })
+                }
+            },
+            None => {
+                let auto = matches!(t.get("warmup"), Some(toml::Value::String(w)) if w == "auto");
+                if let Some(toml::Value::String(w)) = t.get("warmup") {
+                    if w != "auto" {
+                        return Err(self.err(
+                            "warmup",
+                            format!("expected an integer ≥ 0 or \"auto\", found \"{w}\""),
+                        ));
+                    }
+                }
+                let n = if auto {
+                    0
+                } else {
+                    self.count(t, "warmup", 0)?.unwrap_or(0)
+                };
+                (n, auto)
+            }
+        };
+        if warmup >= iterations {
+            let message = format!(
+                "warm-up ({warmup}) must be smaller than iterations ({iterations}), \
+                 or no iteration would be left for statistics"
+            );
+            return Err(match (cli.warmup.is_some(), cli.iterations.is_some()) {
+                (true, _) => PlanError::Flag {
+                    flag: "--warmup",
+                    message,
+                },
+                (false, true) => PlanError::Flag {
+                    flag: "--iterations",
+                    message,
+                },
+                _ => self.err("warmup", message),
+            });
+        }
+        let (repeats, adaptive) = match (cli.repeats, t.get("repeats")) {
+            (Some(n), _) if !(1..=MAX_REPEATS).contains(&n) => {
+                return Err(PlanError::Flag {
+                    flag: "--repeats",
+                    message: format!("expected an integer from 1 to {MAX_REPEATS}"),
+                })
+            }
+            (Some(n), _) => (n, None),
+            (None, repeats) => match repeats {
+                Some(toml::Value::Table(r)) => {
+                    self.check_keys(r, "repeats.", &["min", "max", "precision"])?;
+                    let count = |key: &str| -> Result<u32, PlanError> {
+                        match r.get(key) {
+                            Some(toml::Value::Integer(n))
+                                if *n >= 1 && *n <= i64::from(MAX_REPEATS) =>
+                            {
+                                Ok(*n as u32)
+                            }
+                            _ => Err(self.err(
+                                format!("repeats.{key}"),
+                                format!("expected an integer from 1 to {MAX_REPEATS}"),
+                            )),
+                        }
+                    };
+                    let (min, max) = (count("min")?, count("max")?);
+                    if min > max {
+                        return Err(self.err("repeats.min", "must not exceed repeats.max"));
+                    }
+                    let precision = self
+                        .number(r, "precision", "repeats.")?
+                        .filter(|p| *p > 0.0 && *p < 1.0)
+                        .ok_or_else(|| {
+                            self.err(
+                            "repeats.precision",
+                            "expected a fraction in (0, 1), e.g. 0.03 for intervals within ±3 %",
+                        )
+                        })?;
+                    (
+                        max,
+                        Some(Adaptive {
+                            min,
+                            max,
+                            precision,
+                        }),
+                    )
+                }
+                _ => match self.count(t, "repeats", 1)?.unwrap_or(1) {
+                    n if n > MAX_REPEATS => {
+                        return Err(self.err(
+                            "repeats",
+                            format!("expected an integer from 1 to {MAX_REPEATS}"),
+                        ))
+                    }
+                    n => (n, None),
+                },
+            },
+        };
+        let order_text = self.string(t, "order", "")?;
+        if adaptive.is_some() && order_text.as_deref() == Some("sequential") {
+            return Err(self.err(
+                "order",
+                "adaptive repeats run interleaved rounds (A B A B …); remove `order = \"sequential\"`",
+            ));
+        }
+        let order = match order_text.as_deref() {
+            None | Some("interleaved") => Order::Interleaved,
+            Some("sequential") => Order::Sequential,
+            Some(other) => {
+                return Err(self.err(
+                    "order",
+                    format!("unknown order `{other}` (expected interleaved or sequential)"),
+                ))
+            }
+        };
+        let base_dir = self.base_dir();
+        let config = match self.string(t, "config", "")? {
+            None => None,
+            Some(_) if !workload.uses_config() => {
+                return Err(self.err(
+                    "config",
+                    "a command workload takes no trainer config (remove `config`)",
+                ))
+            }
+            Some(c) if c.trim().is_empty() => return Err(self.err("config", "must not be empty")),
+            Some(c) => Some(normalize(&base_dir.join(c))),
+        };
+        let file_set = self.sets(t, "set", "")?;
+        if !workload.uses_config() && !file_set.is_empty() {
+            return Err(self.err(
+                "set",
+                "a command workload has no trainer config to set (use an arm's `env` instead)",
+            ));
+        }
+        if !workload.uses_config() && !cli_set.is_empty() {
+            return Err(PlanError::CliSet {
+                arg: cli_set[0].clone(),
+                message: format!(
+                    "{}: a command workload has no trainer config to set",
+                    self.path.display()
+                ),
+            });
+        }
+
+        let variable_iterations = self.boolean(t, "variable_iterations", "")?;
+        if variable_iterations.is_some() && workload.uses_config() {
+            return Err(self.err(
+                "variable_iterations",
+                "only command arms may emit a variable number of lines (lcx workloads emit \
+                 exactly `iterations`)",
+            ));
+        }
+        let mut raw_arms = self.arms(t, workload)?;
+        if variable_iterations == Some(true) {
+            for arm in raw_arms.iter_mut().filter(|a| !a.variable_set) {
+                arm.variable_iterations = true;
+            }
+        }
+        let raw_arms = raw_arms;
+        let arms = self.expand_matrix(t, workload, raw_arms)?;
+        // The file's default baseline is its first arm, subset or not.
+        let file_baseline = arms.first().map(|a| a.name.clone());
+        let mut arms = self.select_arms(t, &cli.arms, arms, file_baseline.as_deref())?;
+        for (name, rev) in &cli.revisions {
+            let rev = check_revision(rev).map_err(|message| PlanError::Flag {
+                flag: "--revision",
+                message: format!("{name}={rev}: {message}"),
+            })?;
+            let names = arms
+                .iter()
+                .map(|a| a.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ");
+            match arms.iter_mut().find(|a| &a.name == name) {
+                Some(arm) => arm.revision = Some(rev),
+                None => {
+                    return Err(PlanError::Flag {
+                        flag: "--revision",
+                        message: format!(
+                            "`{name}` names no arm of {} (arms: {names})",
+                            self.path.display(),
+                        ),
+                    })
+                }
+            }
+        }
+        let repository = match self.string(t, "repository", "")? {
+            None => base_dir.clone(),
+            Some(r) if r.trim().is_empty() => {
+                return Err(self.err("repository", "must not be empty"))
+            }
+            Some(r) => normalize(&base_dir.join(r)),
+        };
+        let file_build = self.string(t, "build", "")?;
+        if let Some(b) = &file_build {
+            self.check_build("build", b, workload)?;
+        }
+        if let Some(arm) = arms
+            .iter()
+            .find(|a| a.build.is_some() && a.revision.is_none())
+        {
+            return Err(self.err(
+                format!("{}.build", arm.key),
+                "`build` runs in the checkout of the arm's `revision`, and this arm has none",
+            ));
+        }
+        let arms = arms;
+        self.check_set_precedence(workload, &file_set, cli_set, &arms)?;
+        if arms.is_empty() {
+            return Err(self.err(
+                "arms",
+                "no arms: give at least one [[arms]] table or a [matrix]",
+            ));
+        }
+        let mut seen = BTreeSet::new();
+        for arm in &arms {
+            if !seen.insert(arm.name.as_str()) {
+                return Err(self.err(
+                    arm.key.clone(),
+                    "duplicate arm name; arm names must be unique",
+                ));
+            }
+        }
+        let baseline = match self.string(t, "baseline", "")? {
+            None => file_baseline.unwrap_or_else(|| arms[0].name.clone()),
+            Some(b) if seen.contains(b.as_str()) => b,
+            Some(b) => {
+                return Err(self.err(
+                    "baseline",
+                    format!(
+                        "`{b}` names no arm (arms: {})",
+                        arms.iter()
+                            .map(|a| a.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ))
+            }
+        };
+        let columns = self.columns(t)?;
+        let gate = self.gate(t, &seen, &baseline)?;
+        let guards = self.guards(t, &seen, &baseline)?;
+        // A gate or guard judges its metric: not one the file says is
+        // never judged, and not a count of work without a direction.
+        let undirected = |metric: &str| {
+            columns
+                .iter()
+                .any(|c| c.metric == metric && c.direction == Some(Direction::Neither))
+        };
+        if let Some(g) = &gate {
+            if undirected(&g.metric) {
+                return Err(self.err(
+                    "gate.metric",
+                    format!(
+                        "`{}` has `direction = \"none\"` in [[columns]]: a gate judges its metric",
+                        g.metric
+                    ),
+                ));
+            }
+        }
+        for (i, g) in guards.iter().enumerate() {
+            let neither = crate::metrics::lookup(&g.metric)
+                .is_some_and(|m| m.better == crate::metrics::Better::Neither);
+            if undirected(&g.metric) || (neither && g.direction.is_none()) {
+                return Err(self.err(
+                    format!("guard[{i}].direction"),
+                    format!(
+                        "`{}` has no better side (a count of the work); say `direction = \"lower\"` or `\"higher\"` for the guard to judge it",
+                        g.metric
+                    ),
+                ));
+            }
+        }
+
+        let executor = self.executor(t, cli.executor.as_deref())?;
+        if let (Executor::Slurm(o), Some(_)) = (&executor, &adaptive) {
+            if o.max_parallel > 1 {
+                return Err(self.err(
+                    "executor.max_parallel",
+                    "adaptive repeats decide after each round whether to run another, so \
+                     rounds cannot be submitted ahead; give `repeats` a number or use \
+                     max_parallel = 1",
+                ));
+            }
+        }
+        let mut plan = Plan {
+            executor,
+            name,
+            description,
+            workload,
+            file: normalize(&absolute(self.path)),
+            config,
+            iterations,
+            warmup,
+            warmup_auto,
+            repeats,
+            adaptive,
+            baseline,
+            order,
+            file_set,
+            cli_set: cli_set.to_vec(),
+            cli_flags: cli.flag_words(),
+            arms: Vec::with_capacity(arms.len()),
+            columns,
+            gate,
+            guards,
+            notes,
+        };
+        for raw in arms {
+            let revision = raw.revision.clone().map(|asked| Revision {
+                asked,
+                repository: repository.clone(),
+                build: raw.build.clone().or_else(|| file_build.clone()),
+                ..Revision::default()
+            });
+            let arm = self.resolve_arm(&plan, raw, &base_dir, revision)?;
+            plan.arms.push(arm);
+        }
+        Ok(plan)
+    }
+
+    /// `[executor]`, with `--executor` replacing its `kind`.
+    pub(super) fn executor(
+        &self,
+        t: &toml::Table,
+        cli: Option<&str>,
+    ) -> Result<Executor, PlanError> {
+        let empty = toml::Table::new();
+        let table = match t.get("executor") {
+            None => &empty,
+            Some(toml::Value::Table(e)) => e,
+            Some(other) => {
+                return Err(self.key_error(KeyError::wrong(
+                    "executor",
+                    "a table ([executor])",
+                    other,
+                )))
+            }
+        };
+        self.check_keys(table, "executor.", EXECUTOR_KEYS)?;
+        let file_kind = self.string(table, "kind", "executor.")?;
+        let kind = match (cli, file_kind.as_deref()) {
+            (Some(k), _) => match k {
+                "local" | "slurm" => k.to_string(),
+                other => {
+                    return Err(PlanError::Flag {
+                        flag: "--executor",
+                        message: format!("unknown executor `{other}` (expected local or slurm)"),
+                    })
+                }
+            },
+            (None, Some(k @ ("local" | "slurm"))) => k.to_string(),
+            (None, Some(other)) => {
+                return Err(self.err(
+                    "executor.kind",
+                    format!("unknown executor `{other}` (expected local or slurm)"),
+                ))
+            }
+            (None, None) => "local".to_string(),
+        };
+        let max_parallel = match table.get("max_parallel") {
+            None => 1,
+            Some(toml::Value::Integer(n)) if *n >= 1 && *n <= 1024 => *n as u32,
+            Some(_) => {
+                return Err(self.err(
+                    "executor.max_parallel",
+                    "expected an integer from 1 to 1024 (cells in flight at once)",
+                ))
+            }
+        };
+        if kind == "local" {
+            if max_parallel > 1 {
+                return Err(self.err(
+                    "executor.max_parallel",
+                    "local cells run one at a time, so that they do not share this machine's \
+                     cores; max_parallel applies to kind = \"slurm\"",
+                ));
+            }
+            return Ok(Executor::Local);
+        }
+        let fields = self.slurm_fields(table, "executor.")?;
+        let placement = match self.string(table, "placement", "executor.")?.as_deref() {
+            None | Some("same-node") => Placement::SameNode,
+            Some("spread") => Placement::Spread,
+            Some("any") => Placement::Any,
+            Some(other) => {
+                return Err(self.err(
+                    "executor.placement",
+                    format!("unknown placement `{other}` (expected same-node, spread or any)"),
+                ))
+            }
+        };
+        if max_parallel > 1 && placement == Placement::Spread {
+            return Err(self.err(
+                "executor.max_parallel",
+                "placement = \"spread\" pins each round to the node its first cell lands on, \
+                 one round at a time; use same-node or any with max_parallel > 1",
+            ));
+        }
+        let requeue = self
+            .boolean(table, "requeue", "executor.")?
+            .unwrap_or(false);
+        Ok(Executor::Slurm(Box::new(
+            SlurmOptions {
+                placement,
+                max_parallel,
+                requeue,
+                ..SlurmOptions::default()
+            }
+            .for_arm(&fields),
+        )))
+    }
+
+    /// The sbatch options of `[executor]` or of an arm's `[arms.executor]`
+    /// (`prefix` names the table in errors).
+    pub(super) fn slurm_fields(
+        &self,
+        table: &toml::Table,
+        prefix: &str,
+    ) -> Result<SlurmOverrides, PlanError> {
+        let text = |key: &str| -> Result<Option<String>, PlanError> {
+            let v = self.string(table, key, prefix)?;
+            if let Some(v) = &v {
+                if v.trim().is_empty() {
+                    return Err(self.err(format!("{prefix}{key}"), "must not be empty"));
+                }
+                self.no_nul(format!("{prefix}{key}"), v)?;
+            }
+            Ok(v)
+        };
+        let extra = self.strings(table, "extra", prefix)?;
+        for (i, e) in extra.iter().enumerate() {
+            self.no_nul(format!("{prefix}extra[{i}]"), e)?;
+            if !e.starts_with('-') {
+                return Err(self.err(
+                    format!("{prefix}extra[{i}]"),
+                    format!("`{e}` is not an sbatch flag (write `--name=value`)"),
+                ));
+            }
+        }
+        let cpus = match table.get("cpus_per_task") {
+            None => None,
+            Some(toml::Value::Integer(n)) if *n >= 1 && *n <= i64::from(u32::MAX) => {
+                Some(*n as u32)
+            }
+            Some(_) => {
+                return Err(self.err(format!("{prefix}cpus_per_task"), "expected an integer ≥ 1"))
+            }
+        };
+        Ok(SlurmOverrides {
+            partition: text("partition")?,
+            account: text("account")?,
+            qos: text("qos")?,
+            time: text("time")?,
+            cpus_per_task: cpus,
+            mem: text("mem")?,
+            gres: text("gres")?,
+            constraint: text("constraint")?,
+            extra,
+        })
+    }
+}
+
+impl Reader<'_> {
+    pub(super) fn columns(&self, t: &toml::Table) -> Result<Vec<Column>, PlanError> {
+        let mut out = Vec::new();
+        for (i, c) in self.tables(t, "columns")?.into_iter().enumerate() {
+            let prefix = format!("columns[{i}].");
+            self.check_keys(c, &prefix, COLUMN_KEYS)?;
+            let metric = self
+                .string(c, "metric", &prefix)?
+                .filter(|m| !m.trim().is_empty())
+                .ok_or_else(|| self.err(format!("{prefix}metric"), "missing (the metric name)"))?;
+            let label = self
+                .string(c, "label", &prefix)?
+                .unwrap_or_else(|| metric.clone());
+            let show = match self.string(c, "show", &prefix)?.as_deref() {
+                None | Some("value") => Show::Value,
+                Some("speedup") => Show::Speedup,
+                Some("both") => Show::Both,
+                Some(other) => {
+                    return Err(self.err(
+                        format!("{prefix}show"),
+                        format!("unknown `{other}` (expected value, speedup or both)"),
+                    ))
+                }
+            };
+            let direction = self.direction(c, &prefix, true)?;
+            out.push(Column {
+                metric,
+                label,
+                show,
+                direction,
+            });
+        }
+        Ok(out)
+    }
+
+    pub(super) fn gate(
+        &self,
+        t: &toml::Table,
+        arms: &BTreeSet<&str>,
+        baseline: &str,
+    ) -> Result<Option<Gate>, PlanError> {
+        let g = match t.get("gate") {
+            None => return Ok(None),
+            Some(toml::Value::Table(g)) => g,
+            Some(other) => {
+                return Err(self.key_error(KeyError::wrong("gate", "a table ([gate])", other)))
+            }
+        };
+        self.check_keys(g, "gate.", GATE_KEYS)?;
+        let metric = self
+            .string(g, "metric", "gate.")?
+            .filter(|m| !m.trim().is_empty())
+            .ok_or_else(|| self.err("gate.metric", "missing (the metric the gate judges)"))?;
+        let max_slowdown = self.number(g, "max_slowdown", "gate.")?;
+        let min_speedup = match (self.number(g, "min_speedup", "gate.")?, max_slowdown) {
+            (Some(_), Some(_)) => {
+                return Err(self.err(
+                    "gate.max_slowdown",
+                    "give either min_speedup or max_slowdown, not both",
+                ))
+            }
+            (Some(m), None) if m <= 0.0 => return Err(self.err("gate.min_speedup", "must be > 0")),
+            (Some(m), None) => m,
+            (None, Some(x)) if !(0.0..1.0).contains(&x) => {
+                return Err(self.err(
+                    "gate.max_slowdown",
+                    "expected a fraction in [0, 1), e.g. 0.03 for 3 % slower at most",
+                ))
+            }
+            (None, Some(x)) => 1.0 / (1.0 + x),
+            (None, None) => {
+                return Err(self.err(
+                    "gate.min_speedup",
+                    "missing (e.g. min_speedup = 1.5 to require 1.5×, or max_slowdown = 0.03)",
+                ))
+            }
+        };
+        let min_effect = self.number(g, "min_effect", "gate.")?;
+        if min_effect.is_some_and(|e| e < 0.0) {
+            return Err(self.err("gate.min_effect", "must be ≥ 0"));
+        }
+        let arm = self.string(g, "arm", "gate.")?;
+        if let Some(a) = &arm {
+            if !arms.contains(a.as_str()) {
+                return Err(self.err("gate.arm", format!("`{a}` names no arm")));
+            }
+            if a == baseline {
+                return Err(self.err(
+                    "gate.arm",
+                    format!("`{a}` is the baseline; the gate compares another arm with it"),
+                ));
+            }
+        }
+        Ok(Some(Gate {
+            metric,
+            min_speedup,
+            max_slowdown,
+            min_effect,
+            arm,
+        }))
+    }
+
+    /// A table's optional `direction` (`lower` | `higher`, and `none` where
+    /// `none_ok`: a column may describe, a guard must judge).
+    pub(super) fn direction(
+        &self,
+        t: &toml::Table,
+        prefix: &str,
+        none_ok: bool,
+    ) -> Result<Option<Direction>, PlanError> {
+        match self.string(t, "direction", prefix)?.as_deref() {
+            None => Ok(None),
+            Some("lower") => Ok(Some(Direction::Lower)),
+            Some("higher") => Ok(Some(Direction::Higher)),
+            Some("none") if none_ok => Ok(Some(Direction::Neither)),
+            Some(other) => Err(self.err(
+                format!("{prefix}direction"),
+                if none_ok {
+                    format!("unknown `{other}` (expected lower, higher or none)")
+                } else {
+                    format!("unknown `{other}` (expected lower or higher: a guard judges)")
+                },
+            )),
+        }
+    }
+
+    pub(super) fn guards(
+        &self,
+        t: &toml::Table,
+        arms: &BTreeSet<&str>,
+        baseline: &str,
+    ) -> Result<Vec<Guard>, PlanError> {
+        let mut out = Vec::new();
+        for (i, g) in self.tables(t, "guard")?.into_iter().enumerate() {
+            let prefix = format!("guard[{i}].");
+            self.check_keys(g, &prefix, GUARD_KEYS)?;
+            let metric = self
+                .string(g, "metric", &prefix)?
+                .filter(|m| !m.trim().is_empty())
+                .ok_or_else(|| {
+                    self.err(format!("{prefix}metric"), "missing (the metric guarded)")
+                })?;
+            let margin = self.number(g, "margin", &prefix)?.ok_or_else(|| {
+                self.err(
+                    format!("{prefix}margin"),
+                    "missing (how much worse the arm may be, in the metric's units, e.g. 0.05)",
+                )
+            })?;
+            if margin < 0.0 {
+                return Err(self.err(format!("{prefix}margin"), "must be ≥ 0"));
+            }
+            let direction = self.direction(g, &prefix, false)?;
+            let arm = self.string(g, "arm", &prefix)?;
+            if let Some(a) = &arm {
+                if !arms.contains(a.as_str()) || a == baseline {
+                    return Err(self.err(
+                        format!("{prefix}arm"),
+                        format!("`{a}` is not an arm other than the baseline"),
+                    ));
+                }
+            }
+            out.push(Guard {
+                metric,
+                margin,
+                direction,
+                arm,
+            });
+        }
+        Ok(out)
+    }
+}
