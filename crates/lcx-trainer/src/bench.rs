@@ -158,12 +158,7 @@ mod tests {
 
     #[test]
     fn synthetic_memories_are_full_and_a_call_trains() {
-        let c = lcx_core::config::from_toml_str(
-            include_str!("../../../configs/smoke.toml"),
-            "smoke",
-            &[],
-        )
-        .unwrap();
+        let c = crate::smoke_config();
         let mut t = synthetic_trainer(c, false).unwrap();
         assert_eq!(t.adv_mem[0].len(), 2);
         assert_eq!(t.strat_mem.len(), 2);

@@ -36,3 +36,14 @@ pub fn network_spec(cfg: &TrainerConfig, input_dim: usize) -> MlpSpec {
         },
     }
 }
+
+/// `configs/smoke.toml`, the one tiny CPU iteration the unit tests train.
+#[cfg(test)]
+pub(crate) fn smoke_config() -> TrainerConfig {
+    lcx_core::config::from_toml_str(
+        include_str!("../../../configs/smoke.toml"),
+        "smoke.toml",
+        &[],
+    )
+    .expect("configs/smoke.toml is a valid config")
+}

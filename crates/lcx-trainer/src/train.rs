@@ -804,12 +804,7 @@ mod tests {
     use super::*;
 
     fn smoke() -> TrainerConfig {
-        lcx_core::config::from_toml_str(
-            include_str!("../../../configs/smoke.toml"),
-            "smoke.toml",
-            &[],
-        )
-        .unwrap()
+        crate::smoke_config()
     }
 
     #[test]

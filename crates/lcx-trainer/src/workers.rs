@@ -157,12 +157,7 @@ mod tests {
     use tch::Device;
 
     fn smoke() -> TrainerConfig {
-        lcx_core::config::from_toml_str(
-            include_str!("../../../configs/smoke.toml"),
-            "smoke.toml",
-            &[],
-        )
-        .unwrap()
+        crate::smoke_config()
     }
 
     /// Three small MLPs (adv0, adv1, strategy) for 297-wide info states.

@@ -40,7 +40,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::config::ConfigError;
-use crate::toml_read::{KeyError, Table};
+use crate::toml_read::{self, KeyError, Table};
 
 mod arms;
 mod matrix;

@@ -71,7 +71,7 @@ impl Reader<'_> {
     ) -> Result<Vec<RawArm>, PlanError> {
         let mut out = Vec::new();
         for (i, arm) in self.tables(t, "arms")?.into_iter().enumerate() {
-            let name = self.string(arm, "name", &format!("arms[{i}]."))?;
+            let name = self.read(at(arm, &format!("arms[{i}].")).string("name"))?;
             let key = match &name {
                 Some(n) => format!("arms[{i}] (`{n}`)"),
                 None => format!("arms[{i}]"),
@@ -81,9 +81,9 @@ impl Reader<'_> {
             let name = name.ok_or_else(|| self.err(format!("{prefix}name"), "missing"))?;
             check_arm_name(&name).map_err(|m| self.err(format!("{prefix}name"), m))?;
             let label = self
-                .string(arm, "label", &prefix)?
+                .read(at(arm, &prefix).string("label"))?
                 .unwrap_or_else(|| name.clone());
-            let requires = match self.string(arm, "requires", &prefix)?.as_deref() {
+            let requires = match self.read(at(arm, &prefix).string("requires"))?.as_deref() {
                 None => None,
                 Some("cuda") => Some(Requirement::Cuda),
                 Some(other) => {
@@ -94,7 +94,7 @@ impl Reader<'_> {
                 }
             };
             let set = self.sets(arm, "set", &prefix)?;
-            let args = self.strings(arm, "args", &prefix)?;
+            let args = self.read(at(arm, &prefix).strings("args"))?;
             for (i, a) in args.iter().enumerate() {
                 self.no_nul(format!("{prefix}args[{i}]"), a)?;
                 // One cell measures one mode: `--both` would print fp32 and
@@ -106,11 +106,11 @@ impl Reader<'_> {
                     ));
                 }
             }
-            let revision = match self.string(arm, "revision", &prefix)? {
+            let revision = match self.read(at(arm, &prefix).string("revision"))? {
                 Some(r) => Some(self.revision_text(&format!("{prefix}revision"), &r)?),
                 None => None,
             };
-            let build = self.string(arm, "build", &prefix)?;
+            let build = self.read(at(arm, &prefix).string("build"))?;
             if let Some(b) = &build {
                 self.check_build(&format!("{prefix}build"), b, workload)?;
             }
@@ -141,7 +141,7 @@ impl Reader<'_> {
                     )))
                 }
             };
-            let variable = self.boolean(arm, "variable_iterations", &prefix)?;
+            let variable = self.read(at(arm, &prefix).boolean("variable_iterations"))?;
             if variable.is_some() && workload.uses_config() {
                 return Err(self.err(
                     format!("{prefix}variable_iterations"),
@@ -196,7 +196,7 @@ impl Reader<'_> {
                     Some(vec!["sh".to_string(), "-c".to_string(), s.clone()])
                 }
                 Some(toml::Value::Array(_)) => {
-                    let argv = self.strings(arm, "command", &prefix)?;
+                    let argv = self.read(at(arm, &prefix).strings("command"))?;
                     for (i, a) in argv.iter().enumerate() {
                         self.no_nul(format!("{prefix}command[{i}]"), a)?;
                     }

@@ -122,6 +122,12 @@ impl Reader<'_> {
         self.err(e.key.clone(), e.message())
     }
 
+    /// What a getter of the shared reader returned (`at(table,
+    /// prefix).string(key)` …), its error with this file.
+    pub(super) fn read<T>(&self, value: toml_read::Read<T>) -> Result<T, PlanError> {
+        value.map_err(|e| self.key_error(e))
+    }
+
     pub(super) fn check_keys(
         &self,
         table: &toml::Table,
@@ -130,26 +136,6 @@ impl Reader<'_> {
     ) -> Result<(), PlanError> {
         at(table, prefix)
             .check_keys(allowed)
-            .map_err(|e| self.key_error(e))
-    }
-
-    pub(super) fn string(
-        &self,
-        table: &toml::Table,
-        key: &str,
-        prefix: &str,
-    ) -> Result<Option<String>, PlanError> {
-        at(table, prefix).string(key).map_err(|e| self.key_error(e))
-    }
-
-    pub(super) fn boolean(
-        &self,
-        table: &toml::Table,
-        key: &str,
-        prefix: &str,
-    ) -> Result<Option<bool>, PlanError> {
-        at(table, prefix)
-            .boolean(key)
             .map_err(|e| self.key_error(e))
     }
 
@@ -205,26 +191,6 @@ impl Reader<'_> {
         Ok(n.and_then(|n| u32::try_from(n).ok()))
     }
 
-    pub(super) fn number(
-        &self,
-        table: &toml::Table,
-        key: &str,
-        prefix: &str,
-    ) -> Result<Option<f64>, PlanError> {
-        at(table, prefix).number(key).map_err(|e| self.key_error(e))
-    }
-
-    pub(super) fn strings(
-        &self,
-        table: &toml::Table,
-        key: &str,
-        prefix: &str,
-    ) -> Result<Vec<String>, PlanError> {
-        at(table, prefix)
-            .strings(key)
-            .map_err(|e| self.key_error(e))
-    }
-
     /// `set` lists: each entry must at least look like `key=value`; the
     /// config reader checks keys and values when the arm is resolved.
     pub(super) fn sets(
@@ -233,7 +199,7 @@ impl Reader<'_> {
         key: &str,
         prefix: &str,
     ) -> Result<Vec<String>, PlanError> {
-        let sets = self.strings(table, key, prefix)?;
+        let sets = self.read(at(table, prefix).strings(key))?;
         for (i, set) in sets.iter().enumerate() {
             self.no_nul(format!("{prefix}{key}[{i}]"), set)?;
             if let Err(e) = crate::config::parse_set(set) {
@@ -292,14 +258,16 @@ impl Reader<'_> {
             }
         }
         let name = self
-            .string(t, "name", "")?
+            .read(at(t, "").string("name"))?
             .ok_or_else(|| self.err("name", "missing (every experiment needs a name)"))?;
         if name.trim().is_empty() {
             return Err(self.err("name", "must not be empty"));
         }
-        let description = self.string(t, "description", "")?.unwrap_or_default();
-        let notes = self.string(t, "notes", "")?.unwrap_or_default();
-        let workload_text = self.string(t, "workload", "")?.ok_or_else(|| {
+        let description = self
+            .read(at(t, "").string("description"))?
+            .unwrap_or_default();
+        let notes = self.read(at(t, "").string("notes"))?.unwrap_or_default();
+        let workload_text = self.read(at(t, "").string("workload"))?.ok_or_else(|| {
             self.err(
                 "workload",
                 "missing (expected train, bench-forward, bench-trainer or command)",
@@ -400,7 +368,7 @@ impl Reader<'_> {
                         return Err(self.err("repeats.min", "must not exceed repeats.max"));
                     }
                     let precision = self
-                        .number(r, "precision", "repeats.")?
+                        .read(at(r, "repeats.").number("precision"))?
                         .filter(|p| *p > 0.0 && *p < 1.0)
                         .ok_or_else(|| {
                             self.err(
@@ -428,7 +396,7 @@ impl Reader<'_> {
                 },
             },
         };
-        let order_text = self.string(t, "order", "")?;
+        let order_text = self.read(at(t, "").string("order"))?;
         if adaptive.is_some() && order_text.as_deref() == Some("sequential") {
             return Err(self.err(
                 "order",
@@ -446,7 +414,7 @@ impl Reader<'_> {
             }
         };
         let base_dir = self.base_dir();
-        let config = match self.string(t, "config", "")? {
+        let config = match self.read(at(t, "").string("config"))? {
             None => None,
             Some(_) if !workload.uses_config() => {
                 return Err(self.err(
@@ -474,7 +442,7 @@ impl Reader<'_> {
             });
         }
 
-        let variable_iterations = self.boolean(t, "variable_iterations", "")?;
+        let variable_iterations = self.read(at(t, "").boolean("variable_iterations"))?;
         if variable_iterations.is_some() && workload.uses_config() {
             return Err(self.err(
                 "variable_iterations",
@@ -516,14 +484,14 @@ impl Reader<'_> {
                 }
             }
         }
-        let repository = match self.string(t, "repository", "")? {
+        let repository = match self.read(at(t, "").string("repository"))? {
             None => base_dir.clone(),
             Some(r) if r.trim().is_empty() => {
                 return Err(self.err("repository", "must not be empty"))
             }
             Some(r) => normalize(&base_dir.join(r)),
         };
-        let file_build = self.string(t, "build", "")?;
+        let file_build = self.read(at(t, "").string("build"))?;
         if let Some(b) = &file_build {
             self.check_build("build", b, workload)?;
         }
@@ -553,7 +521,7 @@ impl Reader<'_> {
                 ));
             }
         }
-        let baseline = match self.string(t, "baseline", "")? {
+        let baseline = match self.read(at(t, "").string("baseline"))? {
             None => file_baseline.unwrap_or_else(|| arms[0].name.clone()),
             Some(b) if seen.contains(b.as_str()) => b,
             Some(b) => {
@@ -670,7 +638,7 @@ impl Reader<'_> {
             }
         };
         self.check_keys(table, "executor.", EXECUTOR_KEYS)?;
-        let file_kind = self.string(table, "kind", "executor.")?;
+        let file_kind = self.read(at(table, "executor.").string("kind"))?;
         let kind = match (cli, file_kind.as_deref()) {
             (Some(k), _) => match k {
                 "local" | "slurm" => k.to_string(),
@@ -711,7 +679,10 @@ impl Reader<'_> {
             return Ok(Executor::Local);
         }
         let fields = self.slurm_fields(table, "executor.")?;
-        let placement = match self.string(table, "placement", "executor.")?.as_deref() {
+        let placement = match self
+            .read(at(table, "executor.").string("placement"))?
+            .as_deref()
+        {
             None | Some("same-node") => Placement::SameNode,
             Some("spread") => Placement::Spread,
             Some("any") => Placement::Any,
@@ -730,7 +701,7 @@ impl Reader<'_> {
             ));
         }
         let requeue = self
-            .boolean(table, "requeue", "executor.")?
+            .read(at(table, "executor.").boolean("requeue"))?
             .unwrap_or(false);
         Ok(Executor::Slurm(Box::new(
             SlurmOptions {
@@ -751,7 +722,7 @@ impl Reader<'_> {
         prefix: &str,
     ) -> Result<SlurmOverrides, PlanError> {
         let text = |key: &str| -> Result<Option<String>, PlanError> {
-            let v = self.string(table, key, prefix)?;
+            let v = self.read(at(table, prefix).string(key))?;
             if let Some(v) = &v {
                 if v.trim().is_empty() {
                     return Err(self.err(format!("{prefix}{key}"), "must not be empty"));
@@ -760,7 +731,7 @@ impl Reader<'_> {
             }
             Ok(v)
         };
-        let extra = self.strings(table, "extra", prefix)?;
+        let extra = self.read(at(table, prefix).strings("extra"))?;
         for (i, e) in extra.iter().enumerate() {
             self.no_nul(format!("{prefix}extra[{i}]"), e)?;
             if !e.starts_with('-') {
@@ -800,13 +771,13 @@ impl Reader<'_> {
             let prefix = format!("columns[{i}].");
             self.check_keys(c, &prefix, COLUMN_KEYS)?;
             let metric = self
-                .string(c, "metric", &prefix)?
+                .read(at(c, &prefix).string("metric"))?
                 .filter(|m| !m.trim().is_empty())
                 .ok_or_else(|| self.err(format!("{prefix}metric"), "missing (the metric name)"))?;
             let label = self
-                .string(c, "label", &prefix)?
+                .read(at(c, &prefix).string("label"))?
                 .unwrap_or_else(|| metric.clone());
-            let show = match self.string(c, "show", &prefix)?.as_deref() {
+            let show = match self.read(at(c, &prefix).string("show"))?.as_deref() {
                 None | Some("value") => Show::Value,
                 Some("speedup") => Show::Speedup,
                 Some("both") => Show::Both,
@@ -843,11 +814,14 @@ impl Reader<'_> {
         };
         self.check_keys(g, "gate.", GATE_KEYS)?;
         let metric = self
-            .string(g, "metric", "gate.")?
+            .read(at(g, "gate.").string("metric"))?
             .filter(|m| !m.trim().is_empty())
             .ok_or_else(|| self.err("gate.metric", "missing (the metric the gate judges)"))?;
-        let max_slowdown = self.number(g, "max_slowdown", "gate.")?;
-        let min_speedup = match (self.number(g, "min_speedup", "gate.")?, max_slowdown) {
+        let max_slowdown = self.read(at(g, "gate.").number("max_slowdown"))?;
+        let min_speedup = match (
+            self.read(at(g, "gate.").number("min_speedup"))?,
+            max_slowdown,
+        ) {
             (Some(_), Some(_)) => {
                 return Err(self.err(
                     "gate.max_slowdown",
@@ -870,11 +844,11 @@ impl Reader<'_> {
                 ))
             }
         };
-        let min_effect = self.number(g, "min_effect", "gate.")?;
+        let min_effect = self.read(at(g, "gate.").number("min_effect"))?;
         if min_effect.is_some_and(|e| e < 0.0) {
             return Err(self.err("gate.min_effect", "must be ≥ 0"));
         }
-        let arm = self.string(g, "arm", "gate.")?;
+        let arm = self.read(at(g, "gate.").string("arm"))?;
         if let Some(a) = &arm {
             if !arms.contains(a.as_str()) {
                 return Err(self.err("gate.arm", format!("`{a}` names no arm")));
@@ -903,7 +877,7 @@ impl Reader<'_> {
         prefix: &str,
         none_ok: bool,
     ) -> Result<Option<Direction>, PlanError> {
-        match self.string(t, "direction", prefix)?.as_deref() {
+        match self.read(at(t, prefix).string("direction"))?.as_deref() {
             None => Ok(None),
             Some("lower") => Ok(Some(Direction::Lower)),
             Some("higher") => Ok(Some(Direction::Higher)),
@@ -930,12 +904,12 @@ impl Reader<'_> {
             let prefix = format!("guard[{i}].");
             self.check_keys(g, &prefix, GUARD_KEYS)?;
             let metric = self
-                .string(g, "metric", &prefix)?
+                .read(at(g, &prefix).string("metric"))?
                 .filter(|m| !m.trim().is_empty())
                 .ok_or_else(|| {
                     self.err(format!("{prefix}metric"), "missing (the metric guarded)")
                 })?;
-            let margin = self.number(g, "margin", &prefix)?.ok_or_else(|| {
+            let margin = self.read(at(g, &prefix).number("margin"))?.ok_or_else(|| {
                 self.err(
                     format!("{prefix}margin"),
                     "missing (how much worse the arm may be, in the metric's units, e.g. 0.05)",
@@ -945,7 +919,7 @@ impl Reader<'_> {
                 return Err(self.err(format!("{prefix}margin"), "must be ≥ 0"));
             }
             let direction = self.direction(g, &prefix, false)?;
-            let arm = self.string(g, "arm", &prefix)?;
+            let arm = self.read(at(g, &prefix).string("arm"))?;
             if let Some(a) = &arm {
                 if !arms.contains(a.as_str()) || a == baseline {
                     return Err(self.err(
