@@ -1,4 +1,4 @@
-//! Information-state encoding (spec §2): a game state seen by one observer as
+//! Information-state encoding (docs/deep-cfr.md §2): a game state seen by one observer as
 //! a flat `f32` vector for the networks.
 //!
 //! Layout and normalisers follow the reference exactly (fixtures README,

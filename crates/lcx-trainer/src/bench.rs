@@ -1,4 +1,4 @@
-//! `lcx bench trainer` (spec §12.1): the cost of one advantage pass (both
+//! `lcx bench trainer` (docs/deep-cfr.md §12.1): the cost of one advantage pass (both
 //! players) plus one strategy pass on synthetic memories, fp32 or AMP.
 
 use std::time::Instant;

@@ -1,4 +1,4 @@
-//! Checkpoints (spec §8.6): the three networks and their AdamW states in one
+//! Checkpoints (docs/deep-cfr.md §8.6): the three networks and their AdamW states in one
 //! safetensors file, plus a JSON sidecar with the iteration and the config.
 //! Both are written to a temporary name and renamed, so an interrupted save
 //! leaves the previous checkpoint whole.

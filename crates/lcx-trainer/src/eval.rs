@@ -1,4 +1,4 @@
-//! Evaluation against scripted bots (spec §10): the strategy network plays
+//! Evaluation against scripted bots (docs/deep-cfr.md §10): the strategy network plays
 //! greedily (argmax of the masked logits, ties to the lowest id) in many
 //! games at once, its decisions batched into few forwards.
 

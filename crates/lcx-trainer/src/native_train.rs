@@ -32,7 +32,7 @@ use super::TrainerError;
 use lcx_core::cfr::memory::Batch;
 use lcx_core::cfr::regret::{is_legal, ACTIONS};
 
-/// The loss a network is trained on (spec §8.3–8.4).
+/// The loss a network is trained on (docs/deep-cfr.md §8.3–8.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Loss {
     /// Weighted squared error on the legal entries.

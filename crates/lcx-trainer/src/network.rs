@@ -1,4 +1,4 @@
-//! The Deep CFR MLP (spec §3.1): `num_layers` × [Linear, activation], then a
+//! The Deep CFR MLP (docs/deep-cfr.md §3.1): `num_layers` × [Linear, activation], then a
 //! Linear to the 22 unified actions. Used for the two advantage networks and
 //! the strategy network.
 

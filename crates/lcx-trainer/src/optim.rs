@@ -1,5 +1,5 @@
 //! Optimisation: one network with its AdamW, the shared gradient scaler for
-//! mixed precision, and the advantage and strategy losses (spec §8.3–8.5).
+//! mixed precision, and the advantage and strategy losses (docs/deep-cfr.md §8.3–8.5).
 
 use tch::nn::VarStore;
 use tch::{Device, Kind, Tensor};
@@ -325,7 +325,7 @@ pub(crate) const TEST_WEIGHTINGS: [Weighting; 3] = [
     },
 ];
 
-/// The advantage loss (spec §8.3), computed in f32: squared error on the
+/// The advantage loss (docs/deep-cfr.md §8.3), computed in f32: squared error on the
 /// legal entries, normalised by the (weighted) number of legal entries.
 /// `mask` is 0/1 floats of shape [B, 22], `iterations` [B].
 pub fn advantage_loss(
@@ -364,7 +364,7 @@ pub fn advantage_loss(
     }
 }
 
-/// The strategy loss (spec §8.4), in f32: cross-entropy of the target
+/// The strategy loss (docs/deep-cfr.md §8.4), in f32: cross-entropy of the target
 /// distribution against the masked log-softmax of the logits.
 pub fn strategy_loss(
     logits: &Tensor,

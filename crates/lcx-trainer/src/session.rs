@@ -1,4 +1,4 @@
-//! A whole training run (spec §8.2, §9): the run directory, iterations until
+//! A whole training run (docs/deep-cfr.md §8.2, §9): the run directory, iterations until
 //! `max_iterations` or `max_minutes`, checkpoints, `metrics.jsonl`,
 //! `train.log` and the optional metrics stream for the experiment runner.
 //!
@@ -65,7 +65,7 @@ pub fn slug(name: &str) -> String {
 }
 
 /// Whether the next evaluation after `iteration` falls beyond
-/// `max_iterations` (spec §9's start-up warning).
+/// `max_iterations` (docs/deep-cfr.md §9's start-up warning).
 pub fn eval_never_runs(iteration: u64, eval_every: u64, max_iterations: u64) -> bool {
     if eval_every == 0 {
         return false;

@@ -1,4 +1,4 @@
-//! The Deep CFR training loop (spec §8): traversals for both players,
+//! The Deep CFR training loop (docs/deep-cfr.md §8): traversals for both players,
 //! advantage training (warm start), strategy training, evaluation, memory
 //! metrics, checkpoints, and one metrics object per iteration.
 
@@ -40,7 +40,7 @@ pub enum TrainError {
     Workers(#[from] super::workers::WorkerError),
 }
 
-/// One iteration's metrics, keyed by the names of design.md §8.
+/// One iteration's metrics, keyed by the names of `lcx_core::metrics`.
 pub type Metrics = BTreeMap<String, f64>;
 
 /// Resolves the traversal settings of a trainer config.

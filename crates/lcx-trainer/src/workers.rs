@@ -1,5 +1,5 @@
 //! Running an iteration's traversals over the trainer's libtorch networks
-//! (spec §6.3 with lcx's §0 choices): in the calling thread
+//! (docs/deep-cfr.md §6.3 with lcx's §0 choices): in the calling thread
 //! (`traversal.num_workers = 0`) or on a dedicated rayon pool of N threads
 //! that share the networks read-only, each with one libtorch intra-op
 //! thread. The generic part (seeds, chunks, deterministic merge) lives in

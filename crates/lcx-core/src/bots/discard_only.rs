@@ -1,6 +1,6 @@
 //! `discard_only`: the baseline that never builds an expedition. In the CARD
 //! phase it discards the lowest legal slot; in the DRAW phase it takes the
-//! deck when it can, otherwise the first legal id (deep-cfr-spec.md §5.6).
+//! deck when it can, otherwise the first legal id (docs/deep-cfr.md §5.6).
 
 use super::Bot;
 use crate::game::GameState;

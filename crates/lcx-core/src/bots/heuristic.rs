@@ -2,7 +2,7 @@
 //! and its noisy variant.
 //!
 //! The decision procedure follows the reference project's heuristic bot
-//! (deep-cfr-spec.md §10.4): in the CARD phase a cascade of stages
+//! (docs/deep-cfr.md §10.4): in the CARD phase a cascade of stages
 //! (handshake, number, forced opening, discard), each taking the candidate
 //! with the highest (score, action id); in the DRAW phase the deck is weighed
 //! against every legal pile top and the deck wins ties. Every decision is a

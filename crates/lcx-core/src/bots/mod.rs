@@ -4,7 +4,7 @@
 //!
 //! Bots are pure (no I/O) and see the full [`GameState`] but only read what
 //! the acting player may know (own hand, the table, counts). They answer
-//! with unified action ids (deep-cfr-spec.md §1.4).
+//! with unified action ids (docs/deep-cfr.md §1.4).
 
 pub mod arena;
 mod discard_only;

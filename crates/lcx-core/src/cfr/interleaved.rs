@@ -1,4 +1,4 @@
-//! The interleaved (batched) traversal scheduler (spec §6.2).
+//! The interleaved (batched) traversal scheduler (docs/deep-cfr.md §6.2).
 //!
 //! Many traversals are in flight at once. Each game is a *context* with its
 //! own state, RNG and an explicit frame stack instead of recursion, so a
@@ -163,7 +163,7 @@ struct Pending {
 }
 
 /// The post-order half of a non-fixed node: everything steps 5–8 of
-/// spec §5.2 need once the child's value is known. The info state (needed
+/// docs/deep-cfr.md §5.2 need once the child's value is known. The info state (needed
 /// only for the traverser's advantage sample) lives in the context's
 /// `saved` arena, so frames stay small.
 #[derive(Debug, Clone, Copy)]
@@ -292,7 +292,7 @@ impl Core<'_> {
         Ok(false)
     }
 
-    /// Steps 1–3 of spec §5.2; true when a network query was posted.
+    /// Steps 1–3 of docs/deep-cfr.md §5.2; true when a network query was posted.
     fn enter(&mut self, ctx: &mut Context, depth: u64) -> Result<bool, TraversalError> {
         let params = self.params;
         ctx.nodes += 1;
@@ -419,7 +419,7 @@ impl Core<'_> {
         Ok(())
     }
 
-    /// Steps 5.3–8 of spec §5.2 once the child's value is `ctx.last_value`.
+    /// Steps 5.3–8 of docs/deep-cfr.md §5.2 once the child's value is `ctx.last_value`.
     fn after_child(&mut self, ctx: &mut Context, a: AfterChild) -> Result<(), TraversalError> {
         ctx.state.undo(&a.undo);
         unswap_deck(&mut ctx.state, a.swapped)?;

@@ -1,4 +1,4 @@
-//! Reservoir memories of training samples (spec §7), stored compactly.
+//! Reservoir memories of training samples (docs/deep-cfr.md §7), stored compactly.
 //!
 //! Storage choice: info states are kept as f32 (bit-exact with what the
 //! traversal encoded, so recursive/interleaved parity can compare samples and

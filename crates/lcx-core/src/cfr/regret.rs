@@ -1,5 +1,5 @@
 //! Regret matching, the strategy softmax, exploration and sampling
-//! (spec §4). All functions work on unified-action vectors of length
+//! (docs/deep-cfr.md §4). All functions work on unified-action vectors of length
 //! [`ACTIONS`] with a legal mask given as a bit set (bit `a` = action `a`).
 
 #![expect(
@@ -43,7 +43,7 @@ pub fn is_legal(mask: u64, a: usize) -> bool {
 /// fallback. Illegal entries are 0; with no legal action everything is 0.
 ///
 /// Under [`Fallback::ArgmaxTiebreak`] ties are broken the same way by both
-/// schedulers (a deliberate change from the reference, spec §0): scanning
+/// schedulers (a deliberate change from the reference, docs/deep-cfr.md §0): scanning
 /// upward, the k-th tied action replaces the pick when `next_u32() % k == 0`.
 /// The RNG is consumed only when there is more than one tied action, and
 /// exactly once per tied action after the first.

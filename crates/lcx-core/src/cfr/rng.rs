@@ -1,5 +1,5 @@
 //! The traversal's random numbers: a 32-bit linear congruential generator
-//! (spec §5.1). It is deliberately tiny and fully specified so that the
+//! (docs/deep-cfr.md §5.1). It is deliberately tiny and fully specified so that the
 //! recursive and interleaved schedulers can consume exactly the same draws in
 //! the same order and therefore produce identical samples.
 

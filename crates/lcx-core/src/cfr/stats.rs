@@ -1,4 +1,4 @@
-//! Traversal statistics (spec §5.8): counters summed across traversals and
+//! Traversal statistics (docs/deep-cfr.md §5.8): counters summed across traversals and
 //! workers, exported as `traversal/*` metrics.
 
 use std::collections::BTreeMap;
@@ -46,7 +46,7 @@ pub struct TraversalStats {
     pub rollout_timeouts: u64,
 }
 
-/// The five categories of spec §5.8's legal-action mix.
+/// The five categories of docs/deep-cfr.md §5.8's legal-action mix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ActionKind {
     /// Play on an expedition the actor has opened.
@@ -92,7 +92,7 @@ pub struct FallbackMix {
     pub chosen: Option<ActionKind>,
 }
 
-/// Endpoint bucket settings (spec §11 `endpoint_depth_bucket_*`).
+/// Endpoint bucket settings (docs/deep-cfr.md §11 `endpoint_depth_bucket_*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Buckets {
     pub width: u64,
@@ -242,7 +242,7 @@ impl TraversalStats {
         self.rollout_timeouts += other.rollout_timeouts;
     }
 
-    /// The `traversal/*` metrics of spec §9 that these counters support.
+    /// The `traversal/*` metrics of docs/deep-cfr.md §9 that these counters support.
     /// Sample and rollout counters are not exported, as in the reference.
     pub fn metrics(&self, buckets: Buckets) -> Vec<(String, f64)> {
         let mut m: Vec<(String, f64)> = Vec::new();

@@ -1,4 +1,4 @@
-//! Traversals (spec §5): one freshly dealt game per traversal, walked for a
+//! Traversals (docs/deep-cfr.md §5): one freshly dealt game per traversal, walked for a
 //! fixed traverser p, producing advantage samples for p and strategy samples.
 //!
 //! This file holds the recursive (depth-first) scheduler and the pieces of
@@ -251,7 +251,7 @@ pub fn opened_colors(state: &GameState, player: usize) -> u64 {
         .count() as u64
 }
 
-/// The category of unified `action` for `player` at `state` (spec §5.8).
+/// The category of unified `action` for `player` at `state` (docs/deep-cfr.md §5.8).
 pub fn action_kind(state: &GameState, player: usize, action: usize) -> ActionKind {
     let base = state.draw_base();
     if action >= base {
@@ -380,7 +380,7 @@ pub fn stores_strategy(
     allowed && depth.is_multiple_of(params.strategy_interval.max(1))
 }
 
-/// Which endpoint a node is (spec §5.2 step 2).
+/// Which endpoint a node is (docs/deep-cfr.md §5.2 step 2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Endpoint {
     /// The game's node budget ran out: worth the cutoff value.

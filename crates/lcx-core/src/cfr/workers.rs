@@ -1,5 +1,5 @@
 //! Planning an iteration's traversals and running them on either scheduler,
-//! in the calling thread or on a rayon pool (spec §6.3).
+//! in the calling thread or on a rayon pool (docs/deep-cfr.md §6.3).
 //!
 //! Every game's seeds depend only on (iteration, player, index): the deal
 //! seed as before, and its own RNG seed base_seed + index·1,000,003 with
@@ -25,7 +25,7 @@ use super::policy::Policy;
 use super::traversal::{RecursiveTraverser, TraversalError, TraversalOutput, TraversalParams};
 use crate::game::{GameState, Rules};
 
-/// The per-game seeds of iteration `iteration` (spec §6.2–6.3, with lcx's
+/// The per-game seeds of iteration `iteration` (docs/deep-cfr.md §6.2–6.3, with lcx's
 /// own seed for every chunk). Arithmetic wraps: any `run.seed` is valid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SeedPlan {

@@ -1,5 +1,5 @@
-//! Trainer configuration: the TOML schema of deep-cfr-spec §11 (as scoped by
-//! §0), its code defaults, validation with messages that name the key, and
+//! Trainer configuration: the TOML schema of docs/deep-cfr.md §11 (as scoped by
+//! docs/deep-cfr.md §0), its code defaults, validation with messages that name the key, and
 //! the `--set path.to.key=value` overrides.
 //!
 //! Flow: TOML text → `toml::Table` → each `--set` merged in order → the

@@ -15,11 +15,11 @@ use crate::toml_read::{KeyError, Table};
 const DROPPED_SECTIONS: &[(&str, &str)] = &[
     (
         "self_play",
-        "it configures the self-play league, which lcx leaves out (deep-cfr-spec §0)",
+        "it configures the self-play league, which lcx leaves out (docs/deep-cfr.md §0)",
     ),
     (
         "inference_server",
-        "it configures the shared-memory inference server, which lcx leaves out (deep-cfr-spec §0)",
+        "it configures the shared-memory inference server, which lcx leaves out (docs/deep-cfr.md §0)",
     ),
 ];
 
@@ -235,7 +235,7 @@ fn read_traversal(s: &mut Section) -> Read<TraversalConfig> {
             .choice("outcome_unsampled_regret", d.outcome_unsampled_regret)?,
         outcome_unsampled_first_open_prior_alpha: s.zero_only(
             "outcome_unsampled_first_open_prior_alpha",
-            "the first-open prior is left out (deep-cfr-spec §0)",
+            "the first-open prior is left out (docs/deep-cfr.md §0)",
         )?,
         cutoff_value_mode: s.choice("cutoff_value_mode", d.cutoff_value_mode)?,
         cutoff_rollouts: s.int("cutoff_rollouts", d.cutoff_rollouts, 0)?,
@@ -329,7 +329,7 @@ fn read_optimization(s: &mut Section) -> Read<OptimizationConfig> {
         )?,
         advantage_first_open_fraction: s.zero_only(
             "advantage_first_open_fraction",
-            "first-open oversampling is left out (deep-cfr-spec §0)",
+            "first-open oversampling is left out (docs/deep-cfr.md §0)",
         )?,
         learning_rate: s.float("learning_rate", d.learning_rate, Bound::Positive)?,
         weight_decay: s.float("weight_decay", d.weight_decay, Bound::NonNegative)?,
@@ -369,7 +369,7 @@ fn read_checkpoint(s: &mut Section) -> Read<CheckpointConfig> {
             "checkpoint.exact_resume",
             "`checkpoint.exact_resume = true` is not supported by lcx: a resume restores the \
              networks, optimisers and iteration only; memories, RNGs and the grad scaler \
-             start fresh (deep-cfr-spec §8.6); set it to false",
+             start fresh (docs/deep-cfr.md §8.6); set it to false",
         ));
     }
     Ok(c)
@@ -393,9 +393,9 @@ fn read_evaluation(s: &mut Section) -> Read<EvaluationConfig> {
     Ok(c)
 }
 
-/// The rules of deep-cfr-spec §1.1 and §11 that involve several keys.
+/// The rules of docs/deep-cfr.md §1.1 and §11 that involve several keys.
 fn check_rules_between_keys(c: &TrainerConfig) -> Read<()> {
-    // The engine's own checks (§1.1 plus its capacities), after the
+    // The engine's own checks (docs/deep-cfr.md §1.1 plus its capacities), after the
     // per-key ranges above gave the precise messages they can.
     if let Err(err) = c.rules.validate() {
         return Err(Problem::new("rules", format!("`rules`: {err}")));
@@ -425,7 +425,7 @@ fn check_rules_between_keys(c: &TrainerConfig) -> Read<()> {
                     "traversal.opponent_policy",
                     "`traversal.opponent_policy = \"discard_only\"` needs \
                      `traversal.scheduler = \"interleaved\"`; the recursive scheduler does not \
-                     support it (deep-cfr-spec §6.1)",
+                     support it (docs/deep-cfr.md §6.1)",
                 )
                 .with_related(&["traversal.scheduler"]));
             }
@@ -435,7 +435,7 @@ fn check_rules_between_keys(c: &TrainerConfig) -> Read<()> {
 }
 
 fn check_interleaved(t: &TraversalConfig) -> Read<()> {
-    const WHY: &str = "with `traversal.scheduler = \"interleaved\"` (deep-cfr-spec §6.2)";
+    const WHY: &str = "with `traversal.scheduler = \"interleaved\"` (docs/deep-cfr.md §6.2)";
     let related = &["traversal.scheduler"];
     if t.sampling_mode != SamplingMode::Outcome {
         return Err(Problem::new(

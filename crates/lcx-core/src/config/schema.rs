@@ -1,8 +1,8 @@
 //! The typed trainer configuration: one struct per TOML section, one enum per
 //! string choice, and the code defaults.
 //!
-//! Code defaults are the reference's `config.py` defaults (deep-cfr-spec §11)
-//! except where §0 changes them (`traversal.opponent_policy` defaults to
+//! Code defaults are the reference's `config.py` defaults (docs/deep-cfr.md §11)
+//! except where docs/deep-cfr.md §0 changes them (`traversal.opponent_policy` defaults to
 //! `average_strategy`). They live only in the `Default` impls below; the
 //! reader in `read.rs` takes every missing key from them.
 //!
@@ -19,7 +19,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 pub const NONE: &str = "none";
 
 /// A string-valued config choice: the accepted names, and the names the
-/// reference accepts but lcx deliberately does not (deep-cfr-spec §0).
+/// reference accepts but lcx deliberately does not (docs/deep-cfr.md §0).
 pub trait Choice: Sized + Copy + PartialEq + fmt::Debug + 'static {
     /// Every supported value, in the canonical spelling.
     const ALL: &'static [Self];
@@ -39,7 +39,7 @@ pub trait Choice: Sized + Copy + PartialEq + fmt::Debug + 'static {
 }
 
 /// Lowercases, trims and maps `-` to `_`, the way the reference normalises
-/// bot names (§10.4); applied to every choice so `heuristic-balanced` works.
+/// bot names (docs/deep-cfr.md §10.4); applied to every choice so `heuristic-balanced` works.
 pub(crate) fn normalize_name(text: &str) -> String {
     text.trim().to_ascii_lowercase().replace('-', "_")
 }
@@ -80,7 +80,7 @@ choice_enum! {
         Mlp = "mlp",
     }
     unsupported {
-        "color_shared" => "the colour-shared network is left out of lcx (deep-cfr-spec §0)",
+        "color_shared" => "the colour-shared network is left out of lcx (docs/deep-cfr.md §0)",
     }
 }
 
@@ -148,7 +148,7 @@ choice_enum! {
         HeuristicBalanced = "heuristic_balanced",
     }
     unsupported {
-        "self_play_league" => "the self-play league is left out of lcx (deep-cfr-spec §0); use average_strategy, the default.yaml value",
+        "self_play_league" => "the self-play league is left out of lcx (docs/deep-cfr.md §0); use average_strategy, the default.yaml value",
     }
 }
 
@@ -158,12 +158,12 @@ choice_enum! {
         Local = "local",
     }
     unsupported {
-        "server" => "the shared-memory inference server is left out of lcx (deep-cfr-spec §0); workers are threads sharing the weights",
+        "server" => "the shared-memory inference server is left out of lcx (docs/deep-cfr.md §0); workers are threads sharing the weights",
     }
 }
 
 choice_enum! {
-    /// Traversal scheduler (`traversal.scheduler`), deep-cfr-spec §6.
+    /// Traversal scheduler (`traversal.scheduler`), docs/deep-cfr.md §6.
     pub enum Scheduler {
         Recursive = "recursive",
         Interleaved = "interleaved",
@@ -202,7 +202,7 @@ choice_enum! {
 }
 
 choice_enum! {
-    /// An evaluation opponent (deep-cfr-spec §10.4).
+    /// An evaluation opponent (docs/deep-cfr.md §10.4).
     pub enum EvalOpponent {
         Random = "random",
         DiscardOnly = "discard_only",
@@ -295,7 +295,7 @@ impl FromStr for EvalDevice {
 }
 
 /// Traversal worker threads: a fixed count (0 = in-process) or `auto`
-/// (max(1, cpus/2), deep-cfr-spec §6.3).
+/// (max(1, cpus/2), docs/deep-cfr.md §6.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum WorkerCount {
     Auto,
@@ -413,7 +413,7 @@ pub(crate) mod none_as_string {
     }
 }
 
-/// The whole trainer configuration (deep-cfr-spec §11, lcx scope of §0).
+/// The whole trainer configuration (docs/deep-cfr.md §11, lcx scope of §0).
 ///
 /// Deserialising goes through the validating reader (`read.rs`), so a
 /// `TrainerConfig` obtained from serde is always valid.
@@ -421,7 +421,7 @@ pub(crate) mod none_as_string {
 #[serde(try_from = "toml::Table")]
 pub struct TrainerConfig {
     pub run: RunConfig,
-    /// `[rules]`: the game variant (deep-cfr-spec §1.1), the engine's own type.
+    /// `[rules]`: the game variant (docs/deep-cfr.md §1.1), the engine's own type.
     pub rules: crate::game::Rules,
     pub encoding: EncodingConfig,
     pub network: NetworkConfig,
@@ -471,7 +471,7 @@ impl Default for RunConfig {
     }
 }
 
-/// `[encoding]`: optional feature blocks (deep-cfr-spec §2).
+/// `[encoding]`: optional feature blocks (docs/deep-cfr.md §2).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct EncodingConfig {
@@ -479,7 +479,7 @@ pub struct EncodingConfig {
     pub slot_aware_playability: bool,
 }
 
-/// `[network]`: the MLP (deep-cfr-spec §3).
+/// `[network]`: the MLP (docs/deep-cfr.md §3).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct NetworkConfig {
@@ -518,7 +518,7 @@ impl Default for NetworkConfig {
 }
 
 /// `[traversal]`: sampling, cutoffs, opponents, scheduler and workers
-/// (deep-cfr-spec §5, §6).
+/// (docs/deep-cfr.md §5, §6).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TraversalConfig {
@@ -533,7 +533,7 @@ pub struct TraversalConfig {
     #[serde(with = "none_as_string")]
     pub outcome_sampling_value_clip: Option<f64>,
     pub outcome_unsampled_regret: UnsampledRegret,
-    /// Must stay 0: the first-open prior is left out of lcx (§0).
+    /// Must stay 0: the first-open prior is left out of lcx (docs/deep-cfr.md §0).
     pub outcome_unsampled_first_open_prior_alpha: f64,
     pub cutoff_value_mode: CutoffValueMode,
     pub cutoff_rollouts: u32,
@@ -553,7 +553,7 @@ pub struct TraversalConfig {
     pub interleave_width: u32,
     pub interleave_max_batch: u32,
     /// lcx: refill the interleaved window as games finish (false = the
-    /// reference's waves, deep-cfr-spec §0).
+    /// reference's waves, docs/deep-cfr.md §0).
     pub interleave_refill: bool,
     /// lcx: interleaved workers share one game queue and hand games in
     /// flight to a worker that runs out, where forwards are batch-invariant
@@ -577,7 +577,7 @@ impl Default for TraversalConfig {
             cutoff_rollouts: 0,
             cutoff_rollout_policy: RolloutPolicy::Random,
             cutoff_rollout_max_steps: 10_000,
-            // §0: the reference's config.py default is self_play_league.
+            // docs/deep-cfr.md §0: the reference's config.py default is self_play_league.
             opponent_policy: OpponentPolicy::AverageStrategy,
             strategy_sample_interval: 1,
             store_strategy_on_traverser_nodes: true,
@@ -597,7 +597,7 @@ impl Default for TraversalConfig {
     }
 }
 
-/// `[regret_matching]` (deep-cfr-spec §4).
+/// `[regret_matching]` (docs/deep-cfr.md §4).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RegretMatchingConfig {
@@ -612,7 +612,7 @@ impl Default for RegretMatchingConfig {
     }
 }
 
-/// `[training_weighting]`: iteration weights of the losses (deep-cfr-spec §8.3–8.4).
+/// `[training_weighting]`: iteration weights of the losses (docs/deep-cfr.md §8.3–8.4).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TrainingWeightingConfig {
@@ -635,7 +635,7 @@ impl Default for TrainingWeightingConfig {
     }
 }
 
-/// `[optimization]`: batches, steps and AdamW (deep-cfr-spec §8).
+/// `[optimization]`: batches, steps and AdamW (docs/deep-cfr.md §8).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct OptimizationConfig {
@@ -643,7 +643,7 @@ pub struct OptimizationConfig {
     pub strategy_batch_size: u32,
     pub advantage_updates_per_iteration: u32,
     pub strategy_updates_per_iteration: u32,
-    /// Must stay 0: first-open oversampling is left out of lcx (§0).
+    /// Must stay 0: first-open oversampling is left out of lcx (docs/deep-cfr.md §0).
     pub advantage_first_open_fraction: f64,
     pub learning_rate: f64,
     pub weight_decay: f64,
@@ -680,7 +680,7 @@ impl Default for OptimizationConfig {
     }
 }
 
-/// `[memory]`: reservoir capacities (deep-cfr-spec §7).
+/// `[memory]`: reservoir capacities (docs/deep-cfr.md §7).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct MemoryConfig {
@@ -698,7 +698,7 @@ impl Default for MemoryConfig {
     }
 }
 
-/// `[checkpoint]` (deep-cfr-spec §8.6).
+/// `[checkpoint]` (docs/deep-cfr.md §8.6).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CheckpointConfig {
@@ -722,7 +722,7 @@ impl Default for CheckpointConfig {
     }
 }
 
-/// `[evaluation]` (deep-cfr-spec §10).
+/// `[evaluation]` (docs/deep-cfr.md §10).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct EvaluationConfig {
@@ -758,7 +758,7 @@ impl Default for EvaluationConfig {
 }
 
 impl EvaluationConfig {
-    /// The opponents to evaluate against after iteration `t` (deep-cfr-spec
+    /// The opponents to evaluate against after iteration `t` (docs/deep-cfr.md
     /// §10.1): none unless t > 0 and eval_every divides t; the extended ones
     /// appended without duplicates when extended_eval_every also divides t.
     pub fn opponents_for_iteration(&self, t: u64) -> Vec<EvalOpponent> {

@@ -1,4 +1,4 @@
-//! `--set path.to.key=value` overrides (deep-cfr-spec §11, in TOML).
+//! `--set path.to.key=value` overrides (docs/deep-cfr.md §11, in TOML).
 //!
 //! VALUE is read as a TOML value (`1e-4`, `false`, `[1, 2]`, `"x"`,
 //! `{ a = 1 }`); a bare word that is not TOML is taken as a string, so

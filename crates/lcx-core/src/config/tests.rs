@@ -42,7 +42,7 @@ fn empty_file_is_the_code_defaults() {
     let cfg = ok("");
     assert_eq!(cfg, TrainerConfig::default());
     assert_eq!(load(None, &[]).unwrap(), TrainerConfig::default());
-    // §0: the reference's default opponent is replaced.
+    // docs/deep-cfr.md §0: the reference's default opponent is replaced.
     assert_eq!(
         cfg.traversal.opponent_policy,
         OpponentPolicy::AverageStrategy
@@ -400,7 +400,7 @@ fn evaluation_opponent_lists_are_checked_item_by_item() {
     );
 }
 
-// ---- what lcx leaves out (deep-cfr-spec §0) ----
+// ---- what lcx leaves out (docs/deep-cfr.md §0) ----
 
 #[test]
 fn left_out_options_are_not_supported_by_lcx() {

@@ -1,4 +1,4 @@
-//! Experiments: a TOML file (design.md §5) is read and validated into a
+//! Experiments: a TOML file (the format the README and `plan.rs` document) is read and validated into a
 //! [`Plan`] (every arm resolved to the exact child command and trainer
 //! config), the plan expands to cells (arm × repeat), and the [`runner`]
 //! runs each cell as a child process, writing its JSON lines to the store

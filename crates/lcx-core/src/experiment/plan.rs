@@ -1,4 +1,4 @@
-//! Experiment file (TOML, design.md §5) → validated, resolved [`Plan`].
+//! Experiment file (TOML) → validated, resolved [`Plan`].
 //!
 //! Reading is strict and happens completely before anything runs or is
 //! written: unknown keys, wrong types, duplicate or empty arms, a baseline

@@ -1,4 +1,4 @@
-//! Lost Cities rules engine (spec §1): pure game logic, no I/O, no tch.
+//! Lost Cities rules engine (docs/deep-cfr.md §1): pure game logic, no I/O, no tch.
 //!
 //! The state is a flat, fixed-capacity struct (arrays + lengths, one byte per
 //! card) so that `clone()` is a memcpy and applying an action never touches the

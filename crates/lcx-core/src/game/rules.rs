@@ -1,4 +1,4 @@
-//! Rules configuration (spec §1.1): sizes and scoring constants of a Lost
+//! Rules configuration (docs/deep-cfr.md §1.1): sizes and scoring constants of a Lost
 //! Cities variant, their validation, and the derived quantities (deck size,
 //! action-space layout, card codes) that the engine and the encoding share.
 
@@ -59,7 +59,7 @@ impl Rules {
         }
     }
 
-    /// The tiny deterministic variant of the `canonical_small` fixture (§1.9).
+    /// The tiny deterministic variant of the `canonical_small` fixture (docs/deep-cfr.md §1.9).
     pub const fn canonical_small() -> Self {
         Self {
             n_colors: 2,
@@ -88,7 +88,7 @@ impl Rules {
         }
     }
 
-    /// Checks §1.1's constraints and this engine's fixed capacities.
+    /// Checks docs/deep-cfr.md §1.1's constraints and this engine's fixed capacities.
     pub fn validate(&self) -> Result<(), GameError> {
         let positive = [
             ("n_colors", self.n_colors),
@@ -200,7 +200,7 @@ impl Rules {
         self.n_colors as usize * (self.n_ranks as usize + 1)
     }
 
-    /// Score of one expedition from its summary (§1.7).
+    /// Score of one expedition from its summary (docs/deep-cfr.md §1.7).
     #[inline]
     pub fn expedition_score(&self, len: usize, handshakes: u8, numeric_sum: i32) -> i32 {
         if len == 0 {
@@ -222,7 +222,7 @@ impl Rules {
     }
 
     /// The unshuffled deck: each colour in turn, its handshakes then ranks
-    /// 1..n_ranks (§1.2).
+    /// 1..n_ranks (docs/deep-cfr.md §1.2).
     pub fn ordered_deck(&self) -> Vec<Card> {
         let mut deck = Vec::with_capacity(self.deck_size());
         for color in 0..self.n_colors as u8 {

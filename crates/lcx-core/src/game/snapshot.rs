@@ -1,4 +1,4 @@
-//! JSON snapshot of a state (§1.8): `{config, deck, hands, expeditions,
+//! JSON snapshot of a state (docs/deep-cfr.md §1.8): `{config, deck, hands, expeditions,
 //! discards, current_player, phase, pending_discarded_color, turn_count,
 //! terminal}` with cards as `{color, rank}`.
 //!

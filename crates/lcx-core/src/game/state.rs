@@ -1,5 +1,5 @@
-//! The game state, its transitions (§1.4–1.6), scoring caches (§1.7), undo and
-//! invariant checks (§1.8).
+//! The game state, its transitions (docs/deep-cfr.md §1.4–1.6), scoring caches (§1.7), undo and
+//! invariant checks (docs/deep-cfr.md §1.8).
 
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -162,7 +162,7 @@ impl std::fmt::Debug for GameState {
 
 impl GameState {
     /// A new game: the ordered deck shuffled with a ChaCha8 RNG seeded from
-    /// `seed`, then dealt (§1.2).
+    /// `seed`, then dealt (docs/deep-cfr.md §1.2).
     pub fn new(rules: &Rules, seed: u64) -> Result<Self, GameError> {
         rules.validate()?;
         let mut s = Self::empty(rules);
@@ -359,7 +359,7 @@ impl GameState {
     pub fn score_diff(&self, p: usize) -> i32 {
         self.totals[p] - self.totals[1 - p]
     }
-    /// Whether `card` may be played on player `p`'s expedition (§1.5): a
+    /// Whether `card` may be played on player `p`'s expedition (docs/deep-cfr.md §1.5): a
     /// handshake only before any number, a number only above the last one.
     #[inline]
     pub fn can_play(&self, p: usize, card: Card) -> bool {
@@ -673,7 +673,7 @@ impl GameState {
 
     // ----- invariants ------------------------------------------------------
 
-    /// Checks §1.8's invariants plus the consistency of the cached scores.
+    /// Checks docs/deep-cfr.md §1.8's invariants plus the consistency of the cached scores.
     pub fn validate_invariants(&self) -> Result<(), GameError> {
         let r = &self.rules;
         let nc = self.n_colors as usize;
@@ -939,7 +939,7 @@ fn insert_slot(hand: &mut [Card; MAX_HAND], slot: usize, card: Card) {
     set_hand_words(hand, lo, hi);
 }
 
-/// The spec's push/pop history (§1.8), kept beside the state rather than in
+/// The spec's push/pop history (docs/deep-cfr.md §1.8), kept beside the state rather than in
 /// it so that cloning a state never copies a history.
 #[derive(Clone, Debug, Default)]
 pub struct UndoStack {

@@ -1,4 +1,4 @@
-//! Unit tests of the rules engine: deep-cfr-spec §13.1–13.3 plus property
+//! Unit tests of the rules engine: docs/deep-cfr.md §13.1–13.3 plus property
 //! tests over random games.
 
 use proptest::prelude::*;
@@ -39,7 +39,7 @@ fn random_action(s: &GameState, rng: &mut ChaCha8Rng) -> usize {
     nth_set_bit(m, k).expect("k < popcount")
 }
 
-// ----- §13.1 rules and masks ------------------------------------------------
+// ----- docs/deep-cfr.md §13.1 rules and masks ------------------------------------------------
 
 #[test]
 fn deck_size_is_colors_times_cards_per_color() {
@@ -255,7 +255,7 @@ fn local_and_unified_ids() {
     assert_eq!(s.phase(), Phase::Card);
 }
 
-// ----- §13.2 scoring --------------------------------------------------------
+// ----- docs/deep-cfr.md §13.2 scoring --------------------------------------------------------
 
 #[test]
 fn scoring_table() {
@@ -295,7 +295,7 @@ fn totals_and_score_diff_follow_plays() {
     assert_eq!(s.score_diff(1), -1);
 }
 
-// ----- §13.3 state ----------------------------------------------------------
+// ----- docs/deep-cfr.md §13.3 state ----------------------------------------------------------
 
 fn mid_game(seed: u64, actions: usize) -> GameState {
     let mut s = GameState::new(&Rules::classic(), seed).unwrap();
