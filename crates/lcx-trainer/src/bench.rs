@@ -5,8 +5,8 @@ use std::time::Instant;
 
 use tch::{Device, Kind, Tensor};
 
-use super::train::{TrainError, Trainer};
-use super::{device, TrainerError};
+use crate::run::train::{TrainError, Trainer};
+use crate::{device, TrainerError};
 use lcx_core::cfr::memory::SampleRef;
 use lcx_core::cfr::regret::ACTIONS;
 use lcx_core::config::TrainerConfig;
@@ -165,10 +165,10 @@ mod tests {
         let s = t.strat_mem.get(0).unwrap();
         let sum: f32 = s.target.iter().sum();
         assert!((sum - 1.0).abs() < 1e-5 && s.mask != 0);
-        let before = super::super::train::flat_parameters(&t.nets);
+        let before = crate::run::train::flat_parameters(&t.nets);
         let ms = time_training_call(&mut t).unwrap();
         assert!(ms > 0.0);
-        assert_ne!(before, super::super::train::flat_parameters(&t.nets));
+        assert_ne!(before, crate::run::train::flat_parameters(&t.nets));
         assert_eq!(summarize(&[3.0, 1.0, 2.0, 10.0]), (4.0, 3.0, 10.0));
     }
 }

@@ -1,6 +1,6 @@
 //! Which libtorch we run on and which devices it can reach.
 
-use super::TrainerError;
+use crate::TrainerError;
 
 /// The PyTorch/libtorch version lcx was built against, read by `build.rs`
 /// from the libtorch folder (`version.py` of a pip install, or

@@ -2,25 +2,18 @@
 //! everything else talks to networks through plain slices and traits.
 
 pub mod bench;
-pub mod checkpoint;
 pub mod device;
 mod error;
-pub mod eval;
 pub mod heap;
-pub mod native;
-pub mod native_train;
-pub mod network;
-pub mod optim;
-pub mod policy;
+pub mod kernel;
+pub mod nn;
 pub mod probe;
-pub mod session;
-pub mod train;
-pub mod workers;
+pub mod run;
 
 pub use error::TrainerError;
 
 use lcx_core::config::{Activation as ConfigActivation, TrainerConfig};
-use network::{Activation, MlpSpec};
+use nn::network::{Activation, MlpSpec};
 
 /// The MLP shape that `cfg` describes for `input_dim` input features and the
 /// rules' unified action space.

@@ -5,9 +5,9 @@ use std::time::{Duration, Instant};
 use tch::nn::VarStore;
 use tch::{Device, Kind, Tensor};
 
-use super::native::NativeMlp;
-use super::network::{Mlp, MlpSpec};
-use super::{device, TrainerError};
+use crate::kernel::native::NativeMlp;
+use crate::nn::network::{Mlp, MlpSpec};
+use crate::{device, TrainerError};
 
 /// A network plus the device it runs on, ready to be timed.
 #[derive(Debug)]

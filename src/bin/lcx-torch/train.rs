@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use lcx_cli::{bad_input, metrics_sink};
-use lcx_trainer::session::{self, SessionOptions};
+use lcx_trainer::run::session::{self, SessionOptions};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {

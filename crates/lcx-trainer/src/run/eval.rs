@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use tch::{Device, Kind, Tensor};
 
-use super::network::Mlp;
-use super::TrainerError;
+use crate::nn::network::Mlp;
+use crate::TrainerError;
 use lcx_core::bots::{self, Bot};
 use lcx_core::cfr::regret::ACTIONS;
 use lcx_core::encoding::Encoding;
@@ -210,7 +210,7 @@ pub fn evaluate(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::network::{Activation, MlpSpec};
+    use crate::nn::network::{Activation, MlpSpec};
     use tch::nn::VarStore;
 
     #[test]

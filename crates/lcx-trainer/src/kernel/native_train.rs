@@ -7,7 +7,7 @@
 //! (zeroing gradients, norms, the AdamW update in several ops) and autograd
 //! bookkeeping. Here the three GEMMs of each layer (forward `x Wᵀ`, weight
 //! gradient `gᵀ a`, input gradient `g W`) run on the packed AVX2/FMA
-//! micro-kernel of [`super::native`], the loss gradient is written in
+//! micro-kernel of [`crate::kernel::native`], the loss gradient is written in
 //! closed form, and AdamW (with the clipping factor) is one fused pass
 //! per parameter that also re-packs the weights for the next step.
 //!
@@ -22,13 +22,13 @@
 
 use tch::{Device, Kind, Tensor};
 
-use super::native::{
+use crate::kernel::native::{
     self, dense_threads, dense_threads_packed, dense_threads_sum_squares, from_row_panels,
     tensor_values, to_row_panels, Layer, Panels, PANEL,
 };
-use super::network::Activation;
-use super::optim::{NetTrainer, StepOutcome, Weighting};
-use super::TrainerError;
+use crate::nn::network::Activation;
+use crate::nn::optim::{NetTrainer, StepOutcome, Weighting};
+use crate::TrainerError;
 use lcx_core::cfr::memory::Batch;
 use lcx_core::cfr::regret::{is_legal, ACTIONS};
 
@@ -757,8 +757,8 @@ mod tests {
     use rand_chacha::ChaCha8Rng;
 
     use super::*;
-    use crate::network::MlpSpec;
-    use crate::optim::{self, AdamWConfig, GradScaler};
+    use crate::nn::network::MlpSpec;
+    use crate::nn::optim::{self, AdamWConfig, GradScaler};
 
     #[test]
     fn sum_of_squares_adds_every_value() {
@@ -781,8 +781,9 @@ mod tests {
 
     #[test]
     fn relu_backward_zeroes_exactly_where_the_unit_was_off() {
-        if !crate::native::tests::kernel_here("relu_backward_zeroes_exactly_where_the_unit_was_off")
-        {
+        if !crate::kernel::native::tests::kernel_here(
+            "relu_backward_zeroes_exactly_where_the_unit_was_off",
+        ) {
             return;
         }
         let a: Vec<f32> = (0..37).map(|i| (i % 5) as f32 - 2.0).collect();
@@ -988,7 +989,7 @@ mod tests {
     /// few steps each.
     #[test]
     fn steps_match_libtorch() {
-        if !crate::native::tests::kernel_here("steps_match_libtorch") {
+        if !crate::kernel::native::tests::kernel_here("steps_match_libtorch") {
             return;
         }
         for loss in [Loss::Advantage, Loss::Strategy] {
@@ -1009,7 +1010,7 @@ mod tests {
     /// 22 outputs) over a batch bigger than one row chunk.
     #[test]
     fn default_sized_network_matches_libtorch() {
-        if !crate::native::tests::kernel_here("default_sized_network_matches_libtorch") {
+        if !crate::kernel::native::tests::kernel_here("default_sized_network_matches_libtorch") {
             return;
         }
         let (mut torch, mut lcx) = twins(spec(297, 512, Activation::Relu), 1e-4);
@@ -1026,7 +1027,9 @@ mod tests {
     /// One hidden layer, and batches of 1–5 rows (one partial row block).
     #[test]
     fn shallow_networks_and_small_batches_match_libtorch() {
-        if !crate::native::tests::kernel_here("shallow_networks_and_small_batches_match_libtorch") {
+        if !crate::kernel::native::tests::kernel_here(
+            "shallow_networks_and_small_batches_match_libtorch",
+        ) {
             return;
         }
         let shallow = MlpSpec {
@@ -1052,7 +1055,7 @@ mod tests {
     /// and moments to within float rounding over several steps.
     #[test]
     fn fused_adamw_matches_the_tensor_update() {
-        if !crate::native::tests::kernel_here("fused_adamw_matches_the_tensor_update") {
+        if !crate::kernel::native::tests::kernel_here("fused_adamw_matches_the_tensor_update") {
             return;
         }
         let adam = AdamWConfig {
@@ -1122,7 +1125,7 @@ mod tests {
     /// Splitting the GEMMs over tasks changes no bit.
     #[test]
     fn threads_give_the_same_bits() {
-        if !crate::native::tests::kernel_here("threads_give_the_same_bits") {
+        if !crate::kernel::native::tests::kernel_here("threads_give_the_same_bits") {
             return;
         }
         let (a, b) = twins(spec(37, 70, Activation::Relu), 1e-3);
@@ -1146,7 +1149,9 @@ mod tests {
     /// NaN through, as libtorch's does): both paths skip and count the step.
     #[test]
     fn a_nan_input_is_a_nonfinite_loss_on_both_paths() {
-        if !crate::native::tests::kernel_here("a_nan_input_is_a_nonfinite_loss_on_both_paths") {
+        if !crate::kernel::native::tests::kernel_here(
+            "a_nan_input_is_a_nonfinite_loss_on_both_paths",
+        ) {
             return;
         }
         let (mut torch, lcx) = twins(spec(9, 8, Activation::Relu), 1e-3);
@@ -1168,7 +1173,7 @@ mod tests {
     /// and step count included.
     #[test]
     fn an_infinite_gradient_changes_nothing() {
-        if !crate::native::tests::kernel_here("an_infinite_gradient_changes_nothing") {
+        if !crate::kernel::native::tests::kernel_here("an_infinite_gradient_changes_nothing") {
             return;
         }
         let (a, _) = twins(spec(9, 8, Activation::Relu), 1e-3);
@@ -1210,7 +1215,7 @@ mod tests {
     /// is reported and skipped, nothing changes.
     #[test]
     fn a_nonfinite_loss_changes_nothing() {
-        if !crate::native::tests::kernel_here("a_nonfinite_loss_changes_nothing") {
+        if !crate::kernel::native::tests::kernel_here("a_nonfinite_loss_changes_nothing") {
             return;
         }
         let (a, _) = twins(spec(9, 8, Activation::Relu), 1e-3);
@@ -1234,7 +1239,7 @@ mod tests {
 
     #[test]
     fn a_batch_of_the_wrong_width_is_an_error() {
-        if !crate::native::tests::kernel_here("a_batch_of_the_wrong_width_is_an_error") {
+        if !crate::kernel::native::tests::kernel_here("a_batch_of_the_wrong_width_is_an_error") {
             return;
         }
         let (a, _) = twins(spec(9, 8, Activation::Relu), 1e-3);

@@ -11,7 +11,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::train::{Metrics, TrainError, Trainer};
+use crate::run::train::{Metrics, TrainError, Trainer};
 use lcx_core::config::TrainerConfig;
 
 /// How to run.

@@ -4,8 +4,8 @@
 use tch::nn::VarStore;
 use tch::{Device, Kind, Tensor};
 
-use super::network::{Mlp, MlpSpec};
-use super::TrainerError;
+use crate::nn::network::{Mlp, MlpSpec};
+use crate::TrainerError;
 
 /// AdamW settings shared by the three networks.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -395,7 +395,7 @@ pub fn strategy_loss(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::network::Activation;
+    use crate::nn::network::Activation;
 
     fn tiny() -> NetTrainer {
         tch::manual_seed(3);

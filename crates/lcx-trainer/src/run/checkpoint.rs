@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use tch::Tensor;
 
-use super::optim::NetTrainer;
-use super::TrainerError;
+use crate::nn::optim::NetTrainer;
+use crate::TrainerError;
 
 /// The JSON sidecar.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -4,9 +4,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use tch::{Device, Kind, Tensor};
 
-use super::native::NativeMlp;
-use super::network::Mlp;
-use super::TrainerError;
+use crate::kernel::native::NativeMlp;
+use crate::nn::network::Mlp;
+use crate::TrainerError;
 use lcx_core::cfr::policy::{Net, Policy, PolicyError};
 use lcx_core::cfr::regret::ACTIONS;
 

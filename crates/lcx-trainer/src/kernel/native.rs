@@ -1,5 +1,5 @@
 //! lcx's own CPU kernel for the MLP's dense layers: every CPU traversal
-//! forward, and the GEMMs of `super::native_train`'s training steps.
+//! forward, and the GEMMs of `crate::kernel::native_train`'s training steps.
 //!
 //! Traversals ask the networks about one info state (recursive scheduler)
 //! or a few dozen (interleaved scheduler) at a time. libtorch hands each
@@ -24,8 +24,8 @@
 
 use tch::{Device, Kind};
 
-use super::network::{Activation, Mlp};
-use super::TrainerError;
+use crate::nn::network::{Activation, Mlp};
+use crate::TrainerError;
 
 /// Output columns per weight panel: two 8-lane AVX registers.
 pub(super) const PANEL: usize = 16;
@@ -38,7 +38,7 @@ const CHUNK_ROWS: usize = 8 * MAX_ROWS;
 /// One dense layer, packed for the micro-kernel: `y = x P + b` where the
 /// reduction runs over `inputs` and `P` is `inputs × outputs`. Inference
 /// packs a weight matrix as `P = Wᵀ`; training also packs activations and
-/// weights in the other orientation (see `super::native_train`).
+/// weights in the other orientation (see `crate::kernel::native_train`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(super) struct Layer {
     inputs: usize,
@@ -843,7 +843,7 @@ pub(crate) mod tests {
     use tch::Tensor;
 
     use super::*;
-    use crate::network::MlpSpec;
+    use crate::nn::network::MlpSpec;
 
     /// For tests of the kernel: `true` where it runs. Where it does not,
     /// the test has nothing to compare, so this checks the fallback

@@ -18,7 +18,7 @@ use lcx_core::cfr::traversal::{TraversalError, TraversalOutput, TraversalParams}
 use lcx_core::cfr::workers::{plan_chunks, SchedulerKind, SeedPlan, TraversalPlan};
 use lcx_core::config::{self as cfg, TrainerConfig};
 
-use super::policy::TorchPolicy;
+use crate::nn::policy::TorchPolicy;
 
 /// Why traversals could not run.
 #[derive(Debug, thiserror::Error)]
@@ -147,9 +147,9 @@ pub fn run_traversals(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::network::{Activation, MlpSpec};
-    use crate::optim::{AdamWConfig, NetTrainer};
-    use crate::train::{traversal_params, Trainer};
+    use crate::nn::network::{Activation, MlpSpec};
+    use crate::nn::optim::{AdamWConfig, NetTrainer};
+    use crate::run::train::{traversal_params, Trainer};
     use lcx_core::cfr::regret::ACTIONS;
     use lcx_core::cfr::workers::Chunk;
     use lcx_core::encoding::Encoding;

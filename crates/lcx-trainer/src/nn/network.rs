@@ -4,7 +4,7 @@
 
 use tch::nn::{self, Module};
 
-use super::TrainerError;
+use crate::TrainerError;
 
 /// Hidden-layer non-linearity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

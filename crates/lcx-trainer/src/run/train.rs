@@ -8,13 +8,13 @@ use std::time::Instant;
 
 use tch::{Device, Kind, Tensor};
 
-use super::checkpoint::{self, CheckpointError, CheckpointMeta};
-use super::eval::{self, EvalSpec};
-use super::native_train::{Loss, NativeTrainer};
-use super::network::MlpSpec;
-use super::optim::{self, AdamWConfig, GradScaler, NetTrainer, Weighting};
-use super::policy::TorchPolicy;
-use super::{device, TrainerError};
+use crate::kernel::native_train::{Loss, NativeTrainer};
+use crate::nn::network::MlpSpec;
+use crate::nn::optim::{self, AdamWConfig, GradScaler, NetTrainer, Weighting};
+use crate::nn::policy::TorchPolicy;
+use crate::run::checkpoint::{self, CheckpointError, CheckpointMeta};
+use crate::run::eval::{self, EvalSpec};
+use crate::{device, TrainerError};
 use lcx_core::cfr::memory::{Batch, Reservoir};
 use lcx_core::cfr::regret::{Fallback, ACTIONS};
 use lcx_core::cfr::stats::Buckets;
@@ -37,7 +37,7 @@ pub enum TrainError {
     #[error("{0}")]
     Unsupported(String),
     #[error(transparent)]
-    Workers(#[from] super::workers::WorkerError),
+    Workers(#[from] crate::run::workers::WorkerError),
 }
 
 /// One iteration's metrics, keyed by the names of `lcx_core::metrics`.
@@ -118,7 +118,7 @@ struct NetJob {
     weighting: Weighting,
     dim: usize,
     device: Device,
-    /// Train on lcx's kernel (`super::native_train`) where it applies.
+    /// Train on lcx's kernel (`crate::kernel::native_train`) where it applies.
     native: bool,
     /// Tasks each of the kernel's GEMMs is split into.
     threads: usize,
@@ -333,11 +333,11 @@ impl Trainer {
         let device = device::resolve(&config.run.device.to_string())?;
         if config.run.keep_freed_memory {
             // Before the traversal and training threads allocate anything.
-            super::heap::keep_freed_memory();
+            crate::heap::keep_freed_memory();
         }
         let encoding = Encoding::from(&config.encoding);
         let dim = encoding.input_dim(&config.rules);
-        let spec: MlpSpec = super::network_spec(&config, dim);
+        let spec: MlpSpec = crate::network_spec(&config, dim);
         let adam = AdamWConfig {
             learning_rate: config.optimization.learning_rate,
             weight_decay: config.optimization.weight_decay,
@@ -413,10 +413,13 @@ impl Trainer {
     }
 
     /// Runs iteration `t`'s traversals for both players with the configured
-    /// scheduler and workers (see `super::workers`); the batching metrics
+    /// scheduler and workers (see `crate::run::workers`); the batching metrics
     /// come back for the interleaved scheduler. Also returns the rows each
     /// network evaluated.
-    fn traverse(&self, t: u64) -> Result<(super::workers::TraversalResult, [u64; 3]), TrainError> {
+    fn traverse(
+        &self,
+        t: u64,
+    ) -> Result<(crate::run::workers::TraversalResult, [u64; 3]), TrainError> {
         let advantage = [&self.nets[0].net, &self.nets[1].net];
         let strategy = &self.nets[2].net;
         let native = if self.config.network.native_forward {
@@ -434,7 +437,7 @@ impl Trainer {
             rows: Some(&rows),
         };
         let result =
-            super::workers::run_traversals(&self.config, &self.params, policy, self.dim, t)?;
+            crate::run::workers::run_traversals(&self.config, &self.params, policy, self.dim, t)?;
         Ok((result, rows.map(AtomicU64::into_inner)))
     }
 
@@ -514,7 +517,7 @@ impl Trainer {
             threads: per_net,
             ..self.net_job(i)
         });
-        let _restore = super::workers::RestoreTorchThreads(tch::get_num_threads());
+        let _restore = crate::run::workers::RestoreTorchThreads(tch::get_num_threads());
         let [n0, n1, n2] = &mut self.nets;
         let [m0, m1] = &mut self.adv_mem;
         let work = [(n0, m0), (n1, m1), (n2, &mut self.strat_mem)];
@@ -585,7 +588,7 @@ impl Trainer {
             // keep a datacenter GPU's tensor cores busy, small enough for
             // any GPU lcx trains on.
             let peak =
-                super::bench::matmul_gflops(self.device, 4096, 3).map_err(TrainerError::from)?;
+                crate::bench::matmul_gflops(self.device, 4096, 3).map_err(TrainerError::from)?;
             self.device_peak = Some(peak);
         }
         let start = Instant::now();
