@@ -129,29 +129,6 @@ pub fn summarize(ms: &[f64]) -> (f64, f64, f64) {
     (mean, p50, p95)
 }
 
-/// The best FP32 GFLOP/s of an `n × n` matrix product on `device` over
-/// `reps` timed products (after one untimed): the ceiling a GPU's phases
-/// are read against, and on a CPU a cross-check of `bench peak`'s FMA loop
-/// (libtorch's GEMM may use AVX-512 where lcx's kernels use AVX2).
-pub fn matmul_gflops(device: Device, n: i64, reps: usize) -> Result<f64, tch::TchError> {
-    let _guard = tch::no_grad_guard();
-    let opts = (Kind::Float, device);
-    let a = Tensor::f_randn([n, n], opts)?;
-    let b = Tensor::f_randn([n, n], opts)?;
-    let _ = a.f_matmul(&b)?;
-    device::synchronize(device);
-    let mut best = 0.0f64;
-    for _ in 0..reps.max(1) {
-        let start = Instant::now();
-        let c = a.f_matmul(&b)?;
-        device::synchronize(device);
-        let seconds = start.elapsed().as_secs_f64();
-        drop(c);
-        best = best.max(2.0 * (n as f64).powi(3) / seconds / 1e9);
-    }
-    Ok(best)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,5 +1,9 @@
 //! Which libtorch we run on and which devices it can reach.
 
+use std::time::Instant;
+
+use tch::{Device, Kind, Tensor};
+
 use crate::TrainerError;
 
 /// The PyTorch/libtorch version lcx was built against, read by `build.rs`
@@ -68,6 +72,29 @@ pub fn synchronize(device: tch::Device) {
     if let tch::Device::Cuda(i) = device {
         tch::Cuda::synchronize(i64::try_from(i).unwrap_or(0));
     }
+}
+
+/// The best FP32 GFLOP/s of an `n × n` matrix product on `device` over
+/// `reps` timed products (after one untimed): the ceiling a GPU's phases
+/// are read against, and on a CPU a cross-check of `bench peak`'s FMA loop
+/// (libtorch's GEMM may use AVX-512 where lcx's kernels use AVX2).
+pub fn matmul_gflops(device: Device, n: i64, reps: usize) -> Result<f64, tch::TchError> {
+    let _guard = tch::no_grad_guard();
+    let opts = (Kind::Float, device);
+    let a = Tensor::f_randn([n, n], opts)?;
+    let b = Tensor::f_randn([n, n], opts)?;
+    let _ = a.f_matmul(&b)?;
+    synchronize(device);
+    let mut best = 0.0f64;
+    for _ in 0..reps.max(1) {
+        let start = Instant::now();
+        let c = a.f_matmul(&b)?;
+        synchronize(device);
+        let seconds = start.elapsed().as_secs_f64();
+        drop(c);
+        best = best.max(2.0 * (n as f64).powi(3) / seconds / 1e9);
+    }
+    Ok(best)
 }
 
 #[cfg(test)]

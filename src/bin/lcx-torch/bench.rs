@@ -151,7 +151,7 @@ fn peak(args: PeakArgs) -> anyhow::Result<u8> {
         None => None,
         Some(d) => Some((
             d,
-            lcx_trainer::bench::matmul_gflops(d, args.matmul_size, 5)
+            lcx_trainer::device::matmul_gflops(d, args.matmul_size, 5)
                 .context("timing the matrix product")?,
         )),
     };

@@ -588,7 +588,7 @@ impl Trainer {
             // keep a datacenter GPU's tensor cores busy, small enough for
             // any GPU lcx trains on.
             let peak =
-                crate::bench::matmul_gflops(self.device, 4096, 3).map_err(TrainerError::from)?;
+                crate::device::matmul_gflops(self.device, 4096, 3).map_err(TrainerError::from)?;
             self.device_peak = Some(peak);
         }
         let start = Instant::now();
