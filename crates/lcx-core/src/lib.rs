@@ -16,4 +16,5 @@ pub mod game;
 pub mod metrics;
 pub mod report;
 pub mod store;
+pub mod text;
 pub mod toml_read;

@@ -30,7 +30,7 @@ fn outcome_line(
     secs: f64,
 ) -> String {
     let head = format!("[{}/{}] {}", cell.position, cell.cells, cell_name(cell));
-    let lines = crate::report::render::counted(lines, "line");
+    let lines = crate::text::counted(lines, "line");
     match status {
         RunStatus::Completed => format!("{head}: completed, {lines} in {secs:.2} s"),
         RunStatus::Interrupted => format!("{head}: INTERRUPTED after {lines} ({secs:.2} s)"),

@@ -1860,7 +1860,7 @@ fn short_count(plan: &Plan, arm: &super::plan::Arm, stored: u64) -> Option<Strin
     (stored < expected).then(|| {
         format!(
             "exited 0 after emitting {stored} of {}",
-            crate::report::render::counted(expected, "iteration")
+            crate::text::counted(expected, "iteration")
         )
     })
 }

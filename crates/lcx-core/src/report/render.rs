@@ -4,6 +4,7 @@
 //! database or the file system, so they are snapshot-tested on hand-built
 //! reports.
 
+pub use crate::text::counted;
 use std::fmt::Write as _;
 
 use comfy_table::{presets::ASCII_MARKDOWN, Table};
@@ -131,15 +132,6 @@ pub fn tick(x: f64) -> String {
         return "0".into();
     }
     scaled(x)
-}
-
-/// `1 line`, `3 lines`: a count with its noun in the right number.
-pub fn counted(n: u64, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
 }
 
 /// `5` for 5.0, `2.5` for 2.5.
