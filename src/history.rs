@@ -86,13 +86,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         }
     }
     let mut runs = store
-        .history_runs(
-            &args.name,
-            args.arm.as_deref(),
-            &metric,
-            args.revision.as_deref(),
-        )
+        .history_runs(&args.name, args.arm.as_deref(), args.revision.as_deref())
         .map_err(user_or_not)?;
+    lcx_core::report::moments::history_moments(&store, &mut runs, &metric).map_err(user_or_not)?;
     if args.of_peak {
         let dropped = history::scale_to_peak(&experiments, &mut runs);
         if dropped > 0 {

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::store::report_read::RunMoments;
+use crate::store::report_read::{CellSeries, HistoryRun, RunMoments};
 use crate::store::{Store, StoreError};
 
 /// What a report needs from the metric rows of some cells.
@@ -29,25 +29,7 @@ pub fn summaries(
     // Post-warm-up values per (arm, metric), for the medians.
     let mut pooled: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
     store.for_each_series(experiment_id, names, runs, |c| {
-        let mut m = RunMoments {
-            run_id: c.run_id,
-            arm: c.arm.to_string(),
-            repeat: c.repeat,
-            name: c.name.to_string(),
-            n: c.values.len() as i64,
-            sum: 0.0,
-            sum_sq: 0.0,
-            min: f64::NAN,
-            max: f64::NAN,
-            excluded: c.excluded,
-        };
-        for &v in c.values {
-            m.sum += v;
-            m.sum_sq += v * v;
-            // f64::min/max skip the NaN start value.
-            m.min = m.min.min(v);
-            m.max = m.max.max(v);
-        }
+        let m = fold(&c);
         pooled
             .entry((m.arm.clone(), m.name.clone()))
             .or_default()
@@ -60,6 +42,65 @@ pub fn summaries(
         }
     }
     Ok(out)
+}
+
+/// One cell's moments of one metric, from its post-warm-up values.
+fn fold(c: &CellSeries<'_>) -> RunMoments {
+    let mut m = RunMoments {
+        run_id: c.run_id,
+        arm: c.arm.to_string(),
+        repeat: c.repeat,
+        name: c.name.to_string(),
+        n: c.values.len() as i64,
+        sum: 0.0,
+        sum_sq: 0.0,
+        min: f64::NAN,
+        max: f64::NAN,
+        excluded: c.excluded,
+    };
+    for &v in c.values {
+        m.sum += v;
+        m.sum_sq += v * v;
+        // f64::min/max skip the NaN start value.
+        m.min = m.min.min(v);
+        m.max = m.max.max(v);
+    }
+    m
+}
+
+/// Fills the warm-up-excluded moments of `metric` of every run that
+/// [`Store::history_runs`] listed, from the runs' series, one experiment at
+/// a time; a run without a post-warm-up value keeps `None`.
+///
+/// Folded here rather than aggregated in SQL: the GROUP BY over the joined
+/// rows needs a sorter, 1.2 s for a run of 10^6 iterations against 0.37 s
+/// for the index scan that streams the same series.
+pub fn history_moments(
+    store: &Store,
+    runs: &mut [HistoryRun],
+    metric: &str,
+) -> Result<(), StoreError> {
+    let mut by_experiment: BTreeMap<i64, Vec<i64>> = BTreeMap::new();
+    for run in runs.iter() {
+        by_experiment
+            .entry(run.experiment_id)
+            .or_default()
+            .push(run.run_id);
+    }
+    let names = [metric.to_string()];
+    let mut folded: BTreeMap<i64, RunMoments> = BTreeMap::new();
+    for (experiment_id, ids) in &by_experiment {
+        store.for_each_series(*experiment_id, &names, ids, |c| {
+            let m = fold(&c);
+            if m.n > 0 {
+                folded.insert(m.run_id, m);
+            }
+        })?;
+    }
+    for run in runs.iter_mut() {
+        run.moments = folded.remove(&run.run_id);
+    }
+    Ok(())
 }
 
 /// The moments half of [`summaries`].

@@ -84,7 +84,9 @@ pub struct HistoryRun {
     pub arm: String,
     pub repeat: i64,
     pub status: String,
-    /// `None` when the run recorded no post-warm-up value of the metric.
+    /// The run's moments of the metric asked for, once
+    /// `report::moments::history_moments` has folded them; `None` when it
+    /// recorded no post-warm-up value.
     pub moments: Option<RunMoments>,
     /// What the cell ran, so that history compares like with like.
     pub config_sha256: Option<String>,
@@ -95,36 +97,6 @@ pub struct HistoryRun {
 /// `?, ?, ?` for an IN list.
 fn placeholders(n: usize) -> String {
     vec!["?"; n].join(", ")
-}
-
-/// The shared SELECT list of the per-run moment queries; columns 5..=10.
-const MOMENTS: &str = "SUM(m.iteration > COALESCE(r.warmup, e.warmup)), \
-     TOTAL(CASE WHEN m.iteration > COALESCE(r.warmup, e.warmup) THEN m.value END), \
-     TOTAL(CASE WHEN m.iteration > COALESCE(r.warmup, e.warmup) THEN m.value * m.value END), \
-     MIN(CASE WHEN m.iteration > COALESCE(r.warmup, e.warmup) THEN m.value END), \
-     MAX(CASE WHEN m.iteration > COALESCE(r.warmup, e.warmup) THEN m.value END), \
-     SUM(m.iteration <= COALESCE(r.warmup, e.warmup))";
-
-fn moments_at(
-    row: &rusqlite::Row<'_>,
-    run_id: i64,
-    arm: &str,
-    repeat: i64,
-    name: String,
-    first: usize,
-) -> rusqlite::Result<RunMoments> {
-    Ok(RunMoments {
-        run_id,
-        arm: arm.to_string(),
-        repeat,
-        name,
-        n: row.get::<_, Option<i64>>(first)?.unwrap_or(0),
-        sum: row.get::<_, Option<f64>>(first + 1)?.unwrap_or(0.0),
-        sum_sq: row.get::<_, Option<f64>>(first + 2)?.unwrap_or(0.0),
-        min: row.get::<_, Option<f64>>(first + 3)?.unwrap_or(f64::NAN),
-        max: row.get::<_, Option<f64>>(first + 4)?.unwrap_or(f64::NAN),
-        excluded: row.get::<_, Option<i64>>(first + 5)?.unwrap_or(0),
-    })
 }
 
 impl Store {
@@ -331,9 +303,10 @@ impl Store {
         Ok(rows)
     }
 
-    /// Every run of the experiments named `name` (optionally of one arm)
-    /// with the warm-up-excluded moments of `metric`, oldest experiment
-    /// first. One query, aggregated in SQL.
+    /// Every run of the experiments named `name` (optionally of one arm),
+    /// oldest experiment first, with what it ran. The store reads the cells;
+    /// their moments of a metric are folded from the series by
+    /// `report::moments::history_moments` (`moments` is `None` here).
     ///
     /// `revision`: only cells of arms at that code revision, as asked
     /// (`main`) or by a prefix of the commit sha.
@@ -341,38 +314,30 @@ impl Store {
         &self,
         name: &str,
         arm: Option<&str>,
-        metric: &str,
         revision: Option<&str>,
     ) -> Result<Vec<HistoryRun>, StoreError> {
-        let sql = format!(
-            "SELECT e.id, r.id, r.arm, r.repeat, r.status, {MOMENTS}, \
+        let sql = "SELECT e.id, r.id, r.arm, r.repeat, r.status, \
                     r.config_sha256, r.command_json, r.env_json \
              FROM experiments e \
              JOIN runs r ON r.experiment_id = e.id AND (?2 IS NULL OR r.arm = ?2) \
-                 AND (?4 IS NULL OR r.revision = ?4 OR substr(r.revision_sha, 1, length(?4)) = ?4) \
-             LEFT JOIN metrics m ON m.run_id = r.id AND m.superseded = 0 AND m.name = ?3 \
+                 AND (?3 IS NULL OR r.revision = ?3 OR substr(r.revision_sha, 1, length(?3)) = ?3) \
              WHERE e.name = ?1 \
-             GROUP BY r.id ORDER BY e.id, r.arm_index, r.repeat"
-        );
-        let mut st = self.conn.prepare(&sql)?;
+             ORDER BY e.id, r.arm_index, r.repeat";
+        let mut st = self.conn.prepare(sql)?;
         let rows: Vec<(HistoryRun, Option<String>, Option<String>)> = st
-            .query_map(rusqlite::params![name, arm, metric, revision], |r| {
-                let run_id: i64 = r.get(1)?;
-                let arm: String = r.get(2)?;
-                let repeat: i64 = r.get(3)?;
-                let m = moments_at(r, run_id, &arm, repeat, metric.to_string(), 5)?;
+            .query_map(rusqlite::params![name, arm, revision], |r| {
                 let run = HistoryRun {
                     experiment_id: r.get(0)?,
-                    run_id,
-                    arm,
-                    repeat,
+                    run_id: r.get(1)?,
+                    arm: r.get(2)?,
+                    repeat: r.get(3)?,
                     status: r.get(4)?,
-                    moments: (m.n > 0).then_some(m),
-                    config_sha256: r.get(11)?,
+                    moments: None,
+                    config_sha256: r.get(5)?,
                     command: Vec::new(),
                     env: Default::default(),
                 };
-                Ok((run, r.get(12)?, r.get(13)?))
+                Ok((run, r.get(6)?, r.get(7)?))
             })?
             .collect::<rusqlite::Result<_>>()?;
         // The JSON columns are read as everywhere else (`Store::runs`).
@@ -500,14 +465,13 @@ mod tests {
         assert_eq!(list[0].arms, vec!["a", "b"]);
         assert_eq!((list[0].cells, list[0].skipped), (3, 1));
 
-        let h = store.history_runs("exp", Some("a"), "t", None).unwrap();
+        let mut h = store.history_runs("exp", Some("a"), None).unwrap();
         assert_eq!(h.len(), 2);
-        assert!(h.iter().all(|r| r.arm == "a"));
+        assert!(h.iter().all(|r| r.arm == "a" && r.moments.is_none()));
+        crate::report::moments::history_moments(&store, &mut h, "t").unwrap();
         assert_eq!(h[1].moments.as_ref().unwrap().sum, 27.0);
-        let none = store
-            .history_runs("exp", Some("a"), "missing", None)
-            .unwrap();
-        assert!(none.iter().all(|r| r.moments.is_none()));
+        crate::report::moments::history_moments(&store, &mut h, "missing").unwrap();
+        assert!(h.iter().all(|r| r.moments.is_none()));
     }
 
     #[test]
