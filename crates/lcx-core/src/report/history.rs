@@ -405,8 +405,11 @@ pub fn render_history(metric: &str, rows: &[HistoryRow]) -> String {
                 } else {
                     String::new()
                 };
-                let p = c.welch.map(|w| p_text(w.p_value)).unwrap_or_default();
-                let m = if m.is_empty() { "" } else { m };
+                // One value a side (a single-iteration run) leaves nothing to
+                // test; say so rather than print an empty test.
+                let p = c
+                    .welch
+                    .map_or_else(|| "too few values for a test".into(), |w| p_text(w.p_value));
                 let text = format!("{m} {rel} vs #{id} ({p})").trim().to_string();
                 match &r.series_break {
                     Some(why) => format!("{why} since the previous row; {text}"),
@@ -640,6 +643,28 @@ mod tests {
         let text = render_history("t", &rows);
         assert!(text.contains("▼ regressed +50.0% vs #2"), "{text}");
         assert!(text.contains("0123456789"));
+    }
+
+    #[test]
+    fn single_values_are_compared_without_an_empty_test() {
+        let exps = vec![exp(1, "h"), exp(2, "h")];
+        let mut runs = vec![hrun(1, 1.0), hrun(2, 1.0)];
+        for run in &mut runs {
+            let m = run.moments.as_mut().unwrap();
+            (m.n, m.sum, m.sum_sq) = (1, 1.0, 1.0);
+        }
+        let rows = history_rows(
+            &exps,
+            &runs,
+            Some(Direction::LowerIsBetter),
+            VerdictRule::default(),
+        );
+        let text = render_history("t", &rows);
+        assert!(
+            text.contains("+0.0% vs #1 (too few values for a test)"),
+            "{text}"
+        );
+        assert!(!text.contains("()"), "{text}");
     }
 
     #[test]

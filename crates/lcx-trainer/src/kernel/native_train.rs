@@ -931,9 +931,9 @@ mod tests {
 
     /// One step of each path from the same state: the loss, the clipped
     /// gradients and both moments agree closely. The parameters are checked
-    /// to within a quarter of a learning-rate step per step taken: Adam's
-    /// update is g/(|g| + ε), so a gradient that cancels to ~ε moves by a
-    /// visible fraction of a step on float noise alone.
+    /// to within a quarter of a learning-rate step per step taken, except
+    /// where the gradients cancel to a few thousand ε: Adam's update there
+    /// is g/(|g| + ε) of float noise, bounded only by the step itself.
     fn compare_step(
         torch: &mut NetTrainer,
         lcx: &mut NetTrainer,
@@ -975,11 +975,21 @@ mod tests {
             assert_close(&format!("{what} {part}"), &got, &want, rel, abs_frac);
         }
         let step = (torch.opt.lr * torch.opt.step as f64) as f32;
+        // Where the second moment is within a few thousand ε, Adam's step
+        // m̂/(√v̂ + ε) turns the gradients' float noise into a visible
+        // fraction of a step (and which libtorch threads summed them
+        // changes that noise): there, only Adam's bound of one learning
+        // rate per step taken holds.
+        let v = moments(torch, true);
+        let bias2 = 1.0 - torch.opt.beta2.powi(torch.opt.step as i32);
+        let noisy = |i: usize| f64::from(v[i]) / bias2 < (3e3 * torch.opt.eps).powi(2);
         let (p, q) = (flat(&lcx.params()), flat(&torch.params()));
         for (i, (a, b)) in p.iter().zip(&q).enumerate() {
+            let tolerance = if noisy(i) { 1.01 * step } else { 0.25 * step };
             assert!(
-                (a - b).abs() <= 0.25 * step,
-                "{what} parameter {i}: {a} vs {b}"
+                (a - b).abs() <= tolerance,
+                "{what} parameter {i}: {a} vs {b} (√v̂ = {:e})",
+                (f64::from(v[i]) / bias2).sqrt()
             );
         }
         assert_eq!(lcx.opt.step, torch.opt.step);

@@ -118,9 +118,9 @@ impl Reader<'_> {
                 None => SlurmOverrides::default(),
                 Some(toml::Value::Table(e)) => {
                     let table_prefix = format!("{prefix}executor.");
-                    if let Some(key) = ["kind", "placement", "max_parallel", "requeue"]
-                        .into_iter()
-                        .find(|k| e.contains_key(*k))
+                    if let Some(key) = EXPERIMENT_EXECUTOR_KEYS
+                        .iter()
+                        .find(|k| e.contains_key(**k))
                     {
                         return Err(self.err(
                             format!("{table_prefix}{key}"),

@@ -27,21 +27,10 @@ pub(super) const TOP_KEYS: &[&str] = &[
     "build",
     "executor",
 ];
-pub(super) const EXECUTOR_KEYS: &[&str] = &[
-    "kind",
-    "partition",
-    "account",
-    "qos",
-    "time",
-    "cpus_per_task",
-    "mem",
-    "gres",
-    "constraint",
-    "extra",
-    "max_parallel",
-    "placement",
-    "requeue",
-];
+/// The `[executor]` keys that apply to the whole experiment (an arm may not
+/// give them); the rest are `ARM_EXECUTOR_KEYS`.
+pub(super) const EXPERIMENT_EXECUTOR_KEYS: &[&str] =
+    &["kind", "max_parallel", "placement", "requeue"];
 pub(super) const GUARD_KEYS: &[&str] = &["metric", "margin", "direction", "arm"];
 pub(super) const ARM_KEYS: &[&str] = &[
     "name",
@@ -637,7 +626,12 @@ impl Reader<'_> {
                 )))
             }
         };
-        self.check_keys(table, "executor.", EXECUTOR_KEYS)?;
+        let known: Vec<&str> = EXPERIMENT_EXECUTOR_KEYS
+            .iter()
+            .chain(ARM_EXECUTOR_KEYS)
+            .copied()
+            .collect();
+        self.check_keys(table, "executor.", &known)?;
         let file_kind = self.read(at(table, "executor.").string("kind"))?;
         let kind = match (cli, file_kind.as_deref()) {
             (Some(k), _) => match k {
