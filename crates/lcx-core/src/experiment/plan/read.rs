@@ -174,10 +174,16 @@ impl Reader<'_> {
         key: &str,
         min: i64,
     ) -> Result<Option<u32>, PlanError> {
-        let n = at(table, "")
-            .integer(key, min, i64::from(u32::MAX))
-            .map_err(|e| self.key_error(e))?;
-        Ok(n.and_then(|n| u32::try_from(n).ok()))
+        let Some(value) = table.get(key) else {
+            return Ok(None);
+        };
+        // Bounded above only by u32, which the message names only when that
+        // is the bound crossed.
+        let n = self.read(toml_read::integer(key, value, min, i64::MAX))?;
+        u32::try_from(n).map(Some).map_err(|_| {
+            let expected = format!("an integer from {min} to {}", u32::MAX);
+            self.key_error(KeyError::wrong(key, expected, value))
+        })
     }
 
     /// `set` lists: each entry must at least look like `key=value`; the

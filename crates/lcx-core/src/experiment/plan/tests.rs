@@ -736,3 +736,27 @@ fn an_arm_gives_its_own_sbatch_options() {
         "{err}"
     );
 }
+
+#[test]
+fn type_and_range_errors_read_like_the_config_readers() {
+    let zero = error(&COMMAND.replace("iterations = 3", "iterations = 0"));
+    assert!(
+        zero.ends_with("x.toml: iterations: must be an integer >= 1, got 0"),
+        "{zero}"
+    );
+    let huge = error(&COMMAND.replace("iterations = 3", "iterations = 99999999999"));
+    assert!(
+        huge.contains("iterations: must be an integer from 1 to 4294967295, got 99999999999"),
+        "{huge}"
+    );
+    let name = error(&COMMAND.replace("name = \"a\"", "name = 3"));
+    assert!(
+        name.contains("arms[0].name: must be a string, got 3"),
+        "{name}"
+    );
+    let typo = error(&COMMAND.replace("warmup = 1", "warmpu = 1"));
+    assert!(
+        typo.contains("warmpu: unknown key (did you mean `warmup`? known keys: name,"),
+        "{typo}"
+    );
+}
