@@ -488,6 +488,62 @@ fn cuda_arms_are_skipped_visibly_without_a_gpu() {
     assert_eq!(e.status, ExperimentStatus::Completed);
 }
 
+/// A copy of `lcx` in `dir/bin` with an `lcx-torch` beside it that logs
+/// each call to `lcx-torch.calls` and then runs `body` (shell).
+fn lcx_beside_fake_torch(dir: &Path, body: &str) -> (PathBuf, PathBuf) {
+    let bin = dir.join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let lcx = bin.join("lcx");
+    std::fs::copy(env!("CARGO_BIN_EXE_lcx"), &lcx).unwrap();
+    write(
+        &bin,
+        "lcx-torch",
+        &format!("#!/bin/sh\necho \"$*\" >> \"$0.calls\"\n{body}\n"),
+    );
+    std::fs::set_permissions(
+        bin.join("lcx-torch"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    (lcx, bin)
+}
+
+#[test]
+fn libtorch_is_asked_once_for_the_fingerprint_and_the_cuda_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = experiment("gpu-once", 2, &[("cpu", counting(2, "0"))], "");
+    text.push_str(&format!(
+        "\n[[arms]]\nname = \"gpu\"\nrequires = \"cuda\"\ncommand = {}\n",
+        toml::Value::String(counting(2, "0"))
+    ));
+    let file = write(dir.path(), "e.toml", &text);
+    let db = dir.path().join("x.db");
+    let facts = r#"{"lcx_version":"0","torch_version":"fake","cuda_available":false,"cuda_devices":0,"torch_intra_threads":1,"torch_inter_threads":1}"#;
+    let (lcx, bin) = lcx_beside_fake_torch(dir.path(), &format!("echo '{facts}'"));
+    let out = std::process::Command::new(&lcx)
+        .args(["run", file.to_str().unwrap(), "--db", db.to_str().unwrap()])
+        .env_remove("LCX_DB")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let calls = std::fs::read_to_string(bin.join("lcx-torch.calls")).unwrap();
+    assert_eq!(calls, "version --json\n", "lcx-torch was asked: {calls}");
+    let store = Store::open(&db).unwrap();
+    let e = store.find_experiment("gpu-once").unwrap();
+    assert_eq!(e.fingerprint.torch_version.as_deref(), Some("fake"));
+    let gpu = store
+        .runs(e.id)
+        .unwrap()
+        .into_iter()
+        .find(|r| r.arm == "gpu")
+        .unwrap();
+    assert_eq!(gpu.status, RunStatus::Skipped);
+}
+
 #[test]
 fn an_experiment_of_command_arms_never_asks_libtorch() {
     let dir = tempfile::tempdir().unwrap();
@@ -495,20 +551,7 @@ fn an_experiment_of_command_arms_never_asks_libtorch() {
     let file = write(dir.path(), "e.toml", &text);
     let db = dir.path().join("x.db");
     // An lcx-torch that cannot start: asking it anything would fail.
-    let bin = dir.path().join("bin");
-    std::fs::create_dir(&bin).unwrap();
-    let lcx = bin.join("lcx");
-    std::fs::copy(env!("CARGO_BIN_EXE_lcx"), &lcx).unwrap();
-    write(
-        &bin,
-        "lcx-torch",
-        "#!/bin/sh\necho called >> \"$0.calls\"\nexit 1\n",
-    );
-    std::fs::set_permissions(
-        bin.join("lcx-torch"),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
+    let (lcx, bin) = lcx_beside_fake_torch(dir.path(), "exit 1");
     let out = std::process::Command::new(&lcx)
         .args(["run", file.to_str().unwrap(), "--db", db.to_str().unwrap()])
         .env_remove("LCX_DB")

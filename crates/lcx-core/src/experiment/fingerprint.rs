@@ -2,8 +2,9 @@
 //! of the working directory. Every probe is best-effort: a missing `git`,
 //! `nvidia-smi` or `/proc` file leaves its field empty instead of failing.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::{Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
@@ -24,8 +25,21 @@ pub struct TorchFacts {
 
 /// Runs `lcx_exe version --json` (libtorch's start-up, about 0.7 s) and
 /// reads its answer; `None` when the binary cannot be run or answers
-/// something else, as every probe here is best-effort.
+/// something else, as every probe here is best-effort. Each binary is asked
+/// once per process: the fingerprint, the runner's CUDA check and every
+/// probe experiment of a bisect share the answer.
 pub fn torch_facts(lcx_exe: &Path) -> Option<TorchFacts> {
+    static ASKED: Mutex<Vec<(PathBuf, Option<TorchFacts>)>> = Mutex::new(Vec::new());
+    let mut asked = ASKED.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((_, facts)) = asked.iter().find(|(exe, _)| exe == lcx_exe) {
+        return facts.clone();
+    }
+    let facts = ask_torch(lcx_exe);
+    asked.push((lcx_exe.to_path_buf(), facts.clone()));
+    facts
+}
+
+fn ask_torch(lcx_exe: &Path) -> Option<TorchFacts> {
     let out = Command::new(lcx_exe)
         .args(["version", "--json"])
         .stdin(Stdio::null())
