@@ -14,11 +14,24 @@
 #   scripts/reference-trainer.sh --convert METRICS.jsonl
 #       print a reference metrics file as lcx metric lines, and nothing else.
 #
-# Lines printed (per reference iteration): iteration, time/iteration_seconds,
-# time/traversal_seconds, time/training_seconds (its advantage plus strategy
-# training: they run one after the other), traversal/nodes and
-# traversal/nodes_per_second (nodes over traversal seconds, lcx's definition;
-# the reference's own time/nodes_per_second divides by the whole iteration).
+# Lines printed (per reference iteration), under lcx's names:
+#   iteration, time/iteration_seconds (evaluation included, as in lcx),
+#   time/traversal_seconds, time/training_seconds (its advantage plus
+#   strategy training: they run one after the other), traversal/nodes and
+#   traversal/nodes_per_second (nodes over traversal seconds, lcx's
+#   definition; the reference's own time/nodes_per_second divides by the
+#   whole iteration);
+#   loss/advantage (the mean over both players' updates) and loss/strategy
+#   (the last update's), samples/advantage and samples/strategy (the
+#   memories' sizes), the same quantities lcx prints under these names;
+#   on iterations that evaluate, time/evaluation_seconds and, per opponent
+#   (the two trainers name the bots alike), eval/<opponent>/<key> for the
+#   keys lcx prints: games, wins0, wins1, draws, win_rate0, win_rate1,
+#   avg_score0, avg_score1, avg_score_diff0, avg_game_length,
+#   max_step_timeouts, and throughput (the reference's games_per_second).
+#   The reference's other evaluation diagnostics have no lcx counterpart
+#   and are left out, so that both arms of an experiment carry one set of
+#   names.
 #
 # Set-up, on first use, under $LCX_REFERENCE_DIR (default .reference/ in the
 # repository, git-ignored): src/, a checkout of the reference at
@@ -41,6 +54,20 @@ convert() {
 import json
 import sys
 
+# Reference key -> lcx key, for keys that are there on every iteration.
+ALWAYS = {
+    "loss/advantage": "loss/advantage",
+    "loss/strategy": "loss/strategy",
+    "samples/advantage": "samples/advantage",
+    "samples/strategy": "samples/strategy",
+}
+# Per-opponent evaluation keys (eval/<opponent>/<key>), reference -> lcx.
+EVAL = {k: k for k in (
+    "games", "wins0", "wins1", "draws", "win_rate0", "win_rate1", "avg_score0",
+    "avg_score1", "avg_score_diff0", "avg_game_length", "max_step_timeouts",
+)}
+EVAL["games_per_second"] = "throughput"
+
 path = sys.argv[1]
 with open(path) as f:
     for number, line in enumerate(f, 1):
@@ -59,7 +86,17 @@ with open(path) as f:
                 "traversal/nodes": nodes,
                 "traversal/nodes_per_second": nodes / traversal if traversal > 0 else 0.0,
             }
-        except (ValueError, KeyError, TypeError) as e:
+            for theirs, ours in ALWAYS.items():
+                out[ours] = float(m[theirs])
+            evaluated = False
+            for key, value in m.items():
+                parts = key.split("/")
+                if len(parts) == 3 and parts[0] == "eval" and parts[2] in EVAL:
+                    out[f"eval/{parts[1]}/{EVAL[parts[2]]}"] = float(value)
+                    evaluated = True
+            if evaluated and "time/evaluation_seconds" in m:
+                out["time/evaluation_seconds"] = float(m["time/evaluation_seconds"])
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
             sys.exit(f"reference-trainer: {path} line {number}: expected a reference metrics object ({type(e).__name__}: {e})")
         print(json.dumps(out), flush=True)
 EOF

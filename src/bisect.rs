@@ -115,6 +115,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 label: metric.clone(),
                 show: lcx_core::experiment::Show::Both,
                 direction: None,
+                fold: lcx_core::experiment::Fold::Mean,
             });
         }
         Ok(plan)

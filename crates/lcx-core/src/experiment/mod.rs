@@ -18,7 +18,7 @@ pub mod slurm;
 pub mod warmup;
 
 pub use plan::{
-    Adaptive, Arm, CellSpec, Column, Direction, Gate, Guard, Order, Plan, PlanError, Program,
+    Adaptive, Arm, CellSpec, Column, Direction, Fold, Gate, Guard, Order, Plan, PlanError, Program,
     Requirement, Show, Workload,
 };
 pub use runner::{Event, RunnerError, RunnerOptions, StopSignal, Summary};

@@ -24,9 +24,9 @@
 //! | `repository` | the git repository of `revision` arms (default: the one holding the experiment file) |
 //! | `build` | the build command of every command arm at a revision that has no `build` of its own |
 //! | `[matrix]` | key → list of values; one arm per combination (crossed with `[[arms]]` when both are given). A dotted key is a config `--set`, a key starting with `--` is a flag appended to `args`, `env.NAME` sets an environment variable, `revision` sets the arm's revision |
-//! | `[[columns]]` | report table columns: `metric`, `label`, `show` = `value` \| `speedup` \| `both`, `direction` = `lower` \| `higher` \| `none` (shown, never judged) |
+//! | `[[columns]]` | report table columns: `metric`, `label`, `show` = `value` \| `speedup` \| `both`, `direction` = `lower` \| `higher` \| `none` (shown, never judged), `fold` = `mean` (of the post-warm-up iterations, default) \| `last` (each cell's last value: a final win rate) |
 //! | `variable_iterations` | `true`: command arms may emit fewer lines than `iterations` (at least one); by default a cell that exits 0 with fewer lines is `failed`. Also an `[[arms]]` key |
-//! | `[[guard]]` | a metric that must not get worse: `metric`, `margin` (in its units), optional `direction`, `arm`; a failed guard fails `--check` even when the gate passes |
+//! | `[[guard]]` | a metric that must not get worse: `metric`, `margin` (in its units), optional `direction`, `arm`, `baseline` (the arm it is compared with; default the experiment's), `fold` (as in `[[columns]]`; one fold per metric in a file); a failed guard fails `--check` even when the gate passes |
 //! | `[executor]` | `kind` = `local` (default) \| `slurm` (one job per cell; see `experiment::slurm`), and for Slurm `partition`, `account`, `qos`, `time`, `cpus_per_task`, `mem`, `gres`, `constraint`, `extra` (more sbatch flags), `placement` = `same-node` (default) \| `spread` \| `any`, `max_parallel` (cells in flight, default 1; above 1 every cell is submitted up front as that many dependency chains), `requeue` (false; true lets Slurm requeue a job and the cell start again) |
 //! | `[gate]` | decision rule for `lcx report --check`: `metric`, `min_speedup` (> 1: superiority; ≤ 1: non-inferiority margin) or `max_slowdown`, optional `min_effect` (minimum relative effect, e.g. 0.05) and `arm` (default: every non-baseline arm) |
 //!
@@ -213,6 +213,18 @@ pub enum Direction {
     Neither,
 }
 
+/// What one cell contributes of a metric to the statistics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Fold {
+    /// The mean of its post-warm-up iterations (a time, a rate).
+    #[default]
+    Mean,
+    /// Its last recorded value (a win rate where training ended: a
+    /// learning curve's mean would judge the path, not the result).
+    Last,
+}
+
 /// A column of the report table.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Column {
@@ -222,6 +234,10 @@ pub struct Column {
     pub show: Show,
     /// `None`: the report infers it from the metric name.
     pub direction: Option<Direction>,
+    /// One per metric in a file (the reader makes the columns and guards
+    /// of a metric agree); absent in plans stored before it existed.
+    #[serde(default)]
+    pub fold: Fold,
 }
 
 /// The experiment's decision rule (evaluated by the report side).
@@ -250,8 +266,14 @@ pub struct Guard {
     pub margin: f64,
     /// `None`: inferred from the metric's name by the report.
     pub direction: Option<Direction>,
-    /// `None`: every non-baseline arm.
+    /// `None`: every arm other than the guard's baseline.
     pub arm: Option<String>,
+    /// The arm the guarded one is compared with; `None`: the experiment's
+    /// baseline.
+    #[serde(default)]
+    pub baseline: Option<String>,
+    #[serde(default)]
+    pub fold: Fold,
 }
 
 /// Which program a cell runs.
@@ -589,6 +611,23 @@ pub struct CellSpec {
 }
 
 impl Plan {
+    /// How a cell's values of `metric` fold (the reader gives the columns
+    /// and guards of one metric one fold).
+    pub fn fold_of(&self, metric: &str) -> Fold {
+        self.columns
+            .iter()
+            .filter(|c| c.metric == metric)
+            .map(|c| c.fold)
+            .chain(
+                self.guards
+                    .iter()
+                    .filter(|g| g.metric == metric)
+                    .map(|g| g.fold),
+            )
+            .next()
+            .unwrap_or_default()
+    }
+
     /// Whether its cells load libtorch (an `lcx` workload) or one of its
     /// arms needs CUDA: only then does a runner ask `lcx-torch` what
     /// libtorch sees (`fingerprint::torch_facts`).

@@ -14,7 +14,7 @@ use crate::store::Store;
 use super::model::{ColumnKind, Report};
 use crate::metrics::{ITERATION_SECONDS, TRAVERSAL_SECONDS};
 
-use super::plots::{batch_plot, iteration_plot, speedup_plot, Bar, Line, PlotError};
+use super::plots::{batch_plot, elapsed_plot, iteration_plot, speedup_plot, Bar, Line, PlotError};
 use super::render::render_markdown;
 
 /// Why an archive could not be written.
@@ -84,6 +84,7 @@ pub fn plot_metrics(report: &Report) -> Vec<String> {
         [ITERATION_SECONDS, TRAVERSAL_SECONDS]
             .into_iter()
             .chain(report.gate.iter().map(|g| g.metric.as_str()))
+            .chain(report.guards.iter().map(|g| g.metric.as_str()))
             .chain(values)
             .chain([BATCH_SIZE]),
     )
@@ -154,6 +155,73 @@ fn lines_of(report: &Report, series: &[IterationPoint], metric: &str) -> Vec<Lin
         });
     }
     lines
+}
+
+/// `metric`'s lines against elapsed time: per arm, each cell's points at
+/// the sum of its iteration times up to and including the point's
+/// iteration, and their mean (of times and of values) per iteration.
+fn elapsed_lines(report: &Report, series: &[IterationPoint], metric: &str) -> Vec<Line> {
+    let mut out = Vec::new();
+    for line in lines_of(report, series, ITERATION_SECONDS) {
+        let Some(arm) = report.arms.iter().find(|a| a.name == line.arm) else {
+            continue;
+        };
+        let mut repeats: Vec<Vec<(f64, f64)>> = Vec::new();
+        let mut at: std::collections::BTreeMap<i64, (f64, f64, usize)> = Default::default();
+        let runs = unique(
+            series
+                .iter()
+                .filter(|p| p.arm == arm.name && p.name == metric)
+                .map(|p| p.run_id),
+        );
+        for run in runs {
+            let mut seconds: Vec<(i64, f64)> = series
+                .iter()
+                .filter(|p| p.run_id == run && p.name == ITERATION_SECONDS)
+                .map(|p| (p.iteration, p.value))
+                .collect();
+            seconds.sort_by_key(|(i, _)| *i);
+            let mut elapsed = 0.0;
+            let cumulative: Vec<(i64, f64)> = seconds
+                .into_iter()
+                .map(|(i, s)| {
+                    elapsed += s;
+                    (i, elapsed)
+                })
+                .collect();
+            let mut points = Vec::new();
+            for p in series
+                .iter()
+                .filter(|p| p.run_id == run && p.name == metric)
+            {
+                let Ok(k) = cumulative.binary_search_by_key(&p.iteration, |(i, _)| *i) else {
+                    continue;
+                };
+                let t = cumulative[k].1;
+                points.push((t, p.value));
+                let e = at.entry(p.iteration).or_insert((0.0, 0.0, 0));
+                e.0 += t;
+                e.1 += p.value;
+                e.2 += 1;
+            }
+            if !points.is_empty() {
+                repeats.push(points);
+            }
+        }
+        if repeats.is_empty() {
+            continue;
+        }
+        out.push(Line {
+            arm: line.arm,
+            color: line.color,
+            mean: at
+                .into_values()
+                .map(|(t, v, n)| (t / n as f64, v / n as f64))
+                .collect(),
+            repeats,
+        });
+    }
+    out
 }
 
 /// The batch-size sweep of a `bench-forward` experiment: each arm's
@@ -245,10 +313,18 @@ pub fn plots_for(report: &Report, series: &[IterationPoint]) -> Result<Vec<Plot>
         return Ok(out);
     }
     let gate_metric = report.gate.as_ref().map(|g| g.metric.as_str());
+    let guarded: Vec<&str> = unique(
+        report
+            .guards
+            .iter()
+            .map(|g| g.metric.as_str())
+            .filter(|m| present(m)),
+    );
     let mut per_iteration: Vec<&str> = unique(
         [ITERATION_SECONDS, TRAVERSAL_SECONDS]
             .into_iter()
             .chain(gate_metric)
+            .chain(guarded.iter().copied())
             .filter(|m| present(m)),
     );
     if per_iteration.is_empty() {
@@ -264,6 +340,16 @@ pub fn plots_for(report: &Report, series: &[IterationPoint]) -> Result<Vec<Plot>
             &lines,
         )?;
         out.push((title, format!("{}-per-iteration", slugify(metric)), svg));
+    }
+    // What a guard protects (learning), against the time it took: learning
+    // per second beside learning per iteration.
+    if present(ITERATION_SECONDS) {
+        for metric in guarded {
+            let lines = elapsed_lines(report, series, metric);
+            let title = format!("{metric} by training time");
+            let svg = elapsed_plot(&title, &crate::metrics::with_unit(metric, metric), &lines)?;
+            out.push((title, format!("{}-by-training-time", slugify(metric)), svg));
+        }
     }
     let speedup_metrics = unique(
         report

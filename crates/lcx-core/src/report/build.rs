@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::experiment::{self, Plan, Show};
+use crate::experiment::{self, Fold, Plan, Show};
 use crate::store::report_read::RunMoments;
 use crate::store::{Experiment, Run, RunStatus, Store, StoreError};
 
@@ -222,7 +222,11 @@ pub fn resolve_columns(
     let mut specs = specs;
     for g in plan.map(|p| p.guards.as_slice()).unwrap_or_default() {
         if !specs.iter().any(|(m, _, _)| *m == g.metric) {
-            specs.push((g.metric.clone(), g.metric.clone(), ColumnKind::Value));
+            let label = match g.fold {
+                Fold::Last => format!("final {}", g.metric),
+                Fold::Mean => g.metric.clone(),
+            };
+            specs.push((g.metric.clone(), label, ColumnKind::Value));
         }
     }
     specs
@@ -303,7 +307,12 @@ pub fn load(store: &Store, experiment_id: i64, options: Options) -> Result<Repor
     let columns = resolve_columns(&experiment, plan.as_ref(), &metric_names);
     let needed = needed_metrics(&columns, plan.as_ref());
     let counted = counted_runs(&runs);
-    let summaries = super::moments::summaries(store, experiment_id, &needed, &counted)?;
+    let last: Vec<String> = needed
+        .iter()
+        .filter(|m| plan.as_ref().is_some_and(|p| p.fold_of(m) == Fold::Last))
+        .cloned()
+        .collect();
+    let summaries = super::moments::summaries(store, experiment_id, &needed, &counted, &last)?;
     let nonfinite = store.nonfinite_values(experiment_id)?;
     let perf_names: Vec<String> = PERF_METRICS
         .iter()
@@ -416,12 +425,13 @@ fn guard_outcomes(
             }
             None => direction_for(&g.metric).0,
         };
+        let baseline = g.baseline.as_deref().unwrap_or(baseline);
         let base = arms
             .iter()
             .find(|a| a.name == baseline)
             .and_then(|a| a.metric(&g.metric))
             .and_then(|m| m.replicate);
-        for arm in arms.iter().filter(|a| !a.is_baseline) {
+        for arm in arms.iter().filter(|a| a.name != baseline) {
             if g.arm.as_ref().is_some_and(|x| x != &arm.name) {
                 continue;
             }
@@ -456,6 +466,8 @@ fn guard_outcomes(
             out.push(GuardOutcome {
                 metric: g.metric.clone(),
                 arm: arm.name.clone(),
+                baseline: baseline.to_string(),
+                fold: g.fold,
                 margin: g.margin,
                 direction,
                 test,

@@ -236,6 +236,10 @@ pub struct GateOutcome {
 pub struct GuardOutcome {
     pub metric: String,
     pub arm: String,
+    /// The arm it is compared with (the guard's own or the experiment's).
+    pub baseline: String,
+    /// `Last`: each cell's final value was compared.
+    pub fold: crate::experiment::Fold,
     pub margin: f64,
     pub direction: Direction,
     /// `None` when either side has no data.

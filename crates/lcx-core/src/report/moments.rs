@@ -18,17 +18,24 @@ pub struct Summaries {
 }
 
 /// Moments and medians of `names` over cells `runs` (every cell of the
-/// experiment when empty).
+/// experiment when empty). A metric in `last` counts each cell's last
+/// post-warm-up value only (`fold = "last"`), so a cell is one value of it.
 pub fn summaries(
     store: &Store,
     experiment_id: i64,
     names: &[String],
     runs: &[i64],
+    last: &[String],
 ) -> Result<Summaries, StoreError> {
     let mut out = Summaries::default();
     // Post-warm-up values per (arm, metric), for the medians.
     let mut pooled: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
     store.for_each_series(experiment_id, names, runs, |c| {
+        let c = if last.iter().any(|n| n == c.name) {
+            only_last(c)
+        } else {
+            c
+        };
         let m = fold(&c);
         pooled
             .entry((m.arm.clone(), m.name.clone()))
@@ -42,6 +49,16 @@ pub fn summaries(
         }
     }
     Ok(out)
+}
+
+/// The series cut to its last value (the store hands values in iteration
+/// order); the values before it count as neither used nor warm-up.
+fn only_last(c: CellSeries<'_>) -> CellSeries<'_> {
+    let values = match c.values.len() {
+        0 => c.values,
+        n => &c.values[n - 1..],
+    };
+    CellSeries { values, ..c }
 }
 
 /// One cell's moments of one metric, from its post-warm-up values.
@@ -110,7 +127,7 @@ pub fn run_moments(
     names: &[String],
     runs: &[i64],
 ) -> Result<Vec<RunMoments>, StoreError> {
-    Ok(summaries(store, experiment_id, names, runs)?.moments)
+    Ok(summaries(store, experiment_id, names, runs, &[])?.moments)
 }
 
 /// The median (mean of the two middle values when the count is even) by

@@ -144,14 +144,62 @@ pub fn iteration_plot(
     warmup: i64,
     lines: &[Line],
 ) -> Result<String, PlotError> {
-    let e = err(title);
     let x_max = lines
         .iter()
         .flat_map(|l| finite(&l.mean))
         .map(|(x, _)| x)
         .fold(1.0f64, f64::max);
+    let x = XAxis {
+        label: "iteration",
+        range: (0.5, x_max + 0.5),
+        ticks: (x_max as usize).clamp(2, 20),
+        whole: true,
+    };
+    line_plot(title, &x, y_label, warmup, lines)
+}
+
+/// One metric against the training time it took: x is the cell's elapsed
+/// seconds (its iteration times summed) at the iteration of each point, so
+/// a faster arm's curve ends further left. No warm-up shade: the warm-up
+/// is counted in iterations.
+pub fn elapsed_plot(title: &str, y_label: &str, lines: &[Line]) -> Result<String, PlotError> {
+    let x_max = lines
+        .iter()
+        .flat_map(|l| {
+            l.repeats
+                .iter()
+                .flat_map(|r| finite(r))
+                .chain(finite(&l.mean))
+        })
+        .map(|(x, _)| x)
+        .fold(1e-9f64, f64::max);
+    let x = XAxis {
+        label: "training time (s, iteration times summed)",
+        range: (0.0, x_max * 1.02),
+        ticks: 10,
+        whole: false,
+    };
+    line_plot(title, &x, y_label, 0, lines)
+}
+
+struct XAxis {
+    label: &'static str,
+    range: (f64, f64),
+    ticks: usize,
+    /// Iterations: labels rounded to whole numbers.
+    whole: bool,
+}
+
+fn line_plot(
+    title: &str,
+    x: &XAxis,
+    y_label: &str,
+    warmup: i64,
+    lines: &[Line],
+) -> Result<String, PlotError> {
+    let e = err(title);
     let (y0, y1) = y_range(lines);
-    let (x0, x1) = (0.5, x_max + 0.5);
+    let (x0, x1) = x.range;
 
     let mut svg = String::new();
     {
@@ -162,10 +210,16 @@ pub fn iteration_plot(
             .map_err(|x| e(x.to_string()))?;
         chart
             .configure_mesh()
-            .x_desc("iteration")
+            .x_desc(x.label)
             .y_desc(y_label)
-            .x_labels((x_max as usize).clamp(2, 20))
-            .x_label_formatter(&|x| super::render::num(x.round()))
+            .x_labels(x.ticks)
+            .x_label_formatter(&|v| {
+                if x.whole {
+                    super::render::num(v.round())
+                } else {
+                    super::render::tick(*v)
+                }
+            })
             .y_label_formatter(&|y| super::render::tick(*y))
             .draw()
             .map_err(|x| e(x.to_string()))?;

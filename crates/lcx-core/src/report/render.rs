@@ -332,8 +332,14 @@ pub fn guard_lines(report: &Report) -> Option<String> {
             .unwrap_or_default();
         let _ = writeln!(
             out,
-            "- `{}` on {} (margin {}, {}): {}{detail}{why}",
+            "- `{}` vs `{}` on {}{} (margin {}, {}): {}{detail}{why}",
             md(&g.arm),
+            md(&g.baseline),
+            if g.fold == crate::experiment::Fold::Last {
+                "the final "
+            } else {
+                ""
+            },
             md(&g.metric),
             num(g.margin),
             direction_word(g.direction),

@@ -177,7 +177,7 @@ impl Store {
         sorted_names.dedup();
         let mut series = self.conn.prepare(
             "SELECT iteration, value FROM metrics \
-             WHERE run_id = ?1 AND name = ?2 AND superseded = 0",
+             WHERE run_id = ?1 AND name = ?2 AND superseded = 0 ORDER BY iteration",
         )?;
         let mut values = Vec::new();
         for (run_id, arm, repeat, warmup) in &plan {

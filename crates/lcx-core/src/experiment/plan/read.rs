@@ -31,7 +31,8 @@ pub(super) const TOP_KEYS: &[&str] = &[
 /// give them); the rest are `ARM_EXECUTOR_KEYS`.
 pub(super) const EXPERIMENT_EXECUTOR_KEYS: &[&str] =
     &["kind", "max_parallel", "placement", "requeue"];
-pub(super) const GUARD_KEYS: &[&str] = &["metric", "margin", "direction", "arm"];
+pub(super) const GUARD_KEYS: &[&str] =
+    &["metric", "margin", "direction", "arm", "baseline", "fold"];
 pub(super) const ARM_KEYS: &[&str] = &[
     "name",
     "label",
@@ -57,7 +58,7 @@ pub(super) const ARM_EXECUTOR_KEYS: &[&str] = &[
     "constraint",
     "extra",
 ];
-pub(super) const COLUMN_KEYS: &[&str] = &["metric", "label", "show", "direction"];
+pub(super) const COLUMN_KEYS: &[&str] = &["metric", "label", "show", "direction", "fold"];
 pub(super) const GATE_KEYS: &[&str] =
     &["metric", "min_speedup", "max_slowdown", "min_effect", "arm"];
 
@@ -535,6 +536,7 @@ impl Reader<'_> {
         let columns = self.columns(t)?;
         let gate = self.gate(t, &seen, &baseline)?;
         let guards = self.guards(t, &seen, &baseline)?;
+        let (columns, guards) = self.agree_folds(columns, guards)?;
         // A gate or guard judges its metric: not one the file says is
         // never judged, and not a count of work without a direction.
         let undirected = |metric: &str| {
@@ -765,7 +767,11 @@ impl Reader<'_> {
 }
 
 impl Reader<'_> {
-    pub(super) fn columns(&self, t: &toml::Table) -> Result<Vec<Column>, PlanError> {
+    /// The columns, each with the fold the file gave it (`None`: unsaid).
+    pub(super) fn columns(
+        &self,
+        t: &toml::Table,
+    ) -> Result<Vec<(Column, Option<Fold>)>, PlanError> {
         let mut out = Vec::new();
         for (i, c) in self.tables(t, "columns")?.into_iter().enumerate() {
             let prefix = format!("columns[{i}].");
@@ -789,12 +795,17 @@ impl Reader<'_> {
                 }
             };
             let direction = self.direction(c, &prefix, true)?;
-            out.push(Column {
-                metric,
-                label,
-                show,
-                direction,
-            });
+            let fold = self.fold(c, &prefix)?;
+            out.push((
+                Column {
+                    metric,
+                    label,
+                    show,
+                    direction,
+                    fold: fold.unwrap_or_default(),
+                },
+                fold,
+            ));
         }
         Ok(out)
     }
@@ -893,12 +904,85 @@ impl Reader<'_> {
         }
     }
 
+    /// The guards, each with the fold the file gave it (`None`: unsaid).
+    pub(super) fn fold(&self, t: &toml::Table, prefix: &str) -> Result<Option<Fold>, PlanError> {
+        match self.read(at(t, prefix).string("fold"))?.as_deref() {
+            None => Ok(None),
+            Some("mean") => Ok(Some(Fold::Mean)),
+            Some("last") => Ok(Some(Fold::Last)),
+            Some(other) => Err(self.err(
+                format!("{prefix}fold"),
+                format!("unknown `{other}` (expected mean or last)"),
+            )),
+        }
+    }
+
+    /// One fold per metric: what any column or guard of it says, the
+    /// others agreeing or silent; a metric folded two ways is refused
+    /// (its table value and its verdict would judge different numbers).
+    pub(super) fn agree_folds(
+        &self,
+        columns: Vec<(Column, Option<Fold>)>,
+        guards: Vec<(Guard, Option<Fold>)>,
+    ) -> Result<(Vec<Column>, Vec<Guard>), PlanError> {
+        let mut said: BTreeMap<String, (String, Fold)> = BTreeMap::new();
+        let keys = columns
+            .iter()
+            .enumerate()
+            .map(|(i, (c, f))| (format!("columns[{i}].fold"), &c.metric, *f))
+            .chain(
+                guards
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (g, f))| (format!("guard[{i}].fold"), &g.metric, *f)),
+            );
+        for (key, metric, fold) in keys {
+            let Some(fold) = fold else { continue };
+            match said.get(metric) {
+                Some((first, f)) if *f != fold => {
+                    return Err(self.err(
+                        key,
+                        format!(
+                            "`{metric}` is folded `{}` by {first}: a metric has one fold in a file",
+                            fold_name(*f)
+                        ),
+                    ))
+                }
+                Some(_) => {}
+                None => {
+                    said.insert(metric.clone(), (key, fold));
+                }
+            }
+        }
+        let of = |metric: &str| said.get(metric).map(|(_, f)| *f).unwrap_or_default();
+        Ok((
+            columns
+                .into_iter()
+                .map(|(mut c, _)| {
+                    c.fold = of(&c.metric);
+                    // The default label says which value of the cell it is.
+                    if c.fold == Fold::Last && c.label == c.metric {
+                        c.label = format!("final {}", c.metric);
+                    }
+                    c
+                })
+                .collect(),
+            guards
+                .into_iter()
+                .map(|(mut g, _)| {
+                    g.fold = of(&g.metric);
+                    g
+                })
+                .collect(),
+        ))
+    }
+
     pub(super) fn guards(
         &self,
         t: &toml::Table,
         arms: &BTreeSet<&str>,
         baseline: &str,
-    ) -> Result<Vec<Guard>, PlanError> {
+    ) -> Result<Vec<(Guard, Option<Fold>)>, PlanError> {
         let mut out = Vec::new();
         for (i, g) in self.tables(t, "guard")?.into_iter().enumerate() {
             let prefix = format!("guard[{i}].");
@@ -919,22 +1003,46 @@ impl Reader<'_> {
                 return Err(self.err(format!("{prefix}margin"), "must be ≥ 0"));
             }
             let direction = self.direction(g, &prefix, false)?;
+            let own_baseline = self.read(at(g, &prefix).string("baseline"))?;
+            if let Some(b) = &own_baseline {
+                if !arms.contains(b.as_str()) {
+                    return Err(
+                        self.err(format!("{prefix}baseline"), format!("`{b}` names no arm"))
+                    );
+                }
+            }
+            let compared_with = own_baseline.as_deref().unwrap_or(baseline);
             let arm = self.read(at(g, &prefix).string("arm"))?;
             if let Some(a) = &arm {
-                if !arms.contains(a.as_str()) || a == baseline {
+                if !arms.contains(a.as_str()) || a == compared_with {
                     return Err(self.err(
                         format!("{prefix}arm"),
-                        format!("`{a}` is not an arm other than the baseline"),
+                        format!(
+                            "`{a}` is not an arm other than the guard's baseline `{compared_with}`"
+                        ),
                     ));
                 }
             }
-            out.push(Guard {
-                metric,
-                margin,
-                direction,
-                arm,
-            });
+            let fold = self.fold(g, &prefix)?;
+            out.push((
+                Guard {
+                    metric,
+                    margin,
+                    direction,
+                    arm,
+                    baseline: own_baseline,
+                    fold: fold.unwrap_or_default(),
+                },
+                fold,
+            ));
         }
         Ok(out)
+    }
+}
+
+fn fold_name(f: Fold) -> &'static str {
+    match f {
+        Fold::Mean => "mean",
+        Fold::Last => "last",
     }
 }
