@@ -13,6 +13,11 @@
 #       run.max_iterations=$LCX_ITERATIONS when the runner sets it.
 #   scripts/reference-trainer.sh --convert METRICS.jsonl
 #       print a reference metrics file as lcx metric lines, and nothing else.
+#   scripts/reference-trainer.sh --follow CMD [ARG...]
+#       run CMD (a trainer writing the reference's runs/<...>/metrics.jsonl
+#       under its working directory) in a fresh directory and print each of
+#       its lines as an lcx metric line as soon as it is written; a training
+#       run above does this, so the runner stores each iteration as it ends.
 #
 # Lines printed (per reference iteration), under lcx's names:
 #   iteration, time/iteration_seconds (evaluation included, as in lcx),
@@ -21,9 +26,11 @@
 #   traversal/nodes_per_second (nodes over traversal seconds, lcx's
 #   definition; the reference's own time/nodes_per_second divides by the
 #   whole iteration);
-#   loss/advantage (the mean over both players' updates) and loss/strategy
-#   (the last update's), samples/advantage and samples/strategy (the
-#   memories' sizes), the same quantities lcx prints under these names;
+#   loss/advantage (the mean over both players' updates) and
+#   loss/strategy_last (the strategy network's last update's: the reference
+#   has no mean over the updates, which is lcx's loss/strategy),
+#   samples/advantage and samples/strategy (the memories' sizes), the same
+#   quantities lcx prints under these names;
 #   on iterations that evaluate, time/evaluation_seconds and, per opponent
 #   (the two trainers name the bots alike), eval/<opponent>/<key> for the
 #   keys lcx prints: games, wins0, wins1, draws, win_rate0, win_rate1,
@@ -48,16 +55,22 @@ fail() {
     exit 1
 }
 
-# Reads the reference's metrics.jsonl ($1) and writes lcx metric lines.
-convert() {
-    "${PYTHON:-python3}" - "$1" <<'EOF'
+# The conversion of the reference's metrics.jsonl into lcx metric lines:
+#   reference PYTHON convert FILE       a whole file
+#   reference PYTHON follow DIR CMD...  the file CMD writes under DIR, live
+lcx_lines() {
+    local python=$1
+    shift
+    "$python" - "$@" <<'EOF'
 import json
 import sys
 
 # Reference key -> lcx key, for keys that are there on every iteration.
 ALWAYS = {
     "loss/advantage": "loss/advantage",
-    "loss/strategy": "loss/strategy",
+    # The reference's strategy loss is its last step's; lcx's loss/strategy
+    # is the mean over the steps, and loss/strategy_last the last step's.
+    "loss/strategy": "loss/strategy_last",
     "samples/advantage": "samples/advantage",
     "samples/strategy": "samples/strategy",
 }
@@ -68,44 +81,111 @@ EVAL = {k: k for k in (
 )}
 EVAL["games_per_second"] = "throughput"
 
-path = sys.argv[1]
-with open(path) as f:
-    for number, line in enumerate(f, 1):
-        if not line.strip():
-            continue
-        try:
-            m = json.loads(line)
-            nodes = int(m["traversal/nodes"])
-            traversal = float(m["time/traversal_seconds"])
-            out = {
-                "iteration": int(m["iteration"]),
-                "time/iteration_seconds": float(m["time/iteration_seconds"]),
-                "time/traversal_seconds": traversal,
-                "time/training_seconds": float(m["time/advantage_train_seconds"])
-                + float(m["time/strategy_train_seconds"]),
-                "traversal/nodes": nodes,
-                "traversal/nodes_per_second": nodes / traversal if traversal > 0 else 0.0,
-            }
-            for theirs, ours in ALWAYS.items():
-                out[ours] = float(m[theirs])
-            evaluated = False
-            for key, value in m.items():
-                parts = key.split("/")
-                if len(parts) == 3 and parts[0] == "eval" and parts[2] in EVAL:
-                    out[f"eval/{parts[1]}/{EVAL[parts[2]]}"] = float(value)
-                    evaluated = True
-            if evaluated and "time/evaluation_seconds" in m:
-                out["time/evaluation_seconds"] = float(m["time/evaluation_seconds"])
-        except (ValueError, KeyError, TypeError, AttributeError) as e:
-            sys.exit(f"reference-trainer: {path} line {number}: expected a reference metrics object ({type(e).__name__}: {e})")
-        print(json.dumps(out), flush=True)
+
+
+def convert(line, where):
+    """One reference metrics line -> one lcx metric line (None for a blank)."""
+    if not line.strip():
+        return None
+    try:
+        m = json.loads(line)
+        nodes = int(m["traversal/nodes"])
+        traversal = float(m["time/traversal_seconds"])
+        out = {
+            "iteration": int(m["iteration"]),
+            "time/iteration_seconds": float(m["time/iteration_seconds"]),
+            "time/traversal_seconds": traversal,
+            "time/training_seconds": float(m["time/advantage_train_seconds"])
+            + float(m["time/strategy_train_seconds"]),
+            "traversal/nodes": nodes,
+            "traversal/nodes_per_second": nodes / traversal if traversal > 0 else 0.0,
+        }
+        for theirs, ours in ALWAYS.items():
+            out[ours] = float(m[theirs])
+        evaluated = False
+        for key, value in m.items():
+            parts = key.split("/")
+            if len(parts) == 3 and parts[0] == "eval" and parts[2] in EVAL:
+                out[f"eval/{parts[1]}/{EVAL[parts[2]]}"] = float(value)
+                evaluated = True
+        if evaluated and "time/evaluation_seconds" in m:
+            out["time/evaluation_seconds"] = float(m["time/evaluation_seconds"])
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        sys.exit(f"reference-trainer: {where}: expected a reference metrics object ({type(e).__name__}: {e})")
+    return json.dumps(out)
+
+
+def emit(line, where):
+    out = convert(line, where)
+    if out is not None:
+        print(out, flush=True)
+
+
+if sys.argv[1] == "convert":
+    path = sys.argv[2]
+    with open(path) as f:
+        for number, line in enumerate(f, 1):
+            emit(line, f"{path} line {number}")
+    sys.exit(0)
+
+# follow WORKDIR CMD...: runs the trainer in WORKDIR (its output to our
+# stderr) and prints each line of the metrics.jsonl it writes there as soon
+# as the line is whole, so that the runner stores every iteration as it
+# ends rather than all of them when the run is over.
+import glob
+import subprocess
+import time
+
+work, cmd = sys.argv[2], sys.argv[3:]
+proc = subprocess.Popen(cmd, cwd=work, stdout=sys.stderr)
+path, f, pending, number = None, None, "", 0
+while True:
+    done = proc.poll() is not None
+    if f is None:
+        found = glob.glob(f"{work}/runs/**/metrics.jsonl", recursive=True)
+        if found:
+            path = found[0]
+            f = open(path)
+    if f is not None:
+        pending += f.read()
+        *whole, pending = pending.split("\n")
+        for line in whole:
+            number += 1
+            emit(line, f"{path} line {number}")
+    if done:
+        break
+    time.sleep(0.5)
+if proc.returncode != 0:
+    sys.exit(f"reference-trainer: the reference trainer failed with exit code {proc.returncode} (its output is above)")
+if f is None:
+    sys.exit(f"reference-trainer: the reference wrote no metrics.jsonl under {work}/runs")
+if pending.strip():
+    number += 1
+    emit(pending, f"{path} line {number}")
 EOF
 }
 
 if [[ "${1:-}" == "--convert" ]]; then
     [[ $# -eq 2 ]] || fail "usage: $0 --convert METRICS.jsonl"
     [[ -r "$2" ]] || fail "cannot read $2"
-    convert "$2"
+    lcx_lines "${PYTHON:-python3}" convert "$2"
+    exit 0
+fi
+
+# Runs CMD in a fresh directory and prints the metrics.jsonl it writes under
+# runs/ there as lcx metric lines, each as soon as it is whole.
+follow() {
+    local work
+    work=$(mktemp -d "${TMPDIR:-/tmp}/lcx-reference.XXXXXX")
+    # shellcheck disable=SC2064 # expand now: $work is local
+    trap "rm -rf '$work'" EXIT
+    lcx_lines "${PYTHON:-python3}" follow "$work" "$@"
+}
+
+if [[ "${1:-}" == "--follow" ]]; then
+    [[ $# -ge 2 ]] || fail "usage: $0 --follow CMD [ARG...]"
+    shift
+    follow "$@"
     exit 0
 fi
 
@@ -158,11 +238,5 @@ if [[ ! -e "$venv/.lcx-ready" ]]; then
 fi
 
 # The reference writes runs/tmp/<time>_<name>/ under its working directory.
-work=$(mktemp -d "${TMPDIR:-/tmp}/lcx-reference.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-(cd "$work" && "$venv/bin/python" -m coolrl_lost_cities.games.classic.deep_cfr.cli train \
-    --config "$src/configs/deep_cfr/default.yaml" "${overrides[@]}" >&2) ||
-    fail "the reference trainer failed (its output is above)"
-metrics=$(find "$work/runs" -name metrics.jsonl -print -quit)
-[[ -n "$metrics" ]] || fail "the reference wrote no metrics.jsonl under $work/runs"
-PYTHON="$venv/bin/python" convert "$metrics"
+PYTHON="$venv/bin/python" follow "$venv/bin/python" -m coolrl_lost_cities.games.classic.deep_cfr.cli train \
+    --config "$src/configs/deep_cfr/default.yaml" "${overrides[@]}"

@@ -541,7 +541,7 @@ fn a_guard_fails_an_arm_that_is_faster_but_learns_worse() {
     assert_eq!(check.status.code(), Some(1), "{md}");
     assert!(md.contains("Verdict: PASS"), "{md}");
     assert!(
-        md.contains("- `fast` on eval/random/win_rate0 (margin 0.05"),
+        md.contains("- `fast` vs `slow` on eval/random/win_rate0 (margin 0.05"),
         "{md}"
     );
     assert!(
@@ -552,6 +552,78 @@ fn a_guard_fails_an_arm_that_is_faster_but_learns_worse() {
     write("within", "0.6", "0.3");
     let check = run_lcx(&db, dir.path(), &["report", "within", "--check"]);
     assert_eq!(check.status.code(), Some(0), "{}", text(&check.stdout));
+}
+
+/// A learning metric evaluated every other iteration, judged on each
+/// cell's final value (`fold = "last"`), with one guard on the experiment's
+/// baseline and one on an arm of its own; the archive plots it per
+/// iteration and against training time.
+#[test]
+fn guards_judge_final_values_against_their_own_baselines_and_are_plotted() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("x.db");
+    // `w` at iterations 2 and 4: `<early><repeat>` then `<late><repeat>`.
+    let arm = |name: &str, seconds: &str, early: &str, late: &str| {
+        let command = format!(
+            r#"for i in 1 2 3 4; do w=""; [ $i = 2 ] && w=",\"w\":{early}$LCX_REPEAT"; [ $i = 4 ] && w=",\"w\":{late}$LCX_REPEAT"; echo "{{\"iteration\":$i,\"time/iteration_seconds\":{seconds}$i$w}}"; done"#
+        );
+        format!(
+            "\n[[arms]]\nname = \"{name}\"\ncommand = {}\n",
+            toml_string(&command)
+        )
+    };
+    let file = dir.path().join("learn.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"learn\"\nworkload = \"command\"\niterations = 4\nrepeats = 3\n{}{}{}\
+             [[columns]]\nmetric = \"w\"\ndirection = \"higher\"\n\
+             [[guard]]\nmetric = \"w\"\nmargin = 0.05\nfold = \"last\"\n\
+             [[guard]]\nmetric = \"w\"\nmargin = 0.3\nbaseline = \"b\"\narm = \"c\"\n",
+            // The mean of `a`'s values is 0.65, `b`'s 0.495: only the final
+            // values (0.80, 0.79) make `b` no worse than `a`.
+            arm("a", "1.0", "0.50", "0.80"),
+            arm("b", "0.5", "0.20", "0.79"),
+            arm("c", "0.5", "0.50", "0.60"),
+        ),
+    )
+    .unwrap();
+    ok(&db, dir.path(), &["run", "--plain", file.to_str().unwrap()]);
+    let check = run_lcx(&db, dir.path(), &["report", "learn", "--check"]);
+    let md = text(&check.stdout);
+    assert_eq!(check.status.code(), Some(1), "{md}");
+    assert!(md.contains("final w"), "{md}");
+    // a's final values (0.80x), not the mean of its series (0.65x).
+    assert!(md.contains("0.80") && !md.contains("0.65"), "{md}");
+    for line in [
+        "- `b` vs `a` on the final w (margin 0.05, higher is better): PASS",
+        "- `c` vs `a` on the final w (margin 0.05, higher is better): FAIL",
+        "- `c` vs `b` on the final w (margin 0.3, higher is better): PASS",
+    ] {
+        assert!(md.contains(line), "no `{line}` in:\n{md}");
+    }
+    ok(&db, dir.path(), &["report", "learn", "--archive"]);
+    let names: Vec<String> = std::fs::read_dir(dir.path().join("archive"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    for plot in [
+        "-learn-w-per-iteration.svg",
+        "-learn-w-by-training-time.svg",
+    ] {
+        assert!(
+            names.iter().any(|n| n.ends_with(plot)),
+            "no *{plot} in {names:?}"
+        );
+    }
+    // Against training time, `b`'s curve (half the seconds) ends at about
+    // half the x of `a`'s: the x axis is the summed iteration times.
+    let svg = names
+        .iter()
+        .find(|n| n.ends_with("-learn-w-by-training-time.svg"))
+        .unwrap();
+    let svg = std::fs::read_to_string(dir.path().join("archive").join(svg)).unwrap();
+    assert!(svg.contains("training time"), "{svg}");
 }
 
 #[test]

@@ -113,6 +113,7 @@ pub const VOCABULARY: &[MetricInfo] = &[
     // Learning.
     m("loss/advantage", "1", Lower, "Mean training loss of the two advantage networks this iteration."),
     m("loss/strategy", "1", Lower, "Mean training loss of the strategy network this iteration."),
+    m("loss/strategy_last", "1", Lower, "The strategy network's loss on its last step this iteration (the reference trainer's loss/strategy)."),
     m("samples/advantage", "samples", Neither, "Samples held in the advantage memories (both players)."),
     m("samples/strategy", "samples", Neither, "Samples held in the strategy memory."),
     m("samples/advantage_player_*", "samples", Neither, "Samples held in one player's advantage memory, and (_first_open) those from a first opening move."),

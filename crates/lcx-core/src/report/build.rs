@@ -88,13 +88,20 @@ fn plan_direction(d: experiment::Direction) -> Direction {
     }
 }
 
-/// The `direction` the file gives `metric` on any of its columns.
+/// The `direction` the file gives `metric` on any of its columns or guards
+/// (the reader makes them agree).
 fn file_direction(plan: Option<&Plan>, metric: &str) -> Option<experiment::Direction> {
     plan.and_then(|p| {
         p.columns
             .iter()
             .filter(|c| c.metric == metric)
             .find_map(|c| c.direction)
+            .or_else(|| {
+                p.guards
+                    .iter()
+                    .filter(|g| g.metric == metric)
+                    .find_map(|g| g.direction)
+            })
     })
 }
 
@@ -417,13 +424,12 @@ fn guard_outcomes(
     };
     let mut out = Vec::new();
     for g in &plan.guards {
+        // The guard's own direction, else its metric's in the file (a
+        // column's), else the name table's. The reader refuses `none` on a
+        // guard and a guard disagreeing with a column.
         let direction = match g.direction {
-            Some(crate::experiment::Direction::Higher) => Direction::HigherIsBetter,
-            // The reader refuses `none` on a guard.
-            Some(crate::experiment::Direction::Lower | crate::experiment::Direction::Neither) => {
-                Direction::LowerIsBetter
-            }
-            None => direction_for(&g.metric).0,
+            Some(d) => plan_direction(d),
+            None => metric_direction(Some(plan), &g.metric).0,
         };
         let baseline = g.baseline.as_deref().unwrap_or(baseline);
         let base = arms
@@ -457,7 +463,15 @@ fn guard_outcomes(
                             super::render::num(-t.ci_low),
                             super::render::num(g.margin)
                         )),
-                        Decision::Inconclusive => Some("one replicate: no interval".into()),
+                        Decision::Inconclusive if t.ci_low.is_nan() => {
+                            Some("one replicate: no interval".into())
+                        }
+                        Decision::Inconclusive => Some(format!(
+                            "the interval {} to {} holds minus the margin: neither shown within \
+                             it nor beyond; more repeats narrow it",
+                            super::render::num(t.ci_low),
+                            super::render::num(t.ci_high)
+                        )),
                         Decision::Pass => None,
                     };
                     (Some(t), t.decision, why)

@@ -308,8 +308,9 @@ pub fn guard_lines(report: &Report) -> Option<String> {
     }
     let alpha = report.rule.alpha;
     let mut out = format!(
-        "Guards (non-inferiority in the metric's own units: FAIL when the {}% interval of the \
-         arm's gain over the baseline lies below minus the margin, one-sided α = {}):\n",
+        "Guards (non-inferiority in the metric's own units: PASS when the {}% interval of the \
+         arm's gain over its baseline lies above minus the margin, FAIL when it lies below, \
+         INCONCLUSIVE when it holds minus the margin; one-sided α = {}):\n",
         trim_number(100.0 * (1.0 - alpha)),
         trim_number(alpha / 2.0)
     );

@@ -589,10 +589,12 @@ pub struct GuardTest {
     pub decision: Decision,
 }
 
-/// Non-inferiority on a difference: FAIL when the whole `1 - alpha`
-/// interval of the gain lies below `-margin` (the arm shown worse than
-/// allowed, one-sided α/2), INCONCLUSIVE without an interval, PASS
-/// otherwise.
+/// Non-inferiority on a difference: PASS when the whole `1 - alpha`
+/// interval of the gain lies above `-margin` (the arm shown no worse than
+/// allowed, one-sided α/2), FAIL when it lies below (shown worse),
+/// INCONCLUSIVE when it straddles `-margin` or there is no interval. An
+/// interval too wide to decide is not a pass: "not shown worse" is not
+/// "shown not worse".
 pub fn guard_test(
     baseline: &Summary,
     arm: &Summary,
@@ -633,8 +635,10 @@ pub fn guard_test(
         ci_high,
         decision: if ci_high < -margin {
             Decision::Fail
-        } else {
+        } else if ci_low > -margin {
             Decision::Pass
+        } else {
+            Decision::Inconclusive
         },
     }
 }
@@ -1165,30 +1169,47 @@ mod tests {
     }
 
     #[test]
-    fn guards_fail_only_an_arm_shown_worse_than_the_margin_over_400_seeds() {
-        let run = |shift: f64| {
-            let mut fails = 0;
+    fn guards_pass_only_shown_not_worse_and_fail_only_shown_worse_over_400_seeds() {
+        // [pass, fail, inconclusive] over 400 seeds of `repeats` replicates.
+        let run = |shift: f64, repeats: usize| {
+            let mut out = [0; 3];
             for seed in 0..400u64 {
                 let mut rng = ChaCha8Rng::seed_from_u64(120_000 + seed);
-                // A win rate of 0.80 measured with ±0.02 noise, 3 repeats.
-                let base = Summary::from_values(&normal_series(&mut rng, 3, 0.80, 0.02)).unwrap();
+                // A win rate of 0.80 measured with ±0.02 noise.
+                let base =
+                    Summary::from_values(&normal_series(&mut rng, repeats, 0.80, 0.02)).unwrap();
                 let arm =
-                    Summary::from_values(&normal_series(&mut rng, 3, 0.80 + shift, 0.02)).unwrap();
+                    Summary::from_values(&normal_series(&mut rng, repeats, 0.80 + shift, 0.02))
+                        .unwrap();
                 let g = guard_test(&base, &arm, Direction::HigherIsBetter, 0.05, 0.05);
-                if g.decision == Decision::Fail {
-                    fails += 1;
-                }
+                out[match g.decision {
+                    Decision::Pass => 0,
+                    Decision::Fail => 1,
+                    Decision::Inconclusive => 2,
+                }] += 1;
             }
-            fails
+            out
         };
-        let aa = run(0.0);
-        let worse = run(-0.15);
-        eprintln!("guard, margin 0.05: A/A failed {aa} of 400, 0.15 worse failed {worse} of 400");
-        assert!(aa <= 4, "A/A failed the guard {aa} of 400 times");
-        assert!(
-            worse >= 300,
-            "a 0.15 drop failed the guard only {worse} of 400 times"
+        let aa = run(0.0, 3);
+        let aa5 = run(0.0, 5);
+        let at_margin = run(-0.05, 5);
+        let worse = run(-0.15, 3);
+        eprintln!(
+            "guard, margin 0.05, [pass, fail, inconclusive] of 400: A/A {aa:?} (3 repeats), \
+             {aa5:?} (5); at the margin {at_margin:?} (5); 0.15 worse {worse:?} (3)"
         );
+        assert!(aa[1] <= 4, "A/A failed the guard: {aa:?}");
+        assert!(
+            aa5[0] >= 360,
+            "A/A at 5 repeats rarely shown within the margin: {aa5:?}"
+        );
+        // An arm exactly at the margin passes at most α/2 of the time.
+        assert!(
+            at_margin[0] <= 20,
+            "an arm at the margin passed: {at_margin:?}"
+        );
+        assert_eq!(worse[0], 0, "a 0.15 drop passed: {worse:?}");
+        assert!(worse[1] >= 300, "a 0.15 drop rarely failed: {worse:?}");
     }
 
     /// Adaptive rounds on synthetic arms (1 % process spread, 4 % iteration

@@ -158,6 +158,9 @@ struct NetResult {
     /// Mean loss over steps with a finite loss (NaN when none was); None
     /// when the memory was empty or no update was asked for.
     loss: Option<f64>,
+    /// The last step's loss (when finite): what the reference reports as
+    /// its strategy loss.
+    last: Option<f64>,
     nonfinite: u64,
     /// Steps taken and rows they trained on (for the FLOP count).
     steps: u64,
@@ -196,6 +199,7 @@ impl NetJob {
         if mem.is_empty() || self.updates == 0 {
             return Ok(NetResult {
                 loss: None,
+                last: None,
                 nonfinite: 0,
                 steps: 0,
                 rows: 0,
@@ -270,6 +274,7 @@ impl NetJob {
 #[derive(Debug, Default)]
 struct Tally {
     sum: f64,
+    last: Option<f64>,
     finite: u32,
     nonfinite: u64,
     steps: u64,
@@ -283,6 +288,7 @@ impl Tally {
             self.nonfinite += 1;
         } else {
             self.sum += outcome.loss;
+            self.last = Some(outcome.loss);
             self.finite += 1;
         }
     }
@@ -295,6 +301,7 @@ impl Tally {
             } else {
                 f64::NAN
             }),
+            last: self.last,
             nonfinite: self.nonfinite,
             steps: self.steps,
             rows: self.rows,
@@ -321,6 +328,8 @@ pub struct Trainer {
     spec: MlpSpec,
     /// This iteration's training work: (steps, rows) per network.
     trained: [(u64, u64); 3],
+    /// This iteration's last finite step loss per network.
+    last_loss: [Option<f64>; 3],
     /// On a GPU: its measured FP32 matrix-product ceiling (taken once,
     /// before the first iteration), the peak its phases are read against.
     device_peak: Option<f64>,
@@ -376,6 +385,7 @@ impl Trainer {
             amp_warned: false,
             spec,
             trained: [(0, 0); 3],
+            last_loss: [None; 3],
             device_peak: None,
         })
     }
@@ -480,6 +490,7 @@ impl Trainer {
         self.nonfinite_losses += r.nonfinite;
         self.trained[net].0 += r.steps;
         self.trained[net].1 += r.rows;
+        self.last_loss[net] = r.last;
         Ok(r.loss)
     }
 
@@ -557,6 +568,7 @@ impl Trainer {
             self.nonfinite_losses += r.nonfinite;
             self.trained[i].0 += r.steps;
             self.trained[i].1 += r.rows;
+            self.last_loss[i] = r.last;
             losses[i] = r.loss;
             done[i] = seconds;
         }
@@ -615,6 +627,7 @@ impl Trainer {
 
         let train_start = Instant::now();
         self.trained = [(0, 0); 3];
+        self.last_loss = [None; 3];
         let (losses, adv_seconds, strat_seconds) = self.train_networks(t)?;
         let training_seconds = train_start.elapsed().as_secs_f64();
         let work = Work::of(&self.spec, forward_rows, self.trained);
@@ -703,6 +716,11 @@ impl Trainer {
         };
         m.insert("loss/advantage".into(), mean(&adv_losses));
         m.insert("loss/strategy".into(), strat_loss.unwrap_or(0.0));
+        // The reference reports the last step's strategy loss; this is
+        // that quantity, so the two trainers can be compared on it.
+        if let Some(last) = self.last_loss[2] {
+            m.insert("loss/strategy_last".into(), last);
+        }
         let sizes = [self.adv_mem[0].len(), self.adv_mem[1].len()];
         m.insert("samples/advantage".into(), (sizes[0] + sizes[1]) as f64);
         m.insert("samples/strategy".into(), self.strat_mem.len() as f64);

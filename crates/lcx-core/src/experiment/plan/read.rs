@@ -537,6 +537,21 @@ impl Reader<'_> {
         let gate = self.gate(t, &seen, &baseline)?;
         let guards = self.guards(t, &seen, &baseline)?;
         let (columns, guards) = self.agree_folds(columns, guards)?;
+        for (i, g) in guards.iter().enumerate() {
+            let Some(d) = g.direction else { continue };
+            if let Some(c) = columns
+                .iter()
+                .position(|c| c.metric == g.metric && c.direction.is_some_and(|x| x != d))
+            {
+                return Err(self.err(
+                    format!("guard[{i}].direction"),
+                    format!(
+                        "disagrees with columns[{c}].direction on `{}`: a metric has one better side",
+                        g.metric
+                    ),
+                ));
+            }
+        }
         // A gate or guard judges its metric: not one the file says is
         // never judged, and not a count of work without a direction.
         let undirected = |metric: &str| {

@@ -760,3 +760,96 @@ fn type_and_range_errors_read_like_the_config_readers() {
         "{typo}"
     );
 }
+
+#[test]
+fn a_metric_has_one_fold_which_silent_columns_and_guards_take() {
+    let three_arms = format!("{COMMAND}[[arms]]\nname = \"c\"\ncommand = \"echo 2\"\n");
+    let with = |extra: &str| plan(&format!("{three_arms}{extra}"));
+    // The guard says `last`; the column of the same metric is silent and
+    // takes it, with a label that says so.
+    let p = with(
+        "[[columns]]\nmetric = \"eval/random/win_rate0\"\n\
+         [[columns]]\nmetric = \"t\"\n\
+         [[guard]]\nmetric = \"eval/random/win_rate0\"\nmargin = 0.05\nfold = \"last\"\n",
+    )
+    .unwrap();
+    assert_eq!(p.columns[0].fold, Fold::Last);
+    assert_eq!(p.columns[0].label, "final eval/random/win_rate0");
+    assert_eq!(p.columns[1].fold, Fold::Mean);
+    assert_eq!(p.fold_of("eval/random/win_rate0"), Fold::Last);
+    assert_eq!(p.fold_of("t"), Fold::Mean);
+    assert_eq!(p.fold_of("unlisted"), Fold::Mean);
+    // Stored plans from before `fold` read as the mean.
+    let mut json: serde_json::Value = serde_json::from_str(&p.to_json()).unwrap();
+    json["columns"][1].as_object_mut().unwrap().remove("fold");
+    json["guards"][0].as_object_mut().unwrap().remove("fold");
+    json["guards"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("baseline");
+    let old: Plan = serde_json::from_value(json).unwrap();
+    assert_eq!(
+        (old.columns[1].fold, old.guards[0].fold),
+        (Fold::Mean, Fold::Mean)
+    );
+    // Two folds of one metric: refused, naming both keys.
+    let e = with(
+        "[[columns]]\nmetric = \"w\"\nfold = \"mean\"\n\
+         [[guard]]\nmetric = \"w\"\nmargin = 1\ndirection = \"higher\"\nfold = \"last\"\n",
+    )
+    .expect_err("two folds")
+    .to_string();
+    assert!(
+        e.contains("guard[0].fold") && e.contains("folded `mean` by columns[0].fold"),
+        "{e}"
+    );
+    let e = with("[[columns]]\nmetric = \"w\"\nfold = \"median\"\n")
+        .expect_err("unknown fold")
+        .to_string();
+    assert!(
+        e.contains("columns[0].fold") && e.contains("expected mean or last"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_guard_may_compare_with_an_arm_of_its_own() {
+    let three_arms = format!("{COMMAND}[[arms]]\nname = \"c\"\ncommand = \"echo 2\"\n");
+    let with = |extra: &str| plan(&format!("{three_arms}{extra}"));
+    let p = with("[[guard]]\nmetric = \"w\"\nmargin = 1\ndirection = \"higher\"\nbaseline = \"b\"\narm = \"c\"\n")
+        .unwrap();
+    assert_eq!(p.guards[0].baseline.as_deref(), Some("b"));
+    assert_eq!(p.baseline, "a", "the experiment's baseline stays");
+    // The arm guarded against the experiment's baseline is fine when the
+    // guard has its own...
+    with("[[guard]]\nmetric = \"w\"\nmargin = 1\ndirection = \"higher\"\nbaseline = \"b\"\narm = \"a\"\n")
+        .unwrap();
+    // ...but not the guard's own baseline, nor an arm that does not exist.
+    let e = with("[[guard]]\nmetric = \"w\"\nmargin = 1\ndirection = \"higher\"\nbaseline = \"b\"\narm = \"b\"\n")
+        .expect_err("arm = baseline")
+        .to_string();
+    assert!(
+        e.contains("guard[0].arm") && e.contains("guard's baseline `b`"),
+        "{e}"
+    );
+    let e =
+        with("[[guard]]\nmetric = \"w\"\nmargin = 1\ndirection = \"higher\"\nbaseline = \"z\"\n")
+            .expect_err("no such arm")
+            .to_string();
+    assert!(
+        e.contains("guard[0].baseline") && e.contains("`z` names no arm"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_guard_and_a_column_of_one_metric_agree_on_its_direction() {
+    let e = error(&format!(
+        "{COMMAND}[[columns]]\nmetric = \"w\"\ndirection = \"higher\"\n\
+         [[guard]]\nmetric = \"w\"\nmargin = 1\ndirection = \"lower\"\n"
+    ));
+    assert!(
+        e.contains("guard[0].direction") && e.contains("columns[0].direction"),
+        "{e}"
+    );
+}
