@@ -596,9 +596,10 @@ fn guards_judge_final_values_against_their_own_baselines_and_are_plotted() {
     // a's final values (0.80x), not the mean of its series (0.65x).
     assert!(md.contains("0.80") && !md.contains("0.65"), "{md}");
     for line in [
-        "- `b` vs `a` on the final w (margin 0.05, higher is better): PASS",
-        "- `c` vs `a` on the final w (margin 0.05, higher is better): FAIL",
-        "- `c` vs `b` on the final w (margin 0.3, higher is better): PASS",
+        "- `b` vs `a` on the final w (margin 0.0500, higher is better): PASS",
+        "- `c` vs `a` on the final w (margin 0.0500, higher is better): FAIL",
+        "- `c` vs `b` on the final w (margin 0.300, higher is better): PASS",
+        "In final w (`fold = \"last\"`) a cell's value is its last recorded one",
     ] {
         assert!(md.contains(line), "no `{line}` in:\n{md}");
     }

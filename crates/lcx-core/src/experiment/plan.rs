@@ -225,6 +225,12 @@ pub enum Fold {
     Last,
 }
 
+impl Fold {
+    pub fn is_mean(&self) -> bool {
+        *self == Fold::Mean
+    }
+}
+
 /// A column of the report table.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Column {

@@ -242,6 +242,7 @@ pub fn resolve_columns(
             let (direction, known) = metric_direction(plan, &metric);
             let descriptive = is_descriptive(plan, &metric);
             ReportColumn {
+                fold: plan.map_or(Fold::Mean, |p| p.fold_of(&metric)),
                 metric,
                 label,
                 kind,

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::experiment::{Arm, Column, Direction, Gate, Order, Plan, Program, Show, Workload};
+use crate::experiment::{Arm, Column, Direction, Fold, Gate, Order, Plan, Program, Show, Workload};
 use crate::store::report_read::RunMoments;
 use crate::store::{Experiment, ExperimentStatus, Fingerprint, Run, RunStatus};
 
@@ -69,24 +69,28 @@ fn plan(gate_min: f64, columns: bool) -> Plan {
                     label: "iter s".into(),
                     show: Show::Value,
                     direction: None,
+                    fold: Fold::Mean,
                 },
                 Column {
                     metric: "time/traversal_seconds".into(),
                     label: "traversal s".into(),
                     show: Show::Both,
                     direction: None,
+                    fold: Fold::Mean,
                 },
                 Column {
                     metric: "traversal/nodes_per_second".into(),
                     label: "nodes/s".into(),
                     show: Show::Value,
                     direction: Some(Direction::Higher),
+                    fold: Fold::Mean,
                 },
                 Column {
                     metric: "interleaved/avg_batch_size".into(),
                     label: "batch mean".into(),
                     show: Show::Value,
                     direction: None,
+                    fold: Fold::Mean,
                 },
             ]
         } else {

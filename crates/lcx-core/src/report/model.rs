@@ -93,6 +93,9 @@ pub struct ReportColumn {
     /// Shown, never judged (see [`MetricResult::descriptive`]).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub descriptive: bool,
+    /// `Last`: each cell contributed its last value (`fold = "last"`).
+    #[serde(skip_serializing_if = "crate::experiment::Fold::is_mean")]
+    pub fold: crate::experiment::Fold,
 }
 
 /// One metric of one arm.

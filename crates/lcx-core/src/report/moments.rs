@@ -178,12 +178,24 @@ mod tests {
         assert_eq!(only.len(), 1);
         assert_eq!(only[0].arm, "b");
 
-        let med = summaries(&store, id, &names, &[]).unwrap().medians;
+        let med = summaries(&store, id, &names, &[], &[]).unwrap().medians;
         // Arm a: {2,3,4} ∪ {6,9,12} → median (4 + 6) / 2; arm b: {4,6,8} → 6.
         assert_eq!(med[0], ("a".into(), "t".into(), 5.0));
         assert_eq!(med[1], ("b".into(), "t".into(), 6.0));
-        let first_only = summaries(&store, id, &names, &[runs[0]]).unwrap().medians;
+        let first_only = summaries(&store, id, &names, &[runs[0]], &[])
+            .unwrap()
+            .medians;
         assert_eq!(first_only, vec![("a".into(), "t".into(), 3.0)]);
+
+        // Folded to the last value: each cell is its final iteration's.
+        let last = summaries(&store, id, &names, &[], &names).unwrap();
+        let m = &last.moments;
+        assert_eq!((m[0].n, m[0].sum, m[0].min, m[0].max), (1, 4.0, 4.0, 4.0));
+        assert_eq!((m[1].n, m[1].sum), (1, 12.0));
+        assert_eq!((m[2].n, m[2].sum), (1, 8.0));
+        // Arm a: {4, 12} → 8; arm b: {8}.
+        assert_eq!(last.medians[0], ("a".into(), "t".into(), 8.0));
+        assert_eq!(last.medians[1], ("b".into(), "t".into(), 8.0));
     }
 
     #[test]

@@ -523,11 +523,26 @@ pub fn render_markdown(report: &Report) -> String {
                 counted(e.warmup.max(0) as u64, "iteration")
             )
         };
+        let finals: Vec<String> = report
+            .columns
+            .iter()
+            .filter(|c| c.fold == crate::experiment::Fold::Last && c.kind == ColumnKind::Value)
+            .map(|c| md(&c.label))
+            .collect();
+        let finals = if finals.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " In {} (`fold = \"last\"`) a cell's value is its last recorded one, not \
+                 the mean of its iterations.",
+                finals.join(", ")
+            )
+        };
         let _ = writeln!(
             out,
             "Warm-up-excluded means ({excluded}) ± standard deviation; \
              {unit}. Speedup = baseline mean / arm mean (arm / baseline for \
-             higher-is-better metrics), so > 1 is better; ± is its standard error.\n"
+             higher-is-better metrics), so > 1 is better; ± is its standard error.{finals}\n"
         );
     }
 

@@ -97,7 +97,8 @@ fn gate_and_columns_are_read() {
             metric: "t".into(),
             label: "t".into(),
             show: Show::Both,
-            direction: Some(Direction::Higher)
+            direction: Some(Direction::Higher),
+            fold: Fold::Mean,
         }]
     );
     let gate = p.gate.unwrap();
