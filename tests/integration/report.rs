@@ -554,6 +554,73 @@ fn a_guard_fails_an_arm_that_is_faster_but_learns_worse() {
     assert_eq!(check.status.code(), Some(0), "{}", text(&check.stdout));
 }
 
+/// `paired = true`: repeat k of each arm shares a seed, so the guard tests
+/// the per-repeat differences. Cells spread far apart by their repeat but
+/// equal across arms pass a guard that, unpaired, cannot tell; a constant
+/// drop beyond the margin fails; a failed cell leaves its repeat out.
+#[test]
+fn paired_guards_test_the_differences_of_repeats_that_share_a_seed() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("x.db");
+    // `w` of repeat k is 0.(k + plus): 0.2, 0.3, 0.4 with plus = 1.
+    let arm = |name: &str, plus: u32, fail_third: bool| {
+        let fail = if fail_third {
+            "[ $LCX_REPEAT = 3 ] && exit 1; "
+        } else {
+            ""
+        };
+        let command = format!(
+            r#"{fail}for i in 1 2; do echo "{{\"iteration\":$i,\"w\":0.$((LCX_REPEAT + {plus}))}}"; done"#
+        );
+        format!(
+            "\n[[arms]]\nname = \"{name}\"\ncommand = {}\n",
+            toml_string(&command)
+        )
+    };
+    let file = dir.path().join("paired.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"paired\"\nworkload = \"command\"\niterations = 2\nwarmup = 0\nrepeats = 3\n\
+             {}{}{}{}\
+             [[columns]]\nmetric = \"w\"\ndirection = \"higher\"\nfold = \"last\"\n\
+             [[guard]]\nmetric = \"w\"\nmargin = 0.05\narm = \"same\"\n\
+             [[guard]]\nmetric = \"w\"\nmargin = 0.05\npaired = true\n",
+            arm("a", 1, false),
+            arm("same", 1, false),
+            arm("lower", 0, false),
+            arm("gappy", 1, true),
+        ),
+    )
+    .unwrap();
+    let run = run_lcx(&db, dir.path(), &["run", "--plain", file.to_str().unwrap()]);
+    assert_eq!(run.status.code(), Some(1), "gappy's third cell fails");
+    let check = run_lcx(&db, dir.path(), &["report", "paired", "--check"]);
+    let md = text(&check.stdout);
+    assert_eq!(check.status.code(), Some(1), "{md}");
+    for line in [
+        // Unpaired, the spread of the repeats (±0.1) hides the equality.
+        "- `same` vs `a` on the final w (margin 0.0500, higher is better): INCONCLUSIVE",
+        "- `same` vs `a` on the final w (margin 0.0500, higher is better): PASS, \
+         gain +0 [0 to 0], paired over 3 repeats",
+        "- `lower` vs `a` on the final w (margin 0.0500, higher is better): FAIL, \
+         gain -0.100 [-0.100 to -0.100], paired over 3 repeats",
+        "- `gappy` vs `a` on the final w (margin 0.0500, higher is better): PASS, \
+         gain +0 [0 to 0], paired over 2 repeats",
+    ] {
+        assert!(md.contains(line), "no `{line}` in:\n{md}");
+    }
+    let json = ok(&db, dir.path(), &["report", "paired", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let pairs: Vec<Option<u64>> = v["guards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["pairs"].as_u64())
+        .collect();
+    assert_eq!(pairs, [None, Some(3), Some(3), Some(2)]);
+}
+
 /// A learning metric evaluated every other iteration, judged on each
 /// cell's final value (`fold = "last"`), with one guard on the experiment's
 /// baseline and one on an arm of its own; the archive plots it per

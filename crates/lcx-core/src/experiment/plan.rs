@@ -229,6 +229,15 @@ impl Fold {
     pub fn is_mean(&self) -> bool {
         *self == Fold::Mean
     }
+
+    /// The label a column of `metric` gets when the file names none: a
+    /// last-value column says it is the final value.
+    pub fn default_label(&self, metric: &str) -> String {
+        match self {
+            Fold::Mean => metric.to_string(),
+            Fold::Last => format!("final {metric}"),
+        }
+    }
 }
 
 /// A column of the report table.
@@ -280,6 +289,11 @@ pub struct Guard {
     pub baseline: Option<String>,
     #[serde(default)]
     pub fold: Fold,
+    /// Repeat *k* of the arm and of its baseline ran from the same seed
+    /// (the file says so): the guard tests the per-repeat differences, so
+    /// the spread between seeds, common to both, drops out.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub paired: bool,
 }
 
 /// Which program a cell runs.

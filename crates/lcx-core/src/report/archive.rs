@@ -161,64 +161,58 @@ fn lines_of(report: &Report, series: &[IterationPoint], metric: &str) -> Vec<Lin
 /// the sum of its iteration times up to and including the point's
 /// iteration, and their mean (of times and of values) per iteration.
 fn elapsed_lines(report: &Report, series: &[IterationPoint], metric: &str) -> Vec<Line> {
+    // Each cell's running total of iteration seconds, by iteration, summed
+    // once for all of its points.
+    let mut elapsed: std::collections::BTreeMap<i64, Vec<(i64, f64)>> = Default::default();
+    for p in series.iter().filter(|p| p.name == ITERATION_SECONDS) {
+        elapsed
+            .entry(p.run_id)
+            .or_default()
+            .push((p.iteration, p.value));
+    }
+    for seconds in elapsed.values_mut() {
+        seconds.sort_by_key(|(i, _)| *i);
+        let mut total = 0.0;
+        for (_, s) in seconds.iter_mut() {
+            total += *s;
+            *s = total;
+        }
+    }
     let mut out = Vec::new();
-    for line in lines_of(report, series, ITERATION_SECONDS) {
-        let Some(arm) = report.arms.iter().find(|a| a.name == line.arm) else {
-            continue;
-        };
-        let mut repeats: Vec<Vec<(f64, f64)>> = Vec::new();
+    for (color, arm) in report.arms.iter().enumerate() {
+        let mut repeats: Vec<(i64, Vec<(f64, f64)>)> = Vec::new();
         let mut at: std::collections::BTreeMap<i64, (f64, f64, usize)> = Default::default();
-        let runs = unique(
-            series
-                .iter()
-                .filter(|p| p.arm == arm.name && p.name == metric)
-                .map(|p| p.run_id),
-        );
-        for run in runs {
-            let mut seconds: Vec<(i64, f64)> = series
-                .iter()
-                .filter(|p| p.run_id == run && p.name == ITERATION_SECONDS)
-                .map(|p| (p.iteration, p.value))
-                .collect();
-            seconds.sort_by_key(|(i, _)| *i);
-            let mut elapsed = 0.0;
-            let cumulative: Vec<(i64, f64)> = seconds
-                .into_iter()
-                .map(|(i, s)| {
-                    elapsed += s;
-                    (i, elapsed)
-                })
-                .collect();
-            let mut points = Vec::new();
-            for p in series
-                .iter()
-                .filter(|p| p.run_id == run && p.name == metric)
-            {
-                let Ok(k) = cumulative.binary_search_by_key(&p.iteration, |(i, _)| *i) else {
-                    continue;
-                };
-                let t = cumulative[k].1;
-                points.push((t, p.value));
-                let e = at.entry(p.iteration).or_insert((0.0, 0.0, 0));
-                e.0 += t;
-                e.1 += p.value;
-                e.2 += 1;
+        for p in series
+            .iter()
+            .filter(|p| p.arm == arm.name && p.name == metric)
+        {
+            let Some(cumulative) = elapsed.get(&p.run_id) else {
+                continue;
+            };
+            let Ok(k) = cumulative.binary_search_by_key(&p.iteration, |(i, _)| *i) else {
+                continue;
+            };
+            let t = cumulative[k].1;
+            match repeats.iter_mut().find(|(run, _)| *run == p.run_id) {
+                Some((_, pts)) => pts.push((t, p.value)),
+                None => repeats.push((p.run_id, vec![(t, p.value)])),
             }
-            if !points.is_empty() {
-                repeats.push(points);
-            }
+            let e = at.entry(p.iteration).or_insert((0.0, 0.0, 0));
+            e.0 += t;
+            e.1 += p.value;
+            e.2 += 1;
         }
         if repeats.is_empty() {
             continue;
         }
         out.push(Line {
-            arm: line.arm,
-            color: line.color,
+            arm: arm.name.clone(),
+            color,
             mean: at
                 .into_values()
                 .map(|(t, v, n)| (t / n as f64, v / n as f64))
                 .collect(),
-            repeats,
+            repeats: repeats.into_iter().map(|(_, r)| r).collect(),
         });
     }
     out

@@ -229,10 +229,7 @@ pub fn resolve_columns(
     let mut specs = specs;
     for g in plan.map(|p| p.guards.as_slice()).unwrap_or_default() {
         if !specs.iter().any(|(m, _, _)| *m == g.metric) {
-            let label = match g.fold {
-                Fold::Last => format!("final {}", g.metric),
-                Fold::Mean => g.metric.clone(),
-            };
+            let label = g.fold.default_label(&g.metric);
             specs.push((g.metric.clone(), label, ColumnKind::Value));
         }
     }
@@ -413,12 +410,29 @@ pub fn precision_reached(report: &Report, precision: f64) -> Option<String> {
     ))
 }
 
+/// Each counted cell's value of `metric` in `arm` (its mean after the
+/// warm-up; its last value under `fold = "last"`), by repeat.
+fn cell_values(
+    moments: &[RunMoments],
+    counted: &[i64],
+    arm: &str,
+    metric: &str,
+) -> BTreeMap<i64, f64> {
+    moments
+        .iter()
+        .filter(|m| m.arm == arm && m.name == metric && m.n > 0 && counted.contains(&m.run_id))
+        .map(|m| (m.repeat, m.sum / m.n as f64))
+        .collect()
+}
+
 /// Every `[[guard]]` on every arm it guards.
 fn guard_outcomes(
     plan: Option<&Plan>,
     arms: &[ArmResult],
     baseline: &str,
     alpha: f64,
+    moments: &[RunMoments],
+    counted: &[i64],
 ) -> Vec<GuardOutcome> {
     let Some(plan) = plan else {
         return Vec::new();
@@ -443,6 +457,7 @@ fn guard_outcomes(
                 continue;
             }
             let value = arm.metric(&g.metric).and_then(|m| m.replicate);
+            let mut pairs = None;
             let (test, decision, why) = match (&base, &value) {
                 (None, _) => (
                     None,
@@ -455,7 +470,21 @@ fn guard_outcomes(
                     Some(format!("`{}` has no `{}`", arm.name, g.metric)),
                 ),
                 (Some(b), Some(a)) => {
-                    let t = super::stats::guard_test(b, a, direction, g.margin, alpha);
+                    let t = if g.paired {
+                        let sign = match direction {
+                            Direction::HigherIsBetter => 1.0,
+                            Direction::LowerIsBetter => -1.0,
+                        };
+                        let base_cells = cell_values(moments, counted, baseline, &g.metric);
+                        let gains: Vec<f64> = cell_values(moments, counted, &arm.name, &g.metric)
+                            .into_iter()
+                            .filter_map(|(k, v)| base_cells.get(&k).map(|b| sign * (v - b)))
+                            .collect();
+                        pairs = Some(gains.len());
+                        super::stats::paired_guard_test(&gains, g.margin, alpha)
+                    } else {
+                        super::stats::guard_test(b, a, direction, g.margin, alpha)
+                    };
                     let why = match t.decision {
                         Decision::Fail => Some(format!(
                             "worse by {} (interval {} to {}), beyond the margin of {}",
@@ -463,6 +492,10 @@ fn guard_outcomes(
                             super::render::num(-t.ci_high),
                             super::render::num(-t.ci_low),
                             super::render::num(g.margin)
+                        )),
+                        Decision::Inconclusive if t.ci_low.is_nan() && g.paired => Some(format!(
+                            "{} in both arms: no interval",
+                            super::render::counted(pairs.unwrap_or(0) as u64, "repeat")
                         )),
                         Decision::Inconclusive if t.ci_low.is_nan() => {
                             Some("one replicate: no interval".into())
@@ -485,6 +518,7 @@ fn guard_outcomes(
                 fold: g.fold,
                 margin: g.margin,
                 direction,
+                pairs,
                 test,
                 decision,
                 why,
@@ -1128,7 +1162,14 @@ pub fn assemble(input: Input, options: Options) -> Report {
     });
 
     // Net result on the primary metric.
-    let guard_outcomes = guard_outcomes(plan.as_ref(), &arms, &baseline, rule.alpha);
+    let guard_outcomes = guard_outcomes(
+        plan.as_ref(),
+        &arms,
+        &baseline,
+        rule.alpha,
+        &input.moments,
+        &counted,
+    );
     let check = {
         let mut all: Vec<Decision> = gate_outcome.iter().map(|g| g.decision).collect();
         all.extend(guard_outcomes.iter().map(|g| g.decision));

@@ -245,6 +245,10 @@ pub struct GuardOutcome {
     pub fold: crate::experiment::Fold,
     pub margin: f64,
     pub direction: Direction,
+    /// `paired = true`: the repeats both arms ran, whose per-repeat
+    /// differences the test used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pairs: Option<usize>,
     /// `None` when either side has no data.
     pub test: Option<super::stats::GuardTest>,
     pub decision: Decision,

@@ -323,8 +323,12 @@ pub fn guard_lines(report: &Report) -> Option<String> {
                 num(t.ci_low),
                 num(t.ci_high)
             ),
-            Some(t) => format!(", gain {}", num(t.gain)),
-            None => String::new(),
+            Some(t) if t.gain.is_finite() => format!(", gain {}", num(t.gain)),
+            _ => String::new(),
+        };
+        let detail = match g.pairs {
+            Some(n) => format!("{detail}, paired over {}", counted(n as u64, "repeat")),
+            None => detail,
         };
         let why = g
             .why

@@ -628,6 +628,35 @@ pub fn guard_test(
         (arm.n + baseline.n - 2) as f64
     };
     let half = t_quantile(1.0 - alpha / 2.0, df) * se;
+    judged(gain, half, margin)
+}
+
+/// [`guard_test`] on paired cells: `gains` holds, per repeat that ran in
+/// both arms from one seed, the arm's gain over the baseline (sign as in
+/// [`GuardTest::gain`]). The interval is the one-sample t interval of
+/// their mean (n − 1 degrees of freedom): what the seeds share cancels in
+/// each difference. Cells that agree value for value give a zero-width
+/// interval at zero, which passes any margin.
+pub fn paired_guard_test(gains: &[f64], margin: f64, alpha: f64) -> GuardTest {
+    let n = gains.len();
+    let gain = gains.iter().sum::<f64>() / n.max(1) as f64;
+    if n < 2 {
+        return GuardTest {
+            gain: if n == 0 { f64::NAN } else { gain },
+            ci_low: f64::NAN,
+            ci_high: f64::NAN,
+            decision: Decision::Inconclusive,
+        };
+    }
+    let var = gains.iter().map(|g| (g - gain).powi(2)).sum::<f64>() / (n - 1) as f64;
+    let half = t_quantile(1.0 - alpha / 2.0, (n - 1) as f64) * (var / n as f64).sqrt();
+    judged(gain, half, margin)
+}
+
+/// The non-inferiority decision on `gain ± half` against `-margin`.
+fn judged(gain: f64, half: f64, margin: f64) -> GuardTest {
+    // `+ 0.0` turns a -0 (an equal lower-is-better pair) into 0.
+    let gain = gain + 0.0;
     let (ci_low, ci_high) = (gain - half, gain + half);
     GuardTest {
         gain,
@@ -1210,6 +1239,69 @@ mod tests {
         );
         assert_eq!(worse[0], 0, "a 0.15 drop passed: {worse:?}");
         assert!(worse[1] >= 300, "a 0.15 drop rarely failed: {worse:?}");
+    }
+
+    #[test]
+    fn paired_guards_cancel_the_spread_the_seeds_share() {
+        // Win rates whose seeds spread them by ±0.15 (as 120 iterations of
+        // the learning config do), each arm adding ±0.02 of its own.
+        let run = |shift: f64, repeats: usize| {
+            let (mut paired, mut unpaired) = ([0; 3], [0; 3]);
+            for seed in 0..400u64 {
+                let mut rng = ChaCha8Rng::seed_from_u64(170_000 + seed);
+                let seeds = normal_series(&mut rng, repeats, 0.65, 0.15);
+                let noise = |rng: &mut ChaCha8Rng| normal_series(rng, repeats, 0.0, 0.02);
+                let base: Vec<f64> = seeds
+                    .iter()
+                    .zip(noise(&mut rng))
+                    .map(|(s, e)| s + e)
+                    .collect();
+                let arm: Vec<f64> = seeds
+                    .iter()
+                    .zip(noise(&mut rng))
+                    .map(|(s, e)| s + e + shift)
+                    .collect();
+                let gains: Vec<f64> = arm.iter().zip(&base).map(|(a, b)| a - b).collect();
+                let slot = |d: Decision| match d {
+                    Decision::Pass => 0,
+                    Decision::Fail => 1,
+                    Decision::Inconclusive => 2,
+                };
+                paired[slot(paired_guard_test(&gains, 0.05, 0.05).decision)] += 1;
+                let (b, a) = (
+                    Summary::from_values(&base).unwrap(),
+                    Summary::from_values(&arm).unwrap(),
+                );
+                unpaired
+                    [slot(guard_test(&b, &a, Direction::HigherIsBetter, 0.05, 0.05).decision)] += 1;
+            }
+            (paired, unpaired)
+        };
+        let (aa, aa_unpaired) = run(0.0, 5);
+        let (worse, _) = run(-0.15, 5);
+        let (at_margin, _) = run(-0.05, 5);
+        eprintln!(
+            "paired guard, margin 0.05, seeds ±0.15, [pass, fail, inconclusive] of 400 at 5 \
+             repeats: A/A {aa:?} (unpaired {aa_unpaired:?}); at the margin {at_margin:?}; \
+             0.15 worse {worse:?}"
+        );
+        assert!(aa[0] >= 300, "paired A/A rarely passed: {aa:?}");
+        assert!(aa_unpaired[0] <= 20, "unpaired A/A passed: {aa_unpaired:?}");
+        assert!(
+            at_margin[0] <= 20,
+            "an arm at the margin passed: {at_margin:?}"
+        );
+        assert!(worse[1] >= 380 && worse[0] == 0, "a 0.15 drop: {worse:?}");
+
+        // Cells equal value for value: a zero-width interval at 0, a pass.
+        let same = paired_guard_test(&[0.0, -0.0, 0.0], 0.05, 0.05);
+        assert_eq!(same.decision, Decision::Pass);
+        assert_eq!((same.gain, same.ci_low, same.ci_high), (0.0, 0.0, 0.0));
+        assert!(same.gain.is_sign_positive(), "-0 shown as a loss");
+        // One pair: no interval.
+        let one = paired_guard_test(&[0.1], 0.05, 0.05);
+        assert_eq!(one.decision, Decision::Inconclusive);
+        assert!(one.ci_low.is_nan());
     }
 
     /// Adaptive rounds on synthetic arms (1 % process spread, 4 % iteration

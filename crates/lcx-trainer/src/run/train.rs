@@ -158,8 +158,8 @@ struct NetResult {
     /// Mean loss over steps with a finite loss (NaN when none was); None
     /// when the memory was empty or no update was asked for.
     loss: Option<f64>,
-    /// The last step's loss (when finite): what the reference reports as
-    /// its strategy loss.
+    /// The loss of the last step whose loss was finite: what the reference
+    /// reports as its strategy loss.
     last: Option<f64>,
     nonfinite: u64,
     /// Steps taken and rows they trained on (for the FLOP count).

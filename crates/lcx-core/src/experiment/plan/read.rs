@@ -31,8 +31,15 @@ pub(super) const TOP_KEYS: &[&str] = &[
 /// give them); the rest are `ARM_EXECUTOR_KEYS`.
 pub(super) const EXPERIMENT_EXECUTOR_KEYS: &[&str] =
     &["kind", "max_parallel", "placement", "requeue"];
-pub(super) const GUARD_KEYS: &[&str] =
-    &["metric", "margin", "direction", "arm", "baseline", "fold"];
+pub(super) const GUARD_KEYS: &[&str] = &[
+    "metric",
+    "margin",
+    "direction",
+    "arm",
+    "baseline",
+    "fold",
+    "paired",
+];
 pub(super) const ARM_KEYS: &[&str] = &[
     "name",
     "label",
@@ -919,7 +926,7 @@ impl Reader<'_> {
         }
     }
 
-    /// The guards, each with the fold the file gave it (`None`: unsaid).
+    /// The `fold` key of the table at `prefix` (`None`: unsaid).
     pub(super) fn fold(&self, t: &toml::Table, prefix: &str) -> Result<Option<Fold>, PlanError> {
         match self.read(at(t, prefix).string("fold"))?.as_deref() {
             None => Ok(None),
@@ -976,8 +983,8 @@ impl Reader<'_> {
                 .map(|(mut c, _)| {
                     c.fold = of(&c.metric);
                     // The default label says which value of the cell it is.
-                    if c.fold == Fold::Last && c.label == c.metric {
-                        c.label = format!("final {}", c.metric);
+                    if c.label == c.metric {
+                        c.label = c.fold.default_label(&c.metric);
                     }
                     c
                 })
@@ -1039,6 +1046,9 @@ impl Reader<'_> {
                 }
             }
             let fold = self.fold(g, &prefix)?;
+            let paired = self
+                .read(at(g, &prefix).boolean("paired"))?
+                .unwrap_or(false);
             out.push((
                 Guard {
                     metric,
@@ -1047,6 +1057,7 @@ impl Reader<'_> {
                     arm,
                     baseline: own_baseline,
                     fold: fold.unwrap_or_default(),
+                    paired,
                 },
                 fold,
             ));

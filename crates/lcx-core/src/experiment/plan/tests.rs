@@ -854,3 +854,26 @@ fn a_guard_and_a_column_of_one_metric_agree_on_its_direction() {
         "{e}"
     );
 }
+
+#[test]
+fn a_guard_may_say_its_repeats_are_paired() {
+    let with = |extra: &str| plan(&format!("{COMMAND}{extra}"));
+    let guard = "[[guard]]\nmetric = \"w\"\nmargin = 1\ndirection = \"higher\"\n";
+    assert!(
+        !with(guard).unwrap().guards[0].paired,
+        "unpaired by default"
+    );
+    assert!(with(&format!("{guard}paired = true\n")).unwrap().guards[0].paired);
+    let e = error(&format!("{COMMAND}{guard}paired = \"yes\"\n"));
+    assert!(
+        e.contains("guard[0].paired") && e.contains("true or false"),
+        "{e}"
+    );
+    // A stored plan from before `paired` reads as unpaired.
+    let p = with(guard).unwrap();
+    let mut json: serde_json::Value = serde_json::from_str(&p.to_json()).unwrap();
+    assert!(json["guards"][0].get("paired").is_none());
+    json["guards"][0]["margin"] = 2.into();
+    let old: Plan = serde_json::from_value(json).unwrap();
+    assert!(!old.guards[0].paired);
+}
