@@ -36,8 +36,15 @@ fn arm(name: &str, trav: &str, iter: &str) -> String {
     let command = format!(
         r#"i=1; while [ $i -le 8 ]; do echo "{{\"iteration\":$i,\"time/iteration_seconds\":{iter}$i,\"time/traversal_seconds\":{trav}$i}}"; i=$((i+1)); done"#
     );
-    let quoted = toml_string(&command);
-    format!("\n[[arms]]\nname = \"{name}\"\ncommand = {quoted}\n")
+    command_arm(name, &command)
+}
+
+/// An `[[arms]]` table running `command`.
+fn command_arm(name: &str, command: &str) -> String {
+    format!(
+        "\n[[arms]]\nname = \"{name}\"\ncommand = {}\n",
+        toml_string(command)
+    )
 }
 
 fn toml_string(s: &str) -> String {
@@ -121,11 +128,9 @@ fn report_renders_table_verdict_and_check_passes() {
 fn check_fails_on_failed_gate_and_lists_failed_cells() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("lcx.db");
-    let broken = format!(
-        "\n[[arms]]\nname = \"broken\"\ncommand = {}\n",
-        toml_string(
-            r#"echo '{"iteration":1,"time/traversal_seconds":2.0}'; echo boom >&2; exit 3"#
-        )
+    let broken = command_arm(
+        "broken",
+        r#"echo '{"iteration":1,"time/traversal_seconds":2.0}'; echo boom >&2; exit 3"#,
     );
     experiment(dir.path(), &db, "gate-fail", 10.0, &broken);
     let check = run_lcx(&db, dir.path(), &["report", "--check"]);
@@ -513,10 +518,7 @@ fn a_guard_fails_an_arm_that_is_faster_but_learns_worse() {
         let command = format!(
             r#"i=1; while [ $i -le 8 ]; do echo "{{\"iteration\":$i,\"time/traversal_seconds\":{time}$i,\"eval/random/win_rate0\":{win}$i}}"; i=$((i+1)); done"#
         );
-        format!(
-            "\n[[arms]]\nname = \"{name}\"\ncommand = {}\n",
-            toml_string(&command)
-        )
+        command_arm(name, &command)
     };
     let write = |file: &str, fast_win: &str, margin: &str| {
         let path = dir.path().join(file);
@@ -572,10 +574,7 @@ fn paired_guards_test_the_differences_of_repeats_that_share_a_seed() {
         let command = format!(
             r#"{fail}for i in 1 2; do echo "{{\"iteration\":$i,\"w\":0.$((LCX_REPEAT + {plus}))}}"; done"#
         );
-        format!(
-            "\n[[arms]]\nname = \"{name}\"\ncommand = {}\n",
-            toml_string(&command)
-        )
+        command_arm(name, &command)
     };
     let file = dir.path().join("paired.toml");
     std::fs::write(
@@ -634,10 +633,7 @@ fn guards_judge_final_values_against_their_own_baselines_and_are_plotted() {
         let command = format!(
             r#"for i in 1 2 3 4; do w=""; [ $i = 2 ] && w=",\"w\":{early}$LCX_REPEAT"; [ $i = 4 ] && w=",\"w\":{late}$LCX_REPEAT"; echo "{{\"iteration\":$i,\"time/iteration_seconds\":{seconds}$i$w}}"; done"#
         );
-        format!(
-            "\n[[arms]]\nname = \"{name}\"\ncommand = {}\n",
-            toml_string(&command)
-        )
+        command_arm(name, &command)
     };
     let file = dir.path().join("learn.toml");
     std::fs::write(
@@ -702,10 +698,7 @@ fn adaptive_repeats_stop_once_the_intervals_are_precise_and_say_why() {
         let command = format!(
             r#"i=1; while [ $i -le 4 ]; do echo "{{\"iteration\":$i,\"t\":{base}$LCX_REPEAT$i}}"; i=$((i+1)); done"#
         );
-        format!(
-            "\n[[arms]]\nname = \"{name}\"\ncommand = {}\n",
-            toml_string(&command)
-        )
+        command_arm(name, &command)
     };
     let file = dir.path().join("e.toml");
     std::fs::write(

@@ -421,7 +421,7 @@ fn cell_values(
     moments
         .iter()
         .filter(|m| m.arm == arm && m.name == metric && m.n > 0 && counted.contains(&m.run_id))
-        .map(|m| (m.repeat, m.sum / m.n as f64))
+        .map(|m| (m.repeat, m.mean()))
         .collect()
 }
 
@@ -452,6 +452,9 @@ fn guard_outcomes(
             .find(|a| a.name == baseline)
             .and_then(|a| a.metric(&g.metric))
             .and_then(|m| m.replicate);
+        let base_cells = g
+            .paired
+            .then(|| cell_values(moments, counted, baseline, &g.metric));
         for arm in arms.iter().filter(|a| a.name != baseline) {
             if g.arm.as_ref().is_some_and(|x| x != &arm.name) {
                 continue;
@@ -470,20 +473,18 @@ fn guard_outcomes(
                     Some(format!("`{}` has no `{}`", arm.name, g.metric)),
                 ),
                 (Some(b), Some(a)) => {
-                    let t = if g.paired {
-                        let sign = match direction {
-                            Direction::HigherIsBetter => 1.0,
-                            Direction::LowerIsBetter => -1.0,
-                        };
-                        let base_cells = cell_values(moments, counted, baseline, &g.metric);
-                        let gains: Vec<f64> = cell_values(moments, counted, &arm.name, &g.metric)
-                            .into_iter()
-                            .filter_map(|(k, v)| base_cells.get(&k).map(|b| sign * (v - b)))
-                            .collect();
-                        pairs = Some(gains.len());
-                        super::stats::paired_guard_test(&gains, g.margin, alpha)
-                    } else {
-                        super::stats::guard_test(b, a, direction, g.margin, alpha)
+                    let t = match &base_cells {
+                        Some(base_cells) => {
+                            // (arm, baseline) per repeat that both ran.
+                            let cells: Vec<(f64, f64)> =
+                                cell_values(moments, counted, &arm.name, &g.metric)
+                                    .into_iter()
+                                    .filter_map(|(k, v)| base_cells.get(&k).map(|b| (v, *b)))
+                                    .collect();
+                            pairs = Some(cells.len());
+                            super::stats::paired_guard_test(&cells, direction, g.margin, alpha)
+                        }
+                        None => super::stats::guard_test(b, a, direction, g.margin, alpha),
                     };
                     let why = match t.decision {
                         Decision::Fail => Some(format!(
@@ -892,7 +893,7 @@ fn replicate_summary(moments: &[&RunMoments], pooled: &Summary) -> (Summary, usi
     if moments.len() <= 1 {
         return (*pooled, pooled.n, "iterations");
     }
-    let means: Vec<Vec<f64>> = moments.iter().map(|m| vec![m.sum / m.n as f64]).collect();
+    let means: Vec<Vec<f64>> = moments.iter().map(|m| vec![m.mean()]).collect();
     let values = replicates(&means);
     match Summary::from_values(&values) {
         Some(s) => (s, values.len(), "repeats"),

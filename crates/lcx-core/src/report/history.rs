@@ -61,7 +61,7 @@ pub fn replicate_summary(moments: &[&RunMoments]) -> Option<Summary> {
         [] => None,
         [one] => Summary::from_moments(one.n as usize, one.sum, one.sum_sq, one.min, one.max),
         many => {
-            let means: Vec<f64> = many.iter().map(|m| m.sum / m.n as f64).collect();
+            let means: Vec<f64> = many.iter().map(|m| m.mean()).collect();
             Summary::from_values(&means)
         }
     }

@@ -35,6 +35,15 @@ impl Direction {
         }
     }
 
+    /// How much better `arm` is than `baseline`: their difference, sign
+    /// flipped for lower-is-better, so > 0 is better.
+    pub fn gain(self, arm: f64, baseline: f64) -> f64 {
+        match self {
+            Self::HigherIsBetter => arm - baseline,
+            Self::LowerIsBetter => baseline - arm,
+        }
+    }
+
     /// Short word for tables and JSON.
     pub fn word(self) -> &'static str {
         match self {
@@ -602,11 +611,7 @@ pub fn guard_test(
     margin: f64,
     alpha: f64,
 ) -> GuardTest {
-    let sign = match direction {
-        Direction::HigherIsBetter => 1.0,
-        Direction::LowerIsBetter => -1.0,
-    };
-    let gain = sign * (arm.mean - baseline.mean);
+    let gain = direction.gain(arm.mean, baseline.mean);
     if arm.n < 2 || baseline.n < 2 {
         return GuardTest {
             gain,
@@ -631,13 +636,19 @@ pub fn guard_test(
     judged(gain, half, margin)
 }
 
-/// [`guard_test`] on paired cells: `gains` holds, per repeat that ran in
-/// both arms from one seed, the arm's gain over the baseline (sign as in
-/// [`GuardTest::gain`]). The interval is the one-sample t interval of
-/// their mean (n − 1 degrees of freedom): what the seeds share cancels in
-/// each difference. Cells that agree value for value give a zero-width
-/// interval at zero, which passes any margin.
-pub fn paired_guard_test(gains: &[f64], margin: f64, alpha: f64) -> GuardTest {
+/// [`guard_test`] on paired cells: `cells` holds (arm, baseline) values,
+/// one pair per repeat that ran in both arms from one seed. The interval
+/// is the one-sample t interval of the mean gain (n − 1 degrees of
+/// freedom): what the seeds share cancels in each difference. Cells that
+/// agree value for value give a zero-width interval at zero, which passes
+/// any margin.
+pub fn paired_guard_test(
+    cells: &[(f64, f64)],
+    direction: Direction,
+    margin: f64,
+    alpha: f64,
+) -> GuardTest {
+    let gains: Vec<f64> = cells.iter().map(|&(a, b)| direction.gain(a, b)).collect();
     let n = gains.len();
     let gain = gains.iter().sum::<f64>() / n.max(1) as f64;
     if n < 2 {
@@ -655,7 +666,8 @@ pub fn paired_guard_test(gains: &[f64], margin: f64, alpha: f64) -> GuardTest {
 
 /// The non-inferiority decision on `gain ± half` against `-margin`.
 fn judged(gain: f64, half: f64, margin: f64) -> GuardTest {
-    // `+ 0.0` turns a -0 (an equal lower-is-better pair) into 0.
+    // `+ 0.0` turns a -0 (from means that are themselves -0) into 0, so
+    // no gain of nothing prints as a loss.
     let gain = gain + 0.0;
     let (ci_low, ci_high) = (gain - half, gain + half);
     GuardTest {
@@ -1261,13 +1273,15 @@ mod tests {
                     .zip(noise(&mut rng))
                     .map(|(s, e)| s + e + shift)
                     .collect();
-                let gains: Vec<f64> = arm.iter().zip(&base).map(|(a, b)| a - b).collect();
+                let cells: Vec<(f64, f64)> =
+                    arm.iter().copied().zip(base.iter().copied()).collect();
                 let slot = |d: Decision| match d {
                     Decision::Pass => 0,
                     Decision::Fail => 1,
                     Decision::Inconclusive => 2,
                 };
-                paired[slot(paired_guard_test(&gains, 0.05, 0.05).decision)] += 1;
+                let higher = Direction::HigherIsBetter;
+                paired[slot(paired_guard_test(&cells, higher, 0.05, 0.05).decision)] += 1;
                 let (b, a) = (
                     Summary::from_values(&base).unwrap(),
                     Summary::from_values(&arm).unwrap(),
@@ -1294,12 +1308,18 @@ mod tests {
         assert!(worse[1] >= 380 && worse[0] == 0, "a 0.15 drop: {worse:?}");
 
         // Cells equal value for value: a zero-width interval at 0, a pass.
-        let same = paired_guard_test(&[0.0, -0.0, 0.0], 0.05, 0.05);
+        // Lower-is-better: a sign flip of an equal pair must not give -0.
+        let same = paired_guard_test(
+            &[(0.3, 0.3), (0.5, 0.5), (0.7, 0.7)],
+            Direction::LowerIsBetter,
+            0.05,
+            0.05,
+        );
         assert_eq!(same.decision, Decision::Pass);
         assert_eq!((same.gain, same.ci_low, same.ci_high), (0.0, 0.0, 0.0));
         assert!(same.gain.is_sign_positive(), "-0 shown as a loss");
         // One pair: no interval.
-        let one = paired_guard_test(&[0.1], 0.05, 0.05);
+        let one = paired_guard_test(&[(0.6, 0.5)], Direction::HigherIsBetter, 0.05, 0.05);
         assert_eq!(one.decision, Decision::Inconclusive);
         assert!(one.ci_low.is_nan());
     }

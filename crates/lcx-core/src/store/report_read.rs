@@ -34,6 +34,13 @@ pub struct RunMoments {
     pub excluded: i64,
 }
 
+impl RunMoments {
+    /// The run's warm-up-excluded mean (NaN when n = 0).
+    pub fn mean(&self) -> f64 {
+        self.sum / self.n as f64
+    }
+}
+
 /// One cell's live values of one metric after the warm-up that applies to
 /// it (the cell's detected one, else the experiment's), in iteration order,
 /// with the number of live values the warm-up excluded.
