@@ -32,8 +32,9 @@ pub struct Args {
     /// Directory for --archive.
     #[arg(long, default_value = "archive", value_name = "DIR")]
     archive_dir: PathBuf,
-    /// Exit 0 when the gate passes (or there is none), 1 when it FAILs, 3 when
-    /// it is INCONCLUSIVE (an arm without data, or too few data to decide).
+    /// Exit 0 only when every cell completed and every gate and guard passed
+    /// (or there is none), 1 when a gate or guard FAILs, 3 when INCONCLUSIVE
+    /// (a cell that did not complete, an arm without data, too few data).
     #[arg(long)]
     check: bool,
     /// Minimum relative effect for a verdict (default: the gate's, else 0.05).
@@ -153,25 +154,28 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
 
     if args.check {
-        // 0 PASS, 1 FAIL, 3 INCONCLUSIVE (no data, or too few to decide);
-        // over several experiments the worst wins.
+        // 0 PASS, 1 FAIL, 3 INCONCLUSIVE (no data, too few to decide, or a
+        // cell that did not complete); over several experiments the worst
+        // wins.
         let mut decisions = Vec::new();
         for r in &reports {
-            match r.check {
-                None => eprintln!(
-                    "note: experiment #{} ({}) has no [gate] or [[guard]]; --check passes",
-                    r.experiment.id, r.experiment.name
-                ),
-                Some(d) => {
-                    decisions.push(d);
-                    eprintln!(
-                        "check: {} for experiment #{} ({})",
-                        d.word(),
-                        r.experiment.id,
-                        r.experiment.name
-                    );
-                }
-            }
+            decisions.push(r.check);
+            let why = if r.check_notes.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", r.check_notes.join("; "))
+            };
+            let what = if r.gate.is_none() && r.guards.is_empty() {
+                " (no [gate] or [[guard]]: every cell must complete)"
+            } else {
+                ""
+            };
+            eprintln!(
+                "check: {} for experiment #{} ({}){what}{why}",
+                r.check.word(),
+                r.experiment.id,
+                r.experiment.name
+            );
         }
         return Ok(report::stats::Decision::combine(decisions).exit_code());
     }

@@ -265,7 +265,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         _ => {
             println!(
                 "experiment {experiment_id} finished with failed or unfinished cells; \
-                 rerun them with `lcx run --resume {experiment_id} --db {db}`"
+                 rerun them with `lcx run --resume {experiment_id} --db {db}`\n\
+                 no verdict rests on them: `lcx report {experiment_id} --check --db {db}` \
+                 says what is left undecided (exit 3 while any cell did not complete)"
             );
             Ok(1)
         }

@@ -428,14 +428,14 @@ fn a_transient_longer_than_the_warm_up_and_an_outlier_are_named() {
     let md = ok(&db, dir.path(), &["report"]);
     assert!(
         md.contains(
-            "settles only after iteration 4 (MSER), but the warm-up is 1: 3 more iterations"
+            "settles only after iteration 4 (detected), but the warm-up is 1: 3 more iterations"
         ),
         "{md}"
     );
     // The transient's iterations are outliers too; so is iteration 15.
     assert!(
         md.contains(
-            "outlier iterations of `time/iteration_seconds` by the modified z-score (above 3.5"
+            "outlier iterations of `time/iteration_seconds` by the modified z-score (beyond"
         ),
         "{md}"
     );
@@ -483,7 +483,10 @@ fn warmup_auto_drops_each_cells_detected_transient_everywhere() {
     let mean = q("SELECT mean FROM arm_metric_stats WHERE arm = 'a'");
     assert!(mean < 1.02, "the view still averages the transient: {mean}");
     let md = ok(&db, dir.path(), &["report"]);
-    assert!(md.contains("warm-up detected per cell by MSER"), "{md}");
+    assert!(
+        md.contains("warm-up detected per cell (MSER and the first iterations against the rest)"),
+        "{md}"
+    );
     assert!(md.contains("| Warm-up |"), "{md}");
     assert!(!md.contains("settles only after"), "{md}");
     // The report's mean agrees with the view's.
@@ -908,4 +911,185 @@ fn a_descriptive_metric_is_shown_and_never_judged() {
         "{}",
         text(&out.stderr)
     );
+}
+
+/// A command arm printing `time_s` = `<prefix><i>` for 6 iterations; with
+/// `fail_at`, it prints `boom at <i>` to stderr and exits 1 at that
+/// iteration (after `fail_at - 1` lines).
+fn six_lines(prefix: &str, fail_at: Option<u32>) -> String {
+    let stop = fail_at.map_or(String::new(), |k| {
+        format!(r#"if [ $i -eq {k} ]; then echo "boom at $i" >&2; exit 1; fi; "#)
+    });
+    format!(
+        r#"i=1; while [ $i -le 6 ]; do {stop}echo "{{\"iteration\":$i,\"time_s\":{prefix}$i}}"; i=$((i+1)); done"#
+    )
+}
+
+/// Runs a 3-repeat experiment of `base` vs `cand` gated on `time_s`
+/// (`gate` lines), returns (report markdown, `--check` exit code, its stderr,
+/// `lcx run`'s stdout).
+fn gated(
+    dir: &Path,
+    name: &str,
+    base: &str,
+    cand: &str,
+    gate: &str,
+) -> (String, i32, String, String) {
+    let db = dir.join(format!("{name}.db"));
+    let file = dir.join(format!("{name}.toml"));
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"{name}\"\nworkload = \"command\"\niterations = 6\nwarmup = 1\nrepeats = 3\n\
+             baseline = \"base\"\n{}{}\n[[columns]]\nmetric = \"time_s\"\ndirection = \"lower\"\n\
+             show = \"both\"\n{gate}",
+            command_arm("base", base),
+            command_arm("cand", cand),
+        ),
+    )
+    .unwrap();
+    let run = run_lcx(&db, dir, &["run", "--plain", file.to_str().unwrap()]);
+    let check = run_lcx(&db, dir, &["report", "--check"]);
+    (
+        text(&check.stdout),
+        check.status.code().unwrap_or(-1),
+        text(&check.stderr),
+        text(&run.stdout),
+    )
+}
+
+#[test]
+fn gates_never_pass_or_fail_on_cells_that_did_not_complete() {
+    let dir = tempfile::tempdir().unwrap();
+    let gate = "\n[gate]\nmetric = \"time_s\"\nmin_speedup = 1.5\narm = \"cand\"\n";
+    // Every baseline cell fails at iteration 4 of 6: its partial data
+    // (slow) would have made the 2× faster candidate PASS.
+    let (md, code, err, run) = gated(
+        dir.path(),
+        "base-fails",
+        &six_lines("1.0", Some(5)),
+        &six_lines("0.5", None),
+        gate,
+    );
+    assert_eq!(code, 3, "{md}\n{err}");
+    assert!(md.contains("Verdict: INCONCLUSIVE"), "{md}");
+    assert!(
+        md.contains("`base`: 3 of 3 cells did not complete (failed after 4 of 6 iterations: "),
+        "{md}"
+    );
+    assert!(md.contains("boom at 5"), "{md}");
+    assert!(
+        md.contains("a judgement needs 2 completed cells per arm"),
+        "{md}"
+    );
+    assert!(err.contains("check: INCONCLUSIVE"), "{err}");
+    assert!(
+        run.trim_end()
+            .lines()
+            .last()
+            .unwrap_or("")
+            .contains("--check"),
+        "lcx run's last line points at --check: {run}"
+    );
+
+    // The candidate fails the same way with slow partial data: not FAIL.
+    let (md, code, err, _) = gated(
+        dir.path(),
+        "cand-fails",
+        &six_lines("0.5", None),
+        &six_lines("1.0", Some(5)),
+        gate,
+    );
+    assert_eq!(code, 3, "{md}\n{err}");
+    assert!(!md.contains("Verdict: FAIL"), "{md}");
+    assert!(md.contains("`cand`: 3 of 3 cells did not complete"), "{md}");
+
+    // One of three candidate cells fails: two completed cells remain, the
+    // rule's minimum, so the gate is decided on them; --check still says
+    // that a cell did not complete.
+    let one = r#"i=1; while [ $i -le 6 ]; do if [ $i -eq 3 ] && [ "$LCX_REPEAT" = 2 ]; then exit 1; fi; echo "{\"iteration\":$i,\"time_s\":0.5$i}"; i=$((i+1)); done"#;
+    let (md, code, err, _) = gated(dir.path(), "one-fails", &six_lines("1.0", None), one, gate);
+    assert!(md.contains("Verdict: PASS"), "{md}");
+    assert_eq!(code, 3, "{md}\n{err}");
+    assert!(err.contains("1 of 6 cells did not complete"), "{err}");
+
+    // A gated metric that no arm emitted: every arm that lacks it is named.
+    let other = six_lines("1.0", None);
+    let file_gate = "\n[gate]\nmetric = \"missing_s\"\nmin_speedup = 1.5\narm = \"cand\"\n";
+    let (md, code, _, _) = gated(dir.path(), "never-emitted", &other, &other, file_gate);
+    assert_eq!(code, 3, "{md}");
+    assert!(
+        md.contains("baseline `base` recorded no `missing_s`"),
+        "{md}"
+    );
+    assert!(md.contains("`cand` recorded no `missing_s`"), "{md}");
+}
+
+#[test]
+fn check_without_a_gate_exits_3_while_any_cell_did_not_complete() {
+    let dir = tempfile::tempdir().unwrap();
+    let (md, code, err, _) = gated(
+        dir.path(),
+        "no-gate",
+        &six_lines("1.0", None),
+        &six_lines("1.0", Some(2)),
+        "",
+    );
+    assert_eq!(code, 3, "{md}\n{err}");
+    assert!(
+        err.contains("no [gate] or [[guard]]: every cell must complete"),
+        "{err}"
+    );
+    assert!(err.contains("3 of 6 cells did not complete"), "{err}");
+    // And 0 once every cell completed.
+    let (md, code, err, _) = gated(
+        dir.path(),
+        "no-gate-ok",
+        &six_lines("1.0", None),
+        &six_lines("1.0", None),
+        "",
+    );
+    assert_eq!(code, 0, "{md}\n{err}");
+}
+
+#[test]
+fn max_slowdown_is_inconclusive_until_the_data_show_the_margin() {
+    let dir = tempfile::tempdir().unwrap();
+    // Equal arms whose repeats spread by 10 %: the interval of the speedup
+    // is too wide to show "no more than 3 % slower".
+    let noisy = r#"i=1; while [ $i -le 6 ]; do echo "{\"iteration\":$i,\"time_s\":$((9 + LCX_REPEAT)).$i}"; i=$((i+1)); done"#;
+    let gate = "\n[gate]\nmetric = \"time_s\"\nmax_slowdown = 0.03\narm = \"cand\"\n";
+    let (md, code, err, _) = gated(dir.path(), "wide", noisy, noisy, gate);
+    assert_eq!(code, 3, "{md}\n{err}");
+    assert!(md.contains("Verdict: INCONCLUSIVE"), "{md}");
+    assert!(
+        md.contains("neither shown to reach it nor shown short of it"),
+        "{md}"
+    );
+    assert!(
+        md.contains("more replicates per arm would likely decide"),
+        "{md}"
+    );
+    assert!(
+        md.contains("non-inferiority: PASS when the 95 % interval's lower end"),
+        "{md}"
+    );
+    // Identical cells: a zero-width interval at 1×, shown within the margin.
+    let steady = six_lines("1.0", None);
+    let (md, code, err, _) = gated(dir.path(), "steady", &steady, &steady, gate);
+    assert_eq!(code, 0, "{md}\n{err}");
+}
+
+#[test]
+fn string_values_of_a_metric_are_named_not_dropped_silently() {
+    let dir = tempfile::tempdir().unwrap();
+    let quoted = r#"i=1; while [ $i -le 6 ]; do echo "{\"iteration\":$i,\"time_s\":1.$i,\"rate\":\"0.$i\",\"mode\":\"fp32\"}"; i=$((i+1)); done"#;
+    let (md, _, _, _) = gated(dir.path(), "strings", quoted, quoted, "");
+    assert!(
+        md.contains("Arm `base`, metric `rate`: 18 non-numeric values ignored (e.g. \"0.1\")"),
+        "{md}"
+    );
+    assert!(md.contains("Arm `cand`, metric `rate`"), "{md}");
+    // A text field that is not a number in disguise is not noise.
+    assert!(!md.contains("metric `mode`"), "{md}");
 }

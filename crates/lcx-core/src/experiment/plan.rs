@@ -15,7 +15,7 @@
 //! | `workload` | `train` \| `bench-forward` \| `bench-trainer` \| `command` (required) |
 //! | `config` | trainer config file (lcx workloads; code defaults when absent) |
 //! | `iterations` | iterations (train), timed repetitions (bench), or expected lines (command); ≥ 1 |
-//! | `warmup` | leading iterations excluded from statistics (< iterations, default 0), or `"auto"`: detected per cell by MSER on the primary metric |
+//! | `warmup` | leading iterations excluded from statistics (< iterations, default 0), or `"auto"`: detected per cell on the primary metric (MSER and a check of the first iterations against the rest) |
 //! | `repeats` | cells per arm (default 1), or `{ min, max, precision }`: interleaved rounds past `min` until every judged speedup's 95 % interval is within ±precision, or `max` |
 //! | `baseline` | arm the others are compared with (default: the first arm) |
 //! | `set` | `key=value` config overrides for every arm |

@@ -1541,7 +1541,7 @@ fn run_cell(
             .unwrap_or_else(|| "time/iteration_seconds".into());
         let series = store.metric_head(info.run_id, &metric, super::warmup::SERIES_HEAD)?;
         let values: Vec<f64> = series.iter().map(|p| p.1).collect();
-        let warmup = super::warmup::mser_truncation(&values);
+        let warmup = super::warmup::detect_warmup(&values);
         store.set_run_warmup(info.run_id, warmup as i64)?;
     }
     reporter.report(&Event::CellFinished {

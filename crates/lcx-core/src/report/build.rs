@@ -48,6 +48,8 @@ pub struct Input {
     pub series: Vec<(i64, Vec<(i64, f64)>)>,
     /// (arm, precision asked for, precision that ran), distinct.
     pub precisions: Vec<(String, String, String)>,
+    /// (arm, field, count, example) of text values ([`Store::text_counts`]).
+    pub texts: Vec<(String, String, i64, String)>,
     /// The database the report was read from, for the reproduce lines'
     /// `--db`; `None` for the default `lcx.db` (or in memory).
     pub db: Option<String>,
@@ -301,6 +303,61 @@ pub fn counted_runs(runs: &[Run]) -> Vec<i64> {
     ids
 }
 
+/// The first line of a cell's error (the runner's word and the child's
+/// last stderr line), or its status.
+fn first_error_line(r: &Run) -> String {
+    r.error
+        .as_deref()
+        .and_then(|e| e.lines().map(str::trim).find(|l| !l.is_empty()))
+        .map(str::to_string)
+        .unwrap_or_else(|| r.status.to_string())
+}
+
+/// Why no verdict, gate or guard may use an arm's numbers, if none may.
+/// Judgements rest on completed cells only, and the rule needs two
+/// replicates per arm: two completed cells when the arm has several (each
+/// repeat one replicate), its one cell completed when it has one (its
+/// iterations the replicates). Cells skipped as not needed (adaptive
+/// repeats) are neither missing nor failed.
+pub fn unjudged_reason(arm: &str, runs: &[Run], iterations: i64) -> Option<String> {
+    let mine: Vec<&Run> = runs
+        .iter()
+        .filter(|r| r.arm == arm && r.status != RunStatus::Skipped)
+        .collect();
+    let completed = mine
+        .iter()
+        .filter(|r| r.status == RunStatus::Completed)
+        .count();
+    let need = if mine.len() > 1 { 2 } else { 1 };
+    if mine.is_empty() || completed >= need {
+        return None;
+    }
+    let not_done: Vec<&&Run> = mine
+        .iter()
+        .filter(|r| r.status != RunStatus::Completed)
+        .collect();
+    let first = not_done.first().map(|r| {
+        format!(
+            "{} after {} of {}: {}",
+            r.status,
+            r.iterations_done,
+            crate::text::counted(iterations.max(0) as u64, "iteration"),
+            first_error_line(r)
+        )
+    });
+    let rule = if need == 2 {
+        "a judgement needs 2 completed cells per arm (each repeat one replicate)"
+    } else {
+        "a judgement needs its one cell completed"
+    };
+    Some(format!(
+        "`{arm}`: {} of {} did not complete{}; {rule}",
+        not_done.len(),
+        crate::text::counted(mine.len() as u64, "cell"),
+        first.map(|f| format!(" ({f})")).unwrap_or_default(),
+    ))
+}
+
 /// Reads an experiment's rows and builds its report.
 pub fn load(store: &Store, experiment_id: i64, options: Options) -> Result<Report, StoreError> {
     let experiment = store
@@ -345,6 +402,7 @@ pub fn load(store: &Store, experiment_id: i64, options: Options) -> Result<Repor
             perf,
             series,
             precisions: store.precisions(experiment_id)?,
+            texts: store.text_counts(experiment_id)?,
             db: store
                 .path()
                 .filter(|p| *p != std::path::Path::new(crate::store::DEFAULT_DB))
@@ -432,7 +490,8 @@ fn guard_outcomes(
     baseline: &str,
     alpha: f64,
     moments: &[RunMoments],
-    counted: &[i64],
+    completed: &[i64],
+    unjudged: &BTreeMap<&str, String>,
 ) -> Vec<GuardOutcome> {
     let Some(plan) = plan else {
         return Vec::new();
@@ -454,30 +513,38 @@ fn guard_outcomes(
             .and_then(|m| m.replicate);
         let base_cells = g
             .paired
-            .then(|| cell_values(moments, counted, baseline, &g.metric));
+            .then(|| cell_values(moments, completed, baseline, &g.metric));
         for arm in arms.iter().filter(|a| a.name != baseline) {
             if g.arm.as_ref().is_some_and(|x| x != &arm.name) {
                 continue;
             }
             let value = arm.metric(&g.metric).and_then(|m| m.replicate);
             let mut pairs = None;
+            // Every side that cannot be judged is named.
+            let mut missing = Vec::new();
+            match (unjudged.get(baseline), &base) {
+                (Some(why), _) => missing.push(format!("baseline {why}")),
+                (None, None) => {
+                    missing.push(format!("baseline `{baseline}` has no `{}`", g.metric))
+                }
+                _ => {}
+            }
+            match (unjudged.get(arm.name.as_str()), &value) {
+                (Some(why), _) => missing.push(why.clone()),
+                (None, None) => missing.push(format!("`{}` has no `{}`", arm.name, g.metric)),
+                _ => {}
+            }
             let (test, decision, why) = match (&base, &value) {
-                (None, _) => (
-                    None,
-                    Decision::Inconclusive,
-                    Some(format!("baseline `{baseline}` has no `{}`", g.metric)),
-                ),
-                (_, None) => (
-                    None,
-                    Decision::Inconclusive,
-                    Some(format!("`{}` has no `{}`", arm.name, g.metric)),
-                ),
+                _ if !missing.is_empty() => {
+                    (None, Decision::Inconclusive, Some(missing.join("; ")))
+                }
+                (None, _) | (_, None) => (None, Decision::Inconclusive, None),
                 (Some(b), Some(a)) => {
                     let t = match &base_cells {
                         Some(base_cells) => {
                             // (arm, baseline) per repeat that both ran.
                             let cells: Vec<(f64, f64)> =
-                                cell_values(moments, counted, &arm.name, &g.metric)
+                                cell_values(moments, completed, &arm.name, &g.metric)
                                     .into_iter()
                                     .filter_map(|(k, v)| base_cells.get(&k).map(|b| (v, *b)))
                                     .collect();
@@ -501,12 +568,27 @@ fn guard_outcomes(
                         Decision::Inconclusive if t.ci_low.is_nan() => {
                             Some("one replicate: no interval".into())
                         }
-                        Decision::Inconclusive => Some(format!(
-                            "the interval {} to {} holds minus the margin: neither shown within \
-                             it nor beyond; more repeats narrow it",
-                            super::render::num(t.ci_low),
-                            super::render::num(t.ci_high)
-                        )),
+                        Decision::Inconclusive => {
+                            let n = match pairs {
+                                Some(p) => p,
+                                None => b.n.min(a.n),
+                            };
+                            let more = super::stats::replicates_to_reach(
+                                (t.ci_high - t.ci_low) / 2.0,
+                                t.gain + g.margin,
+                                n,
+                            )
+                            .map(|k| {
+                                format!("; about {k} more repeats per arm would likely decide")
+                            })
+                            .unwrap_or_else(|| "; more repeats narrow it".into());
+                            Some(format!(
+                                "the interval {} to {} holds minus the margin: neither shown \
+                                 within it nor beyond{more}",
+                                super::render::num(t.ci_low),
+                                super::render::num(t.ci_high)
+                            ))
+                        }
                         Decision::Pass => None,
                     };
                     (Some(t), t.decision, why)
@@ -539,6 +621,8 @@ fn series_remarks(
     metric: &str,
 ) -> Vec<String> {
     let mut out = Vec::new();
+    // Cells whose declared warm-up drops more than detection finds.
+    let mut longer: Vec<(i64, usize)> = Vec::new();
     for (run_id, points) in series {
         let Some(run) = runs.iter().find(|r| r.id == *run_id) else {
             continue;
@@ -546,14 +630,16 @@ fn series_remarks(
         let warmup = run.warmup.unwrap_or(e.warmup).max(0) as usize;
         let cell = format!("run {run_id} (`{}` #{})", run.arm, run.repeat);
         let values: Vec<f64> = points.iter().map(|p| p.1).collect();
-        let detected = crate::experiment::warmup::mser_truncation(&values);
+        let detected = crate::experiment::warmup::detect_warmup(&values);
         if detected > warmup {
             out.push(format!(
-                "{cell}: `{metric}` settles only after iteration {} (MSER), but the warm-up \
-                 is {warmup}: {} may be start-up transient.",
+                "{cell}: `{metric}` settles only after iteration {} (detected), but the \
+                 warm-up is {warmup}: {} may be start-up transient.",
                 points[detected - 1].0,
                 super::render::counted((detected - warmup) as u64, "more iteration")
             ));
+        } else if detected < warmup && run.warmup.is_none() && values.len() >= 8 {
+            longer.push((*run_id, detected));
         }
         let after: Vec<f64> = values.iter().skip(warmup).copied().collect();
         if let Some((slope, p)) = super::stats::trend(&after) {
@@ -574,9 +660,12 @@ fn series_remarks(
                 .map(|(i, z)| format!("{} (z = {z:.1})", points[warmup + i].0))
                 .collect();
             out.push(format!(
-                "{cell}: outlier iteration{} of `{metric}` by the modified z-score (above 3.5 on \
-                 the MAD), kept in the statistics: {}{}.",
+                "{cell}: outlier iteration{} of `{metric}` by the modified z-score (beyond {:.1} \
+                 on the MAD, which Gaussian noise of {} passes about 3 % of the time), kept in \
+                 the statistics: {}{}.",
                 if flagged.len() == 1 { "" } else { "s" },
+                super::stats::outlier_threshold(after.len()),
+                super::render::counted(after.len() as u64, "value"),
                 shown.join(", "),
                 if flagged.len() > 5 {
                     format!(" and {} more", flagged.len() - 5)
@@ -585,6 +674,16 @@ fn series_remarks(
                 }
             ));
         }
+    }
+    if let Some(most) = longer.iter().map(|(_, d)| *d).max() {
+        out.push(format!(
+            "The declared warm-up ({}) drops more than detection finds in {} of {} \
+             (detected at most {most}): those iterations look like the rest and are \
+             excluded all the same.",
+            e.warmup,
+            longer.len(),
+            super::render::counted(series.len() as u64, "cell"),
+        ));
     }
     out
 }
@@ -984,6 +1083,20 @@ pub fn assemble(input: Input, options: Options) -> Report {
         }
     }
 
+    // Verdicts, gates and guards rest on completed cells only.
+    let unjudged: BTreeMap<&str, String> = arm_order
+        .iter()
+        .filter_map(|(_, arm, _)| {
+            unjudged_reason(arm, &input.runs, e.iterations).map(|why| (arm.as_str(), why))
+        })
+        .collect();
+    let base_judged = !unjudged.contains_key(baseline.as_str());
+    let completed_ids: Vec<i64> = input
+        .runs
+        .iter()
+        .filter(|r| r.status == RunStatus::Completed)
+        .map(|r| r.id)
+        .collect();
     let mut arms = Vec::new();
     for (_, arm, label) in &arm_order {
         let arm_runs: Vec<&Run> = input.runs.iter().filter(|r| &r.arm == arm).collect();
@@ -992,6 +1105,7 @@ pub fn assemble(input: Input, options: Options) -> Report {
             .filter(|r| r.status == RunStatus::Completed)
             .count();
         let is_baseline = arm == &baseline;
+        let judged = base_judged && !unjudged.contains_key(arm.as_str());
         let metrics = needed
             .iter()
             .map(|metric| {
@@ -1001,7 +1115,8 @@ pub fn assemble(input: Input, options: Options) -> Report {
                 let base = &stats
                     .get(&(baseline.clone(), metric.clone()))
                     .and_then(|b| b.replicate);
-                let comparison = match (is_baseline || descriptive, base, &st.replicate) {
+                let comparison = match (is_baseline || descriptive || !judged, base, &st.replicate)
+                {
                     (false, Some(b), Some(a)) => Some(compare(b, a, direction, rule)),
                     _ => None,
                 };
@@ -1021,8 +1136,12 @@ pub fn assemble(input: Input, options: Options) -> Report {
         let partial = completed == 0 && arm_runs.iter().any(|r| r.iterations_done > 0);
         if partial {
             remarks.push(format!(
-                "Arm `{arm}` has no completed cell; its numbers come from incomplete cells."
+                "Arm `{arm}` has no completed cell; its numbers come from incomplete cells \
+                 (shown, never judged)."
             ));
+        }
+        if let Some(why) = unjudged.get(arm.as_str()) {
+            remarks.push(format!("Not judged: {why}."));
         }
         // Never label what did not run: an AMP arm whose steps ran fp32
         // says so in its own row.
@@ -1054,6 +1173,7 @@ pub fn assemble(input: Input, options: Options) -> Report {
             cells: arm_runs.len(),
             completed,
             partial,
+            unjudged: unjudged.get(arm.as_str()).cloned(),
             metrics,
             revision,
         });
@@ -1083,25 +1203,33 @@ pub fn assemble(input: Input, options: Options) -> Report {
                 .map(|a| a.name.clone())
                 .collect(),
         };
-        // Why an arm has nothing to judge: its cells' skip reason or status.
-        let no_data = |arm: &str| -> String {
+        // Why an arm has nothing to judge: too few completed cells, its
+        // cells' skip reason or status, or the metric never emitted.
+        let no_data = |arm: &str| -> Option<String> {
+            if let Some(why) = unjudged.get(arm) {
+                return Some(why.clone());
+            }
+            let has = arms
+                .iter()
+                .find(|a| a.name == arm)
+                .and_then(|a| a.metric(&g.metric))
+                .is_some_and(|m| m.replicate.is_some());
+            if has {
+                return None;
+            }
             let runs: Vec<&Run> = input.runs.iter().filter(|r| r.arm == arm).collect();
             if let Some(reason) = runs.iter().find_map(|r| r.skip_reason.as_deref()) {
-                return format!("`{arm}` has no data (skipped: {reason})");
+                return Some(format!("`{arm}` has no data (skipped: {reason})"));
             }
-            match runs.first() {
+            Some(match runs.first() {
                 Some(r) if r.status != RunStatus::Completed => {
                     format!("`{arm}` has no data (its cells are {})", r.status)
                 }
                 Some(_) => format!("`{arm}` recorded no `{}`", g.metric),
                 None => format!("no arm named `{arm}`"),
-            }
+            })
         };
-        let base_has_data = arms
-            .iter()
-            .find(|a| a.is_baseline)
-            .and_then(|a| a.metric(&g.metric))
-            .is_some_and(|m| m.replicate.is_some());
+        let base_missing = no_data(&baseline).map(|why| format!("baseline {why}"));
         let gate_arms: Vec<GateArm> = targets
             .iter()
             .map(|name| {
@@ -1109,25 +1237,26 @@ pub fn assemble(input: Input, options: Options) -> Report {
                     .iter()
                     .find(|a| &a.name == name)
                     .and_then(|a| a.metric(&g.metric));
-                let has_data = metric.is_some_and(|m| m.replicate.is_some());
-                let (decision, why, speedup, verdict) = if !base_has_data {
+                // Every side that lacks data is named, not only the first.
+                let missing: Vec<String> =
+                    base_missing.iter().cloned().chain(no_data(name)).collect();
+                let (decision, why, speedup, verdict) = if !missing.is_empty() {
                     (
                         Decision::Inconclusive,
-                        Some(format!("baseline {}", no_data(&baseline))),
-                        None,
-                        Verdict::Inconclusive,
-                    )
-                } else if !has_data {
-                    (
-                        Decision::Inconclusive,
-                        Some(no_data(name)),
+                        Some(missing.join("; ")),
                         None,
                         Verdict::Inconclusive,
                     )
                 } else {
                     let c = metric.and_then(|m| m.comparison);
                     let speedup = c.and_then(|c| c.speedup);
-                    let (d, why) = test.decide(speedup.as_ref());
+                    let replicates = metric.map_or(0, |m| m.replicates).min(
+                        arms.iter()
+                            .find(|a| a.is_baseline)
+                            .and_then(|a| a.metric(&g.metric))
+                            .map_or(0, |m| m.replicates),
+                    );
+                    let (d, why) = test.decide(speedup.as_ref(), replicates);
                     (
                         d,
                         why,
@@ -1169,15 +1298,75 @@ pub fn assemble(input: Input, options: Options) -> Report {
         &baseline,
         rule.alpha,
         &input.moments,
-        &counted,
+        &completed_ids,
+        &unjudged,
     );
+    // `--check` passes only what ran: every cell completed, every arm
+    // with data, every gate and guard passed.
+    let mut check_notes = Vec::new();
+    let not_done: Vec<&Run> = input
+        .runs
+        .iter()
+        .filter(|r| !matches!(r.status, RunStatus::Completed | RunStatus::Skipped))
+        .collect();
+    if let Some(r) = not_done.first() {
+        check_notes.push(format!(
+            "{} of {} did not complete (`{}` #{} {}: {})",
+            not_done.len(),
+            crate::text::counted(input.runs.len() as u64, "cell"),
+            r.arm,
+            r.repeat,
+            r.status,
+            first_error_line(r)
+        ));
+    }
+    // An arm that ran (not one skipped for want of CUDA, whose report
+    // line says so) and measured nothing.
+    let empty: Vec<&str> = arms
+        .iter()
+        .filter(|a| {
+            input
+                .runs
+                .iter()
+                .any(|r| r.arm == a.name && r.status != RunStatus::Skipped)
+                && !a.metrics.iter().any(|m| m.summary.is_some())
+        })
+        .map(|a| a.name.as_str())
+        .collect();
+    if !empty.is_empty() {
+        check_notes.push(format!(
+            "no data for {}",
+            empty
+                .iter()
+                .map(|a| format!("`{a}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
     let check = {
         let mut all: Vec<Decision> = gate_outcome.iter().map(|g| g.decision).collect();
         all.extend(guard_outcomes.iter().map(|g| g.decision));
-        (!all.is_empty()).then(|| Decision::combine(all))
+        if !check_notes.is_empty() {
+            all.push(Decision::Inconclusive);
+        }
+        Decision::combine(all)
     };
     let primary = primary_metric(plan.as_ref(), &columns);
     let net_result = net_result(&arms, primary.as_deref(), &label_of);
+    // Text where a number was meant: a report metric, a name that is
+    // numeric elsewhere, or a number in quotes. Once per arm and metric.
+    for (arm, name, count, example) in &input.texts {
+        let meant_numeric = needed.contains(name)
+            || input.metric_names.contains(name)
+            || example.trim().parse::<f64>().is_ok();
+        if meant_numeric {
+            remarks.push(format!(
+                "Arm `{arm}`, metric `{name}`: {} ignored (e.g. {example:?}); only JSON \
+                 numbers are measured.",
+                crate::text::counted(*count as u64, "non-numeric value")
+            ));
+        }
+    }
     if e.repeats == 1 && arms.len() > 1 {
         remarks.push(
             "One process per arm: each iteration is a replicate, so differences between \
@@ -1325,6 +1514,7 @@ pub fn assemble(input: Input, options: Options) -> Report {
         gate: gate_outcome,
         guards: guard_outcomes,
         check,
+        check_notes,
         net_result,
         reproduce: Reproduce {
             experiment: shell_line(&exp_cmd),

@@ -183,15 +183,9 @@ fn series(mean: f64, cv: f64) -> Vec<f64> {
         .collect()
 }
 
-/// The option-b report: two arms with data, one skipped GPU arm, a gate.
-pub fn report(gate_min: f64, columns: bool) -> Report {
-    report_with(gate_min, columns, |_| {})
-}
-
-/// [`report`] with its runs changed first.
-pub fn report_with(gate_min: f64, columns: bool, change: impl FnOnce(&mut Vec<Run>)) -> Report {
-    let p = plan(gate_min, columns);
-    let experiment = Experiment {
+/// The experiment row of [`plan`]'s file.
+fn experiment_of(p: &Plan) -> Experiment {
+    Experiment {
         id: 12,
         name: p.name.clone(),
         description: p.description.clone(),
@@ -227,7 +221,18 @@ pub fn report_with(gate_min: f64, columns: bool, change: impl FnOnce(&mut Vec<Ru
             torch_inter_threads: Some(1),
             ..Default::default()
         },
-    };
+    }
+}
+
+/// The option-b report: two arms with data, one skipped GPU arm, a gate.
+pub fn report(gate_min: f64, columns: bool) -> Report {
+    report_with(gate_min, columns, |_| {})
+}
+
+/// [`report`] with its runs changed first.
+pub fn report_with(gate_min: f64, columns: bool, change: impl FnOnce(&mut Vec<Run>)) -> Report {
+    let p = plan(gate_min, columns);
+    let experiment = experiment_of(&p);
     let runs = vec![
         run(101, "recursive", 0, RunStatus::Completed),
         run(102, "interleaved", 1, RunStatus::Completed),
@@ -303,6 +308,53 @@ pub fn report_with(gate_min: f64, columns: bool, change: impl FnOnce(&mut Vec<Ru
             perf: Vec::new(),
             series: Vec::new(),
             precisions: Vec::new(),
+            texts: Vec::new(),
+            db: None,
+        },
+        Options::default(),
+    )
+}
+
+/// A report of `recursive` vs `interleaved`, 3 repeats each, from cells
+/// given as (arm, repeat, status, mean traversal seconds): a failed cell
+/// carries 4 of its 10 iterations, a completed one all 8 after warm-up.
+pub fn repeated(gate_min: f64, cells: &[(&str, i64, RunStatus, f64)]) -> Report {
+    let mut p = plan(gate_min, true);
+    p.repeats = 3;
+    p.arms.truncate(2);
+    let mut experiment = experiment_of(&p);
+    experiment.repeats = 3;
+    let mut runs = Vec::new();
+    let mut m = Vec::new();
+    for (i, &(arm, repeat, status, mean)) in cells.iter().enumerate() {
+        let id = 200 + i as i64;
+        let mut r = run(id, arm, i64::from(arm != "recursive"), status);
+        r.repeat = repeat;
+        let values = series(mean, 0.02);
+        let values = if status == RunStatus::Completed {
+            values
+        } else {
+            r.iterations_done = 4;
+            r.error = Some("exited 1: out of memory\nmore".into());
+            values[..2].to_vec()
+        };
+        let mut x = moments(id, arm, "time/traversal_seconds", &values);
+        x.repeat = repeat;
+        m.push(x);
+        runs.push(r);
+    }
+    assemble(
+        Input {
+            experiment,
+            runs,
+            metric_names: vec!["time/traversal_seconds".into()],
+            moments: m,
+            medians: Vec::new(),
+            nonfinite: Vec::new(),
+            perf: Vec::new(),
+            series: Vec::new(),
+            precisions: Vec::new(),
+            texts: Vec::new(),
             db: None,
         },
         Options::default(),
@@ -311,7 +363,97 @@ pub fn report_with(gate_min: f64, columns: bool, change: impl FnOnce(&mut Vec<Ru
 
 #[cfg(test)]
 mod tests {
+    use rand::{Rng, SeedableRng};
+
     use super::*;
+    use crate::report::stats::Decision;
+
+    #[test]
+    fn failed_cells_never_decide_a_gate_over_400_seeds() {
+        // A/A on completed cells (3.2 s a side); a failed cell's partial
+        // data lean hard one way: a baseline's 3× slow (a PASS if used),
+        // a candidate's 3× slow (a FAIL if used).
+        let (mut pass, mut fail, mut decided_on_partial, mut unjudged_cases) = (0, 0, 0, 0);
+        let mut check_pass_with_failures = 0;
+        for seed in 0..400u64 {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(400_000 + seed);
+            let mut cells = Vec::new();
+            let mut completed = [0usize; 2];
+            for (k, arm) in ["recursive", "interleaved"].into_iter().enumerate() {
+                for repeat in 1..=3 {
+                    let ok = rng.random::<f64>() < 0.6;
+                    let noise = 1.0 + 0.02 * (rng.random::<f64>() - 0.5);
+                    if ok {
+                        completed[k] += 1;
+                        cells.push((arm, repeat, RunStatus::Completed, 3.2 * noise));
+                    } else {
+                        cells.push((arm, repeat, RunStatus::Failed, 9.6 * noise));
+                    }
+                }
+            }
+            let gate_min = if seed % 2 == 0 { 1.5 } else { 1.0 / 1.05 };
+            let r = repeated(gate_min, &cells);
+            let gate = r.gate.as_ref().map(|g| g.decision);
+            let short = completed.iter().any(|&c| c < 2);
+            if short {
+                unjudged_cases += 1;
+                if gate != Some(Decision::Inconclusive) {
+                    decided_on_partial += 1;
+                }
+            }
+            match gate {
+                Some(Decision::Pass) => pass += 1,
+                Some(Decision::Fail) => fail += 1,
+                _ => {}
+            }
+            if completed.iter().sum::<usize>() < 6 && r.check == Decision::Pass {
+                check_pass_with_failures += 1;
+            }
+        }
+        eprintln!(
+            "400 seeded experiments (each cell fails with p = 0.4; partial data 3× slow): \
+             {unjudged_cases} with an arm under 2 completed cells, decided on partial data \
+             {decided_on_partial}; gate PASS {pass}, FAIL {fail} over all; --check PASS with a \
+             failed cell {check_pass_with_failures}"
+        );
+        assert_eq!(decided_on_partial, 0);
+        // A/A on completed cells: a 1.5× gate never passes, a 5 % margin
+        // never fails; any PASS came from completed cells.
+        assert_eq!(check_pass_with_failures, 0);
+        assert!(unjudged_cases >= 100, "{unjudged_cases}");
+    }
+
+    #[test]
+    fn an_unjudged_arm_names_its_cells_and_their_first_error_line() {
+        let r = repeated(
+            1.5,
+            &[
+                ("recursive", 1, RunStatus::Failed, 9.0),
+                ("recursive", 2, RunStatus::Failed, 9.0),
+                ("recursive", 3, RunStatus::Completed, 3.0),
+                ("interleaved", 1, RunStatus::Completed, 1.0),
+                ("interleaved", 2, RunStatus::Completed, 1.0),
+                ("interleaved", 3, RunStatus::Completed, 1.0),
+            ],
+        );
+        let gate = r.gate.as_ref().unwrap();
+        assert_eq!(gate.decision, Decision::Inconclusive);
+        let why = gate.arms[0].why.as_deref().unwrap_or("");
+        assert_eq!(
+            why,
+            "baseline `recursive`: 2 of 3 cells did not complete (failed after 4 of 10 \
+             iterations: exited 1: out of memory); a judgement needs 2 completed cells per arm \
+             (each repeat one replicate)"
+        );
+        // The speedup column shows no verdict for it either.
+        let arm = r.arms.iter().find(|a| a.name == "interleaved").unwrap();
+        assert!(arm
+            .metric("time/traversal_seconds")
+            .unwrap()
+            .comparison
+            .is_none());
+        assert_eq!(r.check, Decision::Inconclusive);
+    }
 
     #[test]
     fn cells_on_other_hosts_are_named_and_slurm_jobs_listed() {

@@ -128,6 +128,9 @@ pub struct HistoryRow {
     /// A step change starts at this row: its relative size, found by
     /// [`step_changes`] over the rows of this arm on this fingerprint.
     pub step: Option<f64>,
+    /// Which way that step goes for the metric (`None` for a descriptive
+    /// metric, or without a step): the only change `lcx history` marks.
+    pub step_verdict: Option<Verdict>,
 }
 
 /// Where a series of means shifts to a new level, in the manner of asv's
@@ -327,6 +330,7 @@ pub fn history_rows(
                 series_break,
                 setup,
                 step: None,
+                step_verdict: None,
                 experiment_id: e.id,
                 date: e.created_at.get(..10).unwrap_or(&e.created_at).to_string(),
                 arm: arm.to_string(),
@@ -363,7 +367,15 @@ pub fn history_rows(
             .filter_map(|&i| rows[i].summary.map(|s| s.mean))
             .collect();
         for (at, rel) in step_changes(&means, rule.min_effect) {
-            rows[idx[at]].step = Some(rel);
+            let row = &mut rows[idx[at]];
+            row.step = Some(rel);
+            row.step_verdict = direction.map(|d| {
+                if d.gain(1.0 + rel, 1.0) > 0.0 {
+                    Verdict::Improved
+                } else {
+                    Verdict::Regressed
+                }
+            });
         }
     }
     rows
@@ -373,10 +385,13 @@ fn short(commit: &str) -> String {
     commit.chars().take(10).collect()
 }
 
-fn marker(c: &Comparison) -> &'static str {
-    match c.verdict {
-        Verdict::Improved => "▲ improved",
-        Verdict::Regressed => "▼ regressed",
+/// The mark of a step: only the step rule marks a change, never one
+/// row against the one before (on flat series that flagged about one
+/// series in four).
+fn marker(v: Option<Verdict>) -> &'static str {
+    match v {
+        Some(Verdict::Improved) => "▲ improved: ",
+        Some(Verdict::Regressed) => "▼ regressed: ",
         _ => "",
     }
 }
@@ -399,7 +414,6 @@ pub fn render_history(metric: &str, rows: &[HistoryRow]) -> String {
     for r in rows {
         let change = match (&r.change, r.compared_with) {
             (Some(c), Some(id)) => {
-                let m = marker(c);
                 let rel = if c.relative_change.is_finite() {
                     format!("{:+.1}%", c.relative_change * 100.0)
                 } else {
@@ -410,7 +424,7 @@ pub fn render_history(metric: &str, rows: &[HistoryRow]) -> String {
                 let p = c
                     .welch
                     .map_or_else(|| "too few values for a test".into(), |w| p_text(w.p_value));
-                let text = format!("{m} {rel} vs #{id} ({p})").trim().to_string();
+                let text = format!("{rel} vs #{id} ({p})").trim().to_string();
                 match &r.series_break {
                     Some(why) => format!("{why} since the previous row; {text}"),
                     None => text,
@@ -422,7 +436,11 @@ pub fn render_history(metric: &str, rows: &[HistoryRow]) -> String {
             },
         };
         let step = match r.step {
-            Some(rel) => format!("step {:+.1}% from here", rel * 100.0),
+            Some(rel) => format!(
+                "{}step {:+.1}% from here",
+                marker(r.step_verdict),
+                rel * 100.0
+            ),
             None => String::new(),
         };
         t.add_row(vec![
@@ -443,12 +461,13 @@ pub fn render_history(metric: &str, rows: &[HistoryRow]) -> String {
     let mut out = t.to_string();
     out.push_str(
         "\n\nWarm-up-excluded mean ± spread (sd over iterations for one run, over repeat \
-         means for several). Changes are marked against the previous experiment of the \
-         same arm on the same fingerprint and set-up (the report's verdict rule); a row \
-         on another host, resolved config, command or iteration count than the arm's \
-         previous one starts a new series. Step: where the arm's \
-         level on one fingerprint shifts, by binary segmentation (Welch's |t| > 4 and the \
-         minimum effect).\n",
+         means for several). Change vs previous: the difference from the previous \
+         experiment of the same arm on the same fingerprint and set-up, with Welch's p, \
+         never marked on its own; a row on another host, resolved config, command or \
+         iteration count than the arm's previous one starts a new series. Step, the only \
+         change marked (up or down arrow): where the arm's level on one fingerprint and \
+         set-up shifts, by the piecewise-constant fit that minimises squared error plus \
+         3 σ² ln n per segment, keeping steps of at least the minimum effect.\n",
     );
     out
 }
@@ -641,7 +660,9 @@ mod tests {
         assert_eq!(rows[3].compared_with, Some(2));
         assert_eq!(rows[3].change.unwrap().verdict, Verdict::Regressed);
         let text = render_history("t", &rows);
-        assert!(text.contains("▼ regressed +50.0% vs #2"), "{text}");
+        // Shown, never marked: one row against another is not the step rule.
+        assert!(text.contains("+50.0% vs #2"), "{text}");
+        assert!(!text.contains("▼"), "{text}");
         assert!(text.contains("0123456789"));
     }
 
@@ -744,6 +765,73 @@ mod tests {
         let twice = [1.0, 1.0, 1.01, 1.3, 1.31, 1.3, 1.0, 1.01, 0.99];
         let at: Vec<usize> = step_changes(&twice, 0.05).iter().map(|s| s.0).collect();
         assert_eq!(at, vec![3, 6]);
+    }
+
+    /// 30 experiments of one arm, each one run of 10 iterations (1 %
+    /// noise) around a level that moves by 2 % between runs, plus a step
+    /// of `step` from run `at` on.
+    fn series_rows(seed: u64, step: f64, at: usize) -> Vec<HistoryRow> {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(300_000 + seed);
+        let mut z = move || {
+            let u1: f64 = rng.random::<f64>().max(1e-300);
+            let u2: f64 = rng.random();
+            (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+        };
+        let exps: Vec<Experiment> = (1..=30).map(|id| exp(id, "h")).collect();
+        let runs: Vec<HistoryRun> = (1..=30i64)
+            .map(|id| {
+                let level = (if id as usize > at { 1.0 + step } else { 1.0 }) * (1.0 + 0.02 * z());
+                let values: Vec<f64> = (0..10).map(|_| level * (1.0 + 0.01 * z())).collect();
+                let mut r = hrun(id, 1.0);
+                let m = r.moments.as_mut().unwrap();
+                (m.n, m.sum, m.sum_sq) =
+                    (10, values.iter().sum(), values.iter().map(|v| v * v).sum());
+                r
+            })
+            .collect();
+        history_rows(
+            &exps,
+            &runs,
+            Some(Direction::LowerIsBetter),
+            VerdictRule::default(),
+        )
+    }
+
+    #[test]
+    fn history_marks_steps_only_not_run_to_run_noise() {
+        let marked = |rows: &[HistoryRow]| {
+            let text = render_history("t", rows);
+            text.contains('▲') || text.contains('▼') || text.contains("improved")
+        };
+        let flat = (0..200)
+            .filter(|&s| marked(&series_rows(s, 0.0, 30)))
+            .count();
+        // What marking each row against the one before would have done.
+        let row_to_row = (0..200)
+            .filter(|&s| {
+                series_rows(s, 0.0, 30).iter().any(|r| {
+                    r.change.is_some_and(|c| {
+                        matches!(c.verdict, Verdict::Improved | Verdict::Regressed)
+                    })
+                })
+            })
+            .count();
+        let found = (0..150u64)
+            .filter(|&s| {
+                let at = 5 + (s as usize % 20);
+                let rows = series_rows(1_000 + s, 0.15, at);
+                rows[at].step_verdict == Some(Verdict::Regressed)
+                    && render_history("t", &rows).contains("▼ regressed: step +")
+            })
+            .count();
+        eprintln!(
+            "30-run series, 2 % between runs: flat series with a marker {flat} of 200 \
+             (row against row would mark {row_to_row}); a planted 15 % step marked at its row \
+             {found} of 150"
+        );
+        assert!(flat <= 10, "{flat} of 200 flat series marked (> 5 %)");
+        assert_eq!(found, 150, "planted steps found {found} of 150");
     }
 
     #[test]

@@ -33,8 +33,14 @@ pub struct Report {
     /// The `[[guard]]`s, per guarded arm.
     pub guards: Vec<GuardOutcome>,
     /// What `--check` acts on: the gate's decision combined with the
-    /// guards' (`None` with neither).
-    pub check: Option<Decision>,
+    /// guards', and INCONCLUSIVE while any cell did not complete or an arm
+    /// has no data; PASS only when every cell completed and every gate and
+    /// guard passed (or there is none).
+    pub check: Decision,
+    /// Why `check` is not PASS beyond the gate and guards: cells that did
+    /// not complete, arms without data.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub check_notes: Vec<String>,
     /// The one-line summary without a gate (also shown with one).
     pub net_result: String,
     pub reproduce: Reproduce,
@@ -136,6 +142,11 @@ pub struct ArmResult {
     pub completed: usize,
     /// Statistics come from runs that did not complete (no completed run).
     pub partial: bool,
+    /// Why no verdict, gate or guard uses this arm's numbers, when none
+    /// does: too few completed cells for the rule (their data, if any, are
+    /// shown, marked, never judged).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unjudged: Option<String>,
     pub metrics: Vec<MetricResult>,
     /// The code revision the arm ran (`main@1a2b3c4d5e6f`), when it ran one.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -554,6 +554,8 @@ mod tests {
             se: 0.1,
             ci_low: 3.0,
             ci_high: 3.4,
+            log_se: 0.03,
+            df: 4.0,
         };
         let svg = speedup_plot("speedup", &[("interleaved".into(), 1, s)], Some(1.5)).unwrap();
         let t = texts(&svg);

@@ -376,10 +376,12 @@ pub fn verdict_rule_text(alpha: f64, min_effect: f64) -> String {
         "Verdicts compare each speedup's {}% interval (α = {alpha}) with no change (1×) and \
          with the minimum effect of {}% (speedups from {low:.3}× to {high:.3}× count as no \
          change): **improved** / **regressed** when the interval excludes 1× and the \
-         speedup itself lies beyond the minimum effect; **equivalent** when the whole \
-         interval lies within it; **inconclusive** otherwise.",
+         speedup's one-sided {}% bound lies beyond the minimum effect (an estimate just past \
+         it is not enough); **equivalent** when the whole interval lies within it; \
+         **inconclusive** otherwise.",
         trim_number(100.0 * (1.0 - alpha)),
-        trim_number(min_effect * 100.0)
+        trim_number(min_effect * 100.0),
+        trim_number(100.0 * super::stats::CLEAR_LEVEL)
     )
 }
 
@@ -520,7 +522,7 @@ pub fn render_markdown(report: &Report) -> String {
         out.push_str("\n\n");
         let unit = replicate_units(report);
         let excluded = if e.warmup_auto {
-            "warm-up detected per cell by MSER, its length in the Runs table".to_string()
+            "warm-up detected per cell (MSER and the first iterations against the rest), its length in the Runs table".to_string()
         } else {
             format!(
                 "first {} excluded",
@@ -1019,6 +1021,8 @@ mod tests {
             se,
             ci_low: f64::NAN,
             ci_high: f64::NAN,
+            log_se: f64::NAN,
+            df: f64::NAN,
         };
         assert_eq!(speedup_text(&sp(3.18, 0.12)), "3.18× ± 0.12");
         assert_eq!(speedup_text(&sp(23.05, 1.32)), "23.1× ± 1.3");

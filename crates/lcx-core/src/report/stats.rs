@@ -249,6 +249,12 @@ pub struct Speedup {
     pub se: f64,
     pub ci_low: f64,
     pub ci_high: f64,
+    /// Standard error of the log ratio (the interval is built on it).
+    #[serde(skip)]
+    pub log_se: f64,
+    /// Its Welch–Satterthwaite degrees of freedom (NaN without an interval).
+    #[serde(skip)]
+    pub df: f64,
 }
 
 /// Speedup of `arm` over `baseline`: baseline mean / arm mean when lower is
@@ -278,22 +284,24 @@ pub fn speedup_at(
     let ra = (arm.sem() / arm.mean).powi(2);
     let rel2 = rb + ra;
     let se = ratio * rel2.sqrt();
-    let (ci_low, ci_high) = if baseline.n < 2 || arm.n < 2 {
-        (f64::NAN, f64::NAN)
+    let (ci_low, ci_high, df) = if baseline.n < 2 || arm.n < 2 {
+        (f64::NAN, f64::NAN, f64::NAN)
     } else if rel2 <= 0.0 {
-        (ratio, ratio)
+        (ratio, ratio, (baseline.n + arm.n - 2) as f64)
     } else {
         let df = rel2.powi(2)
             / (rb.powi(2) / (baseline.n - 1) as f64 + ra.powi(2) / (arm.n - 1) as f64)
                 .max(f64::MIN_POSITIVE);
         let half = t_quantile(1.0 - alpha / 2.0, df) * rel2.sqrt();
-        (ratio * (-half).exp(), ratio * half.exp())
+        (ratio * (-half).exp(), ratio * half.exp(), df)
     };
     Some(Speedup {
         ratio,
         se,
         ci_low,
         ci_high,
+        log_se: rel2.sqrt(),
+        df,
     })
 }
 
@@ -362,24 +370,40 @@ pub fn equivalence_band(min_effect: f64) -> (f64, f64) {
     (1.0 / (1.0 + min_effect), 1.0 + min_effect)
 }
 
+/// The one-sided confidence at which an estimate must clear the minimum
+/// effect to be called a change: its lower bound at this level (Student's
+/// t on the interval's degrees of freedom) must lie beyond the band. At
+/// 0.8 a true 3 % change under a 5 % minimum effect is rarely called a 5 %
+/// one, and a true 10 % change still is (decision 0018).
+pub const CLEAR_LEVEL: f64 = 0.8;
+
+/// How far, in standard errors of the log ratio, an estimate must lie
+/// beyond the minimum effect: the [`CLEAR_LEVEL`] quantile of Student's t.
+fn clearance(s: &Speedup) -> f64 {
+    t_quantile(CLEAR_LEVEL, s.df) * s.log_se
+}
+
 /// The four-way verdict on a speedup and its interval (see the README's
 /// Statistics section). Improved / regressed need the interval to exclude
-/// 1 (significance at `alpha`) *and* the point estimate to lie beyond the
-/// minimum effect: asking the whole interval to clear the band would need
-/// far more replicates than a CI run has (at 3 repeats the interval is
-/// often ±6 %), and asking only significance would call a 1 % change a
-/// regression. Equivalent needs the whole interval inside the band.
+/// 1 (significance at `alpha`) *and* the estimate to clear the minimum
+/// effect by [`CLEAR_LEVEL`]'s margin: its one-sided 80 % bound lies
+/// beyond the band. Asking the whole 95 % interval to clear the band would
+/// need far more replicates than a CI run has (at 3 repeats the interval
+/// is often ±6 %); asking only the point estimate calls a 3 % change whose
+/// estimate lands at 5.1 % a 5 % change. Equivalent needs the whole
+/// interval inside the band.
 pub fn verdict_of(speedup: Option<&Speedup>, min_effect: f64) -> Verdict {
     let Some(s) = speedup else {
         return Verdict::Inconclusive;
     };
-    if !(s.ci_low.is_finite() && s.ci_high.is_finite() && s.ratio.is_finite()) {
+    if !(s.ci_low.is_finite() && s.ci_high.is_finite() && s.ratio > 0.0 && s.ratio.is_finite()) {
         return Verdict::Inconclusive;
     }
     let (low, high) = equivalence_band(min_effect);
-    if s.ci_low > 1.0 && s.ratio >= high {
+    let (center, margin) = (s.ratio.ln(), clearance(s));
+    if s.ci_low > 1.0 && center - margin >= high.ln() {
         Verdict::Improved
-    } else if s.ci_high < 1.0 && s.ratio <= low {
+    } else if s.ci_high < 1.0 && center + margin <= low.ln() {
         Verdict::Regressed
     } else if s.ci_low > low && s.ci_high < high {
         Verdict::Equivalent
@@ -388,27 +412,43 @@ pub fn verdict_of(speedup: Option<&Speedup>, min_effect: f64) -> Verdict {
     }
 }
 
+/// Replicates per arm that would likely decide: the interval's half-width
+/// shrinks as 1/√n and has to fall below `distance`, how far its centre
+/// lies from the bound it must clear (both on one scale). `None` when the
+/// centre sits on the bound (no number of replicates decides).
+pub fn replicates_to_reach(half: f64, distance: f64, replicates: usize) -> Option<usize> {
+    let distance = distance.abs();
+    if replicates == 0 || !(half > 0.0 && half.is_finite()) || distance <= half * 0.05 {
+        return None;
+    }
+    let needed = (replicates as f64 * (half / distance).powi(2)).ceil();
+    (needed < 1e6).then(|| (needed as usize).saturating_sub(replicates).max(1))
+}
+
 /// Replicates per arm that would likely decide an inconclusive speedup:
-/// the interval's half-width shrinks as 1/√n, and it has to fall below the
-/// distance from the estimate to 1 (to show a change beyond the band) or to
-/// the band's edge (to show equivalence), whichever the estimate points to.
+/// to show a change, the estimate must clear the band by its
+/// [`CLEAR_LEVEL`] margin and the interval exclude 1; to show equivalence,
+/// the interval must fit inside the band; whichever the estimate points to.
 pub fn replicates_to_decide(s: &Speedup, min_effect: f64, replicates: usize) -> Option<usize> {
-    if replicates == 0 || !(s.ci_low > 0.0 && s.ci_high.is_finite() && s.ratio > 0.0) {
+    if !(s.ci_low > 0.0 && s.ci_high.is_finite() && s.ratio > 0.0) {
         return None;
     }
     let half = (s.ci_high.ln() - s.ci_low.ln()) / 2.0;
     let center = s.ratio.ln().abs();
     let edge = (1.0 + min_effect).ln();
-    let target = if center >= edge {
-        center
-    } else {
-        edge - center
-    };
-    if half <= 0.0 || target <= half * 0.05 {
-        return None;
+    if center < edge {
+        return replicates_to_reach(half, edge - center, replicates);
     }
-    let needed = (replicates as f64 * (half / target).powi(2)).ceil();
-    (needed < 1e6).then(|| (needed as usize).saturating_sub(replicates).max(1))
+    // The change call needs both bounds: whichever needs more data.
+    let clear = clearance(s);
+    let by_clearance = (clear > 0.0)
+        .then(|| replicates_to_reach(clear, center - edge, replicates))
+        .flatten();
+    let by_interval = replicates_to_reach(half, center, replicates);
+    match (by_clearance, by_interval) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 /// Compares two summaries (see [`verdict_of`]); the sign and the metric's
@@ -495,16 +535,34 @@ impl Decision {
     }
 }
 
+/// The one rule of gates and guards: a quantity must be shown to reach
+/// `bound` (> 1 is better for a speedup, > 0 for a gain). PASS when the
+/// whole `1 - alpha` interval `[low, high]` lies at or above it (shown to
+/// reach it, one-sided α/2), FAIL when it lies below (shown short of it),
+/// INCONCLUSIVE when it holds the bound or there is no interval: "not
+/// shown short" is not "shown to reach". Superiority (`min_speedup > 1`),
+/// non-inferiority (`max_slowdown`, `min_speedup ≤ 1`) and guards differ
+/// only in the bound.
+pub fn against_bound(low: f64, high: f64, bound: f64) -> Decision {
+    if !(low.is_finite() && high.is_finite()) {
+        Decision::Inconclusive
+    } else if low >= bound {
+        Decision::Pass
+    } else if high < bound {
+        Decision::Fail
+    } else {
+        Decision::Inconclusive
+    }
+}
+
 /// A gate's hypothesis test on a speedup (> 1 is better).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum GateTest {
-    /// `min_speedup > 1`: PASS when the interval's lower end reaches it,
-    /// FAIL when its upper end is below it, INCONCLUSIVE in between.
+    /// `min_speedup > 1`: the arm must be shown faster by at least it.
     Superiority { min_speedup: f64 },
-    /// `min_speedup ≤ 1` or `max_slowdown`: FAIL only when the interval's
-    /// upper end is below the margin (the data show the arm slower than
-    /// allowed), PASS otherwise.
+    /// `min_speedup ≤ 1` or `max_slowdown`: the arm must be shown no
+    /// slower than the margin.
     NonInferiority { margin: f64 },
 }
 
@@ -533,22 +591,33 @@ impl GateTest {
     pub fn describe(self, alpha: f64) -> String {
         let one_sided = trim(alpha / 2.0);
         let level = trim(100.0 * (1.0 - alpha));
-        match self {
-            GateTest::Superiority { min_speedup } => format!(
-                "superiority: PASS when the {level} % interval's lower end is at least \
-                 {min_speedup:.2}× (one-sided α = {one_sided}), FAIL when its upper end is \
-                 below, INCONCLUSIVE in between"
+        let (kind, t, shown) = match self {
+            GateTest::Superiority { min_speedup } => (
+                "superiority",
+                format!("{min_speedup:.2}×"),
+                "shown faster by at least it",
             ),
-            GateTest::NonInferiority { margin } => format!(
-                "non-inferiority: FAIL only when the {level} % interval's upper end is below \
-                 {margin:.3}× (the arm shown slower than the margin, one-sided α = \
-                 {one_sided}), PASS otherwise"
+            GateTest::NonInferiority { margin } => (
+                "non-inferiority",
+                format!("{margin:.3}×"),
+                "shown no slower than the margin",
             ),
-        }
+        };
+        format!(
+            "{kind}: PASS when the {level} % interval's lower end is at least {t} (the arm \
+             {shown}, one-sided α = {one_sided}), FAIL when its upper end is below {t}, \
+             INCONCLUSIVE in between"
+        )
     }
 
-    /// The decision on `speedup` (`None` or no interval: INCONCLUSIVE).
-    pub fn decide(self, speedup: Option<&Speedup>) -> (Decision, Option<String>) {
+    /// The decision on `speedup` (`None` or no interval: INCONCLUSIVE), by
+    /// [`against_bound`]; `replicates` (per arm, the fewer of the two) lets
+    /// an inconclusive decision say how many more would likely decide.
+    pub fn decide(
+        self,
+        speedup: Option<&Speedup>,
+        replicates: usize,
+    ) -> (Decision, Option<String>) {
         let Some(s) = speedup else {
             return (Decision::Inconclusive, Some("no speedup to judge".into()));
         };
@@ -559,30 +628,31 @@ impl GateTest {
             );
         }
         let t = self.threshold();
-        match self {
-            GateTest::Superiority { .. } if s.ci_low >= t => (Decision::Pass, None),
-            GateTest::Superiority { .. } if s.ci_high < t => (
+        let (low, high) = (s.ci_low, s.ci_high);
+        // A margin near 1 (0.971×) needs the third digit; a speedup does not.
+        let p = match self {
+            GateTest::Superiority { .. } => 2,
+            GateTest::NonInferiority { .. } => 3,
+        };
+        match against_bound(low, high, t) {
+            Decision::Pass => (Decision::Pass, None),
+            Decision::Fail => (
                 Decision::Fail,
-                Some(format!(
-                    "interval {:.2}–{:.2}× below {t:.2}×",
-                    s.ci_low, s.ci_high
-                )),
+                Some(format!("interval {low:.p$}–{high:.p$}× below {t:.p$}×")),
             ),
-            GateTest::Superiority { .. } => (
-                Decision::Inconclusive,
-                Some(format!(
-                    "interval {:.2}–{:.2}× straddles {t:.2}×",
-                    s.ci_low, s.ci_high
-                )),
-            ),
-            GateTest::NonInferiority { .. } if s.ci_high < t => (
-                Decision::Fail,
-                Some(format!(
-                    "interval {:.3}–{:.3}× below the {t:.3}× margin",
-                    s.ci_low, s.ci_high
-                )),
-            ),
-            GateTest::NonInferiority { .. } => (Decision::Pass, None),
+            Decision::Inconclusive => {
+                let half = (high.ln() - low.ln()) / 2.0;
+                let more = replicates_to_reach(half, s.ratio.ln() - t.ln(), replicates)
+                    .map(|k| format!("; about {k} more replicates per arm would likely decide"))
+                    .unwrap_or_default();
+                (
+                    Decision::Inconclusive,
+                    Some(format!(
+                        "interval {low:.p$}–{high:.p$}× holds {t:.p$}×: neither shown to reach \
+                         it nor shown short of it{more}"
+                    )),
+                )
+            }
         }
     }
 }
@@ -674,13 +744,7 @@ fn judged(gain: f64, half: f64, margin: f64) -> GuardTest {
         gain,
         ci_low,
         ci_high,
-        decision: if ci_high < -margin {
-            Decision::Fail
-        } else if ci_low > -margin {
-            Decision::Pass
-        } else {
-            Decision::Inconclusive
-        },
+        decision: against_bound(ci_low, ci_high, -margin),
     }
 }
 
@@ -689,12 +753,24 @@ fn trim(x: f64) -> String {
     t.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
+/// The modified z-score beyond which one of `n` values is named an
+/// outlier: the normal quantile that `n` Gaussian values all stay within
+/// with probability 0.9875 (Bonferroni), widened by `1 + 7.5/n` for the
+/// noise of a median and MAD taken from few values, and never below
+/// hyperfine's 3.5. Plain Gaussian cells of 8 to 2,000 iterations get a
+/// note 2.5–4.5 % of the time (simulated; 3.5 alone: 9–13 %).
+pub fn outlier_threshold(n: usize) -> f64 {
+    let n = n.max(1) as f64;
+    let z = statrs::distribution::Normal::standard().inverse_cdf(1.0 - 0.0125 / n);
+    (z * (1.0 + 7.5 / n)).max(3.5)
+}
+
 /// Positions of outliers by the modified z-score on the median absolute
-/// deviation (Iglewicz and Hoaglin; hyperfine uses the same rule): values
-/// whose `0.6745 (x - median) / MAD` exceeds 3.5 in magnitude. Nothing is
-/// flagged in fewer than 5 values or when the MAD is 0.
+/// deviation (Iglewicz and Hoaglin, as hyperfine flags them): values whose
+/// `0.6745 (x - median) / MAD` exceeds [`outlier_threshold`] in magnitude.
+/// Nothing is flagged in fewer than 8 values or when the MAD is 0.
 pub fn outliers(values: &[f64]) -> Vec<(usize, f64)> {
-    if values.len() < 5 {
+    if values.len() < 8 {
         return Vec::new();
     }
     let median_of = |v: &mut Vec<f64>| {
@@ -711,11 +787,12 @@ pub fn outliers(values: &[f64]) -> Vec<(usize, f64)> {
     if mad <= 0.0 || !mad.is_finite() {
         return Vec::new();
     }
+    let bound = outlier_threshold(values.len());
     values
         .iter()
         .enumerate()
         .map(|(i, x)| (i, 0.6745 * (x - median) / mad))
-        .filter(|(_, z)| z.abs() > 3.5)
+        .filter(|(_, z)| z.abs() > bound)
         .collect()
 }
 
@@ -1078,31 +1155,82 @@ mod tests {
         assert!(regressed >= 380, "regressed {regressed} of 400");
     }
 
-    #[test]
-    fn a_3_percent_change_under_a_5_percent_minimum_effect_is_rarely_regressed() {
-        // Below the minimum effect: regressed only when noise pushes the
-        // point estimate past 5 %, which 3 repeats cannot rule out.
-        let [_, regressed, equivalent, inconclusive] = verdicts(400, 1.03, VerdictRule::default());
-        eprintln!(
-            "3 % slower over 400 seeds: regressed {regressed}, equivalent {equivalent}, \
-             inconclusive {inconclusive}"
-        );
-        assert!(regressed <= 100, "regressed {regressed} of 400");
-    }
-
-    fn gate_decisions(seeds: u64, ratio: f64, test: GateTest) -> [usize; 3] {
-        let mut out = [0; 3];
+    /// Verdict counts when every iteration varies by `sd` (no spread of
+    /// its own between processes): the issue's setting, 10 iterations ×
+    /// 3 repeats at 5 %.
+    fn verdicts_at(seeds: u64, ratio: f64, repeats: usize, n: usize, sd: f64) -> [usize; 4] {
+        let mut out = [0; 4];
         for seed in 0..seeds {
-            let mut rng = ChaCha8Rng::seed_from_u64(90_000 + seed);
-            let base = arm_replicates(&mut rng, 1.0, 3, 10, 0.01, 0.04);
-            let arm = arm_replicates(&mut rng, ratio, 3, 10, 0.01, 0.04);
+            let mut rng = ChaCha8Rng::seed_from_u64(55_000 + seed);
+            let base = arm_replicates(&mut rng, 1.0, repeats, n, 0.0, sd);
+            let arm = arm_replicates(&mut rng, ratio, repeats, n, 0.0, sd);
             let c = compare(
                 &base,
                 &arm,
                 Direction::LowerIsBetter,
                 VerdictRule::default(),
             );
-            out[match test.decide(c.speedup.as_ref()).0 {
+            out[match c.verdict {
+                Verdict::Improved => 0,
+                Verdict::Regressed => 1,
+                Verdict::Equivalent => 2,
+                Verdict::Inconclusive => 3,
+            }] += 1;
+        }
+        out
+    }
+
+    #[test]
+    fn a_3_percent_change_under_a_5_percent_minimum_effect_is_regressed_at_most_2_percent() {
+        // Below the minimum effect: an estimate that lands just past 5 %
+        // is not enough, it must clear 5 % by its one-sided 80 % margin.
+        for (label, [_, regressed, equivalent, inconclusive]) in [
+            (
+                "1 % between processes, 4 % iterations",
+                verdicts(400, 1.03, VerdictRule::default()),
+            ),
+            ("5 % iterations", verdicts_at(400, 1.03, 3, 10, 0.05)),
+        ] {
+            eprintln!(
+                "3 % slower, {label}, 400 seeds: regressed {regressed}, equivalent \
+                 {equivalent}, inconclusive {inconclusive}"
+            );
+            assert!(
+                regressed <= 8,
+                "{label}: a 3 % change was called regressed {regressed} of 400 times (> 2 %)"
+            );
+        }
+        // And a true 10 % slowdown in the same setting still is.
+        let [improved, regressed, ..] = verdicts_at(400, 1.10, 3, 10, 0.05);
+        eprintln!("10 % slower, 5 % iterations, 400 seeds: regressed {regressed}");
+        assert_eq!(improved, 0);
+        assert!(
+            regressed >= 380,
+            "a 10 % slowdown regressed {regressed} of 400 (< 95 %)"
+        );
+    }
+
+    /// Gate decisions over `seeds` experiments: `repeats` × `n` iterations
+    /// per arm, iteration noise `sd` (and 1 % between processes when
+    /// `process`), the arm's true time `ratio` × the baseline's.
+    fn gate_decisions_at(
+        seeds: u64,
+        ratio: f64,
+        test: GateTest,
+        (repeats, n, sd, process): (usize, usize, f64, f64),
+    ) -> [usize; 3] {
+        let mut out = [0; 3];
+        for seed in 0..seeds {
+            let mut rng = ChaCha8Rng::seed_from_u64(90_000 + seed);
+            let base = arm_replicates(&mut rng, 1.0, repeats, n, process, sd);
+            let arm = arm_replicates(&mut rng, ratio, repeats, n, process, sd);
+            let c = compare(
+                &base,
+                &arm,
+                Direction::LowerIsBetter,
+                VerdictRule::default(),
+            );
+            out[match test.decide(c.speedup.as_ref(), repeats).0 {
                 Decision::Pass => 0,
                 Decision::Fail => 1,
                 Decision::Inconclusive => 2,
@@ -1111,21 +1239,34 @@ mod tests {
         out
     }
 
+    fn gate_decisions(seeds: u64, ratio: f64, test: GateTest) -> [usize; 3] {
+        gate_decisions_at(seeds, ratio, test, (3, 10, 0.04, 0.01))
+    }
+
     #[test]
-    fn aa_passes_a_must_not_be_slower_gate_in_at_least_95_percent_of_400_seeds() {
-        for test in [
-            GateTest::from_min_speedup(1.0),
-            GateTest::from_min_speedup(1.0 / 1.03),
-        ] {
-            let [pass, fail, inconclusive] = gate_decisions(400, 1.0, test);
-            eprintln!("A/A, {test:?}: pass {pass}, fail {fail}, inconclusive {inconclusive}");
-            assert!(pass >= 380, "{test:?}: A/A passed {pass} of 400");
-        }
-        // An arm 10 % slower fails the 3 % non-inferiority margin most of
-        // the time at 3 repeats (the interval must clear the margin).
-        let [_, fail, _] = gate_decisions(400, 1.10, GateTest::from_min_speedup(1.0 / 1.03));
-        eprintln!("10 % slower vs a 3 % margin: failed {fail} of 400");
-        assert!(fail >= 300, "a 10 % slowdown failed only {fail} of 400");
+    fn max_slowdown_passes_only_when_the_data_show_the_arm_within_the_margin() {
+        let margin = GateTest::from_min_speedup(1.0 / 1.05);
+        // A/A with enough data: 10 iterations × 5 repeats, 5 % noise.
+        let [pass, fail, inconclusive] = gate_decisions_at(400, 1.0, margin, (5, 10, 0.05, 0.0));
+        eprintln!(
+            "A/A, max_slowdown = 0.05, 5 × 10 at 5 %, 400 seeds: pass {pass}, fail {fail}, \
+             inconclusive {inconclusive}"
+        );
+        assert!(pass >= 380, "A/A passed {pass} of 400 (< 95 %)");
+        assert_eq!(fail, 0);
+        // A true 10 % slowdown, 15 % noise, 3 repeats: never shown within
+        // 5 %; either shown beyond it or undecided.
+        let [pass, fail, inconclusive] = gate_decisions_at(400, 1.10, margin, (3, 10, 0.15, 0.0));
+        eprintln!(
+            "10 % slower, max_slowdown = 0.05, 3 × 10 at 15 %, 400 seeds: pass {pass}, fail \
+             {fail}, inconclusive {inconclusive}"
+        );
+        assert!(pass <= 20, "a 10 % slowdown passed {pass} of 400 (> 5 %)");
+        // The same rule as superiority: an arm exactly at the margin passes
+        // at most at the one-sided α.
+        let [pass, ..] = gate_decisions_at(400, 1.05, margin, (5, 10, 0.05, 0.0));
+        eprintln!("at the margin (5 % slower): passed {pass} of 400");
+        assert!(pass <= 20, "an arm at the margin passed {pass} of 400");
     }
 
     #[test]
@@ -1146,14 +1287,16 @@ mod tests {
     #[test]
     fn gate_decisions_on_missing_intervals_are_inconclusive() {
         let test = GateTest::from_min_speedup(1.5);
-        assert_eq!(test.decide(None).0, Decision::Inconclusive);
+        assert_eq!(test.decide(None, 0).0, Decision::Inconclusive);
         let no_interval = Speedup {
             ratio: 2.0,
             se: f64::NAN,
             ci_low: f64::NAN,
             ci_high: f64::NAN,
+            log_se: f64::NAN,
+            df: f64::NAN,
         };
-        assert_eq!(test.decide(Some(&no_interval)).0, Decision::Inconclusive);
+        assert_eq!(test.decide(Some(&no_interval), 1).0, Decision::Inconclusive);
         assert_eq!(
             Decision::combine([Decision::Pass, Decision::Inconclusive]),
             Decision::Inconclusive
@@ -1178,6 +1321,8 @@ mod tests {
             se: 0.03,
             ci_low: 1.02 / 1.06,
             ci_high: 1.02 * 1.06,
+            log_se: 0.06f64.ln_1p() / 4.3,
+            df: 2.0,
         };
         assert_eq!(verdict_of(Some(&s), 0.05), Verdict::Inconclusive);
         let more = replicates_to_decide(&s, 0.05, 3).unwrap();
@@ -1192,8 +1337,43 @@ mod tests {
         let o = outliers(&v);
         assert_eq!(o.len(), 1);
         assert_eq!(o[0].0, 8);
-        assert!(o[0].1 > 3.5);
-        assert!(outliers(&[1.0, 1.0, 1.0, 1.0, 9.0]).is_empty(), "MAD 0");
+        assert!(o[0].1 > outlier_threshold(9));
+        assert!(
+            outliers(&[1.0; 9].iter().chain(&[9.0]).copied().collect::<Vec<_>>()).is_empty(),
+            "MAD 0"
+        );
+        assert!(
+            outliers(&[1.0, 1.01, 0.99, 1.02, 9.0]).is_empty(),
+            "fewer than 8 values"
+        );
+    }
+
+    #[test]
+    fn outlier_notes_are_rare_on_gaussian_cells_and_catch_a_planted_5x_iteration() {
+        for n in [8, 10, 14, 20, 50, 200] {
+            let (mut noted, mut caught) = (0, 0);
+            for seed in 0..400u64 {
+                let mut rng = ChaCha8Rng::seed_from_u64(230_000 + seed);
+                let mut cell = normal_series(&mut rng, n, 1.0, 0.05);
+                if !outliers(&cell).is_empty() {
+                    noted += 1;
+                }
+                let at = seed as usize % n;
+                cell[at] *= 5.0;
+                if outliers(&cell).iter().any(|(i, _)| *i == at) {
+                    caught += 1;
+                }
+            }
+            eprintln!(
+                "n = {n}: outlier note on {noted} of 400 Gaussian cells; planted 5× caught in \
+                 {caught} of 400"
+            );
+            assert!(
+                noted <= 20,
+                "n = {n}: {noted} of 400 Gaussian cells noted (> 5 %)"
+            );
+            assert_eq!(caught, 400, "n = {n}: a 5× iteration missed");
+        }
     }
 
     #[test]

@@ -445,6 +445,27 @@ impl Store {
         Ok(rows)
     }
 
+    /// Text values per arm and field name of an experiment's live lines:
+    /// (arm, name, how many, the smallest value as an example), by arm and
+    /// name. The report names those that look like dropped numbers.
+    pub fn text_counts(
+        &self,
+        experiment_id: i64,
+    ) -> Result<Vec<(String, String, i64, String)>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT r.arm, t.name, COUNT(*), MIN(t.value) FROM metric_text t
+             JOIN runs r ON r.id = t.run_id
+             WHERE r.experiment_id = ?1 AND t.superseded = 0
+             GROUP BY r.arm, t.name ORDER BY r.arm, t.name",
+        )?;
+        let rows = stmt
+            .query_map([experiment_id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
     /// Names of all metrics recorded for an experiment, sorted.
     pub fn metric_names(&self, experiment_id: i64) -> Result<Vec<String>, StoreError> {
         let mut stmt = self.conn.prepare(
