@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use lcx_core::report::history::{self, fingerprint_key, CompareRow};
 use lcx_core::report::stats::{compare, Summary, VerdictRule};
 use lcx_core::report::{build, Options};
-use lcx_core::store::Store;
+use lcx_core::store::{RunStatus, Store};
 
 use super::report::{open_db, user_or_not};
 
@@ -155,6 +155,12 @@ fn compare_runs(store: &Store, a: &str, b: &str, rule: VerdictRule) -> anyhow::R
             comparison: match (&sa, &sb) {
                 // A description of the work is shown, never judged.
                 _ if build::is_descriptive(plan_a.as_ref(), metric) => None,
+                // A cell that did not complete is shown, never judged.
+                _ if run_a.status != RunStatus::Completed
+                    || run_b.status != RunStatus::Completed =>
+                {
+                    None
+                }
                 (Some(x), Some(y)) => Some(compare(x, y, direction, rule)),
                 _ => None,
             },

@@ -267,7 +267,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 "experiment {experiment_id} finished with failed or unfinished cells; \
                  rerun them with `lcx run --resume {experiment_id} --db {db}`\n\
                  no verdict rests on them: `lcx report {experiment_id} --check --db {db}` \
-                 says what is left undecided (exit 3 while any cell did not complete)"
+                 says what is left undecided (it never exits 0 while a cell did not complete)"
             );
             Ok(1)
         }

@@ -979,6 +979,10 @@ fn gates_never_pass_or_fail_on_cells_that_did_not_complete() {
     );
     assert!(md.contains("boom at 5"), "{md}");
     assert!(
+        md.contains("nothing judged on"),
+        "the net result says why: {md}"
+    );
+    assert!(
         md.contains("a judgement needs 2 completed cells per arm"),
         "{md}"
     );

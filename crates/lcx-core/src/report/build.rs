@@ -336,15 +336,20 @@ pub fn unjudged_reason(arm: &str, runs: &[Run], iterations: i64) -> Option<Strin
         .iter()
         .filter(|r| r.status != RunStatus::Completed)
         .collect();
-    let first = not_done.first().map(|r| {
-        format!(
-            "{} after {} of {}: {}",
-            r.status,
-            r.iterations_done,
-            crate::text::counted(iterations.max(0) as u64, "iteration"),
-            first_error_line(r)
-        )
-    });
+    // The cell that says why, before a pending or interrupted one.
+    let first = not_done
+        .iter()
+        .find(|r| r.error.is_some())
+        .or(not_done.first())
+        .map(|r| {
+            format!(
+                "{} after {} of {}: {}",
+                r.status,
+                r.iterations_done,
+                crate::text::counted(iterations.max(0) as u64, "iteration"),
+                first_error_line(r)
+            )
+        });
     let rule = if need == 2 {
         "a judgement needs 2 completed cells per arm (each repeat one replicate)"
     } else {
@@ -579,7 +584,7 @@ fn guard_outcomes(
                                 n,
                             )
                             .map(|k| {
-                                format!("; about {k} more repeats per arm would likely decide")
+                                format!("; about {k} more replicates per arm would likely decide")
                             })
                             .unwrap_or_else(|| "; more repeats narrow it".into());
                             Some(format!(
@@ -1309,7 +1314,11 @@ pub fn assemble(input: Input, options: Options) -> Report {
         .iter()
         .filter(|r| !matches!(r.status, RunStatus::Completed | RunStatus::Skipped))
         .collect();
-    if let Some(r) = not_done.first() {
+    if let Some(r) = not_done
+        .iter()
+        .find(|r| r.error.is_some())
+        .or(not_done.first())
+    {
         check_notes.push(format!(
             "{} of {} did not complete (`{}` #{} {}: {})",
             not_done.len(),
@@ -1560,6 +1569,9 @@ fn net_result(
     }
     let has_data = |a: &ArmResult| a.metric(metric).is_some_and(|m| m.replicate.is_some());
     if let Some(base) = arms.iter().find(|a| a.is_baseline) {
+        if let Some(why) = &base.unjudged {
+            return format!("nothing judged on {label}: baseline {why}");
+        }
         if !has_data(base) {
             return format!(
                 "no data for the baseline `{}` on {label}: nothing can be compared",
@@ -1574,7 +1586,12 @@ fn net_result(
         (Verdict::Inconclusive, Vec::new()),
     ];
     let mut without = Vec::new();
+    let mut unjudged = Vec::new();
     for a in &others {
+        if let Some(why) = &a.unjudged {
+            unjudged.push(why.clone());
+            continue;
+        }
         let Some(c) = a.metric(metric).and_then(|m| m.comparison) else {
             without.push(format!("`{}`", a.name));
             continue;
@@ -1594,6 +1611,9 @@ fn net_result(
         .collect();
     if !without.is_empty() {
         parts.push(format!("no data for {}", without.join(", ")));
+    }
+    if !unjudged.is_empty() {
+        parts.push(format!("not judged: {}", unjudged.join("; ")));
     }
     format!("on {label}: {}", parts.join("; "))
 }

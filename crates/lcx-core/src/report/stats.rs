@@ -236,7 +236,7 @@ fn t_quantile(p: f64, df: f64) -> f64 {
     match StudentsT::new(0.0, 1.0, df) {
         Ok(dist) => dist.inverse_cdf(p),
         // df not finite / positive: fall back to the normal quantile.
-        Err(_) => 1.959_963_984_540_054,
+        Err(_) => statrs::distribution::Normal::standard().inverse_cdf(p),
     }
 }
 
@@ -447,6 +447,8 @@ pub fn replicates_to_decide(s: &Speedup, min_effect: f64, replicates: usize) -> 
     let by_interval = replicates_to_reach(half, center, replicates);
     match (by_clearance, by_interval) {
         (Some(a), Some(b)) => Some(a.max(b)),
+        // An estimate on the band's edge: no number of replicates decides.
+        (None, _) if clear > 0.0 => None,
         (a, b) => a.or(b),
     }
 }
@@ -757,8 +759,9 @@ fn trim(x: f64) -> String {
 /// outlier: the normal quantile that `n` Gaussian values all stay within
 /// with probability 0.9875 (Bonferroni), widened by `1 + 7.5/n` for the
 /// noise of a median and MAD taken from few values, and never below
-/// hyperfine's 3.5. Plain Gaussian cells of 8 to 2,000 iterations get a
-/// note 2.5–4.5 % of the time (simulated; 3.5 alone: 9–13 %).
+/// hyperfine's 3.5. Plain Gaussian cells of 8 to 200 iterations get a
+/// note 2–3 % of the time (400 seeds each, tests below; 3.5 alone noted
+/// 9–13 % in a simulation of the same cells).
 pub fn outlier_threshold(n: usize) -> f64 {
     let n = n.max(1) as f64;
     let z = statrs::distribution::Normal::standard().inverse_cdf(1.0 - 0.0125 / n);
@@ -1263,10 +1266,10 @@ mod tests {
         );
         assert!(pass <= 20, "a 10 % slowdown passed {pass} of 400 (> 5 %)");
         // The same rule as superiority: an arm exactly at the margin passes
-        // at most at the one-sided α.
+        // about the one-sided α (10 of 400), with room for sampling noise.
         let [pass, ..] = gate_decisions_at(400, 1.05, margin, (5, 10, 0.05, 0.0));
         eprintln!("at the margin (5 % slower): passed {pass} of 400");
-        assert!(pass <= 20, "an arm at the margin passed {pass} of 400");
+        assert!(pass <= 16, "an arm at the margin passed {pass} of 400");
     }
 
     #[test]
