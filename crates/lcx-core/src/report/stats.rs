@@ -1115,11 +1115,24 @@ mod tests {
     /// means vary by about 1.6 %, the interval of the speedup is about
     /// ±5 %), the arm's true time `ratio` × the baseline's.
     fn verdicts(seeds: u64, ratio: f64, rule: VerdictRule) -> [usize; 4] {
+        verdict_counts(50_000, seeds, ratio, rule, (3, 10, 0.01, 0.04))
+    }
+
+    /// Verdict counts over `seeds` experiments seeded from `first`:
+    /// `repeats` × `n` iterations per arm, `process` spread between
+    /// processes and `sd` between iterations.
+    fn verdict_counts(
+        first: u64,
+        seeds: u64,
+        ratio: f64,
+        rule: VerdictRule,
+        (repeats, n, process, sd): (usize, usize, f64, f64),
+    ) -> [usize; 4] {
         let mut out = [0; 4];
         for seed in 0..seeds {
-            let mut rng = ChaCha8Rng::seed_from_u64(50_000 + seed);
-            let base = arm_replicates(&mut rng, 1.0, 3, 10, 0.01, 0.04);
-            let arm = arm_replicates(&mut rng, ratio, 3, 10, 0.01, 0.04);
+            let mut rng = ChaCha8Rng::seed_from_u64(first + seed);
+            let base = arm_replicates(&mut rng, 1.0, repeats, n, process, sd);
+            let arm = arm_replicates(&mut rng, ratio, repeats, n, process, sd);
             let c = compare(&base, &arm, Direction::LowerIsBetter, rule);
             out[match c.verdict {
                 Verdict::Improved => 0,
@@ -1162,25 +1175,13 @@ mod tests {
     /// its own between processes): the setting, 10 iterations ×
     /// 3 repeats at 5 %.
     fn verdicts_at(seeds: u64, ratio: f64, repeats: usize, n: usize, sd: f64) -> [usize; 4] {
-        let mut out = [0; 4];
-        for seed in 0..seeds {
-            let mut rng = ChaCha8Rng::seed_from_u64(55_000 + seed);
-            let base = arm_replicates(&mut rng, 1.0, repeats, n, 0.0, sd);
-            let arm = arm_replicates(&mut rng, ratio, repeats, n, 0.0, sd);
-            let c = compare(
-                &base,
-                &arm,
-                Direction::LowerIsBetter,
-                VerdictRule::default(),
-            );
-            out[match c.verdict {
-                Verdict::Improved => 0,
-                Verdict::Regressed => 1,
-                Verdict::Equivalent => 2,
-                Verdict::Inconclusive => 3,
-            }] += 1;
-        }
-        out
+        verdict_counts(
+            55_000,
+            seeds,
+            ratio,
+            VerdictRule::default(),
+            (repeats, n, 0.0, sd),
+        )
     }
 
     #[test]
