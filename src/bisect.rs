@@ -4,17 +4,16 @@
 //! probed commit, interleaved, stored in the database like any other.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::Context;
 
-use lcx_core::experiment::runner::StopSignal;
-use lcx_core::experiment::{bisect, plan, revision, Plan};
+use lcx_core::experiment::{bisect, plan, reporter};
 use lcx_core::report::stats::Verdict;
+use lcx_core::session::{Prepared, RunRequest, RunSettings, SessionError, Start};
 use lcx_core::store::{ExperimentStatus, Store};
 
-use crate::bad_input;
-
-use super::run::{execute, install_signal_handler, options, progress_line, record, revision_error};
+use crate::{bad_input, running};
 
 /// Exit code when `bad` is not slower than `good` (nothing to bisect).
 const EXIT_NOT_REGRESSED: u8 = 1;
@@ -51,8 +50,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let (file_plan, text) =
-        plan::load(&args.file, &plan::Overrides::default()).map_err(bad_input)?;
+    let (file_plan, _) = plan::load(&args.file, &plan::Overrides::default()).map_err(bad_input)?;
     let arm = args
         .arm
         .clone()
@@ -78,49 +76,20 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             )))
         }
     };
-    // One probe's plan: the arm at `good` as the baseline, at `rev` as the
-    // candidate; no gate or guards (they name the file's arms).
-    let probe = |good_rev: &str, rev: &str| -> anyhow::Result<Plan> {
-        let overrides = plan::Overrides {
-            revisions: vec![(arm.clone(), rev.to_string())],
-            repeats: args.repeats,
-            iterations: args.iterations,
-            ..plan::Overrides::default()
-        };
-        let (mut plan, _) = plan::load(&args.file, &overrides).map_err(bad_input)?;
-        let template = plan
-            .arms
-            .iter()
-            .find(|a| a.name == arm)
-            .cloned()
-            .context("the bisected arm")?;
-        let mut good = template.clone();
-        good.name = "good".into();
-        good.label = format!("{arm} at {}", args.good);
-        if let Some(r) = good.revision.as_mut() {
-            r.asked = good_rev.to_string();
-        }
-        let mut candidate = template;
-        candidate.name = "candidate".into();
-        candidate.label = format!("{arm} at {rev}");
-        plan.name = format!("{}-bisect", plan.name);
-        plan.arms = vec![good, candidate];
-        plan.baseline = "good".into();
-        plan.gate = None;
-        plan.guards.clear();
-        plan.adaptive = None;
-        if !plan.columns.iter().any(|c| c.metric == metric) {
-            plan.columns.push(lcx_core::experiment::Column {
-                metric: metric.clone(),
-                label: metric.clone(),
-                show: lcx_core::experiment::Show::Both,
-                direction: None,
-                fold: lcx_core::experiment::Fold::Mean,
-            });
-        }
-        Ok(plan)
+    // One probe: the arm at `good` as the baseline, at `rev` as the
+    // candidate, read from the file by the same reader as any plan.
+    let probe = |good_rev: &str, rev: &str| plan::Overrides {
+        repeats: args.repeats,
+        iterations: args.iterations,
+        probe: Some(plan::Probe {
+            arm: arm.clone(),
+            good: (good_rev.to_string(), format!("{arm} at {}", args.good)),
+            candidate: (rev.to_string(), format!("{arm} at {rev}")),
+            metric: metric.clone(),
+        }),
+        ..plan::Overrides::default()
     };
-    let first = probe(&args.good, &args.bad)?;
+    let (first, _) = plan::load(&args.file, &probe(&args.good, &args.bad)).map_err(bad_input)?;
     let repository = first
         .arms
         .iter()
@@ -148,11 +117,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         )));
     }
 
-    let cache = crate::run::revision_cache(&args.db);
-    let mut store = Store::open(&args.db).map_err(super::run::user_or_work)?;
-    let stop = StopSignal::new();
-    install_signal_handler(&stop)?;
-    let options = options(&stop)?;
+    let cache = running::revision_cache(&args.db);
+    // The database is opened (and made) before the first build: a wrong
+    // --db fails at once.
+    drop(Store::open(&args.db).map_err(SessionError::opening)?);
+    let host = running::host()?;
+    let stop = running::stop_on_signals()?;
     let steps = (commits.len() as f64).log2().ceil() as usize;
     println!(
         "bisecting `{arm}` on {metric}: {} commits in {}..{}, about {steps} probes after \
@@ -165,10 +135,29 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let mut probe_count = 0;
     let mut judge = |commit: &bisect::Commit| -> anyhow::Result<bool> {
         probe_count += 1;
-        let mut plan = probe(&good_sha, &commit.sha)?;
-        revision::prepare(&mut plan, &cache, &mut progress_line).map_err(revision_error)?;
-        let id = record(&mut store, &plan, &text, &args.db)?;
-        let summary = execute(&mut store, &plan, id, &options, args.plain, &args.db)?;
+        let request = RunRequest {
+            start: Start::File(args.file.clone()),
+            overrides: probe(&good_sha, &commit.sha),
+            db: args.db.clone(),
+            detach: false,
+            takeover: false,
+        };
+        let Prepared::Ready(mut session) =
+            request.prepare(&cache, &host, &mut running::progress_line)?
+        else {
+            anyhow::bail!("a probe is a new experiment, so it always has cells to run");
+        };
+        let settings = RunSettings {
+            fail_fast: false,
+            keep_runs: false,
+            stop: Arc::clone(&stop),
+            cuda_available: None,
+        };
+        let mut reporter = reporter::for_stderr(args.plain);
+        let summary = session.run(&host, settings, reporter.as_mut());
+        drop(reporter);
+        let summary = summary?;
+        let id = session.experiment_id;
         if summary.status == ExperimentStatus::Interrupted {
             anyhow::bail!(
                 "interrupted at {} (experiment {id}); the probes so far are in {}",
@@ -176,7 +165,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 args.db.display()
             );
         }
-        let report = lcx_core::report::build::load(&store, id, Default::default())
+        let report = lcx_core::report::build::load(&session.store, id, Default::default())
             .with_context(|| format!("reading experiment {id}"))?;
         let verdict = report
             .arms

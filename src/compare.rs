@@ -123,7 +123,7 @@ fn compare_runs(store: &Store, a: &str, b: &str, rule: VerdictRule) -> anyhow::R
             .ok_or_else(|| crate::bad_input(anyhow::anyhow!("no experiment {id}")))
     };
     let (ea, eb) = (exp(run_a.experiment_id)?, exp(run_b.experiment_id)?);
-    let plan_a = build::stored_plan(&ea);
+    let plan_a = build::stored_plan(&ea).ok();
     let names_a = store.metric_names_fast(ea.id).map_err(user_or_not)?;
     let columns = build::resolve_columns(&ea, plan_a.as_ref(), &names_a);
     let metrics = build::needed_metrics(&columns, plan_a.as_ref());

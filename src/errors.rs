@@ -36,6 +36,9 @@ pub fn exit_code_for(err: &anyhow::Error) -> u8 {
             || cause
                 .downcast_ref::<lcx_core::store::StoreError>()
                 .is_some_and(lcx_core::store::StoreError::is_user_input)
+            || cause
+                .downcast_ref::<lcx_core::session::SessionError>()
+                .is_some_and(lcx_core::session::SessionError::is_user_input)
     };
     if err.chain().any(user_input) {
         2

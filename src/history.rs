@@ -51,7 +51,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             args.db.display()
         )));
     };
-    let plan = build::stored_plan(latest);
+    let plan = build::stored_plan(latest).ok();
     let metric = match &args.metric {
         Some(m) => m.clone(),
         None => plan

@@ -7,6 +7,7 @@
     reason = "test helpers too: a failed unwrap is a failed test"
 )]
 
+mod architecture;
 mod binaries;
 mod config;
 mod faults;

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use lcx_core::experiment::reporter::RecordingReporter;
-use lcx_core::experiment::{plan, runner, RunnerOptions, StopSignal};
+use lcx_core::experiment::{plan, run as runner, RunnerOptions, StopSignal};
 use lcx_core::store::{Fingerprint, SqlValue, Store, LATEST_VERSION};
 
 fn columns(store: &Store, table: &str) -> Vec<String> {
@@ -282,5 +282,51 @@ command = "printf '{\"iteration\":1,\"t\":1}\n{\"iteration\":1,\"t\":9}\n{\"iter
     assert!(
         run.error.as_deref().unwrap().contains("repeated"),
         "{run:?}"
+    );
+}
+
+/// A database written by lcx 0.1.0 (before stored plans carried a
+/// version; `tests/fixtures/db/release-0.1.0.toml` says how it was made)
+/// reads back: its plan through the one reader, its report with the
+/// file's columns and gate, and a resume that finds nothing left to run.
+#[test]
+fn a_database_from_release_0_1_0_reads_back() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/db/release-0.1.0.db");
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("old.db");
+    std::fs::copy(&fixture, &db).unwrap();
+
+    let store = Store::open(&db).unwrap();
+    let plan = runner::stored_plan(&store, 1).unwrap();
+    assert_eq!(plan.name, "fixture");
+    assert_eq!(plan.arms.len(), 2);
+    assert_eq!(plan.gate.as_ref().map(|g| g.metric.as_str()), Some("t"));
+    drop(store);
+
+    let out = crate::support::lcx()
+        .args(["report", "1", "--check", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("PASS"), "{text}");
+    assert!(!text.contains("could not be read"), "{text}");
+
+    let out = crate::support::lcx()
+        .args(["run", "--resume", "1", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("already completed; nothing to resume"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }

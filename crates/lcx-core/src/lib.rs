@@ -15,6 +15,7 @@ pub mod experiment;
 pub mod game;
 pub mod metrics;
 pub mod report;
+pub mod session;
 pub mod store;
 pub mod text;
 pub mod toml_read;

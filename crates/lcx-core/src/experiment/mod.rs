@@ -1,19 +1,18 @@
 //! Experiments: a TOML file (the format the README and `plan.rs` document) is read and validated into a
 //! [`Plan`] (every arm resolved to the exact child command and trainer
-//! config), the plan expands to cells (arm × repeat), and the [`runner`]
-//! runs each cell as a child process, writing its JSON lines to the store
-//! and emitting [`runner::Event`]s that a [`reporter`] turns into a progress
-//! bar or plain log lines.
+//! config), the plan expands to cells (arm × repeat), and [`run`] runs
+//! each cell on its executor (a local child process, a Slurm job), writing
+//! its JSON lines to the store and emitting [`run::Event`]s that a
+//! [`reporter`] turns into a progress bar or plain log lines.
 //!
 //! Nothing here parses command-line flags; the command line's `run.rs` does that.
 
 pub mod bisect;
-pub mod child;
 pub mod fingerprint;
 pub mod plan;
 pub mod reporter;
 pub mod revision;
-pub mod runner;
+pub mod run;
 pub mod slurm;
 pub mod warmup;
 
@@ -21,4 +20,4 @@ pub use plan::{
     Adaptive, Arm, CellSpec, Column, Direction, Fold, Gate, Guard, Order, Plan, PlanError, Program,
     Requirement, Show, Workload,
 };
-pub use runner::{Event, RunnerError, RunnerOptions, StopSignal, Summary};
+pub use run::{Event, RunnerError, RunnerOptions, StopSignal, Summary};

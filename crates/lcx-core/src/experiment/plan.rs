@@ -44,8 +44,13 @@ use crate::toml_read::{self, KeyError, Table};
 
 mod arms;
 mod matrix;
+mod probe;
 mod read;
 mod resolve;
+mod stored;
+
+pub use probe::Probe;
+pub use stored::{StoredPlanError, PLAN_VERSION};
 
 use read::*;
 pub use resolve::check_revision;
@@ -102,6 +107,8 @@ pub struct Overrides {
     pub revisions: Vec<(String, String)>,
     /// `--executor local|slurm` replaces `[executor] kind`.
     pub executor: Option<String>,
+    /// `lcx bisect`: the plan is one probe of the file's arm.
+    pub probe: Option<Probe>,
 }
 
 impl Overrides {
@@ -201,7 +208,10 @@ pub enum Show {
     Both,
 }
 
-/// Whether smaller or larger values of a metric are better.
+/// A file's `direction` key: whether smaller or larger values of a metric
+/// are better, or (`none`) that the column is not judged at all. The
+/// report judges with [`crate::report::stats::Direction`], which has no
+/// third case: a `none` column never reaches a judgement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Direction {
@@ -472,7 +482,10 @@ impl SlurmOptions {
 }
 
 /// `[arms.executor]`: an arm's own `sbatch` options (a GPU arm's `gres`,
-/// a slower arm's `time`); only Slurm cells read them.
+/// a slower arm's `time`); only Slurm cells read them. Unlike
+/// [`SlurmOptions`] it has no experiment-wide keys (`placement`,
+/// `max_parallel`, `requeue`) and every field may be absent: an absent one
+/// keeps `[executor]`'s ([`SlurmOptions::for_arm`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct SlurmOverrides {
@@ -708,11 +721,6 @@ impl Plan {
                 .or(judged().next())
                 .map(|c| c.metric.clone())
         })
-    }
-
-    pub fn to_json(&self) -> String {
-        // A plan is strings, numbers and maps: serialising cannot fail.
-        serde_json::to_string_pretty(self).unwrap_or_default()
     }
 }
 

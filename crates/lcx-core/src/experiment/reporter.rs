@@ -6,13 +6,24 @@ use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::runner::{CellInfo, Event, Reporter};
+use super::run::{CellInfo, Event, Reporter};
 use crate::store::RunStatus;
 
 /// How many stderr lines of a failed cell are echoed.
 const FAILURE_TAIL_LINES: usize = 8;
 /// Plain mode prints iteration progress at most this often per cell.
 const PLAIN_PROGRESS_EVERY: Duration = Duration::from_secs(2);
+
+/// The reporter for a run on this process's stderr: progress bars on a
+/// terminal, plain lines otherwise or when `plain` is asked for.
+pub fn for_stderr(plain: bool) -> Box<dyn Reporter> {
+    use std::io::IsTerminal;
+    if !plain && std::io::stderr().is_terminal() {
+        Box::new(ProgressReporter::new())
+    } else {
+        Box::new(PlainReporter::new(std::io::stderr()))
+    }
+}
 
 fn cell_name(cell: &CellInfo) -> String {
     if cell.repeats > 1 {
@@ -53,7 +64,7 @@ fn failure_tail(tail: Option<&str>) -> Vec<String> {
         .collect()
 }
 
-fn finished_line(s: &super::runner::Summary) -> String {
+fn finished_line(s: &super::run::Summary) -> String {
     format!(
         "experiment {} {}: {} completed, {} failed, {} interrupted, {} skipped, {} not run ({:.1} s)",
         s.experiment_id,

@@ -583,7 +583,7 @@ mod tests {
             (plan, text) = plan::load(path, &fewer).unwrap();
         }
         let mut store = Store::open_in_memory().unwrap();
-        let id = crate::experiment::runner::create_experiment(
+        let id = crate::experiment::run::create_experiment(
             &mut store,
             &plan,
             &text,

@@ -77,9 +77,9 @@ pub const PERF_METRICS: [&str; 3] = [
     "peak/device_matmul_gflops",
 ];
 
-/// The plan stored with the experiment, if this lcx can read it.
-pub fn stored_plan(e: &Experiment) -> Option<Plan> {
-    serde_json::from_str(&e.plan_json).ok()
+/// The plan stored with the experiment (one reader: [`Plan::from_stored`]).
+pub fn stored_plan(e: &Experiment) -> Result<Plan, experiment::plan::StoredPlanError> {
+    Plan::from_stored(&e.plan_json)
 }
 
 fn plan_direction(d: experiment::Direction) -> Direction {
@@ -370,7 +370,7 @@ pub fn load(store: &Store, experiment_id: i64, options: Options) -> Result<Repor
         .ok_or_else(|| StoreError::ExperimentNotFound(experiment_id.to_string()))?;
     let runs = store.runs(experiment_id)?;
     let metric_names = store.metric_names_fast(experiment_id)?;
-    let plan = stored_plan(&experiment);
+    let plan = stored_plan(&experiment).ok();
     let columns = resolve_columns(&experiment, plan.as_ref(), &metric_names);
     let needed = needed_metrics(&columns, plan.as_ref());
     let counted = counted_runs(&runs);
@@ -1010,13 +1010,13 @@ pub fn assemble(input: Input, options: Options) -> Report {
     let e = &input.experiment;
     let plan = stored_plan(e);
     let mut remarks = Vec::new();
-    if plan.is_none() {
-        remarks.push(
-            "The stored plan could not be read by this lcx version; default columns are \
-             shown and no gate is evaluated."
-                .to_string(),
-        );
+    if let Err(why) = &plan {
+        remarks.push(format!(
+            "The stored plan could not be read ({why}); default columns are shown and no gate \
+             is evaluated."
+        ));
     }
+    let plan = plan.ok();
     remarks.extend(placement_remarks(e, &input.runs));
     let columns = resolve_columns(e, plan.as_ref(), &input.metric_names);
     let needed = needed_metrics(&columns, plan.as_ref());

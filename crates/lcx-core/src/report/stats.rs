@@ -10,7 +10,9 @@
 
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-/// Which way a metric improves.
+/// Which way a metric improves, for a judgement: the file's
+/// [`crate::experiment::Direction`] less its `none` (a column that is never
+/// judged), plus what the metric vocabulary says of unlisted metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Direction {

@@ -108,7 +108,9 @@ pub struct Fingerprint {
     pub peak_stream_gbytes_per_second: Option<f64>,
 }
 
-/// What the runner knows about an experiment when it starts it.
+/// What the runner knows about an experiment when it starts it: the
+/// columns of its row that the store does not assign (an [`Experiment`] is
+/// the row read back, with its id, status, timestamps and runner).
 #[derive(Debug, Clone)]
 pub struct NewExperiment {
     pub name: String,

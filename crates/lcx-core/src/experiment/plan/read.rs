@@ -70,6 +70,7 @@ pub(super) const GATE_KEYS: &[&str] =
     &["metric", "min_speedup", "max_slowdown", "min_effect", "arm"];
 
 /// A raw arm before matrix expansion and config resolution.
+#[derive(Clone)]
 pub(super) struct RawArm {
     pub(super) name: String,
     pub(super) label: String,
@@ -487,6 +488,9 @@ impl Reader<'_> {
                 }
             }
         }
+        if let Some(probe) = &cli.probe {
+            arms = self.probe_arms(arms, probe)?;
+        }
         let repository = match self.read(at(t, "").string("repository"))? {
             None => base_dir.clone(),
             Some(r) if r.trim().is_empty() => {
@@ -525,6 +529,8 @@ impl Reader<'_> {
             }
         }
         let baseline = match self.read(at(t, "").string("baseline"))? {
+            // A probe's baseline is its `good` arm, whatever the file's is.
+            _ if cli.probe.is_some() => "good".to_string(),
             None => file_baseline.unwrap_or_else(|| arms[0].name.clone()),
             Some(b) if seen.contains(b.as_str()) => b,
             Some(b) => {
@@ -541,9 +547,18 @@ impl Reader<'_> {
             }
         };
         let columns = self.columns(t)?;
-        let gate = self.gate(t, &seen, &baseline)?;
-        let guards = self.guards(t, &seen, &baseline)?;
-        let (columns, guards) = self.agree_folds(columns, guards)?;
+        let (gate, guards) = match &cli.probe {
+            // The file's gate and guards name its arms and its question.
+            Some(_) => (None, Vec::new()),
+            None => (
+                self.gate(t, &seen, &baseline)?,
+                self.guards(t, &seen, &baseline)?,
+            ),
+        };
+        let (mut columns, guards) = self.agree_folds(columns, guards)?;
+        if let Some(probe) = &cli.probe {
+            super::probe::probe_column(&mut columns, probe);
+        }
         for (i, g) in guards.iter().enumerate() {
             let Some(d) = g.direction else { continue };
             if let Some(c) = columns
@@ -602,6 +617,11 @@ impl Reader<'_> {
                 ));
             }
         }
+        let (name, adaptive) = match &cli.probe {
+            // A probe runs a fixed number of repeats under a name of its own.
+            Some(_) => (format!("{name}-bisect"), None),
+            None => (name, adaptive),
+        };
         let mut plan = Plan {
             executor,
             name,

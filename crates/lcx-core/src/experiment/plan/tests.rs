@@ -36,7 +36,7 @@ fn command_plan_resolves() {
     assert_eq!(p.file, Path::new("/exp/dir/x.toml"));
     assert!(p.arms[0].config_toml.is_none());
     // The plan survives the JSON round trip that --resume relies on.
-    let back: Plan = serde_json::from_str(&p.to_json()).unwrap();
+    let back = Plan::from_stored(&p.to_json()).unwrap();
     assert_eq!(back, p);
 }
 
@@ -451,7 +451,7 @@ command = "./bench"
         Some("make fast"),
         "an arm's build wins"
     );
-    let back: Plan = serde_json::from_str(&p.to_json()).unwrap();
+    let back = Plan::from_stored(&p.to_json()).unwrap();
     assert_eq!(back, p);
 
     // `--revision ARM=REV` replaces the file's, and is recorded as a flag.
@@ -626,7 +626,7 @@ fn the_executor_table_and_flag() {
     ))
     .unwrap();
     assert!(matches!(&spread.executor, Executor::Slurm(o) if o.placement == Placement::Spread));
-    let back: Plan = serde_json::from_str(&p.to_json()).unwrap();
+    let back = Plan::from_stored(&p.to_json()).unwrap();
     assert_eq!(back, p);
     // The flag replaces the kind, both ways.
     let with = |kind: &str, text: &str| {
@@ -711,7 +711,7 @@ fn an_arm_gives_its_own_sbatch_options() {
         ["--exclusive", "--comment=b"],
         "the arm's flags come last"
     );
-    let back: Plan = serde_json::from_str(&p.to_json()).unwrap();
+    let back = Plan::from_stored(&p.to_json()).unwrap();
     assert_eq!(back, p);
 
     let base = "name = \"e\"\nworkload = \"command\"\niterations = 2\n[executor]\nkind = \"slurm\"\n[[arms]]\nname = \"a\"\ncommand = \"x\"\n";
@@ -788,7 +788,7 @@ fn a_metric_has_one_fold_which_silent_columns_and_guards_take() {
         .as_object_mut()
         .unwrap()
         .remove("baseline");
-    let old: Plan = serde_json::from_value(json).unwrap();
+    let old = Plan::from_stored(&json.to_string()).unwrap();
     assert_eq!(
         (old.columns[1].fold, old.guards[0].fold),
         (Fold::Mean, Fold::Mean)
@@ -874,6 +874,6 @@ fn a_guard_may_say_its_repeats_are_paired() {
     let mut json: serde_json::Value = serde_json::from_str(&p.to_json()).unwrap();
     assert!(json["guards"][0].get("paired").is_none());
     json["guards"][0]["margin"] = 2.into();
-    let old: Plan = serde_json::from_value(json).unwrap();
+    let old = Plan::from_stored(&json.to_string()).unwrap();
     assert!(!old.guards[0].paired);
 }

@@ -1,0 +1,581 @@
+//! Which cells run, in what order, and one cell from start to record: a
+//! new experiment runs everything in plan order; a resume the cells not
+//! completed; adaptive repeats stop after the round whose data suffice; an
+//! arm that requires CUDA is skipped where there is none; Slurm cells are
+//! pinned to nodes as `[executor] placement` asks.
+
+use std::time::Instant;
+
+use super::cell::{
+    cell_program, outcome, summary, train_dir, Cell, CellInfo, Ending, Event, Reporter, Summary,
+};
+use super::executor::{Executor, Launched, Place};
+use super::ingest::{ingest, Ingested, STDOUT_GRACE};
+use super::record::finish_cell;
+use super::slurm::{adoptable, end_adopted, Adopt, Slurm};
+use super::{RunnerError, RunnerOptions};
+use crate::experiment::plan::{self, Plan, Requirement};
+use crate::experiment::slurm as client;
+use crate::store::{
+    ExperimentStatus, LineProblems, Run, RunOutcome, RunStatus, RunnerIdentity, Store,
+};
+
+/// Runs every cell of the experiment that is not completed yet, in plan
+/// order. A new experiment runs everything; a resumed one runs the
+/// missing, failed and interrupted cells (each from iteration 1, its
+/// earlier rows kept but superseded).
+pub fn run(
+    store: &mut Store,
+    plan: &Plan,
+    experiment_id: i64,
+    options: &RunnerOptions,
+    reporter: &mut dyn Reporter,
+) -> Result<Summary, RunnerError> {
+    let started = Instant::now();
+    // Claim first: of two runners resuming one experiment, the second stops
+    // here, before it has looked at which cells are left.
+    store.claim_experiment(experiment_id, &RunnerIdentity::current(), options.takeover)?;
+    let runs = store.runs(experiment_id)?;
+    let (todo, resumed) = cells_to_run(plan, experiment_id, &runs)?;
+    store.set_experiment_status(experiment_id, ExperimentStatus::Running)?;
+    reporter.report(&Event::Started {
+        experiment_id,
+        name: &plan.name,
+        cells: todo.len(),
+        total_cells: runs.len(),
+        resumed,
+    });
+
+    let mut placement = Pinning::new(plan, &runs);
+    let slurm_options = match &plan.executor {
+        plan::Executor::Slurm(o) => Some(Slurm::new(o)),
+        plan::Executor::Local => None,
+    };
+    if let (true, Some(slurm)) = (options.detach, &slurm_options) {
+        return slurm.detach(
+            store,
+            plan,
+            experiment_id,
+            todo,
+            options,
+            reporter,
+            placement,
+        );
+    }
+    // Several cells in flight: submit them all, then follow each in plan
+    // order; the jobs' own records give each cell's time and node.
+    let parallel = matches!(&plan.executor, plan::Executor::Slurm(o) if o.max_parallel > 1);
+    // Follow jobs already submitted (by `--detach`, an earlier
+    // coordinator, or just now) instead of submitting them.
+    let follow = options.attach || parallel;
+    let todo =
+        if let (true, false, Some(slurm)) = (parallel, options.stop.is_stopped(), &slurm_options) {
+            // Cells an earlier coordinator left jobs for are followed, the rest
+            // submitted.
+            let (adopt, submit): (Vec<_>, Vec<_>) = todo
+                .into_iter()
+                .partition(|(_, run)| adoptable(options.attach, run).is_some());
+            slurm.submit_all(store, plan, submit, options, reporter, placement)?;
+            placement = Pinning::new(plan, &store.runs(experiment_id)?);
+            let runs = store.runs(experiment_id)?;
+            let mut todo: Vec<(usize, Run)> = adopt;
+            for run in runs {
+                if run.status == RunStatus::Running && !todo.iter().any(|(_, r)| r.id == run.id) {
+                    if let Some(arm) = plan.arms.iter().position(|a| a.name == run.arm) {
+                        todo.push((arm, run));
+                    }
+                }
+            }
+            todo.sort_by_key(|(arm, run)| plan.cell_rank(*arm, run.repeat.max(1) as u32));
+            todo
+        } else {
+            todo
+        };
+    let slurm = slurm_options.is_some();
+    let executor = super::executor::for_plan(plan);
+    // Under `--attach`, the last job of the chain an earlier coordinator
+    // left: a cell submitted now waits for it, so that cells still run one
+    // at a time.
+    let chain_tail: Option<String> = todo
+        .iter()
+        .rev()
+        .find_map(|(_, run)| adoptable(follow, run).map(|(job, _)| job));
+    // A local cell runs on this machine; a Slurm job records its node.
+    let local_node = (!slurm).then(crate::experiment::fingerprint::node);
+    let mut cuda: Option<Option<bool>> = options.cuda_available.map(Some);
+    let mut failed_fast = false;
+    let cells = todo.len();
+    let rounds: Vec<i64> = todo.iter().map(|(_, r)| r.repeat).collect();
+    let mut enough: Option<String> = None;
+    let mut cells_left = todo.into_iter().enumerate();
+    for (position, (arm_index, run)) in cells_left.by_ref() {
+        if options.stop.is_stopped() || failed_fast {
+            // This cell is not run: an adopted job of it is cancelled below.
+            if let Some(job) = adoptable(follow, &run) {
+                end_adopted(store, &run, &job.0)?;
+            }
+            break;
+        }
+        let arm = &plan.arms[arm_index];
+        let mut info = CellInfo::of(plan, arm, &run, position + 1, cells);
+        if let Some(reason) = &enough {
+            let reason = format!("not needed: {reason}");
+            store.skip_run(run.id, &reason)?;
+            reporter.report(&Event::CellSkipped {
+                cell: &info,
+                reason: &reason,
+            });
+            continue;
+        }
+        // The last cell of a round: adaptive repeats may stop after it.
+        let round_ends = rounds.get(position + 1) != Some(&run.repeat);
+        // On Slurm the job asks for a GPU (`gres`); the coordinator's own
+        // devices say nothing about the nodes'.
+        if arm.requires == Some(Requirement::Cuda) && !slurm {
+            let available = *cuda.get_or_insert_with(|| {
+                crate::experiment::fingerprint::torch_facts(&options.lcx_exe)
+                    .map(|t| t.cuda_available)
+            });
+            if available != Some(true) {
+                let reason = match available {
+                    Some(_) => "requires CUDA, and no CUDA device is available",
+                    None => "requires CUDA, and `lcx version --json` did not say whether a CUDA device is available",
+                };
+                store.skip_run(run.id, reason)?;
+                reporter.report(&Event::CellSkipped {
+                    cell: &info,
+                    reason,
+                });
+                continue;
+            }
+        }
+        let adopt = adoptable(follow, &run).map(|(job, dir)| Adopt {
+            job,
+            dir,
+            stored: run.iterations_done.max(0) as u64,
+            run: run.slurm_run.clone(),
+        });
+        if adopt.is_none() {
+            // A job an earlier coordinator left running (it was killed, its
+            // login node went away) must not run beside the new attempt.
+            if let (Some(job), true) = (&run.slurm_job, slurm) {
+                client::cancel(job);
+            }
+            info.attempt = store.start_run(run.id)?;
+        }
+        let after = match (&adopt, &chain_tail) {
+            (None, Some(tail)) => match client::job_state(tail) {
+                Ok(Some(state)) if !state.is_final() => Some(tail.clone()),
+                _ => None,
+            },
+            _ => None,
+        };
+        let place = Place {
+            nodelist: placement.node_for(run.repeat),
+            adopt,
+            after,
+            node: local_node.as_ref(),
+        };
+        let outcome = run_cell(
+            store,
+            plan,
+            arm_index,
+            &info,
+            options,
+            reporter,
+            place,
+            executor.as_ref(),
+        )?;
+        if let Some(host) = store.run(run.id)?.and_then(|r| r.host) {
+            placement.ran(run.repeat, host);
+        }
+        if outcome.status == RunStatus::Failed && options.fail_fast {
+            failed_fast = true;
+        }
+        if let (Some(a), Some(check), true) = (&plan.adaptive, &options.precise_enough, round_ends)
+        {
+            if run.repeat >= i64::from(a.min) && run.repeat < i64::from(a.max) {
+                if let Some(why) = (check.0)(store, experiment_id, a.precision)? {
+                    enough = Some(format!("stopped after round {}: {why}", run.repeat));
+                }
+            }
+        }
+    }
+    // Jobs submitted by `--detach` for cells this invocation stopped
+    // before: they must not run on unobserved.
+    for (_, (_, run)) in cells_left {
+        if let Some((job, _)) = adoptable(follow, &run) {
+            end_adopted(store, &run, &job)?;
+        }
+    }
+
+    // The experiment's status comes from all its cells, including those an
+    // earlier invocation ran.
+    let runs = store.runs(experiment_id)?;
+    let summary = summary(
+        experiment_id,
+        &runs,
+        options.stop.is_stopped(),
+        started.elapsed(),
+    );
+    store.set_experiment_status(experiment_id, summary.status)?;
+    reporter.report(&Event::Finished {
+        experiment_id,
+        summary: &summary,
+    });
+    Ok(summary)
+}
+
+/// The cells of `runs` still to run (not completed), in plan order, each
+/// with its arm's index; and whether any of them ran before (a resume).
+pub(crate) fn cells_to_run(
+    plan: &Plan,
+    experiment_id: i64,
+    runs: &[Run],
+) -> Result<(Vec<(usize, Run)>, bool), RunnerError> {
+    let mut todo: Vec<(usize, Run)> = Vec::new();
+    let mut resumed = false;
+    for run in runs {
+        let arm = plan
+            .arms
+            .iter()
+            .position(|a| a.name == run.arm)
+            .ok_or_else(|| RunnerError::Mismatch {
+                experiment_id,
+                message: format!("run {} has arm `{}`, which the plan lacks", run.id, run.arm),
+            })?;
+        if run.status != RunStatus::Pending {
+            resumed = true;
+        }
+        if run.status != RunStatus::Completed {
+            todo.push((arm, run.clone()));
+        }
+    }
+    todo.sort_by_key(|(arm, run)| plan.cell_rank(*arm, run.repeat.max(1) as u32));
+    Ok((todo, resumed))
+}
+
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one cell's whole context; each argument is a different part of it"
+)]
+fn run_cell(
+    store: &mut Store,
+    plan: &Plan,
+    arm_index: usize,
+    info: &CellInfo,
+    options: &RunnerOptions,
+    reporter: &mut dyn Reporter,
+    place: Place<'_>,
+    executor: &dyn Executor,
+) -> Result<RunOutcome, RunnerError> {
+    let arm = &plan.arms[arm_index];
+    reporter.report(&Event::CellStarted { cell: info });
+    let started = Instant::now();
+    let program = cell_program(arm, options);
+    let job_dir = executor.job_dir(info, place.adopt.as_ref())?;
+    let cell_dir = train_dir(plan, arm, info, job_dir.as_deref());
+    let cell = Cell {
+        plan,
+        arm,
+        info,
+        options,
+        program: &program,
+        cell_dir: cell_dir.as_deref(),
+        job_dir: job_dir.as_deref(),
+    };
+    let stored_before = place.adopt.as_ref().map_or(0, |a| a.stored);
+    let node = place.node;
+    let launched = executor.launch(&cell, place, reporter);
+    let launched = match launched {
+        Ok(launched) => launched,
+        Err(error) => {
+            let outcome = RunOutcome {
+                status: RunStatus::Failed,
+                exit_code: None,
+                signal: None,
+                error: Some(error),
+                stderr_tail: None,
+                wall_seconds: started.elapsed().as_secs_f64(),
+                problems: LineProblems::default(),
+            };
+            store.finish_run(info.run_id, &outcome)?;
+            reporter.report(&Event::CellFinished {
+                cell: info,
+                outcome: &outcome,
+                lines: 0,
+            });
+            return Ok(outcome);
+        }
+    };
+    store.set_run_placement(
+        info.run_id,
+        launched.host.as_deref(),
+        launched.job.as_deref(),
+    )?;
+    if let Some(dir) = &job_dir {
+        store.set_run_slurm_dir(info.run_id, &dir.display().to_string())?;
+    }
+    if let Some(node) = node {
+        store.set_run_node(info.run_id, node)?;
+    }
+
+    let ingested = ingest(
+        store,
+        &launched,
+        info,
+        stored_before,
+        job_dir.as_deref(),
+        reporter,
+        started,
+    );
+    let Launched { stderr, finish, .. } = launched;
+    let Ingested {
+        counts,
+        stdout_log,
+        current,
+        exit,
+        abandoned_pipe,
+        store_error,
+    } = ingested;
+    finish();
+    let wall_seconds = exit
+        .as_ref()
+        .map_or_else(|| started.elapsed(), |(_, at)| at.duration_since(started))
+        .as_secs_f64();
+    // A job's own records say how long its command ran on the node
+    // (without queueing and polling) and what hardware it ran on.
+    let wall_seconds = job_dir
+        .as_deref()
+        .and_then(client::ran_seconds)
+        .unwrap_or(wall_seconds);
+    if let Some(node) = job_dir.as_deref().and_then(client::node_record) {
+        store.set_run_node(info.run_id, &node)?;
+    }
+    if abandoned_pipe {
+        reporter.report(&Event::Warning {
+            cell: &current,
+            message: format!(
+                "the child exited, but a process it started outside its process group still \
+                 holds its stdout; stopped reading {} s after the exit",
+                STDOUT_GRACE.as_secs()
+            ),
+        });
+    }
+    let stderr_tail = stderr.collect(abandoned_pipe);
+    let stderr = stderr_tail
+        .lock()
+        .map(|t| (t.text(), t.last_line().map(str::to_string)));
+    let (mut tail_text, last_line) = stderr.unwrap_or_default();
+    if !stdout_log.is_empty() {
+        if !tail_text.is_empty() {
+            tail_text.push('\n');
+        }
+        tail_text.push_str("--- stdout (non-JSON lines) ---\n");
+        tail_text.push_str(&stdout_log.text());
+    }
+    let lines = counts.stored;
+    let mut outcome = outcome(
+        plan,
+        arm,
+        Ending {
+            end: exit.map_or_else(
+                || Err("the child's exit was not seen".to_string()),
+                |(end, _)| end,
+            ),
+            stored: counts.stored,
+            duplicates: counts.duplicates,
+            problems: counts.problems,
+            stopped: options.stop.is_stopped(),
+            last_line,
+            wall_seconds,
+        },
+    );
+    outcome.stderr_tail = (!tail_text.is_empty()).then_some(tail_text);
+    if let Some(e) = store_error {
+        outcome.status = RunStatus::Failed;
+        outcome.error = Some(format!("recording failed: {e}"));
+        // Best effort: the store just failed, this may fail too.
+        let _ = store.finish_run(info.run_id, &outcome);
+        return Err(e.into());
+    }
+    finish_cell(
+        store,
+        plan,
+        info.run_id,
+        &mut outcome,
+        cell_dir.as_deref(),
+        options.keep_runs,
+    )?;
+    reporter.report(&Event::CellFinished {
+        cell: &current,
+        outcome: &outcome,
+        lines,
+    });
+    Ok(outcome)
+}
+
+/// Which node the next Slurm cell is pinned to (`[executor] placement`).
+pub(crate) struct Pinning {
+    placement: Option<plan::Placement>,
+    /// same-node: the node of the experiment's first Slurm cell.
+    node: Option<String>,
+    /// spread: the node of the current round (repeat).
+    round: Option<(i64, String)>,
+}
+
+impl Pinning {
+    pub(crate) fn new(plan: &Plan, runs: &[Run]) -> Pinning {
+        let placement = match &plan.executor {
+            plan::Executor::Slurm(o) => Some(o.placement),
+            plan::Executor::Local => None,
+        };
+        // A resume keeps to the node the earlier cells ran on.
+        let node = runs
+            .iter()
+            .filter(|r| r.slurm_job.is_some())
+            .find_map(|r| r.host.clone());
+        Pinning {
+            placement,
+            node,
+            round: None,
+        }
+    }
+
+    pub(crate) fn node_for(&self, repeat: i64) -> Option<String> {
+        use plan::Placement;
+        match self.placement? {
+            Placement::SameNode => self.node.clone(),
+            Placement::Spread => self
+                .round
+                .as_ref()
+                .filter(|(r, _)| *r == repeat)
+                .map(|(_, n)| n.clone()),
+            Placement::Any => None,
+        }
+    }
+
+    /// Whether the cell about to be submitted for `repeat` decides the
+    /// node later cells are pinned to (so a detaching coordinator must
+    /// wait until Slurm has placed it).
+    pub(crate) fn pins_before(&self, repeat: i64) -> bool {
+        use plan::Placement;
+        match self.placement {
+            Some(Placement::SameNode) => self.node.is_none(),
+            Some(Placement::Spread) => self.round.as_ref().is_none_or(|(r, _)| *r != repeat),
+            Some(Placement::Any) | None => false,
+        }
+    }
+
+    pub(crate) fn ran(&mut self, repeat: i64, host: String) {
+        if self.placement.is_none() {
+            return;
+        }
+        if self.node.is_none() {
+            self.node = Some(host.clone());
+        }
+        if self.round.as_ref().is_none_or(|(r, _)| *r != repeat) {
+            self.round = Some((repeat, host));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::run::testkit;
+
+    fn two_arms(extra: &str) -> Plan {
+        testkit::plan(&format!(
+            "iterations = 1\nrepeats = 2\n{extra}\n[[arms]]\nname = \"a\"\ncommand = \"true\"\n\
+             [[arms]]\nname = \"b\"\ncommand = \"true\""
+        ))
+    }
+
+    fn names(todo: &[(usize, Run)]) -> Vec<String> {
+        todo.iter()
+            .map(|(_, r)| format!("{}#{}", r.arm, r.repeat))
+            .collect()
+    }
+
+    #[test]
+    fn a_new_experiment_runs_every_cell_in_plan_order() {
+        let plan = two_arms("");
+        let (store, id) = testkit::recorded(&plan);
+        let (todo, resumed) = cells_to_run(&plan, id, &store.runs(id).unwrap()).unwrap();
+        // Interleaved by default: a round of every arm, then the next.
+        assert_eq!(names(&todo), ["a#1", "b#1", "a#2", "b#2"]);
+        assert!(!resumed);
+        let plan = two_arms("order = \"sequential\"");
+        let (store, id) = testkit::recorded(&plan);
+        let (todo, _) = cells_to_run(&plan, id, &store.runs(id).unwrap()).unwrap();
+        assert_eq!(names(&todo), ["a#1", "a#2", "b#1", "b#2"]);
+    }
+
+    #[test]
+    fn a_resume_runs_what_did_not_complete() {
+        let plan = two_arms("");
+        let (store, id) = testkit::recorded(&plan);
+        let mut runs = store.runs(id).unwrap();
+        runs[0].status = RunStatus::Completed;
+        runs[1].status = RunStatus::Failed;
+        let (todo, resumed) = cells_to_run(&plan, id, &runs).unwrap();
+        assert_eq!(todo.len(), 3);
+        assert!(!names(&todo).contains(&format!("{}#{}", runs[0].arm, runs[0].repeat)));
+        assert!(resumed);
+    }
+
+    #[test]
+    fn a_run_of_an_arm_the_plan_lacks_is_a_mismatch() {
+        let plan = two_arms("");
+        let (store, id) = testkit::recorded(&plan);
+        let mut runs = store.runs(id).unwrap();
+        runs[2].arm = "gone".into();
+        let err = cells_to_run(&plan, id, &runs).unwrap_err();
+        assert!(
+            err.to_string().contains("arm `gone`, which the plan lacks"),
+            "{err}"
+        );
+    }
+
+    fn pinning(placement: &str) -> Pinning {
+        let plan = two_arms(&format!(
+            "[executor]\nkind = \"slurm\"\nplacement = \"{placement}\""
+        ));
+        Pinning::new(&plan, &[])
+    }
+
+    #[test]
+    fn same_node_pins_every_cell_to_the_first_cells_node() {
+        let mut p = pinning("same-node");
+        assert_eq!(p.node_for(1), None);
+        assert!(p.pins_before(1));
+        p.ran(1, "n1".into());
+        p.ran(2, "n2".into());
+        assert_eq!(p.node_for(1), Some("n1".into()));
+        assert_eq!(p.node_for(2), Some("n1".into()));
+        assert!(!p.pins_before(3));
+    }
+
+    #[test]
+    fn spread_pins_each_round_to_its_first_cells_node() {
+        let mut p = pinning("spread");
+        p.ran(1, "n1".into());
+        assert_eq!(p.node_for(1), Some("n1".into()));
+        assert_eq!(p.node_for(2), None);
+        assert!(p.pins_before(2));
+        p.ran(2, "n2".into());
+        assert_eq!(p.node_for(2), Some("n2".into()));
+    }
+
+    #[test]
+    fn any_placement_and_local_cells_are_never_pinned() {
+        let mut p = pinning("any");
+        p.ran(1, "n1".into());
+        assert_eq!(p.node_for(1), None);
+        assert!(!p.pins_before(2));
+        let mut local = Pinning::new(&two_arms(""), &[]);
+        local.ran(1, "here".into());
+        assert_eq!(local.node_for(1), None);
+    }
+}

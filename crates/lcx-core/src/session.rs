@@ -1,0 +1,551 @@
+//! One run of an experiment, from request to summary, for `lcx run` and
+//! `lcx bisect` alike: which experiment (a new one from a file, or an
+//! earlier one to resume or attach to), which flags may be combined, the
+//! revisions built before anything is recorded, the experiment recorded
+//! with this machine's fingerprint, and its cells run. The command line
+//! turns flags into a [`RunRequest`] and prints what comes back; every
+//! decision is made here, so both commands make it the same way.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::experiment::plan::{self, Overrides, Plan, PlanError};
+use crate::experiment::revision::{self, Cache, Planned, RevisionError};
+use crate::experiment::run::{
+    self, PrecisionCheck, Reporter, RunnerError, RunnerOptions, StopSignal, Summary,
+};
+use crate::experiment::{fingerprint, Order, Requirement};
+use crate::store::{ExperimentStatus, RunStatus, Store, StoreError};
+
+/// Which experiment a request runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Start {
+    /// A new experiment from this file.
+    File(PathBuf),
+    /// `--resume`: the unfinished cells of an earlier experiment (an id,
+    /// `latest` or a name).
+    Resume(String),
+    /// `--attach`: the jobs an earlier coordinator left, followed, and its
+    /// cells without a job run as a resume runs them.
+    Attach(String),
+}
+
+/// What `lcx run` (or one probe of `lcx bisect`) was asked to do.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    pub start: Start,
+    /// The command line's changes to the file: a new experiment only.
+    pub overrides: Overrides,
+    pub db: PathBuf,
+    /// Slurm: submit every cell and return (`--detach`).
+    pub detach: bool,
+    /// Resume even when the last runner was on another host.
+    pub takeover: bool,
+}
+
+/// This process, as the experiment records it.
+#[derive(Debug, Clone)]
+pub struct Host {
+    /// The binary `Program::Lcx` cells run, asked for its torch facts.
+    pub lcx_exe: PathBuf,
+    /// The command line, kept with the experiment.
+    pub argv: Vec<String>,
+}
+
+/// Why a request cannot run. [`SessionError::is_user_input`] tells the
+/// request's fault (exit 2) from a failure while working (exit 1).
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("--takeover takes over an earlier experiment: give --resume ID or --attach ID")]
+    TakeoverNeedsEarlier,
+    #[error(
+        "--set, --iterations, --warmup, --repeats, --arms, --revision and --executor cannot be \
+         combined with {flag}: a resumed experiment keeps what was recorded"
+    )]
+    OverridesOnResume { flag: &'static str },
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    #[error("--detach: {0}")]
+    NotDetachable(String),
+    /// A revision git cannot find, or a config the revision refuses.
+    #[error(transparent)]
+    RevisionInput(RevisionError),
+    /// A revision that failed to check out or build.
+    #[error("preparing the experiment's revisions")]
+    Revision(#[source] RevisionError),
+    /// The database the user named is missing, foreign or newer, or has
+    /// no such experiment.
+    #[error(transparent)]
+    Database(StoreError),
+    #[error("opening the database")]
+    Open(#[source] StoreError),
+    #[error(
+        "experiment {id} is detached: its cells are Slurm jobs that may still run; follow them \
+         with `lcx run --attach {id} --db {db}`"
+    )]
+    Detached { id: i64, db: String },
+    #[error("experiment {id} is completed: it has no jobs left to follow")]
+    NothingToFollow { id: i64 },
+    #[error(
+        "experiment {id} is {status}: no coordinator left jobs to follow; \
+         `lcx run --resume {id} --db {db}` runs its unfinished cells"
+    )]
+    NoJobsToFollow {
+        id: i64,
+        status: ExperimentStatus,
+        db: String,
+    },
+    #[error("recording the experiment into database {db}")]
+    Record {
+        db: String,
+        #[source]
+        source: RunnerError,
+    },
+    /// The experiment is another runner's, or the executor failed.
+    #[error(transparent)]
+    Runner(RunnerError),
+    /// The store failed while the cells ran (a full disk): the experiment
+    /// stays `running` and reads `abandoned` once this process is gone.
+    #[error("recording experiment {id} into database {db}")]
+    Recording {
+        id: i64,
+        db: String,
+        #[source]
+        source: RunnerError,
+    },
+}
+
+impl SessionError {
+    /// Whether the request is at fault (a flag, the file, the database
+    /// named, an experiment that cannot be resumed so): exit 2.
+    pub fn is_user_input(&self) -> bool {
+        match self {
+            SessionError::TakeoverNeedsEarlier
+            | SessionError::OverridesOnResume { .. }
+            | SessionError::Plan(_)
+            | SessionError::NotDetachable(_)
+            | SessionError::RevisionInput(_)
+            | SessionError::Detached { .. }
+            | SessionError::NothingToFollow { .. }
+            | SessionError::NoJobsToFollow { .. } => true,
+            SessionError::Database(_) => true,
+            SessionError::Revision(_)
+            | SessionError::Open(_)
+            | SessionError::Record { .. }
+            | SessionError::Runner(_)
+            | SessionError::Recording { .. } => false,
+        }
+    }
+
+    fn revision(err: RevisionError) -> SessionError {
+        if err.is_user_input() {
+            SessionError::RevisionInput(err)
+        } else {
+            SessionError::Revision(err)
+        }
+    }
+
+    /// A database that cannot be opened: the user's fault when it is missing,
+    /// foreign or newer.
+    pub fn opening(err: StoreError) -> SessionError {
+        if err.is_user_input() {
+            SessionError::Database(err)
+        } else {
+            SessionError::Open(err)
+        }
+    }
+}
+
+/// A prepared request.
+#[derive(Debug)]
+pub enum Prepared {
+    /// The experiment's cells are ready to run.
+    Ready(Session),
+    /// An earlier experiment that is already completed: nothing to run.
+    Done { id: i64 },
+}
+
+/// A recorded experiment whose cells are about to run.
+#[derive(Debug)]
+pub struct Session {
+    pub store: Store,
+    pub plan: Plan,
+    pub experiment_id: i64,
+    db: PathBuf,
+    detach: bool,
+    attach: bool,
+    takeover: bool,
+}
+
+/// How the cells of a [`Session`] run.
+#[derive(Debug, Clone)]
+pub struct RunSettings {
+    /// Stop at the first failed cell.
+    pub fail_fast: bool,
+    /// Keep completed training cells' run directories.
+    pub keep_runs: bool,
+    pub stop: Arc<StopSignal>,
+    /// Whether CUDA is usable (`None`: ask the lcx binary when an arm
+    /// requires it).
+    pub cuda_available: Option<bool>,
+}
+
+impl RunRequest {
+    /// The earlier experiment a resume or attach names.
+    fn earlier(&self) -> Option<&str> {
+        match &self.start {
+            Start::File(_) => None,
+            Start::Resume(s) | Start::Attach(s) => Some(s),
+        }
+    }
+
+    /// Which flags may go together: checked before anything is read.
+    pub fn check(&self) -> Result<(), SessionError> {
+        let earlier = self.earlier().is_some();
+        if self.takeover && !earlier {
+            return Err(SessionError::TakeoverNeedsEarlier);
+        }
+        if earlier && self.overrides != Overrides::default() {
+            let flag = match self.start {
+                Start::Attach(_) => "--attach",
+                _ => "--resume",
+            };
+            return Err(SessionError::OverridesOnResume { flag });
+        }
+        Ok(())
+    }
+
+    /// The plan a new request reads (validated completely: a bad file
+    /// writes nothing), with its file's text.
+    fn load(&self) -> Result<Option<(Plan, String)>, SessionError> {
+        match &self.start {
+            Start::File(file) => Ok(Some(plan::load(file, &self.overrides)?)),
+            _ => Ok(None),
+        }
+    }
+
+    /// What `--dry-run` shows: the plan (the file's, or the stored plan of
+    /// the earlier experiment) and the revisions it would build. Nothing
+    /// is written, not even a database.
+    pub fn dry_run(&self, cache: &Cache) -> Result<(Plan, Vec<Planned>), SessionError> {
+        self.check()?;
+        let plan = match self.load()? {
+            Some((plan, _)) => plan,
+            None => {
+                let store = Store::open_read_only(&self.db).map_err(SessionError::opening)?;
+                let selector = self.earlier().unwrap_or("latest");
+                let experiment = store
+                    .find_experiment(selector)
+                    .map_err(SessionError::Database)?;
+                run::stored_plan(&store, experiment.id).map_err(SessionError::Runner)?
+            }
+        };
+        let builds = revision::survey(&plan, cache).map_err(SessionError::revision)?;
+        Ok((plan, builds))
+    }
+
+    /// Makes the request ready to run: the file validated, every revision
+    /// built (a broken one fails before anything is recorded), and a new
+    /// experiment recorded, or an earlier one found and checked to be
+    /// resumable as asked.
+    pub fn prepare(
+        &self,
+        cache: &Cache,
+        host: &Host,
+        progress: &mut dyn revision::Progress,
+    ) -> Result<Prepared, SessionError> {
+        self.check()?;
+        let loaded = self.load()?;
+        if let (true, Some((plan, _))) = (self.detach, &loaded) {
+            detachable(plan)?;
+        }
+        let loaded = match loaded {
+            Some((mut plan, text)) => {
+                revision::prepare(&mut plan, cache, progress).map_err(SessionError::revision)?;
+                Some((plan, text))
+            }
+            None => None,
+        };
+        // A resume needs the database it resumes: a mistyped --db must not
+        // leave a new, empty one behind.
+        let opened = match loaded {
+            Some(_) => Store::open(&self.db),
+            None => Store::open_existing(&self.db),
+        };
+        let mut store = opened.map_err(SessionError::opening)?;
+        let db = self.db.display().to_string();
+        let (plan, experiment_id) = match loaded {
+            Some((plan, text)) => {
+                let id = record(&mut store, &plan, &text, host)
+                    .map_err(|source| SessionError::Record { db, source })?;
+                (plan, id)
+            }
+            None => {
+                let selector = self.earlier().unwrap_or("latest");
+                let experiment = store
+                    .find_experiment(selector)
+                    .map_err(SessionError::Database)?;
+                let id = experiment.id;
+                let attach = matches!(self.start, Start::Attach(_));
+                match (experiment.status, attach) {
+                    (ExperimentStatus::Detached, false) => {
+                        return Err(SessionError::Detached { id, db })
+                    }
+                    (ExperimentStatus::Completed, true) => {
+                        return Err(SessionError::NothingToFollow { id })
+                    }
+                    (status @ (ExperimentStatus::Failed | ExperimentStatus::Interrupted), true)
+                        if !has_jobs_to_follow(&store, id)
+                            .map_err(|e| SessionError::Runner(e.into()))? =>
+                    {
+                        return Err(SessionError::NoJobsToFollow { id, status, db });
+                    }
+                    (ExperimentStatus::Completed, false) => return Ok(Prepared::Done { id }),
+                    _ => {}
+                }
+                let mut plan = run::stored_plan(&store, id).map_err(SessionError::Runner)?;
+                if self.detach {
+                    detachable(&plan)?;
+                }
+                // The recorded shas; only what the cache lost is built again.
+                revision::prepare(&mut plan, cache, progress).map_err(SessionError::revision)?;
+                (plan, id)
+            }
+        };
+        Ok(Prepared::Ready(Session {
+            store,
+            plan,
+            experiment_id,
+            db: self.db.clone(),
+            detach: self.detach,
+            attach: matches!(self.start, Start::Attach(_)),
+            takeover: self.takeover,
+        }))
+    }
+}
+
+impl Session {
+    /// Runs the experiment's cells, reporting to `reporter`.
+    pub fn run(
+        &mut self,
+        host: &Host,
+        settings: RunSettings,
+        reporter: &mut dyn Reporter,
+    ) -> Result<Summary, SessionError> {
+        let options = RunnerOptions {
+            fail_fast: settings.fail_fast,
+            lcx_exe: host.lcx_exe.clone(),
+            stop: settings.stop,
+            cuda_available: settings.cuda_available,
+            takeover: self.takeover,
+            precise_enough: Some(precision_check()),
+            keep_runs: settings.keep_runs,
+            detach: self.detach,
+            attach: self.attach,
+        };
+        let id = self.experiment_id;
+        run::run(&mut self.store, &self.plan, id, &options, reporter).map_err(|e| match e {
+            RunnerError::Store(StoreError::Taken { .. } | StoreError::TakenElsewhere { .. })
+            | RunnerError::Executor(_) => SessionError::Runner(e),
+            source => SessionError::Recording {
+                id,
+                db: self.db.display().to_string(),
+                source,
+            },
+        })
+    }
+
+    /// Whether cells are `running` with a Slurm job and its folder
+    /// recorded: jobs `--attach` can follow (or ingest, once ended).
+    pub fn has_jobs_to_follow(&self) -> Result<bool, StoreError> {
+        has_jobs_to_follow(&self.store, self.experiment_id)
+    }
+}
+
+/// Adaptive repeats stop once the report's judged intervals are within the
+/// precision.
+fn precision_check() -> PrecisionCheck {
+    PrecisionCheck(Arc::new(|store, id, precision| {
+        let report = crate::report::build::load(store, id, Default::default())?;
+        Ok(crate::report::build::precision_reached(&report, precision))
+    }))
+}
+
+fn has_jobs_to_follow(store: &Store, id: i64) -> Result<bool, StoreError> {
+    Ok(store.runs(id)?.iter().any(|r| {
+        matches!(r.status, RunStatus::Running | RunStatus::Abandoned)
+            && r.slurm_job.is_some()
+            && r.slurm_dir.is_some()
+    }))
+}
+
+/// Records a new experiment with the state of the repository holding its
+/// file (the commit its recorded, repository-relative path is read
+/// against) and this machine's fingerprint.
+fn record(store: &mut Store, plan: &Plan, text: &str, host: &Host) -> Result<i64, RunnerError> {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let dir = plan.file.parent().filter(|d| d.is_dir()).unwrap_or(&cwd);
+    let git = fingerprint::git_state(dir);
+    // Only lcx-torch loads libtorch; an experiment of command arms never does.
+    let torch = plan
+        .needs_torch()
+        .then(|| fingerprint::torch_facts(&host.lcx_exe))
+        .flatten();
+    let fingerprint = fingerprint::probe(torch.as_ref());
+    run::create_experiment(store, plan, text, host.argv.clone(), git, fingerprint)
+}
+
+/// Why a plan cannot be detached: only Slurm cells outlive `lcx run`, and
+/// what needs the coordinator between cells (a node per round, adaptive
+/// repeats) cannot happen without one.
+fn detachable(plan: &Plan) -> Result<(), SessionError> {
+    let file = plan.file.display();
+    let why = match &plan.executor {
+        plan::Executor::Local => Some(format!(
+            "experiment {file} runs its cells locally; detaching needs \
+             `[executor] kind = \"slurm\"` (or --executor slurm)"
+        )),
+        plan::Executor::Slurm(o) if o.placement == plan::Placement::Spread => Some(format!(
+            "{file}: `executor.placement = \"spread\"` pins each round to the node its first \
+             cell lands on, which needs a coordinator; use same-node or any"
+        )),
+        plan::Executor::Slurm(_) if plan.adaptive.is_some() => Some(format!(
+            "{file}: adaptive repeats decide after each round whether to go on, which needs a \
+             coordinator; give `repeats` a number (or --repeats N)"
+        )),
+        plan::Executor::Slurm(_) => None,
+    };
+    why.map_or(Ok(()), |why| Err(SessionError::NotDetachable(why)))
+}
+
+/// What `lcx run --dry-run` prints: the cells, each arm's environment,
+/// revision and resolved config, the Slurm flags and the builds it would
+/// make.
+pub fn dry_run_text(plan: &Plan, builds: &[Planned]) -> String {
+    use crate::text::counted;
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    // Writing to a String cannot fail.
+    let mut line = |text: String| {
+        let _ = writeln!(out, "{text}");
+    };
+    line(format!(
+        "experiment `{}` ({}): {} × {}, {} ({} warm-up), {} order, baseline `{}`",
+        plan.name,
+        plan.workload.as_str(),
+        counted(plan.arms.len() as u64, "arm"),
+        counted(u64::from(plan.repeats), "repeat"),
+        counted(u64::from(plan.iterations), "iteration"),
+        plan.warmup,
+        match plan.order {
+            Order::Interleaved => "interleaved",
+            Order::Sequential => "sequential",
+        },
+        plan.baseline
+    ));
+    for (i, cell) in plan.cells().into_iter().enumerate() {
+        let arm = &plan.arms[cell.arm];
+        let requires = match arm.requires {
+            Some(Requirement::Cuda) => " (requires cuda)",
+            None => "",
+        };
+        line(format!(
+            "cell {}: {} #{} — {}{requires}",
+            i + 1,
+            arm.name,
+            cell.repeat,
+            shell_words(&arm.command_line())
+        ));
+        for (k, v) in &arm.env {
+            line(format!("    env {k}={v}"));
+        }
+        if let Some(b) = builds.iter().find(|b| b.arm == arm.name) {
+            line(format!("    at revision {}", b.revision.describe()));
+        }
+        if let (Some(_), Some(sha)) = (arm.stdin_config(), &arm.config_sha256) {
+            let short: String = sha.chars().take(12).collect();
+            line(format!(
+                "    stdin: the resolved config of arm `{}` (sha256 {short}…)",
+                arm.name
+            ));
+        }
+    }
+    if let plan::Executor::Slurm(slurm) = &plan.executor {
+        line(format!(
+            "\nexecutor: slurm, placement {}",
+            match slurm.placement {
+                plan::Placement::SameNode => "same-node",
+                plan::Placement::Spread => "spread",
+                plan::Placement::Any => "any",
+            }
+        ));
+        for arm in &plan.arms {
+            let options = slurm.for_arm(&arm.slurm);
+            let mut flags = options.flags();
+            if arm.requires == Some(Requirement::Cuda) && options.gres.is_none() {
+                flags.push("--gres=gpu:1".into());
+            }
+            line(format!(
+                "  arm `{}`: sbatch {}",
+                arm.name,
+                shell_words(&flags)
+            ));
+        }
+    }
+    if let Some(first) = builds.first() {
+        line(format!(
+            "\nrevisions (build cache {}):",
+            first
+                .entry
+                .parent()
+                .map_or_else(String::new, |p| p.display().to_string())
+        ));
+        for b in builds {
+            let what = if b.cached {
+                "cached".to_string()
+            } else if b.command.is_empty() {
+                "would check out (nothing to build)".to_string()
+            } else {
+                format!("would build with `{}`", b.command)
+            };
+            line(format!(
+                "  {} (arm `{}`): {what}",
+                b.revision.describe(),
+                b.arm
+            ));
+        }
+    }
+    for arm in &plan.arms {
+        if arm.revision.is_some() && arm.config_toml.is_none() {
+            line(format!(
+                "\n# arm `{}`: its config is resolved by its revision's own lcx once built (set: {})",
+                arm.name,
+                arm.revision
+                    .as_ref()
+                    .map_or_else(String::new, |r| r.config_sets.join(" "))
+            ));
+        }
+        if let Some(config) = &arm.config_toml {
+            line(format!("\n# resolved config of arm `{}`", arm.name));
+            line(config.clone());
+        }
+    }
+    out
+}
+
+/// Quotes argv for display so it can be pasted into a shell.
+pub fn shell_words(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| {
+            if !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+            {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
