@@ -12,6 +12,7 @@ use lcx_core::experiment::{bisect, plan, revision, Plan};
 use lcx_core::report::stats::Verdict;
 use lcx_core::store::{ExperimentStatus, Store};
 
+use crate::args::DbArgs;
 use crate::bad_input;
 
 use super::run::{execute, install_signal_handler, options, progress_line, record, revision_error};
@@ -42,9 +43,8 @@ pub struct Args {
     /// Replace the file's `iterations` in every probe.
     #[arg(long, value_name = "N")]
     iterations: Option<u32>,
-    /// The SQLite database.
-    #[arg(long, env = "LCX_DB", default_value = lcx_core::store::DEFAULT_DB)]
-    db: PathBuf,
+    #[command(flatten)]
+    db: DbArgs,
     /// Plain log lines even on a terminal.
     #[arg(long)]
     plain: bool,

@@ -14,6 +14,8 @@ use lcx_core::experiment::runner::{self, Reporter, RunnerError, RunnerOptions, S
 use lcx_core::experiment::{plan, Plan};
 use lcx_core::store::{ExperimentStatus, Store};
 
+use crate::args::DbArgs;
+
 /// Exit code after Ctrl-C / SIGTERM (128 + SIGINT, as shells report it).
 const EXIT_INTERRUPTED: u8 = 130;
 
@@ -69,9 +71,8 @@ pub struct Args {
     /// Stop at the first failed cell (default: record it and go on).
     #[arg(long)]
     fail_fast: bool,
-    /// The SQLite database.
-    #[arg(long, env = "LCX_DB", default_value = lcx_core::store::DEFAULT_DB)]
-    db: PathBuf,
+    #[command(flatten)]
+    db: DbArgs,
     /// Plain log lines even on a terminal (default: progress bars on a terminal).
     #[arg(long)]
     plain: bool,
