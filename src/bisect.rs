@@ -13,6 +13,7 @@ use lcx_core::report::stats::Verdict;
 use lcx_core::session::{Prepared, RunRequest, RunSettings, SessionError, Start};
 use lcx_core::store::{ExperimentStatus, Store};
 
+use crate::args::DbArgs;
 use crate::{bad_input, running};
 
 /// Exit code when `bad` is not slower than `good` (nothing to bisect).
@@ -41,9 +42,8 @@ pub struct Args {
     /// Replace the file's `iterations` in every probe.
     #[arg(long, value_name = "N")]
     iterations: Option<u32>,
-    /// The SQLite database.
-    #[arg(long, env = "LCX_DB", default_value = lcx_core::store::DEFAULT_DB)]
-    db: PathBuf,
+    #[command(flatten)]
+    db: DbArgs,
     /// Plain log lines even on a terminal.
     #[arg(long)]
     plain: bool,
@@ -138,7 +138,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         let request = RunRequest {
             start: Start::File(args.file.clone()),
             overrides: probe(&good_sha, &commit.sha),
-            db: args.db.clone(),
+            db: args.db.to_path_buf(),
             detach: false,
             takeover: false,
         };

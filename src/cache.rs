@@ -2,10 +2,15 @@
 //! (`experiment::revision`), one entry per commit, uncommitted changes,
 //! build command and toolchain.
 
-use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use lcx_core::experiment::revision::Cache;
+
+use crate::args::DbArgs;
+
+/// `--db` of `cache list` and `cache prune`: only its folder is used.
+const CACHE_DB_HELP: &str = "The database whose folder holds the cache (`.lcx/revisions/`); \
+     `LCX_REVISION_CACHE` names another folder";
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -16,13 +21,13 @@ pub struct Args {
 #[derive(Debug, clap::Subcommand)]
 enum Action {
     /// Every build: revision, commit, size, build time, last use.
+    #[command(mut_arg("db", |db| db.help(CACHE_DB_HELP)))]
     List {
-        /// The database whose folder holds the cache (`.lcx/revisions/`);
-        /// `LCX_REVISION_CACHE` names another folder.
-        #[arg(long, env = "LCX_DB", default_value = lcx_core::store::DEFAULT_DB)]
-        db: PathBuf,
+        #[command(flatten)]
+        db: DbArgs,
     },
     /// Remove incomplete builds and builds unused for `--days` days.
+    #[command(mut_arg("db", |db| db.help(CACHE_DB_HELP)))]
     Prune {
         /// Remove builds not used by an experiment for this many days.
         #[arg(long, value_name = "N", default_value_t = 30)]
@@ -30,8 +35,8 @@ enum Action {
         /// Remove every build (and the shared cargo target folder).
         #[arg(long)]
         all: bool,
-        #[arg(long, env = "LCX_DB", default_value = lcx_core::store::DEFAULT_DB)]
-        db: PathBuf,
+        #[command(flatten)]
+        db: DbArgs,
     },
 }
 

@@ -2,14 +2,13 @@
 //! (`run:ID`) side by side on their shared arms, with ratio and verdict;
 //! mismatched fingerprints, warm-ups and configs are flagged.
 
-use std::path::PathBuf;
-
 use lcx_core::report::history::{self, fingerprint_key, CompareRow};
 use lcx_core::report::stats::{compare, Summary, VerdictRule};
 use lcx_core::report::{build, Options};
 use lcx_core::store::{RunStatus, Store};
 
 use super::report::{open_db, user_or_not};
+use crate::args::DbArgs;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -20,9 +19,8 @@ pub struct Args {
     /// Minimum relative effect for a verdict.
     #[arg(long, default_value_t = 0.05, value_name = "FRACTION")]
     min_effect: f64,
-    /// The SQLite database.
-    #[arg(long, env = "LCX_DB", default_value = lcx_core::store::DEFAULT_DB)]
-    db: PathBuf,
+    #[command(flatten)]
+    db: DbArgs,
 }
 
 fn run_id(selector: &str) -> Option<&str> {

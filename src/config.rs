@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use super::report::open_db;
+use crate::args::DbArgs;
 use crate::bad_input;
 
 #[derive(Debug, clap::Args)]
@@ -18,21 +19,21 @@ pub struct Args {
 #[derive(Debug, clap::Subcommand)]
 enum Action {
     /// Print the fully resolved trainer config as TOML.
+    #[command(mut_arg("db", |db| db.help("Database for --run")))]
     Show {
         /// Trainer config file (TOML); without it, the code defaults.
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
         /// Override one key, e.g. `--set traversal.scheduler=interleaved`
         /// (repeatable, applied in order; VALUE is TOML, `null` unsets).
-        #[arg(long = "set", value_name = "PATH=VALUE")]
+        #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
         /// Print the config a recorded cell ran (`lcx list` shows run ids);
         /// pipe it into `lcx train --config -` to run that cell again.
         #[arg(long, value_name = "RUN_ID", conflicts_with_all = ["config", "sets"])]
         run: Option<i64>,
-        /// Database for --run.
-        #[arg(long, env = "LCX_DB", default_value = lcx_core::store::DEFAULT_DB)]
-        db: PathBuf,
+        #[command(flatten)]
+        db: DbArgs,
     },
 }
 

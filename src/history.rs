@@ -1,12 +1,11 @@
 //! `lcx history NAME [--arm A] [--metric M]`: one arm's warm-up-excluded
 //! mean across every past experiment of that name, with changes marked.
 
-use std::path::PathBuf;
-
 use lcx_core::report::stats::VerdictRule;
 use lcx_core::report::{build, history};
 
 use super::report::{open_db, user_or_not};
+use crate::args::DbArgs;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -36,9 +35,8 @@ pub struct Args {
     /// Same as `--format json` (kept for scripts written before `--format`).
     #[arg(long, hide = true, conflicts_with = "format")]
     json: bool,
-    /// The SQLite database.
-    #[arg(long, env = "LCX_DB", default_value = lcx_core::store::DEFAULT_DB)]
-    db: PathBuf,
+    #[command(flatten)]
+    db: DbArgs,
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {

@@ -9,6 +9,7 @@
 //! clap stays here: nothing below the command line sees it; each command's
 //! module turns its arguments into lcx-core calls.
 
+mod args;
 mod bisect;
 mod cache;
 mod compare;

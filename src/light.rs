@@ -19,7 +19,7 @@ pub enum Command {
     Bisect(bisect::Args),
     /// The builds of arms at code revisions: `cache list`, `cache prune`.
     Cache(cache::Args),
-    /// Inspect trainer configs: `config show --config FILE [--set PATH=VALUE]...`.
+    /// Inspect trainer configs: `config show --config FILE [--set KEY=VALUE]...`.
     Config(config::Args),
     /// Play bot-vs-bot matches with alternating seats and summarise them.
     Play(play::Args),
@@ -142,6 +142,50 @@ mod tests {
             [
                 "run", "bisect", "cache", "config", "play", "report", "history", "compare", "list",
                 "query"
+            ]
+        );
+    }
+
+    /// `--db` is one flag ([`crate::args::DbArgs`]) in every command that
+    /// takes it; flattening it leaves each command's own about text.
+    #[test]
+    fn every_db_flag_is_the_same_flag() {
+        fn walk(command: &clap::Command, path: String, found: &mut Vec<String>) {
+            if let Some(db) = command.get_arguments().find(|a| a.get_id() == "db") {
+                assert_eq!(db.get_long(), Some("db"), "{path}");
+                assert_eq!(db.get_env(), Some(std::ffi::OsStr::new("LCX_DB")), "{path}");
+                assert_eq!(
+                    db.get_default_values(),
+                    [std::ffi::OsStr::new(lcx_core::store::DEFAULT_DB)],
+                    "{path}"
+                );
+                assert!(db.get_help().is_some(), "{path}: --db without help");
+                let about = command.get_about().map(|a| a.to_string());
+                assert!(
+                    about.is_some_and(|a| !a.contains("LCX_DB")),
+                    "{path}: its about is not its own"
+                );
+                found.push(path.clone());
+            }
+            for sub in command.get_subcommands() {
+                walk(sub, format!("{path} {}", sub.get_name()), found);
+            }
+        }
+        let mut found = Vec::new();
+        walk(&Cli::command(), "lcx".into(), &mut found);
+        assert_eq!(
+            found,
+            [
+                "lcx run",
+                "lcx bisect",
+                "lcx cache list",
+                "lcx cache prune",
+                "lcx config show",
+                "lcx report",
+                "lcx history",
+                "lcx compare",
+                "lcx list",
+                "lcx query"
             ]
         );
     }

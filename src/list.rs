@@ -1,10 +1,7 @@
 //! `lcx list`: the experiments in the database, newest first.
 
-use std::path::PathBuf;
-
-use comfy_table::{presets::ASCII_MARKDOWN, Table};
-
 use super::report::{open_db, user_or_not};
+use crate::args::DbArgs;
 
 /// Output of `lcx list` and `lcx history`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -24,9 +21,8 @@ pub struct Args {
     /// Same as `--format json` (kept for scripts written before `--format`).
     #[arg(long, hide = true, conflicts_with = "format")]
     json: bool,
-    /// The SQLite database.
-    #[arg(long, env = "LCX_DB", default_value = lcx_core::store::DEFAULT_DB)]
-    db: PathBuf,
+    #[command(flatten)]
+    db: DbArgs,
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
@@ -43,8 +39,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         println!("No experiments in {} yet.", args.db.display());
         return Ok(0);
     }
-    let mut t = Table::new();
-    t.load_preset(ASCII_MARKDOWN);
+    let mut t = lcx_core::text::markdown_table();
     t.set_header(vec![
         "ID",
         "Date",

@@ -6,13 +6,13 @@ use std::io::IsTerminal;
 use std::time::Instant;
 
 use anyhow::Context;
-use comfy_table::{presets::ASCII_MARKDOWN, Table};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::bad_input;
 use lcx_core::bots::arena::{self, MatchSpec, MatchSummary, DEFAULT_MAX_STEPS};
 use lcx_core::bots::BotKind;
 use lcx_core::game::Rules;
+use lcx_core::text::markdown_table;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum Format {
@@ -116,8 +116,7 @@ fn table_summary(spec: &MatchSpec, s: &MatchSummary, games_per_second: f64) -> S
             100.0 * wins as f64 / s.games as f64
         }
     };
-    let mut per_bot = Table::new();
-    per_bot.load_preset(ASCII_MARKDOWN);
+    let mut per_bot = markdown_table();
     per_bot.set_header(["", "bot", "wins", "win rate", "mean score"]);
     for (i, kind) in spec.bots.iter().enumerate() {
         per_bot.add_row([
@@ -128,8 +127,7 @@ fn table_summary(spec: &MatchSpec, s: &MatchSummary, games_per_second: f64) -> S
             format!("{:.2}", s.mean_score[i]),
         ]);
     }
-    let mut totals = Table::new();
-    totals.load_preset(ASCII_MARKDOWN);
+    let mut totals = markdown_table();
     totals.set_header([
         "games",
         "draws",

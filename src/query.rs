@@ -2,13 +2,12 @@
 //! CSV or JSON. The database is opened with `SQLITE_OPEN_READ_ONLY` and
 //! `PRAGMA query_only`, and statements that could write are refused.
 
-use std::path::PathBuf;
-
 use lcx_core::report::render::counted;
 use lcx_core::report::rows;
 use lcx_core::store::Store;
 
 use super::report::user_or_not;
+use crate::args::DbArgs;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -23,9 +22,8 @@ pub struct Args {
     sql: String,
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
-    /// The SQLite database.
-    #[arg(long, env = "LCX_DB", default_value = lcx_core::store::DEFAULT_DB)]
-    db: PathBuf,
+    #[command(flatten)]
+    db: DbArgs,
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {

@@ -8,6 +8,8 @@ use anyhow::Context;
 use lcx_core::report::{self, archive, build};
 use lcx_core::store::{Store, StoreError};
 
+use crate::args::DbArgs;
+
 /// Output format of `lcx report`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -40,9 +42,8 @@ pub struct Args {
     /// Minimum relative effect for a verdict (default: the gate's, else 0.05).
     #[arg(long, value_name = "FRACTION")]
     min_effect: Option<f64>,
-    /// The SQLite database.
-    #[arg(long, env = "LCX_DB", default_value = lcx_core::store::DEFAULT_DB)]
-    db: PathBuf,
+    #[command(flatten)]
+    db: DbArgs,
 }
 
 /// Opens the database read-only; a missing file or an unknown schema is

@@ -11,6 +11,8 @@ use lcx_core::store::ExperimentStatus;
 
 use crate::running;
 
+use crate::args::DbArgs;
+
 /// Exit code after Ctrl-C / SIGTERM (128 + SIGINT, as shells report it).
 const EXIT_INTERRUPTED: u8 = 130;
 
@@ -66,9 +68,8 @@ pub struct Args {
     /// Stop at the first failed cell (default: record it and go on).
     #[arg(long)]
     fail_fast: bool,
-    /// The SQLite database.
-    #[arg(long, env = "LCX_DB", default_value = lcx_core::store::DEFAULT_DB)]
-    db: PathBuf,
+    #[command(flatten)]
+    db: DbArgs,
     /// Plain log lines even on a terminal (default: progress bars on a terminal).
     #[arg(long)]
     plain: bool,
@@ -103,7 +104,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             executor: args.executor.clone(),
             probe: None,
         },
-        db: args.db.clone(),
+        db: args.db.to_path_buf(),
         detach: args.detach,
         takeover: args.takeover,
     };

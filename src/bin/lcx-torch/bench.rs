@@ -4,11 +4,11 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use comfy_table::{presets::ASCII_MARKDOWN, Table};
 
 use lcx_cli::{bad_input, metrics_sink};
 use lcx_core::bench::forward::{self, ForwardOptions};
 use lcx_core::config::{self, TrainerConfig};
+use lcx_core::text::markdown_table;
 use lcx_trainer::{device, probe::ForwardProbe};
 
 #[derive(Debug, clap::Args)]
@@ -173,8 +173,7 @@ fn peak(args: PeakArgs) -> anyhow::Result<u8> {
             .and_then(|()| out.flush())
             .context("writing --metrics-out")?;
     }
-    let mut table = Table::new();
-    table.load_preset(ASCII_MARKDOWN);
+    let mut table = markdown_table();
     table.set_header(["measure", "value"]);
     table.add_row([
         format!("FP32 GFLOP/s, one core ({})", p.isa),
@@ -296,8 +295,7 @@ fn forward(args: ForwardArgs) -> anyhow::Result<u8> {
     if let Some(e) = write_err {
         return Err(anyhow::Error::new(e).context("writing --metrics-out"));
     }
-    let mut table = Table::new();
-    table.load_preset(ASCII_MARKDOWN);
+    let mut table = markdown_table();
     table.set_header(["batch", "µs/call", "µs/state", "speedup vs bs 1"]);
     for row in &rows {
         table.add_row([
@@ -343,8 +341,7 @@ fn engine(args: EngineArgs) -> anyhow::Result<u8> {
         println!("{}", serde_json::to_string(&r)?);
         return Ok(0);
     }
-    let mut table = Table::new();
-    table.load_preset(ASCII_MARKDOWN);
+    let mut table = markdown_table();
     table.set_header(["measure", "value"]);
     table.add_row([
         "random full games/s (one thread)".to_string(),
@@ -454,8 +451,7 @@ fn trainer(args: TrainerArgs) -> anyhow::Result<u8> {
         rows.push((shown, precision, backend, summarize(&ms)));
     }
     let o = &cfg.optimization;
-    let mut table = Table::new();
-    table.load_preset(ASCII_MARKDOWN);
+    let mut table = markdown_table();
     table.set_header(["mode", "training", "mean ms", "p50 ms", "p95 ms"]);
     for (mode, _, backend, (mean, p50, p95)) in &rows {
         table.add_row([

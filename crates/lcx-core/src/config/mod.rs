@@ -14,7 +14,7 @@ mod set;
 use std::path::{Path, PathBuf};
 
 pub use schema::*;
-pub use set::{apply_set, apply_sets, parse_set};
+pub use set::{apply_set, apply_sets, Set, SetError};
 
 /// The `n` names of `known` nearest to `name` by edit distance, nearest
 /// first: the hint for a misspelt key or metric name.
@@ -43,8 +43,8 @@ pub enum ConfigError {
     #[error("{origin} is not valid TOML: {message}")]
     Syntax { origin: String, message: String },
     /// A `--set` argument is malformed or cannot be applied.
-    #[error("--set {arg:?}: {message}")]
-    Set { arg: String, message: String },
+    #[error(transparent)]
+    Set(#[from] SetError),
     /// A key is unknown, has the wrong type or value, or breaks a rule
     /// between keys. `key` is the dotted path (e.g. `traversal.scheduler`).
     #[error("{origin}: {message}")]
@@ -127,21 +127,13 @@ fn resolve(
     origin: &str,
     sets: &[String],
 ) -> Result<TrainerConfig, ConfigError> {
-    let mut written: Vec<(Vec<String>, &str)> = Vec::new();
-    for arg in sets {
-        let (path, value) = parse_set(arg)?;
-        apply_set(&mut table, &path, value).map_err(|message| ConfigError::Set {
-            arg: arg.clone(),
-            message,
-        })?;
-        written.push((path, arg));
-    }
+    let written = apply_sets(&mut table, sets)?;
     read::from_table(&table).map_err(|err| {
         let culprit = written
             .iter()
             .rev()
-            .find(|(path, _)| err.touches(path))
-            .map(|(_, arg)| format!("--set {arg:?}"));
+            .find(|set| err.touches(&set.path))
+            .map(|set| set::named(&set.arg));
         err.into_error(culprit.as_deref().unwrap_or(origin))
     })
 }

@@ -1,4 +1,5 @@
-//! `--set path.to.key=value` overrides (docs/deep-cfr.md §11, in TOML).
+//! `--set KEY=VALUE` overrides, KEY a dotted path such as
+//! `traversal.scheduler` (docs/deep-cfr.md §11, in TOML).
 //!
 //! VALUE is read as a TOML value (`1e-4`, `false`, `[1, 2]`, `"x"`,
 //! `{ a = 1 }`); a bare word that is not TOML is taken as a string, so
@@ -10,26 +11,70 @@
 use super::schema::NONE;
 use super::ConfigError;
 
-/// Splits `PATH=VALUE` at the first `=` and parses both halves.
-pub fn parse_set(arg: &str) -> Result<(Vec<String>, toml::Value), ConfigError> {
-    let fail = |message: String| ConfigError::Set {
-        arg: arg.to_owned(),
-        message,
-    };
-    let (path_text, value_text) = arg.split_once('=').ok_or_else(|| {
-        fail("expected PATH=VALUE, e.g. traversal.scheduler=interleaved".to_owned())
-    })?;
-    let path_text = path_text.trim();
-    if path_text.is_empty() {
-        return Err(fail("the key path before `=` is empty".to_owned()));
+/// One `KEY=VALUE` override, parsed: KEY as its dotted path, VALUE as TOML.
+/// Every way a set arrives (`--set` on the command line of `lcx train`,
+/// `lcx bench`, `lcx config show` and `lcx run`, an experiment file's `set`
+/// lists and matrix keys) goes through [`Set::parse`], so all of them
+/// accept the same text and refuse it with the same message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Set {
+    /// The text as given, for messages that name it.
+    pub arg: String,
+    /// KEY split at its dots, each segment trimmed and non-empty.
+    pub path: Vec<String>,
+    pub value: toml::Value,
+}
+
+/// A set that cannot be parsed or applied. Every such message has one
+/// form, `--set "ARG": PROBLEM`, and a parse error's PROBLEM says what was
+/// expected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}: {message}", named(arg))]
+pub struct SetError {
+    /// The text as given.
+    pub arg: String,
+    pub message: String,
+}
+
+/// How every message names a set: the flag, then the text as given,
+/// quoted (so that spaces and an empty VALUE show).
+pub(super) fn named(arg: &str) -> String {
+    format!("--set {arg:?}")
+}
+
+impl Set {
+    /// Splits `KEY=VALUE` at the first `=` and parses both halves.
+    pub fn parse(arg: &str) -> Result<Set, SetError> {
+        let fail = |problem: String| SetError {
+            arg: arg.to_owned(),
+            message: format!("expected KEY=VALUE{problem}"),
+        };
+        // A set ends up in a child's argv (a revision's own lcx gets each
+        // one as `--set`), which cannot carry a NUL.
+        if arg.contains('\0') {
+            return Err(fail(
+                " without a NUL byte (no command line can carry one)".to_owned(),
+            ));
+        }
+        let (path_text, value_text) = arg
+            .split_once('=')
+            .ok_or_else(|| fail(", e.g. traversal.scheduler=interleaved".to_owned()))?;
+        let path_text = path_text.trim();
+        if path_text.is_empty() {
+            return Err(fail(", but the key before `=` is empty".to_owned()));
+        }
+        let path: Vec<String> = path_text.split('.').map(|s| s.trim().to_owned()).collect();
+        if path.iter().any(String::is_empty) {
+            return Err(fail(format!(
+                " with KEY a dotted path, but `{path_text}` has an empty segment"
+            )));
+        }
+        Ok(Set {
+            arg: arg.to_owned(),
+            path,
+            value: parse_value(value_text),
+        })
     }
-    let path: Vec<String> = path_text.split('.').map(|s| s.trim().to_owned()).collect();
-    if path.iter().any(String::is_empty) {
-        return Err(fail(format!(
-            "the key path `{path_text}` has an empty segment"
-        )));
-    }
-    Ok((path, parse_value(value_text)))
 }
 
 /// Reads VALUE as TOML, falling back to the raw text as a string.
@@ -67,16 +112,19 @@ fn bare_list(text: &str) -> Option<toml::Value> {
     Some(toml::Value::Array(items))
 }
 
-/// Parses and applies each `--set` to `table`, in order.
-pub fn apply_sets(table: &mut toml::Table, sets: &[String]) -> Result<(), ConfigError> {
+/// Parses and applies each set to `table`, in order; returns them parsed,
+/// so that a later error about a key can name the set that wrote it.
+pub fn apply_sets(table: &mut toml::Table, sets: &[String]) -> Result<Vec<Set>, ConfigError> {
+    let mut applied = Vec::with_capacity(sets.len());
     for arg in sets {
-        let (path, value) = parse_set(arg)?;
-        apply_set(table, &path, value).map_err(|message| ConfigError::Set {
+        let set = Set::parse(arg)?;
+        apply_set(table, &set.path, set.value.clone()).map_err(|message| SetError {
             arg: arg.clone(),
             message,
         })?;
+        applied.push(set);
     }
-    Ok(())
+    Ok(applied)
 }
 
 /// Merges `value` at `path` into `table`, creating missing tables on the
@@ -134,11 +182,11 @@ mod tests {
     use super::*;
 
     fn value(arg: &str) -> toml::Value {
-        parse_set(arg).unwrap().1
+        Set::parse(arg).unwrap().value
     }
 
     fn set_error(arg: &str) -> String {
-        parse_set(arg).unwrap_err().to_string()
+        Set::parse(arg).unwrap_err().to_string()
     }
 
     #[test]
@@ -199,9 +247,10 @@ mod tests {
 
     #[test]
     fn splits_at_the_first_equals() {
-        let (path, v) = parse_set("a.b=c=d").unwrap();
-        assert_eq!(path, vec!["a".to_owned(), "b".to_owned()]);
-        assert_eq!(v, toml::Value::String("c=d".into()));
+        let set = Set::parse("a.b=c=d").unwrap();
+        assert_eq!(set.path, vec!["a".to_owned(), "b".to_owned()]);
+        assert_eq!(set.value, toml::Value::String("c=d".into()));
+        assert_eq!(set.arg, "a.b=c=d");
     }
 
     #[test]
@@ -210,13 +259,44 @@ mod tests {
         assert!(set_error(".a=1").contains("empty segment"));
         assert!(set_error("a.=1").contains("empty segment"));
         assert!(set_error("=1").contains("empty"));
-        assert!(set_error("novalue").contains("PATH=VALUE"));
+        assert!(set_error("novalue").contains("KEY=VALUE"));
+    }
+
+    #[test]
+    fn keys_are_trimmed_dotted_paths() {
+        let set = Set::parse(" traversal . scheduler =interleaved").unwrap();
+        assert_eq!(set.path, ["traversal", "scheduler"]);
+        assert_eq!(set.value, toml::Value::String("interleaved".into()));
+    }
+
+    #[test]
+    fn every_parse_error_names_the_flag_the_text_and_what_was_expected() {
+        assert_eq!(
+            set_error("novalue"),
+            "--set \"novalue\": expected KEY=VALUE, e.g. traversal.scheduler=interleaved"
+        );
+        assert_eq!(
+            set_error(" =1"),
+            "--set \" =1\": expected KEY=VALUE, but the key before `=` is empty"
+        );
+        assert_eq!(
+            set_error("a..b=1"),
+            "--set \"a..b=1\": expected KEY=VALUE with KEY a dotted path, but `a..b` has an \
+             empty segment"
+        );
+        assert_eq!(
+            set_error("a=b\0c"),
+            "--set \"a=b\\0c\": expected KEY=VALUE without a NUL byte (no command line can \
+             carry one)"
+        );
     }
 
     #[test]
     fn applying_creates_tables_and_refuses_to_pass_through_values() {
         let mut doc: toml::Table = "[run]\nseed = 1\n".parse().unwrap();
-        apply_sets(&mut doc, &["traversal.scheduler=interleaved".to_owned()]).unwrap();
+        let applied =
+            apply_sets(&mut doc, &["traversal.scheduler=interleaved".to_owned()]).unwrap();
+        assert_eq!(applied[0].path, ["traversal", "scheduler"]);
         assert_eq!(doc["traversal"]["scheduler"].as_str(), Some("interleaved"));
         let err = apply_sets(&mut doc, &["run.seed.x=2".to_owned()])
             .unwrap_err()

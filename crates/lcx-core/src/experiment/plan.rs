@@ -39,7 +39,7 @@ use std::path::{Component, Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::config::ConfigError;
+use crate::config::{ConfigError, SetError};
 use crate::toml_read::{self, KeyError, Table};
 
 mod arms;
@@ -79,8 +79,9 @@ pub enum PlanError {
         #[source]
         error: ConfigError,
     },
-    #[error("--set {arg:?}: {message}")]
-    CliSet { arg: String, message: String },
+    /// A command-line `--set` that is malformed or cannot apply.
+    #[error(transparent)]
+    CliSet(SetError),
     /// A command-line flag (`--iterations`, `--arms`, …) that cannot apply.
     #[error("{flag}: {message}")]
     Flag { flag: &'static str, message: String },

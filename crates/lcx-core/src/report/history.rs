@@ -5,11 +5,11 @@
 
 use std::fmt::Write as _;
 
-use comfy_table::{presets::ASCII_MARKDOWN, Table};
 use serde::Serialize;
 
 use crate::store::report_read::{HistoryRun, RunMoments};
 use crate::store::{Experiment, Fingerprint};
+use crate::text::markdown_table;
 
 use super::model::Report;
 use super::render::{mean_sd, p_text, speedup_text};
@@ -398,8 +398,7 @@ fn marker(v: Option<Verdict>) -> &'static str {
 
 /// The history as a markdown table.
 pub fn render_history(metric: &str, rows: &[HistoryRow]) -> String {
-    let mut t = Table::new();
-    t.load_preset(ASCII_MARKDOWN);
+    let mut t = markdown_table();
     t.set_header(vec![
         "Date",
         "Exp",
@@ -530,8 +529,7 @@ pub fn render_compare(
     rows: &[CompareRow],
     warnings: &[String],
 ) -> String {
-    let mut t = Table::new();
-    t.load_preset(ASCII_MARKDOWN);
+    let mut t = markdown_table();
     t.set_header(vec![
         "Arm".to_string(),
         "Metric".to_string(),

@@ -7,10 +7,9 @@
 pub use crate::text::counted;
 use std::fmt::Write as _;
 
-use comfy_table::{presets::ASCII_MARKDOWN, Table};
-
 use super::model::{ColumnKind, Report};
 use super::stats::{equivalence_band, Comparison, Direction, GateTest, Speedup, Summary, Verdict};
+use crate::text::markdown_table;
 
 /// Text from a file, a database row or a child, made safe for one line of
 /// markdown: `|` cannot end a table cell, `<` and `>` cannot open HTML
@@ -240,10 +239,9 @@ fn replicate_units(report: &Report) -> String {
     }
 }
 
-/// The arm table (markdown, via comfy-table's ASCII_MARKDOWN preset).
+/// The arm table (markdown, via [`markdown_table`]).
 pub fn arm_table(report: &Report) -> String {
-    let mut table = Table::new();
-    table.load_preset(ASCII_MARKDOWN);
+    let mut table = markdown_table();
     let mut header = vec!["Mode".to_string()];
     header.extend(report.columns.iter().map(|c| match c.kind {
         ColumnKind::Value => md(&crate::metrics::with_unit(&c.label, &c.metric)),
@@ -396,8 +394,7 @@ fn percent_of(value: Option<f64>, ceiling: Option<f64>) -> String {
 /// Each arm's phase rates as GFLOP/s and as a share of the measured peak.
 fn roofline_section(r: &super::model::Roofline) -> String {
     let mut out = String::new();
-    let mut t = Table::new();
-    t.load_preset(ASCII_MARKDOWN);
+    let mut t = markdown_table();
     t.set_header(vec![
         "Arm",
         "traversal GFLOP/s",
@@ -659,8 +656,7 @@ pub fn render_markdown(report: &Report) -> String {
             report.incomplete.len(),
             report.total_cells
         );
-        let mut t = Table::new();
-        t.load_preset(ASCII_MARKDOWN);
+        let mut t = markdown_table();
         t.set_header(vec![
             "Run",
             "Arm",
@@ -698,8 +694,7 @@ pub fn render_markdown(report: &Report) -> String {
             report.line_problems.len(),
             report.total_cells
         );
-        let mut t = Table::new();
-        t.load_preset(ASCII_MARKDOWN);
+        let mut t = markdown_table();
         t.set_header(vec![
             "Run",
             "Arm",
@@ -758,8 +753,7 @@ pub fn render_markdown(report: &Report) -> String {
     out.push('\n');
 
     out.push_str("## Runs\n\n");
-    let mut t = Table::new();
-    t.load_preset(ASCII_MARKDOWN);
+    let mut t = markdown_table();
     // Slurm cells also say where they ran and as which job.
     let jobs = report.runs.iter().any(|r| r.slurm_job.is_some());
     let mut header = vec![

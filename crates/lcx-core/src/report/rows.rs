@@ -1,10 +1,9 @@
 //! Pure renderers of `lcx query`'s rows: a markdown table, CSV or JSON.
 //! Like the report renderers they only serialise: data in, text out.
 
-use comfy_table::{presets::ASCII_MARKDOWN, Table};
-
 use super::render::csv_field;
 use crate::store::{QueryResult, SqlValue};
+use crate::text::markdown_table;
 
 /// A value as a table or CSV cell: NULL is empty, a blob is its size.
 fn text(v: &SqlValue) -> String {
@@ -32,8 +31,7 @@ fn json(v: &SqlValue) -> serde_json::Value {
 
 /// The rows as a markdown table.
 pub fn table(result: &QueryResult) -> String {
-    let mut t = Table::new();
-    t.load_preset(ASCII_MARKDOWN);
+    let mut t = markdown_table();
     t.set_header(result.columns.clone());
     for row in &result.rows {
         t.add_row(row.iter().map(text).collect::<Vec<_>>());

@@ -206,7 +206,7 @@ impl Reader<'_> {
         let sets = self.read(at(table, prefix).strings(key))?;
         for (i, set) in sets.iter().enumerate() {
             self.no_nul(format!("{prefix}{key}[{i}]"), set)?;
-            if let Err(e) = crate::config::parse_set(set) {
+            if let Err(e) = crate::config::Set::parse(set) {
                 return Err(self.err(format!("{prefix}{key}[{i}]"), e.to_string()));
             }
         }
@@ -244,22 +244,7 @@ impl Reader<'_> {
         let cli_set = cli.sets.as_slice();
         self.check_keys(t, "", TOP_KEYS)?;
         for set in cli_set {
-            if set.contains('\0') {
-                return Err(PlanError::CliSet {
-                    arg: set.clone(),
-                    message: "contains a NUL byte".into(),
-                });
-            }
-            if let Err(e) = crate::config::parse_set(set) {
-                let message = match e {
-                    ConfigError::Set { message, .. } => message,
-                    other => other.to_string(),
-                };
-                return Err(PlanError::CliSet {
-                    arg: set.clone(),
-                    message,
-                });
-            }
+            crate::config::Set::parse(set).map_err(PlanError::CliSet)?;
         }
         let name = self
             .read(at(t, "").string("name"))?
@@ -437,13 +422,13 @@ impl Reader<'_> {
             ));
         }
         if !workload.uses_config() && !cli_set.is_empty() {
-            return Err(PlanError::CliSet {
+            return Err(PlanError::CliSet(SetError {
                 arg: cli_set[0].clone(),
                 message: format!(
                     "{}: a command workload has no trainer config to set",
                     self.path.display()
                 ),
-            });
+            }));
         }
 
         let variable_iterations = self.read(at(t, "").boolean("variable_iterations"))?;

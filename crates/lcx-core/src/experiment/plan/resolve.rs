@@ -17,8 +17,8 @@ impl Reader<'_> {
         arms: &'s [RawArm],
     ) -> Result<(), PlanError> {
         let key_of = |arg: &str| {
-            crate::config::parse_set(arg)
-                .map(|(path, _)| path)
+            crate::config::Set::parse(arg)
+                .map(|set| set.path)
                 .unwrap_or_default()
         };
         // Two keys collide when one is the other or a table holding it.
@@ -32,10 +32,10 @@ impl Reader<'_> {
         if workload == Workload::Train {
             let runner_wins = "the runner sets it from `iterations` for every training cell";
             if let Some(arg) = sets_max_iterations(cli_set) {
-                return Err(PlanError::CliSet {
+                return Err(PlanError::CliSet(SetError {
                     arg: arg.clone(),
                     message: format!("{runner_wins}; use --iterations N"),
-                });
+                }));
             }
             if let Some(arg) = sets_max_iterations(file_set) {
                 return Err(self.err("set", format!("`{arg}`: {runner_wins}; set `iterations`")));
@@ -53,7 +53,7 @@ impl Reader<'_> {
             let key = key_of(arg);
             for arm in arms {
                 if let Some(own) = arm.set.iter().find(|a| overlap(&key_of(a), &key)) {
-                    return Err(PlanError::CliSet {
+                    return Err(PlanError::CliSet(SetError {
                         arg: arg.clone(),
                         message: format!(
                             "arm `{}` has `{own}` in its own `set` ({}), which would win \
@@ -62,7 +62,7 @@ impl Reader<'_> {
                             arm.name,
                             self.path.display(),
                         ),
-                    });
+                    }));
                 }
             }
         }

@@ -1,0 +1,60 @@
+//! Flags that several commands take, declared once so that their name,
+//! environment variable, default and help cannot drift apart.
+
+use std::ops::Deref;
+use std::path::{Path, PathBuf};
+
+/// `--db PATH`: the SQLite database of a command that reads or writes the
+/// store. `LCX_DB` stands in for the flag, and with neither the database
+/// is `lcx.db` ([`lcx_core::store::DEFAULT_DB`]) in the working directory;
+/// `--help` shows both after the flag's text.
+///
+/// Every command that takes `--db` flattens this (`#[command(flatten)]`);
+/// a command whose database means something narrower says so by replacing
+/// the text (`#[command(mut_arg("db", …))]`: `cache`, `config show`). How
+/// the file is opened is each command's own: `run` and `bisect` create it
+/// (`run --resume` and `--attach` need it to exist), `report`, `list`,
+/// `history`, `compare` and `config show --run` only read it (`report
+/// --archive` also records what it wrote), `query` opens it query-only, and
+/// `cache` uses only the folder it is in.
+#[derive(Debug, Clone, clap::Args)]
+// clap would make the doc comment above the about text of every command
+// that flattens this, until that command's own doc comment replaces it;
+// these keep it out of `--help` even for a command without one.
+#[command(about = None, long_about = None)]
+pub struct DbArgs {
+    /// The SQLite database.
+    #[arg(long, env = "LCX_DB", default_value = lcx_core::store::DEFAULT_DB)]
+    db: PathBuf,
+}
+
+/// The commands use `--db` as the path it is: `Store::open(&args.db)`,
+/// `args.db.display()`.
+impl Deref for DbArgs {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.db
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        db: DbArgs,
+    }
+
+    // Where the flag is found, and what it says, is checked for every
+    // command in `light`'s tests.
+    #[test]
+    fn the_flag_derefs_to_the_path_it_names() {
+        let cli = Cli::try_parse_from(["lcx", "--db", "x.db"]).unwrap();
+        assert_eq!(&*cli.db, Path::new("x.db"));
+    }
+}
