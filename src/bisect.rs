@@ -3,18 +3,19 @@
 //! experiment named `<name>-bisect`: the arm at `good` (baseline) and at the
 //! probed commit, interleaved, stored in the database like any other.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
 
+use lcx_core::experiment::run::StopSignal;
 use lcx_core::experiment::{bisect, plan, reporter};
 use lcx_core::report::stats::Verdict;
-use lcx_core::session::{Prepared, RunRequest, RunSettings, SessionError, Start};
+use lcx_core::session::{Host, Prepared, RunRequest, RunSettings, SessionError, Start};
 use lcx_core::store::{ExperimentStatus, Store};
 
 use crate::args::DbArgs;
-use crate::{bad_input, running};
+use crate::bad_input;
 
 /// Exit code when `bad` is not slower than `good` (nothing to bisect).
 const EXIT_NOT_REGRESSED: u8 = 1;
@@ -117,12 +118,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         )));
     }
 
-    let cache = running::revision_cache(&args.db);
     // The database is opened (and made) before the first build: a wrong
     // --db fails at once.
     drop(Store::open(&args.db).map_err(SessionError::opening)?);
-    let host = running::host()?;
-    let stop = running::stop_on_signals()?;
+    // Builds of lcx revisions link the libtorch this lcx was built against.
+    let libtorch = option_env!("LCX_LIBTORCH_LIB").map(Path::new);
+    let host = Host::this_process(libtorch).context("locating the lcx binary")?;
+    let stop = StopSignal::on_signals().context("installing the Ctrl-C handler")?;
     let steps = (commits.len() as f64).log2().ceil() as usize;
     println!(
         "bisecting `{arm}` on {metric}: {} commits in {}..{}, about {steps} probes after \
@@ -143,7 +145,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             takeover: false,
         };
         let Prepared::Ready(mut session) =
-            request.prepare(&cache, &host, &mut running::progress_line)?
+            request.prepare(&host, &mut |line: &str| eprintln!("lcx: {line}"))?
         else {
             anyhow::bail!("a probe is a new experiment, so it always has cells to run");
         };

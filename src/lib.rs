@@ -22,6 +22,5 @@ mod play;
 mod query;
 mod report;
 mod run;
-mod running;
 
 pub use errors::{bad_input, exit_code_for, metrics_sink, quiet_broken_pipe, BadInput};

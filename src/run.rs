@@ -2,14 +2,14 @@
 //! flags become a [`RunRequest`]; lcx-core's session validates, records
 //! and runs it; this prints what came of it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use lcx_core::experiment::run::RunnerError;
+use anyhow::Context;
+
+use lcx_core::experiment::run::{RunnerError, StopSignal};
 use lcx_core::experiment::{plan, reporter};
-use lcx_core::session::{self, Prepared, RunRequest, RunSettings, Start};
+use lcx_core::session::{self, Host, Prepared, RunRequest, RunSettings, Start};
 use lcx_core::store::ExperimentStatus;
-
-use crate::running;
 
 use crate::args::DbArgs;
 
@@ -108,14 +108,15 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         detach: args.detach,
         takeover: args.takeover,
     };
-    let cache = running::revision_cache(&args.db);
+    // Builds of lcx revisions link the libtorch this lcx was built against.
+    let libtorch = option_env!("LCX_LIBTORCH_LIB").map(Path::new);
+    let host = Host::this_process(libtorch).context("locating the lcx binary")?;
     if args.dry_run {
-        let (plan, builds) = request.dry_run(&cache)?;
+        let (plan, builds) = request.dry_run(&host)?;
         print!("{}", session::dry_run_text(&plan, &builds));
         return Ok(0);
     }
-    let host = running::host()?;
-    let mut session = match request.prepare(&cache, &host, &mut running::progress_line)? {
+    let mut session = match request.prepare(&host, &mut |line: &str| eprintln!("lcx: {line}"))? {
         Prepared::Ready(session) => session,
         Prepared::Done { id } => {
             let done = RunnerError::NothingToResume {
@@ -129,7 +130,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let settings = RunSettings {
         fail_fast: args.fail_fast,
         keep_runs: args.keep_runs,
-        stop: running::stop_on_signals()?,
+        stop: StopSignal::on_signals().context("installing the Ctrl-C handler")?,
         cuda_available: None,
     };
     let mut reporter = reporter::for_stderr(args.plain);

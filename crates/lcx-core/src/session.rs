@@ -6,7 +6,7 @@
 //! turns flags into a [`RunRequest`] and prints what comes back; every
 //! decision is made here, so both commands make it the same way.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::experiment::plan::{self, Overrides, Plan, PlanError};
@@ -50,6 +50,25 @@ pub struct Host {
     pub lcx_exe: PathBuf,
     /// The command line, kept with the experiment.
     pub argv: Vec<String>,
+    /// The libtorch this lcx links (found when it was built), which its
+    /// builds of lcx revisions link too.
+    pub libtorch: Option<PathBuf>,
+}
+
+impl Host {
+    /// This process: its own binary and command line.
+    pub fn this_process(libtorch: Option<&Path>) -> std::io::Result<Host> {
+        Ok(Host {
+            lcx_exe: std::env::current_exe()?,
+            argv: std::env::args().collect(),
+            libtorch: libtorch.map(Path::to_path_buf),
+        })
+    }
+
+    /// The build cache of `db` (revisions built once, kept beside it).
+    pub fn cache(&self, db: &Path) -> Cache {
+        Cache::for_db(db).with_libtorch(self.libtorch.as_deref())
+    }
 }
 
 /// Why a request cannot run. [`SessionError::is_user_input`] tells the
@@ -160,7 +179,7 @@ impl SessionError {
 #[derive(Debug)]
 pub enum Prepared {
     /// The experiment's cells are ready to run.
-    Ready(Session),
+    Ready(Box<Session>),
     /// An earlier experiment that is already completed: nothing to run.
     Done { id: i64 },
 }
@@ -227,7 +246,7 @@ impl RunRequest {
     /// What `--dry-run` shows: the plan (the file's, or the stored plan of
     /// the earlier experiment) and the revisions it would build. Nothing
     /// is written, not even a database.
-    pub fn dry_run(&self, cache: &Cache) -> Result<(Plan, Vec<Planned>), SessionError> {
+    pub fn dry_run(&self, host: &Host) -> Result<(Plan, Vec<Planned>), SessionError> {
         self.check()?;
         let plan = match self.load()? {
             Some((plan, _)) => plan,
@@ -240,7 +259,8 @@ impl RunRequest {
                 run::stored_plan(&store, experiment.id).map_err(SessionError::Runner)?
             }
         };
-        let builds = revision::survey(&plan, cache).map_err(SessionError::revision)?;
+        let builds =
+            revision::survey(&plan, &host.cache(&self.db)).map_err(SessionError::revision)?;
         Ok((plan, builds))
     }
 
@@ -250,11 +270,11 @@ impl RunRequest {
     /// resumable as asked.
     pub fn prepare(
         &self,
-        cache: &Cache,
         host: &Host,
         progress: &mut dyn revision::Progress,
     ) -> Result<Prepared, SessionError> {
         self.check()?;
+        let cache = &host.cache(&self.db);
         let loaded = self.load()?;
         if let (true, Some((plan, _))) = (self.detach, &loaded) {
             detachable(plan)?;
@@ -312,7 +332,7 @@ impl RunRequest {
                 (plan, id)
             }
         };
-        Ok(Prepared::Ready(Session {
+        Ok(Prepared::Ready(Box::new(Session {
             store,
             plan,
             experiment_id,
@@ -320,7 +340,7 @@ impl RunRequest {
             detach: self.detach,
             attach: matches!(self.start, Start::Attach(_)),
             takeover: self.takeover,
-        }))
+        })))
     }
 }
 
@@ -548,4 +568,155 @@ pub fn shell_words(argv: &[String]) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = "name = \"s\"\nworkload = \"command\"\niterations = 1\n\
+                        [[arms]]\nname = \"a\"\ncommand = 'echo \"{\\\"t\\\": 1}\"'\n";
+
+    fn host() -> Host {
+        Host {
+            lcx_exe: PathBuf::from("lcx"),
+            argv: vec!["lcx".into(), "run".into()],
+            libtorch: None,
+        }
+    }
+
+    fn request(start: Start, db: &Path) -> RunRequest {
+        RunRequest {
+            start,
+            overrides: Overrides::default(),
+            db: db.to_path_buf(),
+            detach: false,
+            takeover: false,
+        }
+    }
+
+    /// A folder with the experiment file `s.toml` and a database path.
+    fn folder() -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("s.toml");
+        std::fs::write(&file, FILE).unwrap();
+        let db = dir.path().join("lcx.db");
+        (dir, file, db)
+    }
+
+    fn quiet() -> impl FnMut(&str) {
+        |_: &str| {}
+    }
+
+    #[test]
+    fn flags_that_do_not_go_together_are_refused_before_anything_is_read() {
+        let missing = Path::new("/nonexistent/lcx.db");
+        let mut takeover = request(Start::File("x.toml".into()), missing);
+        takeover.takeover = true;
+        let err = takeover.check().unwrap_err();
+        assert!(matches!(err, SessionError::TakeoverNeedsEarlier));
+        assert!(err.is_user_input());
+        let mut resume = request(Start::Attach("3".into()), missing);
+        resume.overrides.iterations = Some(2);
+        let err = resume.prepare(&host(), &mut quiet()).unwrap_err();
+        assert!(
+            err.to_string().contains("cannot be combined with --attach"),
+            "{err}"
+        );
+        assert!(err.is_user_input());
+        assert!(!missing.exists());
+    }
+
+    #[test]
+    fn a_new_experiment_is_recorded_and_an_earlier_one_resumed_as_its_status_allows() {
+        let (_dir, file, db) = folder();
+        let Prepared::Ready(mut session) = request(Start::File(file), &db)
+            .prepare(&host(), &mut quiet())
+            .unwrap()
+        else {
+            panic!("a new experiment is ready");
+        };
+        let id = session.experiment_id;
+        let settings = RunSettings {
+            fail_fast: false,
+            keep_runs: false,
+            stop: StopSignal::new(),
+            cuda_available: Some(false),
+        };
+        let mut reporter = crate::experiment::reporter::RecordingReporter::default();
+        let summary = session.run(&host(), settings, &mut reporter).unwrap();
+        assert_eq!(summary.status, ExperimentStatus::Completed);
+        drop(session);
+
+        let resumed = request(Start::Resume(id.to_string()), &db)
+            .prepare(&host(), &mut quiet())
+            .unwrap();
+        assert!(matches!(resumed, Prepared::Done { id: done } if done == id));
+        let err = request(Start::Attach("latest".into()), &db)
+            .prepare(&host(), &mut quiet())
+            .unwrap_err();
+        assert!(matches!(err, SessionError::NothingToFollow { .. }), "{err}");
+
+        // `detached` is how a running experiment without a coordinator reads.
+        let mut store = Store::open(&db).unwrap();
+        store
+            .set_experiment_status(id, ExperimentStatus::Running)
+            .unwrap();
+        store.detach_experiment(id).unwrap();
+        drop(store);
+        let err = request(Start::Resume("s".into()), &db)
+            .prepare(&host(), &mut quiet())
+            .unwrap_err();
+        assert!(err.to_string().contains("lcx run --attach"), "{err}");
+        let mut store = Store::open(&db).unwrap();
+        store
+            .set_experiment_status(id, ExperimentStatus::Failed)
+            .unwrap();
+        drop(store);
+        let err = request(Start::Attach("s".into()), &db)
+            .prepare(&host(), &mut quiet())
+            .unwrap_err();
+        assert!(matches!(err, SessionError::NoJobsToFollow { .. }), "{err}");
+        assert!(err.is_user_input());
+    }
+
+    #[test]
+    fn a_resume_never_makes_a_database() {
+        let (_dir, _, db) = folder();
+        let err = request(Start::Resume("latest".into()), &db)
+            .prepare(&host(), &mut quiet())
+            .unwrap_err();
+        assert!(err.is_user_input(), "{err}");
+        assert!(!db.exists());
+    }
+
+    #[test]
+    fn only_slurm_cells_without_adaptive_rounds_detach() {
+        let (_dir, file, db) = folder();
+        let mut local = request(Start::File(file), &db);
+        local.detach = true;
+        let err = local.prepare(&host(), &mut quiet()).unwrap_err();
+        assert!(err.to_string().contains("runs its cells locally"), "{err}");
+        assert!(!db.exists(), "a refused detach writes nothing");
+    }
+
+    #[test]
+    fn the_dry_run_shows_each_cell_as_a_shell_would_take_it() {
+        let (_dir, file, db) = folder();
+        let (plan, builds) = request(Start::File(file), &db).dry_run(&host()).unwrap();
+        let text = dry_run_text(&plan, &builds);
+        assert!(
+            text.starts_with("experiment `s` (command): 1 arm × 1 repeat"),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"cell 1: a #1 — sh -c 'echo "{\"t\": 1}"'"#),
+            "{text}"
+        );
+        assert!(!db.exists(), "a dry run writes nothing");
+        assert_eq!(
+            shell_words(&["a b".into(), "it's".into(), "x=1".into()]),
+            r#"'a b' 'it'\''s' x=1"#
+        );
+    }
 }

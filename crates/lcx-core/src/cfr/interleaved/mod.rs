@@ -21,7 +21,7 @@
 //!   round loop (fill the window, forward, hand answers back, retire
 //!   finished games), and the feeds it takes games from;
 //! - `batch.rs`: a round's queries, gathered per network and forwarded;
-//! - `workers.rs`: [`InterleavedTraverser::run_shared`], one scheduler per
+//! - `handoff.rs`: [`InterleavedTraverser::run_shared`], one scheduler per
 //!   thread over a shared game queue, and the hand-off of games in flight;
 //! - `tests.rs`: the parity tests against the recursive scheduler, and the
 //!   helpers the other files' tests (each next to its code) share.
@@ -32,10 +32,10 @@
 
 mod batch;
 mod context;
+mod handoff;
 mod scheduler;
 #[cfg(test)]
 mod tests;
-mod workers;
 
 pub use scheduler::InterleavedTraverser;
 

@@ -2,7 +2,7 @@
 //! that runs it round by round (fill the window, forward a batch, hand each
 //! answer back and run its game to the next query, retire finished games),
 //! and the [`Feed`]s it takes games from: its own job list, or a queue
-//! shared with other workers (`workers.rs`).
+//! shared with other workers (`handoff.rs`).
 
 use std::time::Instant;
 

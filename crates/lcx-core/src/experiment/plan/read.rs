@@ -542,7 +542,7 @@ impl Reader<'_> {
         };
         let (mut columns, guards) = self.agree_folds(columns, guards)?;
         if let Some(probe) = &cli.probe {
-            super::probe::probe_column(&mut columns, probe);
+            self.probe_column(&mut columns, probe);
         }
         for (i, g) in guards.iter().enumerate() {
             let Some(d) = g.direction else { continue };

@@ -209,29 +209,6 @@ pub(crate) struct End {
     pub status: Option<(RunStatus, String)>,
 }
 
-impl End {
-    pub(crate) fn of_exit(status: &std::process::ExitStatus) -> End {
-        let (exit_code, signal, how) = super::local::describe_exit(status);
-        End {
-            exit_code,
-            signal,
-            how,
-            success: status.success(),
-            status: None,
-        }
-    }
-
-    pub(crate) fn of_job(end: crate::experiment::slurm::JobEnd) -> End {
-        End {
-            exit_code: end.exit_code,
-            signal: end.signal,
-            how: end.how,
-            success: end.success,
-            status: end.status,
-        }
-    }
-}
-
 /// Why a cell that exited 0 is not complete: it stored fewer lines than
 /// the plan's `iterations` (any number of at least one for an arm with
 /// `variable_iterations`).
@@ -246,6 +223,20 @@ pub(crate) fn short_count(plan: &Plan, arm: &Arm, stored: u64) -> Option<String>
             crate::text::counted(expected, "iteration")
         )
     })
+}
+
+/// The outcome of a cell whose process never started (the executor
+/// refused it: no such program, `sbatch` failed).
+pub(crate) fn unstarted(error: String, wall_seconds: f64) -> RunOutcome {
+    RunOutcome {
+        status: RunStatus::Failed,
+        exit_code: None,
+        signal: None,
+        error: Some(error),
+        stderr_tail: None,
+        wall_seconds,
+        problems: LineProblems::default(),
+    }
 }
 
 /// What the cell loop saw of a cell by the time it ended.

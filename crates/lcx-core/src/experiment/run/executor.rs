@@ -9,7 +9,6 @@ use std::sync::{mpsc, Arc, Mutex};
 
 use super::cell::{Cell, CellInfo, End, Reporter};
 use super::output::{collect_tail, Tail};
-use super::slurm::Adopt;
 use super::RunnerError;
 use crate::store::NodeInfo;
 
@@ -52,6 +51,18 @@ pub(crate) struct Place<'a> {
     pub after: Option<String>,
     /// A local cell's hardware (this machine).
     pub node: Option<&'a NodeInfo>,
+}
+
+/// A job an earlier coordinator submitted, followed instead of submitted
+/// again (`--attach`).
+pub(crate) struct Adopt {
+    pub job: String,
+    pub dir: PathBuf,
+    /// Metric lines of the current attempt already stored: the first
+    /// lines of the job's stdout, which an earlier follower ingested.
+    pub stored: u64,
+    /// The job run those lines came from (its `started` record).
+    pub run: Option<String>,
 }
 
 /// What the reader and waiter threads tell the cell loop.
@@ -122,16 +133,6 @@ impl StderrSource {
                 }
                 Err(_) => Default::default(),
             },
-        }
-    }
-}
-
-/// The executor a plan asks for.
-pub(crate) fn for_plan(plan: &crate::experiment::Plan) -> Box<dyn Executor + '_> {
-    match &plan.executor {
-        crate::experiment::plan::Executor::Local => Box::new(super::local::Local),
-        crate::experiment::plan::Executor::Slurm(options) => {
-            Box::new(super::slurm::Slurm::new(options))
         }
     }
 }

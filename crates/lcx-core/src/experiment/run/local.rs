@@ -9,9 +9,8 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 use super::cell::{process_env, Cell, CellInfo, End, Reporter};
-use super::executor::{Executor, Launched, Msg, Place, StderrSource, CHANNEL_LINES};
+use super::executor::{Adopt, Executor, Launched, Msg, Place, StderrSource, CHANNEL_LINES};
 use super::output::{self, collect_tail, LineRead};
-use super::slurm::Adopt;
 use super::stop::signal_group;
 use super::RunnerError;
 
@@ -128,7 +127,7 @@ fn launch(cell: &Cell<'_>) -> Result<Launched, String> {
     std::thread::spawn(move || {
         let end = child
             .wait()
-            .map(|status| End::of_exit(&status))
+            .map(|status| exit_end(&status))
             .map_err(|e| format!("waiting for the child failed: {e}"));
         let _ = tx.send(Msg::Ended(end));
     });
@@ -146,8 +145,6 @@ fn launch(cell: &Cell<'_>) -> Result<Launched, String> {
         job: None,
     })
 }
-
-/// Submits a cell as a Slurm job and follows it: its stdout file (on the
 
 /// A forked watchdog that SIGKILLs a cell's process group when the runner
 /// goes away without ending the cell (`kill -9`, a crash): PDEATHSIG only
@@ -240,6 +237,18 @@ impl Drop for GroupReaper {
             let mut status = 0;
             libc::waitpid(self.pid, &mut status, 0);
         }
+    }
+}
+
+/// How a child ended, as the cell loop reads any end.
+fn exit_end(status: &std::process::ExitStatus) -> End {
+    let (exit_code, signal, how) = describe_exit(status);
+    End {
+        exit_code,
+        signal,
+        how,
+        success: status.success(),
+        status: None,
     }
 }
 

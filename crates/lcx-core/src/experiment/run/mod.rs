@@ -27,6 +27,7 @@ pub mod ingest;
 pub mod line;
 pub mod local;
 pub mod output;
+pub mod placement;
 pub mod record;
 pub mod schedule;
 pub mod slurm;

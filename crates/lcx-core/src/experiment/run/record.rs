@@ -78,8 +78,6 @@ pub fn stored_plan(store: &Store, experiment_id: i64) -> Result<Plan, RunnerErro
     })
 }
 
-/// Runs every cell of the experiment that is not completed yet, in plan
-
 /// Records a cell's end. A completed training cell's run directory goes
 /// (unless `keep_runs`); one that did not complete keeps it, and its error
 /// says where. With `warmup = "auto"`, a completed cell's warm-up is

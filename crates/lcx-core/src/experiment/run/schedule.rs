@@ -7,18 +7,19 @@
 use std::time::Instant;
 
 use super::cell::{
-    cell_program, outcome, summary, train_dir, Cell, CellInfo, Ending, Event, Reporter, Summary,
+    cell_program, outcome, summary, train_dir, unstarted, Cell, CellInfo, Ending, Event, Reporter,
+    Summary,
 };
+use super::executor::Adopt;
 use super::executor::{Executor, Launched, Place};
 use super::ingest::{ingest, Ingested, STDOUT_GRACE};
+use super::placement::Pinning;
 use super::record::finish_cell;
-use super::slurm::{adoptable, end_adopted, Adopt, Slurm};
+use super::slurm::{adoptable, end_adopted, Slurm};
 use super::{RunnerError, RunnerOptions};
 use crate::experiment::plan::{self, Plan, Requirement};
 use crate::experiment::slurm as client;
-use crate::store::{
-    ExperimentStatus, LineProblems, Run, RunOutcome, RunStatus, RunnerIdentity, Store,
-};
+use crate::store::{ExperimentStatus, Run, RunOutcome, RunStatus, RunnerIdentity, Store};
 
 /// Runs every cell of the experiment that is not completed yet, in plan
 /// order. A new experiment runs everything; a resumed one runs the
@@ -52,15 +53,7 @@ pub fn run(
         plan::Executor::Local => None,
     };
     if let (true, Some(slurm)) = (options.detach, &slurm_options) {
-        return slurm.detach(
-            store,
-            plan,
-            experiment_id,
-            todo,
-            options,
-            reporter,
-            placement,
-        );
+        return slurm.detach(store, plan, experiment_id, todo, options, reporter);
     }
     // Several cells in flight: submit them all, then follow each in plan
     // order; the jobs' own records give each cell's time and node.
@@ -92,7 +85,7 @@ pub fn run(
             todo
         };
     let slurm = slurm_options.is_some();
-    let executor = super::executor::for_plan(plan);
+    let executor = for_plan(plan);
     // Under `--attach`, the last job of the chain an earlier coordinator
     // left: a cell submitted now waits for it, so that cells still run one
     // at a time.
@@ -226,6 +219,14 @@ pub fn run(
     Ok(summary)
 }
 
+/// The executor a plan asks for.
+fn for_plan(plan: &Plan) -> Box<dyn Executor + '_> {
+    match &plan.executor {
+        plan::Executor::Local => Box::new(super::local::Local),
+        plan::Executor::Slurm(options) => Box::new(Slurm::new(options)),
+    }
+}
+
 /// The cells of `runs` still to run (not completed), in plan order, each
 /// with its arm's index; and whether any of them ran before (a resume).
 pub(crate) fn cells_to_run(
@@ -290,15 +291,7 @@ fn run_cell(
     let launched = match launched {
         Ok(launched) => launched,
         Err(error) => {
-            let outcome = RunOutcome {
-                status: RunStatus::Failed,
-                exit_code: None,
-                signal: None,
-                error: Some(error),
-                stderr_tail: None,
-                wall_seconds: started.elapsed().as_secs_f64(),
-                problems: LineProblems::default(),
-            };
+            let outcome = unstarted(error, started.elapsed().as_secs_f64());
             store.finish_run(info.run_id, &outcome)?;
             reporter.report(&Event::CellFinished {
                 cell: info,
@@ -415,71 +408,6 @@ fn run_cell(
     Ok(outcome)
 }
 
-/// Which node the next Slurm cell is pinned to (`[executor] placement`).
-pub(crate) struct Pinning {
-    placement: Option<plan::Placement>,
-    /// same-node: the node of the experiment's first Slurm cell.
-    node: Option<String>,
-    /// spread: the node of the current round (repeat).
-    round: Option<(i64, String)>,
-}
-
-impl Pinning {
-    pub(crate) fn new(plan: &Plan, runs: &[Run]) -> Pinning {
-        let placement = match &plan.executor {
-            plan::Executor::Slurm(o) => Some(o.placement),
-            plan::Executor::Local => None,
-        };
-        // A resume keeps to the node the earlier cells ran on.
-        let node = runs
-            .iter()
-            .filter(|r| r.slurm_job.is_some())
-            .find_map(|r| r.host.clone());
-        Pinning {
-            placement,
-            node,
-            round: None,
-        }
-    }
-
-    pub(crate) fn node_for(&self, repeat: i64) -> Option<String> {
-        use plan::Placement;
-        match self.placement? {
-            Placement::SameNode => self.node.clone(),
-            Placement::Spread => self
-                .round
-                .as_ref()
-                .filter(|(r, _)| *r == repeat)
-                .map(|(_, n)| n.clone()),
-            Placement::Any => None,
-        }
-    }
-
-    /// Whether the cell about to be submitted for `repeat` decides the
-    /// node later cells are pinned to (so a detaching coordinator must
-    /// wait until Slurm has placed it).
-    pub(crate) fn pins_before(&self, repeat: i64) -> bool {
-        use plan::Placement;
-        match self.placement {
-            Some(Placement::SameNode) => self.node.is_none(),
-            Some(Placement::Spread) => self.round.as_ref().is_none_or(|(r, _)| *r != repeat),
-            Some(Placement::Any) | None => false,
-        }
-    }
-
-    pub(crate) fn ran(&mut self, repeat: i64, host: String) {
-        if self.placement.is_none() {
-            return;
-        }
-        if self.node.is_none() {
-            self.node = Some(host.clone());
-        }
-        if self.round.as_ref().is_none_or(|(r, _)| *r != repeat) {
-            self.round = Some((repeat, host));
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -536,46 +464,5 @@ mod tests {
             err.to_string().contains("arm `gone`, which the plan lacks"),
             "{err}"
         );
-    }
-
-    fn pinning(placement: &str) -> Pinning {
-        let plan = two_arms(&format!(
-            "[executor]\nkind = \"slurm\"\nplacement = \"{placement}\""
-        ));
-        Pinning::new(&plan, &[])
-    }
-
-    #[test]
-    fn same_node_pins_every_cell_to_the_first_cells_node() {
-        let mut p = pinning("same-node");
-        assert_eq!(p.node_for(1), None);
-        assert!(p.pins_before(1));
-        p.ran(1, "n1".into());
-        p.ran(2, "n2".into());
-        assert_eq!(p.node_for(1), Some("n1".into()));
-        assert_eq!(p.node_for(2), Some("n1".into()));
-        assert!(!p.pins_before(3));
-    }
-
-    #[test]
-    fn spread_pins_each_round_to_its_first_cells_node() {
-        let mut p = pinning("spread");
-        p.ran(1, "n1".into());
-        assert_eq!(p.node_for(1), Some("n1".into()));
-        assert_eq!(p.node_for(2), None);
-        assert!(p.pins_before(2));
-        p.ran(2, "n2".into());
-        assert_eq!(p.node_for(2), Some("n2".into()));
-    }
-
-    #[test]
-    fn any_placement_and_local_cells_are_never_pinned() {
-        let mut p = pinning("any");
-        p.ran(1, "n1".into());
-        assert_eq!(p.node_for(1), None);
-        assert!(!p.pins_before(2));
-        let mut local = Pinning::new(&two_arms(""), &[]);
-        local.ran(1, "here".into());
-        assert_eq!(local.node_for(1), None);
     }
 }

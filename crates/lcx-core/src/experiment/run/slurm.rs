@@ -11,11 +11,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::cell::cell_program;
-use super::cell::{count, process_env, train_dir, Cell, CellInfo, End, Event, Reporter, Summary};
-use super::executor::{Executor, Launched, Msg, Place, StderrSource, CHANNEL_LINES};
+use super::cell::{
+    cell_program, count, process_env, train_dir, unstarted, Cell, CellInfo, End, Event, Reporter,
+    Summary,
+};
+use super::executor::{Adopt, Executor, Launched, Msg, Place, StderrSource, CHANNEL_LINES};
 use super::output;
-use super::schedule::Pinning;
+use super::placement::Pinning;
 use super::{RunnerError, RunnerOptions};
 use crate::experiment::plan::{Plan, Requirement, SlurmOptions};
 use crate::experiment::slurm as client;
@@ -76,9 +78,9 @@ impl<'a> Slurm<'a> {
         todo: Vec<(usize, Run)>,
         options: &RunnerOptions,
         reporter: &mut dyn Reporter,
-        placement: Pinning,
     ) -> Result<Summary, RunnerError> {
         let started = Instant::now();
+        let placement = Pinning::new(plan, &store.runs(experiment_id)?);
         self.submit_all(store, plan, todo, options, reporter, placement)?;
         let runs = store.runs(experiment_id)?;
         let count = |s| count(&runs, s);
@@ -224,15 +226,7 @@ impl<'a> Slurm<'a> {
                     }
                 }
                 Err(error) => {
-                    let outcome = RunOutcome {
-                        status: RunStatus::Failed,
-                        exit_code: None,
-                        signal: None,
-                        error: Some(error),
-                        stderr_tail: None,
-                        wall_seconds: 0.0,
-                        problems: LineProblems::default(),
-                    };
+                    let outcome = unstarted(error, 0.0);
                     store.finish_run(run.id, &outcome)?;
                     reporter.report(&Event::CellFinished {
                         cell: &info,
@@ -352,18 +346,6 @@ impl Executor for Slurm<'_> {
     }
 }
 
-/// A job an earlier coordinator submitted, followed instead of submitted
-/// again (`--attach`).
-pub(crate) struct Adopt {
-    pub job: String,
-    pub dir: PathBuf,
-    /// Metric lines of the current attempt already stored: the first
-    /// lines of the job's stdout, which an earlier follower ingested.
-    pub stored: u64,
-    /// The job run those lines came from (its `started` record).
-    pub run: Option<String>,
-}
-
 /// The job and folder to follow for a cell under `--attach` (a cell still
 /// `running` whose job an earlier coordinator submitted) or after
 /// [`Slurm::submit_all`] submitted it ahead (`max_parallel` > 1).
@@ -412,6 +394,17 @@ pub(crate) fn end_adopted(store: &mut Store, run: &Run, job: &str) -> Result<(),
     Ok(())
 }
 
+/// How a job ended, as the cell loop reads any end.
+fn job_end(end: client::JobEnd) -> End {
+    End {
+        exit_code: end.exit_code,
+        signal: end.signal,
+        how: end.how,
+        success: end.success,
+        status: end.status,
+    }
+}
+
 /// Follows a submitted job until it ends (from its stdout's start).
 fn follow_job(
     job: String,
@@ -437,7 +430,7 @@ fn follow_job(
                         if tx.send(Msg::Eof).is_err() {
                             return false;
                         }
-                        Msg::Ended(end.map(End::of_job))
+                        Msg::Ended(end.map(job_end))
                     }
                 };
                 tx.send(msg).is_ok()

@@ -53,6 +53,25 @@ impl StopSignal {
         }
     }
 
+    /// A stop signal that Ctrl-C, SIGTERM and SIGHUP raise: the first
+    /// stops the running cell (SIGTERM to its group, SIGKILL after a grace
+    /// period) and lets the runner record it as interrupted; a second kills
+    /// it at once. Installs the process's one handler for them.
+    pub fn on_signals() -> Result<Arc<StopSignal>, ctrlc::Error> {
+        let stop = StopSignal::new();
+        let handler = Arc::clone(&stop);
+        let count = std::sync::atomic::AtomicUsize::new(0);
+        ctrlc::set_handler(move || {
+            if count.fetch_add(1, Ordering::SeqCst) == 0 {
+                eprintln!("\nlcx: stopping (press Ctrl-C again to kill the running cell at once)");
+                handler.stop();
+            } else {
+                handler.force();
+            }
+        })?;
+        Ok(stop)
+    }
+
     pub fn is_stopped(&self) -> bool {
         self.stopped.load(Ordering::SeqCst)
     }
