@@ -330,3 +330,54 @@ fn a_database_from_release_0_1_0_reads_back() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// An experiment an older lcx recorded without its cells (killed between
+/// its two writes) is never "completed" on nothing: `--check` refuses it,
+/// and `--resume` plans its cells from the stored plan and runs them.
+#[test]
+fn an_experiment_without_cells_is_planned_on_resume_and_never_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("lcx.db");
+    let file = crate::support::write(
+        dir.path(),
+        "e.toml",
+        "name = \"e\"\nworkload = \"command\"\niterations = 2\nrepeats = 2\n\
+         [[arms]]\nname = \"a\"\ncommand = 'echo \"{\\\"t\\\": 1}\"; echo \"{\\\"t\\\": 2}\"'\n",
+    );
+    let lcx = |args: &[&str]| {
+        crate::support::lcx()
+            .args(args)
+            .arg("--db")
+            .arg(&db)
+            .output()
+            .unwrap()
+    };
+    let run = lcx(&["run", file.to_str().unwrap(), "--plain"]);
+    assert!(run.status.success());
+    // What an lcx of one write per table could leave: the experiment, as
+    // running, without its cells.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "DELETE FROM metrics; DELETE FROM runs; UPDATE experiments SET status = 'running';",
+    )
+    .unwrap();
+    drop(conn);
+
+    let check = lcx(&["report", "1", "--check"]);
+    let out = String::from_utf8_lossy(&check.stderr);
+    assert_eq!(check.status.code(), Some(3), "{out}");
+    assert!(out.contains("no cells were recorded"), "{out}");
+
+    let resume = lcx(&["run", "--resume", "1", "--plain"]);
+    let err = String::from_utf8_lossy(&resume.stderr);
+    assert!(resume.status.success(), "{err}");
+    assert!(err.contains("had no cells recorded"), "{err}");
+    assert!(err.contains("2 of 2 cells to run"), "{err}");
+    let check = lcx(&["report", "1", "--check"]);
+    assert_eq!(
+        check.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+}

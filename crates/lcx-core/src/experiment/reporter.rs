@@ -25,6 +25,13 @@ pub fn for_stderr(plain: bool) -> Box<dyn Reporter> {
     }
 }
 
+fn planned_note(experiment_id: i64) -> String {
+    format!(
+        "experiment {experiment_id} had no cells recorded (its runner was killed while \
+         creating it); they are planned from its stored plan"
+    )
+}
+
 fn cell_name(cell: &CellInfo) -> String {
     if cell.repeats > 1 {
         format!("{} #{}/{}", cell.arm, cell.repeat, cell.repeats)
@@ -107,8 +114,12 @@ impl<W: Write> Reporter for PlainReporter<W> {
                 cells,
                 total_cells,
                 resumed,
+                planned_cells,
             } => {
                 let verb = if *resumed { "resuming" } else { "running" };
+                if *planned_cells {
+                    self.line(&planned_note(*experiment_id));
+                }
                 self.line(&format!(
                     "{verb} experiment {experiment_id} `{name}`: {cells} of {total_cells} cells to run"
                 ));
@@ -223,8 +234,12 @@ impl Reporter for ProgressReporter {
                 cells,
                 total_cells,
                 resumed,
+                planned_cells,
             } => {
                 self.name = name.to_string();
+                if *planned_cells {
+                    self.note(&planned_note(*experiment_id));
+                }
                 let verb = if *resumed { "resuming" } else { "running" };
                 self.note(&format!(
                     "{verb} experiment {experiment_id} `{name}`: {cells} of {total_cells} cells"

@@ -1329,6 +1329,19 @@ pub fn assemble(input: Input, options: Options) -> Report {
             first_error_line(r)
         ));
     }
+    // Nothing completed (every cell skipped, or none recorded): nothing
+    // was shown, so nothing passes.
+    if !input.runs.iter().any(|r| r.status == RunStatus::Completed) {
+        check_notes.push(if input.runs.is_empty() {
+            format!(
+                "no cells were recorded (its runner was killed while creating it); \
+                 `lcx run --resume {}` plans and runs them",
+                e.id
+            )
+        } else {
+            "no cell completed".to_string()
+        });
+    }
     // An arm that ran (not one skipped for want of CUDA, whose report
     // line says so) and measured nothing.
     let empty: Vec<&str> = arms

@@ -365,25 +365,28 @@ pub(crate) fn seed_three_cells(store: &mut Store) -> (i64, Vec<i64>) {
     use super::types::{Fingerprint, NewExperiment, NewRun};
     use std::collections::BTreeMap;
     let id = store
-        .insert_experiment(&NewExperiment {
-            name: "exp".into(),
-            description: String::new(),
-            workload: "command".into(),
-            file_path: "x.toml".into(),
-            file_text: String::new(),
-            file_sha256: String::new(),
-            plan_json: "{}".into(),
-            iterations: 4,
-            warmup: 1,
-            repeats: 2,
-            baseline: Some("a".into()),
-            lcx_version: "0".into(),
-            git_commit: None,
-            git_dirty: None,
-            command_line: vec![],
-            runner: None,
-            fingerprint: Fingerprint::default(),
-        })
+        .insert_experiment(
+            &NewExperiment {
+                name: "exp".into(),
+                description: String::new(),
+                workload: "command".into(),
+                file_path: "x.toml".into(),
+                file_text: String::new(),
+                file_sha256: String::new(),
+                plan_json: "{}".into(),
+                iterations: 4,
+                warmup: 1,
+                repeats: 2,
+                baseline: Some("a".into()),
+                lcx_version: "0".into(),
+                git_commit: None,
+                git_dirty: None,
+                command_line: vec![],
+                runner: None,
+                fingerprint: Fingerprint::default(),
+            },
+            &[],
+        )
         .unwrap();
     let new = |arm: &str, index, repeat| NewRun {
         arm: arm.into(),

@@ -66,7 +66,9 @@ fn fresh_store_has_latest_schema() {
 #[test]
 fn round_trips_experiment_and_runs() {
     let mut store = Store::open_in_memory().unwrap();
-    let id = store.insert_experiment(&new_experiment("exp", 1)).unwrap();
+    let id = store
+        .insert_experiment(&new_experiment("exp", 1), &[])
+        .unwrap();
     let ids = store
         .insert_runs(id, &[new_run("a", 0, 1), new_run("b", 1, 1)])
         .unwrap();
@@ -95,9 +97,15 @@ fn round_trips_experiment_and_runs() {
 #[test]
 fn find_experiment_by_id_name_and_latest() {
     let mut store = Store::open_in_memory().unwrap();
-    let a1 = store.insert_experiment(&new_experiment("a", 0)).unwrap();
-    let b = store.insert_experiment(&new_experiment("b", 0)).unwrap();
-    let a2 = store.insert_experiment(&new_experiment("a", 0)).unwrap();
+    let a1 = store
+        .insert_experiment(&new_experiment("a", 0), &[])
+        .unwrap();
+    let b = store
+        .insert_experiment(&new_experiment("b", 0), &[])
+        .unwrap();
+    let a2 = store
+        .insert_experiment(&new_experiment("a", 0), &[])
+        .unwrap();
     assert_eq!(store.find_experiment("latest").unwrap().id, a2);
     assert_eq!(store.find_experiment("a").unwrap().id, a2);
     assert_eq!(store.find_experiment("b").unwrap().id, b);
@@ -113,7 +121,9 @@ fn find_experiment_by_id_name_and_latest() {
 #[test]
 fn lines_views_and_warmup_exclusion() {
     let mut store = Store::open_in_memory().unwrap();
-    let id = store.insert_experiment(&new_experiment("exp", 1)).unwrap();
+    let id = store
+        .insert_experiment(&new_experiment("exp", 1), &[])
+        .unwrap();
     let runs = store
         .insert_runs(id, &[new_run("a", 0, 1), new_run("a", 0, 2)])
         .unwrap();
@@ -151,7 +161,9 @@ fn lines_views_and_warmup_exclusion() {
 #[test]
 fn duplicate_iteration_is_refused_whole() {
     let mut store = Store::open_in_memory().unwrap();
-    let id = store.insert_experiment(&new_experiment("exp", 0)).unwrap();
+    let id = store
+        .insert_experiment(&new_experiment("exp", 0), &[])
+        .unwrap();
     let run = store.insert_runs(id, &[new_run("a", 0, 1)]).unwrap()[0];
     let attempt = store.start_run(run).unwrap();
     line(&mut store, run, attempt, 1, 1.0);
@@ -176,7 +188,9 @@ fn duplicate_iteration_is_refused_whole() {
 #[test]
 fn restart_supersedes_earlier_attempt() {
     let mut store = Store::open_in_memory().unwrap();
-    let id = store.insert_experiment(&new_experiment("exp", 0)).unwrap();
+    let id = store
+        .insert_experiment(&new_experiment("exp", 0), &[])
+        .unwrap();
     let run = store.insert_runs(id, &[new_run("a", 0, 1)]).unwrap()[0];
     let first = store.start_run(run).unwrap();
     line(&mut store, run, first, 1, 9.0);
@@ -236,7 +250,9 @@ fn query_refuses_writes() {
 #[test]
 fn skip_and_reports() {
     let mut store = Store::open_in_memory().unwrap();
-    let id = store.insert_experiment(&new_experiment("exp", 0)).unwrap();
+    let id = store
+        .insert_experiment(&new_experiment("exp", 0), &[])
+        .unwrap();
     let run = store.insert_runs(id, &[new_run("gpu", 0, 1)]).unwrap()[0];
     store.skip_run(run, "requires cuda").unwrap();
     let r = store.run(run).unwrap().unwrap();
@@ -288,7 +304,9 @@ fn read_only_open_needs_an_existing_file() {
 #[test]
 fn metric_info_describes_the_stored_metrics_through_glob() {
     let mut store = Store::open_in_memory().unwrap();
-    let id = store.insert_experiment(&new_experiment("exp", 0)).unwrap();
+    let id = store
+        .insert_experiment(&new_experiment("exp", 0), &[])
+        .unwrap();
     let run = store.insert_runs(id, &[new_run("a", 0, 1)]).unwrap()[0];
     store
         .insert_line(
@@ -330,4 +348,27 @@ fn metric_info_describes_the_stored_metrics_through_glob() {
             SqlValue::Integer(crate::metrics::VOCABULARY.len() as i64)
         )
     );
+}
+
+/// The experiment and its cells are one write: cells that cannot be
+/// recorded (here two of `a` #1) leave no experiment behind, so no
+/// experiment without its cells can ever be read back.
+#[test]
+fn an_experiment_is_recorded_with_its_cells_or_not_at_all() {
+    let mut store = Store::open_in_memory().unwrap();
+    let err = store
+        .insert_experiment(
+            &new_experiment("exp", 0),
+            &[new_run("a", 0, 1), new_run("a", 0, 1)],
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("UNIQUE"), "{err}");
+    assert!(store.experiments(None).unwrap().is_empty());
+    let id = store
+        .insert_experiment(
+            &new_experiment("exp", 0),
+            &[new_run("a", 0, 1), new_run("b", 1, 1)],
+        )
+        .unwrap();
+    assert_eq!(store.runs(id).unwrap().len(), 2);
 }

@@ -14,71 +14,122 @@ fn to_json<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_default()
 }
 
+/// The experiment's row, inside the caller's transaction.
+fn insert_experiment_row(
+    tx: &rusqlite::Transaction<'_>,
+    e: &NewExperiment,
+) -> Result<i64, StoreError> {
+    let fp = &e.fingerprint;
+    tx.execute(
+        "INSERT INTO experiments (
+            name, description, workload, file_path, file_text, file_sha256, plan_json,
+            iterations, warmup, repeats, baseline, status, lcx_version, git_commit,
+            git_dirty, command_line, runner_pid, hostname, os, cpu_model, cpu_cores,
+            memory_bytes, gpu_name, gpu_driver, cuda_version, cuda_available,
+            torch_version, torch_intra_threads, torch_inter_threads, fingerprint_json,
+            runner_host, runner_boot_id, runner_start_ticks, peak_isa, peak_fp32_gflops_core,
+            peak_fp32_gflops, peak_stream_gbytes_per_second)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'running', ?12, ?13, ?14,
+            ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29,
+            ?30, ?31, ?32, ?33, ?34, ?35, ?36)",
+        params![
+            e.name,
+            e.description,
+            e.workload,
+            e.file_path,
+            e.file_text,
+            e.file_sha256,
+            e.plan_json,
+            e.iterations,
+            e.warmup,
+            e.repeats,
+            e.baseline,
+            e.lcx_version,
+            e.git_commit,
+            e.git_dirty,
+            to_json(&e.command_line),
+            e.runner.as_ref().map(|r| r.pid),
+            fp.hostname,
+            fp.os,
+            fp.cpu_model,
+            fp.cpu_cores,
+            fp.memory_bytes,
+            fp.gpu_name,
+            fp.gpu_driver,
+            fp.cuda_version,
+            fp.cuda_available,
+            fp.torch_version,
+            fp.torch_intra_threads,
+            fp.torch_inter_threads,
+            to_json(fp),
+            e.runner.as_ref().and_then(|r| r.host.clone()),
+            e.runner.as_ref().and_then(|r| r.boot_id.clone()),
+            e.runner.as_ref().and_then(|r| r.start_ticks.clone()),
+            fp.peak_isa,
+            fp.peak_fp32_gflops_core,
+            fp.peak_fp32_gflops,
+            fp.peak_stream_gbytes_per_second,
+        ],
+    )?;
+    Ok(tx.last_insert_rowid())
+}
+
+/// Cells' rows, inside the caller's transaction.
+fn insert_run_rows(
+    tx: &rusqlite::Transaction<'_>,
+    experiment_id: i64,
+    runs: &[NewRun],
+) -> Result<Vec<i64>, StoreError> {
+    let mut ids = Vec::with_capacity(runs.len());
+    let mut stmt = tx.prepare(
+        "INSERT INTO runs (experiment_id, arm, arm_label, arm_index, repeat,
+                config_toml, config_sha256, command_json, env_json,
+                revision, revision_sha, revision_diff_sha256, binary_version)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+    )?;
+    for r in runs {
+        stmt.execute(params![
+            experiment_id,
+            r.arm,
+            r.arm_label,
+            r.arm_index,
+            r.repeat,
+            r.config_toml,
+            r.config_sha256,
+            to_json(&r.command),
+            to_json(&r.env),
+            r.revision.as_ref().map(|v| &v.asked),
+            r.revision.as_ref().and_then(|v| v.sha.as_ref()),
+            r.revision.as_ref().and_then(|v| v.diff_sha256.as_ref()),
+            r.revision.as_ref().and_then(|v| v.binary_version.as_ref()),
+        ])?;
+        ids.push(tx.last_insert_rowid());
+    }
+    Ok(ids)
+}
+
 impl Store {
-    /// Records a new experiment with status `running`; returns its id.
-    pub fn insert_experiment(&mut self, e: &NewExperiment) -> Result<i64, StoreError> {
-        let fp = &e.fingerprint;
+    /// Records a new experiment with status `running` and its cells, all
+    /// `pending` in plan order, in one transaction: a runner killed while
+    /// recording leaves either all of it or nothing, never an experiment
+    /// without its cells. Returns its id.
+    pub fn insert_experiment(
+        &mut self,
+        e: &NewExperiment,
+        runs: &[NewRun],
+    ) -> Result<i64, StoreError> {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        tx.execute(
-            "INSERT INTO experiments (
-                name, description, workload, file_path, file_text, file_sha256, plan_json,
-                iterations, warmup, repeats, baseline, status, lcx_version, git_commit,
-                git_dirty, command_line, runner_pid, hostname, os, cpu_model, cpu_cores,
-                memory_bytes, gpu_name, gpu_driver, cuda_version, cuda_available,
-                torch_version, torch_intra_threads, torch_inter_threads, fingerprint_json,
-                runner_host, runner_boot_id, runner_start_ticks, peak_isa, peak_fp32_gflops_core,
-                peak_fp32_gflops, peak_stream_gbytes_per_second)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'running', ?12, ?13, ?14,
-                ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29,
-                ?30, ?31, ?32, ?33, ?34, ?35, ?36)",
-            params![
-                e.name,
-                e.description,
-                e.workload,
-                e.file_path,
-                e.file_text,
-                e.file_sha256,
-                e.plan_json,
-                e.iterations,
-                e.warmup,
-                e.repeats,
-                e.baseline,
-                e.lcx_version,
-                e.git_commit,
-                e.git_dirty,
-                to_json(&e.command_line),
-                e.runner.as_ref().map(|r| r.pid),
-                fp.hostname,
-                fp.os,
-                fp.cpu_model,
-                fp.cpu_cores,
-                fp.memory_bytes,
-                fp.gpu_name,
-                fp.gpu_driver,
-                fp.cuda_version,
-                fp.cuda_available,
-                fp.torch_version,
-                fp.torch_intra_threads,
-                fp.torch_inter_threads,
-                to_json(fp),
-                e.runner.as_ref().and_then(|r| r.host.clone()),
-                e.runner.as_ref().and_then(|r| r.boot_id.clone()),
-                e.runner.as_ref().and_then(|r| r.start_ticks.clone()),
-                fp.peak_isa,
-                fp.peak_fp32_gflops_core,
-                fp.peak_fp32_gflops,
-                fp.peak_stream_gbytes_per_second,
-            ],
-        )?;
-        let id = tx.last_insert_rowid();
+        let id = insert_experiment_row(&tx, e)?;
+        insert_run_rows(&tx, id, runs)?;
         tx.commit()?;
         Ok(id)
     }
 
-    /// Records every cell of an experiment as `pending`, in plan order;
-    /// returns their run ids in the same order.
+    /// Records cells of an experiment as `pending`, in plan order (the
+    /// cells of an experiment an older lcx recorded without them); returns
+    /// their run ids in the same order.
     pub fn insert_runs(
         &mut self,
         experiment_id: i64,
@@ -87,33 +138,7 @@ impl Store {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let mut ids = Vec::with_capacity(runs.len());
-        {
-            let mut stmt = tx.prepare(
-                "INSERT INTO runs (experiment_id, arm, arm_label, arm_index, repeat,
-                    config_toml, config_sha256, command_json, env_json,
-                    revision, revision_sha, revision_diff_sha256, binary_version)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-            )?;
-            for r in runs {
-                stmt.execute(params![
-                    experiment_id,
-                    r.arm,
-                    r.arm_label,
-                    r.arm_index,
-                    r.repeat,
-                    r.config_toml,
-                    r.config_sha256,
-                    to_json(&r.command),
-                    to_json(&r.env),
-                    r.revision.as_ref().map(|v| &v.asked),
-                    r.revision.as_ref().and_then(|v| v.sha.as_ref()),
-                    r.revision.as_ref().and_then(|v| v.diff_sha256.as_ref()),
-                    r.revision.as_ref().and_then(|v| v.binary_version.as_ref()),
-                ])?;
-                ids.push(tx.last_insert_rowid());
-            }
-        }
+        let ids = insert_run_rows(&tx, experiment_id, runs)?;
         tx.commit()?;
         Ok(ids)
     }

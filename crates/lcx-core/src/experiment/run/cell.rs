@@ -54,6 +54,9 @@ pub enum Event<'a> {
         cells: usize,
         total_cells: usize,
         resumed: bool,
+        /// The experiment had no cells recorded (an older lcx killed while
+        /// creating it): they were planned now from its stored plan.
+        planned_cells: bool,
     },
     CellSkipped {
         cell: &'a CellInfo,

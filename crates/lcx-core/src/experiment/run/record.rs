@@ -9,7 +9,8 @@ use crate::store::{
     Fingerprint, NewExperiment, NewRun, RunOutcome, RunStatus, RunnerIdentity, Store, StoreError,
 };
 
-/// Records a new experiment and its cells (all `pending`); returns its id.
+/// Records a new experiment and its cells (all `pending`) in one
+/// transaction; returns its id.
 pub fn create_experiment(
     store: &mut Store,
     plan: &Plan,
@@ -18,7 +19,7 @@ pub fn create_experiment(
     git: (Option<String>, Option<bool>),
     fingerprint: Fingerprint,
 ) -> Result<i64, RunnerError> {
-    let id = store.insert_experiment(&NewExperiment {
+    let experiment = NewExperiment {
         name: plan.name.clone(),
         description: plan.description.clone(),
         workload: plan.workload.as_str().to_string(),
@@ -39,9 +40,28 @@ pub fn create_experiment(
         command_line,
         runner: Some(RunnerIdentity::current()),
         fingerprint,
-    })?;
-    let runs: Vec<NewRun> = plan
-        .cells()
+    };
+    Ok(store.insert_experiment(&experiment, &cells(plan))?)
+}
+
+/// An experiment recorded without its cells (an lcx before 0.2 killed
+/// between its two writes) gets them from its stored plan, all `pending`;
+/// returns whether it had to. Its runs are otherwise left as they are.
+pub(crate) fn plan_missing_cells(
+    store: &mut Store,
+    plan: &Plan,
+    experiment_id: i64,
+) -> Result<bool, StoreError> {
+    if !store.runs(experiment_id)?.is_empty() {
+        return Ok(false);
+    }
+    store.insert_runs(experiment_id, &cells(plan))?;
+    Ok(true)
+}
+
+/// The plan's cells as new, `pending` rows, in plan order.
+fn cells(plan: &Plan) -> Vec<NewRun> {
+    plan.cells()
         .into_iter()
         .map(|cell| {
             let arm = &plan.arms[cell.arm];
@@ -62,9 +82,7 @@ pub fn create_experiment(
                 }),
             }
         })
-        .collect();
-    store.insert_runs(id, &runs)?;
-    Ok(id)
+        .collect()
 }
 
 /// Reads back the plan an experiment was started with (for `--resume`).

@@ -36,6 +36,7 @@ pub fn run(
     // Claim first: of two runners resuming one experiment, the second stops
     // here, before it has looked at which cells are left.
     store.claim_experiment(experiment_id, &RunnerIdentity::current(), options.takeover)?;
+    let repaired = super::record::plan_missing_cells(store, plan, experiment_id)?;
     let runs = store.runs(experiment_id)?;
     let (todo, resumed) = cells_to_run(plan, experiment_id, &runs)?;
     store.set_experiment_status(experiment_id, ExperimentStatus::Running)?;
@@ -45,6 +46,7 @@ pub fn run(
         cells: todo.len(),
         total_cells: runs.len(),
         resumed,
+        planned_cells: repaired,
     });
 
     let mut placement = Pinning::new(plan, &runs);

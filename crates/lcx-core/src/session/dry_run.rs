@@ -1,0 +1,168 @@
+//! What `lcx run --dry-run` prints, from the plan alone: nothing runs and
+//! nothing is written.
+
+use crate::experiment::plan::{self, Plan};
+use crate::experiment::revision::Planned;
+use crate::experiment::{Order, Requirement};
+
+/// What `lcx run --dry-run` prints: the cells, each arm's environment,
+/// revision and resolved config, the Slurm flags and the builds it would
+/// make.
+pub fn dry_run_text(plan: &Plan, builds: &[Planned]) -> String {
+    use crate::text::counted;
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    // Writing to a String cannot fail.
+    let mut line = |text: String| {
+        let _ = writeln!(out, "{text}");
+    };
+    line(format!(
+        "experiment `{}` ({}): {} × {}, {} ({} warm-up), {} order, baseline `{}`",
+        plan.name,
+        plan.workload.as_str(),
+        counted(plan.arms.len() as u64, "arm"),
+        counted(u64::from(plan.repeats), "repeat"),
+        counted(u64::from(plan.iterations), "iteration"),
+        plan.warmup,
+        match plan.order {
+            Order::Interleaved => "interleaved",
+            Order::Sequential => "sequential",
+        },
+        plan.baseline
+    ));
+    for (i, cell) in plan.cells().into_iter().enumerate() {
+        let arm = &plan.arms[cell.arm];
+        let requires = match arm.requires {
+            Some(Requirement::Cuda) => " (requires cuda)",
+            None => "",
+        };
+        line(format!(
+            "cell {}: {} #{} — {}{requires}",
+            i + 1,
+            arm.name,
+            cell.repeat,
+            shell_words(&arm.command_line())
+        ));
+        for (k, v) in &arm.env {
+            line(format!("    env {k}={v}"));
+        }
+        if let Some(b) = builds.iter().find(|b| b.arm == arm.name) {
+            line(format!("    at revision {}", b.revision.describe()));
+        }
+        if let (Some(_), Some(sha)) = (arm.stdin_config(), &arm.config_sha256) {
+            let short: String = sha.chars().take(12).collect();
+            line(format!(
+                "    stdin: the resolved config of arm `{}` (sha256 {short}…)",
+                arm.name
+            ));
+        }
+    }
+    if let plan::Executor::Slurm(slurm) = &plan.executor {
+        line(format!(
+            "\nexecutor: slurm, placement {}",
+            match slurm.placement {
+                plan::Placement::SameNode => "same-node",
+                plan::Placement::Spread => "spread",
+                plan::Placement::Any => "any",
+            }
+        ));
+        for arm in &plan.arms {
+            let options = slurm.for_arm(&arm.slurm);
+            let mut flags = options.flags();
+            if arm.requires == Some(Requirement::Cuda) && options.gres.is_none() {
+                flags.push("--gres=gpu:1".into());
+            }
+            line(format!(
+                "  arm `{}`: sbatch {}",
+                arm.name,
+                shell_words(&flags)
+            ));
+        }
+    }
+    if let Some(first) = builds.first() {
+        line(format!(
+            "\nrevisions (build cache {}):",
+            first
+                .entry
+                .parent()
+                .map_or_else(String::new, |p| p.display().to_string())
+        ));
+        for b in builds {
+            let what = if b.cached {
+                "cached".to_string()
+            } else if b.command.is_empty() {
+                "would check out (nothing to build)".to_string()
+            } else {
+                format!("would build with `{}`", b.command)
+            };
+            line(format!(
+                "  {} (arm `{}`): {what}",
+                b.revision.describe(),
+                b.arm
+            ));
+        }
+    }
+    for arm in &plan.arms {
+        if arm.revision.is_some() && arm.config_toml.is_none() {
+            line(format!(
+                "\n# arm `{}`: its config is resolved by its revision's own lcx once built (set: {})",
+                arm.name,
+                arm.revision
+                    .as_ref()
+                    .map_or_else(String::new, |r| r.config_sets.join(" "))
+            ));
+        }
+        if let Some(config) = &arm.config_toml {
+            line(format!("\n# resolved config of arm `{}`", arm.name));
+            line(config.clone());
+        }
+    }
+    out
+}
+
+/// Quotes argv for display so it can be pasted into a shell.
+pub fn shell_words(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| {
+            if !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+            {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::experiment::plan::{from_str, Overrides};
+
+    #[test]
+    fn the_dry_run_shows_each_cell_as_a_shell_would_take_it() {
+        let text = "name = \"s\"\nworkload = \"command\"\niterations = 1\n\
+                    [[arms]]\nname = \"a\"\ncommand = 'echo \"{\\\"t\\\": 1}\"'\n\
+                    env = { K = \"v\" }\n";
+        let plan = from_str(text, Path::new("s.toml"), &Overrides::default()).unwrap();
+        let text = dry_run_text(&plan, &[]);
+        assert!(
+            text.starts_with("experiment `s` (command): 1 arm × 1 repeat"),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"cell 1: a #1 — sh -c 'echo "{\"t\": 1}"'"#),
+            "{text}"
+        );
+        assert!(text.contains("    env K=v\n"), "{text}");
+        assert_eq!(
+            shell_words(&["a b".into(), "it's".into(), "x=1".into()]),
+            r#"'a b' 'it'\''s' x=1"#
+        );
+    }
+}
