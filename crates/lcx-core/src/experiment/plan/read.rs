@@ -69,6 +69,10 @@ pub(super) const COLUMN_KEYS: &[&str] = &["metric", "label", "show", "direction"
 pub(super) const GATE_KEYS: &[&str] =
     &["metric", "min_speedup", "max_slowdown", "min_effect", "arm"];
 
+/// The longest experiment name (characters): it travels in environments,
+/// job names and file names.
+pub const MAX_NAME: usize = 200;
+
 /// A raw arm before matrix expansion and config resolution.
 #[derive(Clone)]
 pub(super) struct RawArm {
@@ -144,6 +148,21 @@ impl Reader<'_> {
             return Err(self.err(
                 key,
                 "contains a NUL byte, which no command line or environment can carry",
+            ));
+        }
+        Ok(())
+    }
+
+    /// A value written into a job script's `#SBATCH` lines (an option, the
+    /// job name): one line, or it could end the line and run as a command.
+    pub(super) fn one_line(&self, key: impl Into<String>, value: &str) -> Result<(), PlanError> {
+        if let Some(c) = value.chars().find(|c| c.is_control()) {
+            return Err(self.err(
+                key,
+                format!(
+                    "contains the control character {c:?}; it must be one line, as it is \
+                     written into Slurm job scripts' option lines and cells' environments"
+                ),
             ));
         }
         Ok(())
@@ -251,6 +270,18 @@ impl Reader<'_> {
             .ok_or_else(|| self.err("name", "missing (every experiment needs a name)"))?;
         if name.trim().is_empty() {
             return Err(self.err("name", "must not be empty"));
+        }
+        // The name goes into every cell's environment, Slurm job names and
+        // archive file names: one line, and short enough for all of them.
+        self.one_line("name", &name)?;
+        if name.chars().count() > MAX_NAME {
+            return Err(self.err(
+                "name",
+                format!(
+                    "is {} characters long; at most {MAX_NAME}",
+                    name.chars().count()
+                ),
+            ));
         }
         let description = self
             .read(at(t, "").string("description"))?
@@ -757,12 +788,14 @@ impl Reader<'_> {
                     return Err(self.err(format!("{prefix}{key}"), "must not be empty"));
                 }
                 self.no_nul(format!("{prefix}{key}"), v)?;
+                self.one_line(format!("{prefix}{key}"), v)?;
             }
             Ok(v)
         };
         let extra = self.read(at(table, prefix).strings("extra"))?;
         for (i, e) in extra.iter().enumerate() {
             self.no_nul(format!("{prefix}extra[{i}]"), e)?;
+            self.one_line(format!("{prefix}extra[{i}]"), e)?;
             if !e.starts_with('-') {
                 return Err(self.err(
                     format!("{prefix}extra[{i}]"),

@@ -877,3 +877,50 @@ fn a_guard_may_say_its_repeats_are_paired() {
     let old = Plan::from_stored(&json.to_string()).unwrap();
     assert!(!old.guards[0].paired);
 }
+
+#[test]
+fn slurm_options_and_the_name_are_one_line_and_the_name_is_short() {
+    let file = |executor: &str, name: &str| {
+        format!(
+            "name = \"{name}\"\nworkload = \"command\"\niterations = 1\n\
+             [executor]\nkind = \"slurm\"\n{executor}\n[[arms]]\nname = \"a\"\ncommand = \"true\"\n"
+        )
+    };
+    for key in [
+        "partition",
+        "account",
+        "qos",
+        "time",
+        "mem",
+        "gres",
+        "constraint",
+    ] {
+        for bad in ["\\n", "\\r", "\\u001b", "\\t"] {
+            let e = error(&file(&format!("{key} = \"x{bad}touch /tmp/pwned\""), "n"));
+            assert!(
+                e.contains(&format!("executor.{key}: contains the control character")),
+                "{e}"
+            );
+        }
+        // Shell words are not control characters: the script quotes them.
+        for fine in [";", "$(touch x)", "`id`", "'", "\\\""] {
+            plan(&file(&format!("{key} = \"x{fine}\""), "n")).unwrap();
+        }
+    }
+    let e = error(&file("extra = [\"--comment=x\\nid\"]", "n"));
+    assert!(
+        e.contains("executor.extra[0]: contains the control character"),
+        "{e}"
+    );
+    let e = error(&file("", "x\\ny"));
+    assert!(
+        e.contains("name: contains the control character '\\n'"),
+        "{e}"
+    );
+    let e = error(&file("", &"n".repeat(201)));
+    assert!(
+        e.contains("name: is 201 characters long; at most 200"),
+        "{e}"
+    );
+    plan(&file("", &"n".repeat(200))).unwrap();
+}
