@@ -1,0 +1,59 @@
+//! Handing a cell to Slurm: its folder written (script, config), an
+//! earlier attempt's files cleared, and `sbatch` run for the job id.
+
+use std::process::{Command, Stdio};
+
+use super::script::{sbatch_options, script, shell_name, JobSpec};
+
+/// Writes the script (and config) and submits the job; returns its id.
+pub fn submit(spec: &JobSpec<'_>) -> Result<String, String> {
+    if let Some(bad) = spec.env.keys().find(|k| !shell_name(k)) {
+        return Err(format!(
+            "environment variable `{bad}` cannot be exported by a job script \
+             (a Slurm cell's names are letters, digits and `_`)"
+        ));
+    }
+    std::fs::create_dir_all(spec.dir)
+        .map_err(|e| format!("creating {}: {e}", spec.dir.display()))?;
+    if let Some(text) = spec.stdin {
+        let path = spec.dir.join("config.toml");
+        std::fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    }
+    let path = spec.dir.join("job.sh");
+    std::fs::write(&path, script(spec)).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    // Output files and records from an earlier attempt must not be read
+    // as this one's.
+    for name in [
+        "stdout",
+        "stderr",
+        "started",
+        "node",
+        "exit",
+        "started.tmp",
+        "exit.tmp",
+    ] {
+        let _ = std::fs::remove_file(spec.dir.join(name));
+    }
+    // The options go on the command line as well: `SBATCH_*` variables in
+    // the user's environment outrank `#SBATCH` lines, not the command line.
+    let out = Command::new("sbatch")
+        .arg("--parsable")
+        .args(sbatch_options(spec))
+        .arg(&path)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run sbatch: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "sbatch refused the job: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    // `--parsable` prints `id` or `id;cluster`.
+    let id = text.trim().split(';').next().unwrap_or("").to_string();
+    if id.is_empty() || !id.chars().all(|c| c.is_ascii_digit() || c == '_') {
+        return Err(format!("sbatch printed no job id: {:?}", text.trim()));
+    }
+    Ok(id)
+}
