@@ -308,6 +308,59 @@ mod tests {
         }
     }
 
+    /// Shell words in every option and the job name stay inside their
+    /// `#SBATCH` lines (comments to `sh`): the script's commands are the
+    /// same as with plain values.
+    #[test]
+    fn hostile_option_values_stay_inside_their_sbatch_lines() {
+        let commands = |value: &str| {
+            let some = Some(value.to_string());
+            let options = SlurmOptions {
+                partition: some.clone(),
+                account: some.clone(),
+                qos: some.clone(),
+                time: some.clone(),
+                mem: some.clone(),
+                gres: some.clone(),
+                constraint: some,
+                extra: vec![format!("--comment={value}")],
+                ..SlurmOptions::default()
+            };
+            let s = script(&JobSpec {
+                name: format!("lcx-{value}-1"),
+                dir: Path::new("/shared/run-1"),
+                program: Path::new("/opt/lcx"),
+                args: &[],
+                env: BTreeMap::new(),
+                workdir: PathBuf::from("/shared"),
+                stdin: None,
+                options: &options,
+                wants_gpu: false,
+                nodelist: None,
+                after: None,
+            });
+            let sbatch = s.lines().filter(|l| l.starts_with("#SBATCH ")).count();
+            let rest: Vec<String> = s
+                .lines()
+                .filter(|l| !l.starts_with("#SBATCH "))
+                .map(str::to_string)
+                .collect();
+            (sbatch, rest)
+        };
+        let plain = commands("x");
+        for hostile in [
+            "x;touch pwned",
+            "$(touch pwned)",
+            "`touch pwned`",
+            "x'y",
+            "x\"y",
+            "x # y",
+            "x\\",
+        ] {
+            assert_eq!(commands(hostile), plain, "{hostile}");
+        }
+    }
+
     fn spec_clone<'a>(spec: &JobSpec<'a>) -> JobSpec<'a> {
         JobSpec {
             name: spec.name.clone(),

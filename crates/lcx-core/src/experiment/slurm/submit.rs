@@ -13,6 +13,17 @@ pub fn submit(spec: &JobSpec<'_>) -> Result<String, String> {
              (a Slurm cell's names are letters, digits and `_`)"
         ));
     }
+    // The plan reader refuses control characters in options and names;
+    // a plan stored before it did must not smuggle a line into the script.
+    if let Some(bad) = sbatch_options(spec)
+        .into_iter()
+        .find(|o| o.chars().any(char::is_control))
+    {
+        return Err(format!(
+            "sbatch option {bad:?} holds a control character and would break out of its \
+             #SBATCH line; options must be one line"
+        ));
+    }
     std::fs::create_dir_all(spec.dir)
         .map_err(|e| format!("creating {}: {e}", spec.dir.display()))?;
     if let Some(text) = spec.stdin {
@@ -56,4 +67,39 @@ pub fn submit(spec: &JobSpec<'_>) -> Result<String, String> {
         return Err(format!("sbatch printed no job id: {:?}", text.trim()));
     }
     Ok(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::path::{Path, PathBuf};
+
+    use super::*;
+    use crate::experiment::plan::SlurmOptions;
+
+    #[test]
+    fn an_option_of_two_lines_is_refused_before_anything_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let job = dir.path().join("job");
+        let options = SlurmOptions {
+            partition: Some("gpu\ntouch pwned".into()),
+            ..SlurmOptions::default()
+        };
+        let spec = JobSpec {
+            name: "lcx-x-1".into(),
+            dir: &job,
+            program: Path::new("/bin/true"),
+            args: &[],
+            env: BTreeMap::new(),
+            workdir: PathBuf::from("/"),
+            stdin: None,
+            options: &options,
+            wants_gpu: false,
+            nodelist: None,
+            after: None,
+        };
+        let err = submit(&spec).unwrap_err();
+        assert!(err.contains("would break out of its #SBATCH line"), "{err}");
+        assert!(!job.exists());
+    }
 }
