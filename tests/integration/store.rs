@@ -381,3 +381,33 @@ fn an_experiment_without_cells_is_planned_on_resume_and_never_passes() {
         String::from_utf8_lossy(&check.stderr)
     );
 }
+
+/// `--db` naming a folder is a usage error (exit 2) that says so, for the
+/// commands that write and those that read.
+#[test]
+fn a_folder_given_as_the_database_is_refused_as_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = crate::support::write(
+        dir.path(),
+        "e.toml",
+        "name = \"e\"\nworkload = \"command\"\niterations = 1\n[[arms]]\nname = \"a\"\ncommand = 'echo \"{\\\"t\\\": 1}\"'\n",
+    );
+    for args in [
+        vec!["run", file.to_str().unwrap()],
+        vec!["report"],
+        vec!["list"],
+    ] {
+        let out = crate::support::lcx()
+            .args(&args)
+            .arg("--db")
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("is a directory; --db / LCX_DB names the database file"),
+            "{args:?}: {err}"
+        );
+    }
+}

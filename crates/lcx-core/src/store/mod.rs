@@ -61,6 +61,8 @@ pub enum StoreError {
     },
     #[error("no database at {0}")]
     Missing(PathBuf),
+    #[error("{0} is a directory; --db / LCX_DB names the database file (e.g. {0}/lcx.db)")]
+    IsDirectory(PathBuf),
     #[error("{0} is not an SQLite database; refusing to touch it (check --db / LCX_DB)")]
     NotSqlite(PathBuf),
     #[error(
@@ -116,6 +118,7 @@ impl StoreError {
             StoreError::TooNew { .. }
                 | StoreError::TooOld { .. }
                 | StoreError::Missing(_)
+                | StoreError::IsDirectory(_)
                 | StoreError::NotSqlite(_)
                 | StoreError::Foreign(_)
                 | StoreError::ExperimentNotFound(_)
@@ -254,6 +257,11 @@ impl Store {
 /// behind its `-wal`; [`check_schema`] repeats the checks through SQLite.
 fn check_header(path: &Path) -> Result<(), StoreError> {
     use std::io::Read;
+    // SQLite's own error for a folder ("unable to open database file")
+    // names neither the path nor the mistake.
+    if path.is_dir() {
+        return Err(StoreError::IsDirectory(path.to_path_buf()));
+    }
     let mut file = match std::fs::File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),

@@ -372,3 +372,18 @@ fn an_experiment_is_recorded_with_its_cells_or_not_at_all() {
         .unwrap();
     assert_eq!(store.runs(id).unwrap().len(), 2);
 }
+
+/// `--db` naming a folder is the user's mistake, said as such (exit 2),
+/// whichever way the database is opened.
+#[test]
+fn a_folder_is_not_a_database() {
+    let dir = tempfile::tempdir().unwrap();
+    for open in [Store::open, Store::open_existing, Store::open_read_only] {
+        let err = open(dir.path()).map(|_| ()).unwrap_err();
+        assert!(matches!(err, StoreError::IsDirectory(_)), "{err}");
+        assert!(err.is_user_input());
+        assert!(err
+            .to_string()
+            .contains("is a directory; --db / LCX_DB names the database file"));
+    }
+}
