@@ -38,6 +38,19 @@ impl Deref for DbArgs {
     }
 }
 
+/// A count flag (`--iterations`, `--repeats`): a whole number ≥ 1. A
+/// negative or zero count is read, so the error says what is wrong with it
+/// rather than clap's range of `u32`.
+pub fn count(text: &str) -> Result<u32, String> {
+    match text.trim().parse::<i64>() {
+        Ok(n) if n >= 1 => {
+            u32::try_from(n).map_err(|_| format!("must be at most {} (found {n})", u32::MAX))
+        }
+        Ok(n) => Err(format!("must be ≥ 1 (found {n})")),
+        Err(_) => Err(format!("expected a whole number ≥ 1, found `{text}`")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use clap::Parser;
@@ -56,5 +69,19 @@ mod tests {
     fn the_flag_derefs_to_the_path_it_names() {
         let cli = Cli::try_parse_from(["lcx", "--db", "x.db"]).unwrap();
         assert_eq!(&*cli.db, Path::new("x.db"));
+    }
+
+    #[test]
+    fn a_count_is_a_whole_number_of_at_least_one() {
+        assert_eq!(count("3"), Ok(3));
+        assert_eq!(count("-1"), Err("must be ≥ 1 (found -1)".into()));
+        assert_eq!(count("0"), Err("must be ≥ 1 (found 0)".into()));
+        assert_eq!(
+            count("2.5"),
+            Err("expected a whole number ≥ 1, found `2.5`".into())
+        );
+        assert!(count("99999999999")
+            .unwrap_err()
+            .starts_with("must be at most"));
     }
 }

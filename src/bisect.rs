@@ -38,10 +38,10 @@ pub struct Args {
     #[arg(long, value_name = "NAME")]
     metric: Option<String>,
     /// Replace the file's `repeats` in every probe.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = crate::args::count, allow_hyphen_values = true)]
     repeats: Option<u32>,
     /// Replace the file's `iterations` in every probe.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = crate::args::count, allow_hyphen_values = true)]
     iterations: Option<u32>,
     #[command(flatten)]
     db: DbArgs,

@@ -42,13 +42,13 @@ pub struct Args {
     #[arg(long = "set", value_name = "KEY=VALUE")]
     sets: Vec<String>,
     /// Replace the file's `iterations`.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = crate::args::count, allow_hyphen_values = true)]
     iterations: Option<u32>,
     /// Replace the file's `warmup` (a count or `auto`).
     #[arg(long, value_name = "N|auto")]
     warmup: Option<String>,
     /// Replace the file's `repeats` with a fixed count (adaptive repeats off).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = crate::args::count, allow_hyphen_values = true)]
     repeats: Option<u32>,
     /// Run only these arms (comma-separated names, as `--dry-run` lists them).
     #[arg(long, value_name = "A,B", value_delimiter = ',')]

@@ -784,3 +784,23 @@ fn detach_attach_and_takeover_are_refused_where_they_mean_nothing() {
         "{err}"
     );
 }
+
+/// A negative or zero count is read and refused with what is wrong with
+/// it (exit 2), written either way clap takes a value.
+#[test]
+fn a_count_below_one_is_refused_saying_so() {
+    for args in [
+        ["--iterations=-1", "--dry-run"],
+        ["--iterations", "-1"],
+        ["--repeats", "0"],
+    ] {
+        let out = crate::support::lcx()
+            .args(["run", "x.toml"])
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("must be ≥ 1 (found "), "{args:?}: {err}");
+    }
+}
