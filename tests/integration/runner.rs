@@ -804,3 +804,171 @@ fn a_count_below_one_is_refused_saying_so() {
         assert!(err.contains("must be ≥ 1 (found "), "{args:?}: {err}");
     }
 }
+
+/// `--takeover` of an experiment whose runner is recorded on another host
+/// while that runner is in fact alive: the old runner finds the newer claim
+/// (at its next write, or within a second while its cell is silent), kills
+/// its cell and exits naming the runner that took over; the new one reruns
+/// the cell that was in flight, and every cell is recorded exactly once.
+#[test]
+fn a_takeover_fences_the_runner_it_replaces() {
+    let dir = tempfile::tempdir().unwrap();
+    let iterations = 4;
+    let file = crate::support::write(
+        dir.path(),
+        "fenced.toml",
+        &experiment(
+            "fenced",
+            iterations,
+            &[
+                ("a", counting(iterations, "0.15")),
+                ("b", counting(iterations, "0.15")),
+            ],
+            "repeats = 5",
+        ),
+    );
+    let db = dir.path().join("lcx.db");
+    let first = lcx()
+        .args(["run", file.to_str().unwrap(), "--db", db.to_str().unwrap()])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    crate::support::wait_for_rows(
+        &db,
+        "SELECT COUNT(*) FROM runs WHERE status = 'completed'",
+        1,
+    );
+    // The first runner now looks as if it ran on a host this one cannot
+    // check (a login node that lost its network).
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.busy_timeout(std::time::Duration::from_secs(30))
+        .unwrap();
+    conn.execute(
+        "UPDATE experiments SET runner_host = 'elsewhere.example', runner_pid = 4242",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let second = lcx()
+        .args([
+            "run",
+            "--resume",
+            "1",
+            "--takeover",
+            "--db",
+            db.to_str().unwrap(),
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let first_err = {
+        let out = first.wait_with_output().unwrap();
+        assert!(!out.status.success(), "the first runner went on to the end");
+        String::from_utf8_lossy(&out.stderr).to_string()
+    };
+    assert!(
+        first_err.contains("taken over by lcx") && first_err.contains(" pid "),
+        "{first_err}"
+    );
+    let second_err = String::from_utf8_lossy(&second.stderr);
+    assert!(second.status.success(), "{second_err}");
+
+    let store = Store::open_read_only(&db).unwrap();
+    let count = |sql: &str| crate::support::count(&store, sql);
+    assert_eq!(
+        count("SELECT COUNT(*) FROM runs WHERE status != 'completed'"),
+        0
+    );
+    assert_eq!(count("SELECT COUNT(*) FROM runs"), 10);
+    // Exactly one live row per cell and iteration: nothing written twice,
+    // and the old runner wrote nothing after the takeover.
+    assert_eq!(
+        count(
+            "SELECT COUNT(*) FROM metrics
+             WHERE superseded = 0 AND name = 'time/iteration_seconds'"
+        ),
+        10 * i64::from(iterations)
+    );
+    assert_eq!(
+        count(
+            "SELECT COUNT(*) FROM runs r WHERE iterations_done != (SELECT COUNT(*) FROM metrics m
+             WHERE m.run_id = r.id AND m.superseded = 0 AND m.name = 'time/iteration_seconds')"
+        ),
+        0
+    );
+    assert_eq!(
+        count("SELECT runner_epoch FROM experiments WHERE id = 1"),
+        2,
+        "one claim by each runner"
+    );
+    let e = store.experiment(1).unwrap().unwrap();
+    assert_eq!(e.status, ExperimentStatus::Completed);
+}
+
+/// A cell's `wall_seconds` is the cell's own time: a runner that then waits
+/// for another process's write lock records the wait apart.
+#[test]
+fn a_cells_wall_time_leaves_out_the_wait_for_the_database() {
+    let dir = tempfile::tempdir().unwrap();
+    // The cell prints a line after 0.5 s and runs 0.3 s more; the write of
+    // its line waits for a lock another process holds for 3 s.
+    let file = crate::support::write(
+        dir.path(),
+        "queued.toml",
+        &experiment(
+            "queued",
+            1,
+            &[(
+                "a",
+                r#"sleep 0.5; echo '{"iteration":1,"x":1}'; sleep 0.3"#.to_string(),
+            )],
+            "warmup = 0",
+        )
+        .replace("warmup = 1\n", ""),
+    );
+    let db = dir.path().join("lcx.db");
+    let run = lcx()
+        .args(["run", file.to_str().unwrap(), "--db", db.to_str().unwrap()])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The lock is taken once the cell has started, before its line.
+    let conn = loop {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.busy_timeout(std::time::Duration::from_secs(30))
+            .unwrap();
+        let started: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM runs WHERE status = 'running'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap_or(0);
+        if started > 0 {
+            conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+            break conn;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    conn.execute_batch("COMMIT").unwrap();
+    let out = run.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let store = Store::open_read_only(&db).unwrap();
+    let runs = store.runs(1).unwrap();
+    let wall = runs[0].wall_seconds.unwrap();
+    let wait = runs[0].db_wait_seconds.unwrap();
+    assert!(wall < 2.0, "wall {wall} s counts the 3 s wait for the lock");
+    assert!(
+        wait > 1.0,
+        "the wait for the lock was not recorded: {wait} s"
+    );
+}

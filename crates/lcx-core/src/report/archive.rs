@@ -628,6 +628,7 @@ mod tests {
                 error: None,
                 stderr_tail: None,
                 wall_seconds: 1.0,
+                db_wait_seconds: None,
                 problems: LineProblems::default(),
             };
             store.finish_run(run.id, &outcome).unwrap();

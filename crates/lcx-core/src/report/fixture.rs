@@ -148,6 +148,7 @@ fn run(id: i64, arm: &str, index: i64, status: RunStatus) -> Run {
         started_at: None,
         finished_at: None,
         wall_seconds: (status == RunStatus::Completed).then_some(20.5 + index as f64),
+        db_wait_seconds: None,
         problems: Default::default(),
         warmup: None,
         revision: None,

@@ -45,6 +45,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0007_cell_nodes_and_detach.sql",
         include_str!("../../../../migrations/0007_cell_nodes_and_detach.sql"),
     ),
+    (
+        "0008_runner_epoch_and_db_wait.sql",
+        include_str!("../../../../migrations/0008_runner_epoch_and_db_wait.sql"),
+    ),
 ];
 
 /// The schema version this lcx writes.

@@ -80,6 +80,11 @@ pub enum StoreError {
          if that runner is gone, resume with --takeover"
     )]
     TakenElsewhere { id: i64, holder: String },
+    #[error(
+        "experiment {id} was taken over by lcx {by}; this runner stopped its cells and leaves \
+         them to that one"
+    )]
+    TakenOver { id: i64, by: String },
     #[error("applying migration {name}")]
     Migration {
         name: &'static str,
@@ -131,6 +136,11 @@ impl StoreError {
 pub struct Store {
     conn: Connection,
     path: Option<PathBuf>,
+    /// The claim this process holds on an experiment, checked by every
+    /// write for it (see [`Store::claim_experiment`]).
+    fence: Option<write::Fence>,
+    /// Time spent waiting for the write lock, summed over every write.
+    lock_wait: Duration,
 }
 
 impl std::fmt::Debug for Store {
@@ -180,6 +190,8 @@ impl Store {
         let mut store = Store {
             conn,
             path: Some(path.to_path_buf()),
+            fence: None,
+            lock_wait: Duration::ZERO,
         };
         migrate::migrate(&mut store.conn, path)?;
         Ok(store)
@@ -219,6 +231,8 @@ impl Store {
         Ok(Store {
             conn,
             path: Some(path.to_path_buf()),
+            fence: None,
+            lock_wait: Duration::ZERO,
         })
     }
 
@@ -226,7 +240,12 @@ impl Store {
     pub fn open_in_memory() -> Result<Store, StoreError> {
         let conn = Connection::open_in_memory()?;
         configure(&conn)?;
-        let mut store = Store { conn, path: None };
+        let mut store = Store {
+            conn,
+            path: None,
+            fence: None,
+            lock_wait: Duration::ZERO,
+        };
         migrate::migrate(&mut store.conn, Path::new(":memory:"))?;
         Ok(store)
     }

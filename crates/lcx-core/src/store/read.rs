@@ -22,7 +22,7 @@ const RUN_COLUMNS: &str = "id, experiment_id, arm, arm_label, arm_index, repeat,
     error, stderr_tail, iterations_done, started_at, finished_at, wall_seconds,
     malformed_lines, nonfinite_values, overlong_lines, warmup,
     revision, revision_sha, revision_diff_sha256, binary_version, host, slurm_job,
-    slurm_dir, node_json, slurm_run";
+    slurm_dir, node_json, slurm_run, db_wait_seconds";
 
 /// The runner identity of an experiment row (`None` without a pid).
 pub(super) fn runner_identity(
@@ -176,6 +176,7 @@ fn run_from_row(row: &Row<'_>) -> rusqlite::Result<RawRun> {
         started_at: row.get(18)?,
         finished_at: row.get(19)?,
         wall_seconds: row.get(20)?,
+        db_wait_seconds: row.get(34)?,
         problems: LineProblems {
             malformed: row.get(21)?,
             nonfinite: row.get(22)?,

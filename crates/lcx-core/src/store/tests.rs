@@ -205,6 +205,7 @@ fn restart_supersedes_earlier_attempt() {
                 error: Some("interrupted".into()),
                 stderr_tail: Some("bye".into()),
                 wall_seconds: 0.5,
+                db_wait_seconds: None,
                 problems: Default::default(),
             },
         )
@@ -385,5 +386,68 @@ fn a_folder_is_not_a_database() {
         assert!(err
             .to_string()
             .contains("is a directory; --db / LCX_DB names the database file"));
+    }
+}
+
+/// A claim fences the one before it: the replaced runner's next write for
+/// the experiment, and its poll, are refused naming the new runner; its
+/// rows stay as they were.
+#[test]
+fn a_newer_claim_fences_the_older_runner() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("lcx.db");
+    let mut old = Store::open(&db).unwrap();
+    let id = old
+        .insert_experiment(&new_experiment("e", 0), &[new_run("a", 0, 1)])
+        .unwrap();
+    let run = old.runs(id).unwrap()[0].id;
+    // The old runner is recorded on a host this one cannot check.
+    let mut elsewhere = RunnerIdentity::current();
+    elsewhere.host = Some("login-1.example".into());
+    old.claim_experiment(id, &elsewhere, false).unwrap();
+    let attempt = old.start_run(run).unwrap();
+    line(&mut old, run, attempt, 1, 1.0);
+    old.check_claim().unwrap();
+
+    // Without --takeover the claim is refused; with it, it is made.
+    let mut new = Store::open(&db).unwrap();
+    let me = RunnerIdentity::current();
+    assert!(matches!(
+        new.claim_experiment(id, &me, false),
+        Err(StoreError::TakenElsewhere { .. })
+    ));
+    new.claim_experiment(id, &me, true).unwrap();
+
+    let refused = old
+        .insert_line(run, attempt, 2, &[("t".to_string(), 2.0)], &[])
+        .unwrap_err();
+    assert!(
+        matches!(&refused, StoreError::TakenOver { id: i, by } if *i == id && by.contains(&format!("pid {}", me.pid))),
+        "{refused}"
+    );
+    assert!(matches!(
+        old.check_claim(),
+        Err(StoreError::TakenOver { .. })
+    ));
+    assert!(old.finish_run(run, &outcome()).is_err());
+    assert!(old
+        .set_experiment_status(id, ExperimentStatus::Completed)
+        .is_err());
+    let row = &new.runs(id).unwrap()[0];
+    assert_eq!((row.status, row.iterations_done), (RunStatus::Running, 1));
+    // The new runner writes as usual.
+    new.finish_run(run, &outcome()).unwrap();
+}
+
+fn outcome() -> RunOutcome {
+    RunOutcome {
+        status: RunStatus::Completed,
+        exit_code: Some(0),
+        signal: None,
+        error: None,
+        stderr_tail: None,
+        wall_seconds: 1.0,
+        db_wait_seconds: Some(0.0),
+        problems: Default::default(),
     }
 }

@@ -210,7 +210,10 @@ pub struct Run {
     pub iterations_done: i64,
     pub started_at: Option<String>,
     pub finished_at: Option<String>,
+    /// The cell's own time, start to exit (see [`RunOutcome::wall_seconds`]).
     pub wall_seconds: Option<f64>,
+    /// How long its runner waited for the database's write lock meanwhile.
+    pub db_wait_seconds: Option<f64>,
     pub problems: LineProblems,
     /// Iterations this cell excludes as warm-up when they were detected
     /// (`warmup = "auto"`); `None`: the experiment's `warmup`.
@@ -336,7 +339,12 @@ pub struct RunOutcome {
     pub signal: Option<i64>,
     pub error: Option<String>,
     pub stderr_tail: Option<String>,
+    /// The cell's own time: from its start to its exit, without the time
+    /// the runner then spent waiting for the database (`db_wait_seconds`).
     pub wall_seconds: f64,
+    /// How long the runner waited for the database's write lock while the
+    /// cell ran (`None`: not measured).
+    pub db_wait_seconds: Option<f64>,
     pub problems: LineProblems,
 }
 

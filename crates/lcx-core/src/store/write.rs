@@ -2,10 +2,47 @@
 //! `BEGIN IMMEDIATE` transaction, so another lcx process on the same file
 //! waits on the busy timeout instead of failing half-way.
 
-use rusqlite::{params, ErrorCode, TransactionBehavior};
+use std::time::{Duration, Instant};
+
+use rusqlite::{params, ErrorCode, Transaction, TransactionBehavior};
 
 use super::types::*;
 use super::{Liveness, Store, StoreError};
+
+/// A runner's claim on an experiment: the epoch its claim set. Every write
+/// for the experiment checks it in its own transaction, so a runner that
+/// was taken over (a newer claim) cannot write another row.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Fence {
+    experiment_id: i64,
+    epoch: i64,
+}
+
+/// `Err(TakenOver)` when the experiment's epoch is no longer `fence`'s.
+fn check_fence(conn: &rusqlite::Connection, fence: Fence) -> Result<(), StoreError> {
+    let (epoch, pid, host, at): (i64, Option<i64>, Option<String>, Option<String>) = conn
+        .query_row(
+            "SELECT runner_epoch, runner_pid, runner_host, runner_claimed_at
+             FROM experiments WHERE id = ?1",
+            [fence.experiment_id],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )?;
+    if epoch == fence.epoch {
+        return Ok(());
+    }
+    let mut by = format!(
+        "{} pid {}",
+        host.as_deref().unwrap_or("(unknown host)"),
+        pid.map_or_else(|| "?".to_string(), |p| p.to_string())
+    );
+    if let Some(at) = at {
+        by.push_str(&format!(" at {at}"));
+    }
+    Err(StoreError::TakenOver {
+        id: fence.experiment_id,
+        by,
+    })
+}
 
 const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
 
@@ -109,6 +146,46 @@ fn insert_run_rows(
 }
 
 impl Store {
+    /// Begins a write (`BEGIN IMMEDIATE`): waits for the write lock, adds the
+    /// wait to [`Store::lock_wait`], and checks this process's claim on its
+    /// experiment inside the transaction.
+    fn begin(&mut self) -> Result<Transaction<'_>, StoreError> {
+        let asked = Instant::now();
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        self.lock_wait += asked.elapsed();
+        if let Some(fence) = self.fence {
+            check_fence(&tx, fence)?;
+        }
+        Ok(tx)
+    }
+
+    /// One statement as its own fenced write.
+    fn write(&mut self, sql: &str, params: impl rusqlite::Params) -> Result<usize, StoreError> {
+        let tx = self.begin()?;
+        let changed = tx.execute(sql, params)?;
+        tx.commit()?;
+        Ok(changed)
+    }
+
+    /// How long this store has waited for the database's write lock, in
+    /// total: the runner takes the difference over a cell.
+    pub fn lock_wait(&self) -> Duration {
+        self.lock_wait
+    }
+
+    /// `Err(StoreError::TakenOver)` when another runner has claimed the
+    /// experiment this store's runner holds since it claimed it; `Ok` when
+    /// it still holds it or holds none. A read: a runner polls it while a
+    /// cell is silent.
+    pub fn check_claim(&self) -> Result<(), StoreError> {
+        match self.fence {
+            Some(fence) => check_fence(&self.conn, fence),
+            None => Ok(()),
+        }
+    }
+
     /// Records a new experiment with status `running` and its cells, all
     /// `pending` in plan order, in one transaction: a runner killed while
     /// recording leaves either all of it or nothing, never an experiment
@@ -118,9 +195,7 @@ impl Store {
         e: &NewExperiment,
         runs: &[NewRun],
     ) -> Result<i64, StoreError> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = self.begin()?;
         let id = insert_experiment_row(&tx, e)?;
         insert_run_rows(&tx, id, runs)?;
         tx.commit()?;
@@ -135,9 +210,7 @@ impl Store {
         experiment_id: i64,
         runs: &[NewRun],
     ) -> Result<Vec<i64>, StoreError> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = self.begin()?;
         let ids = insert_run_rows(&tx, experiment_id, runs)?;
         tx.commit()?;
         Ok(ids)
@@ -155,8 +228,7 @@ impl Store {
                 detached_at = CASE WHEN ?1 = 'running' THEN detached_at ELSE NULL END
              WHERE id = ?2"
         );
-        self.conn
-            .execute(&sql, params![status.as_str(), experiment_id])?;
+        self.write(&sql, params![status.as_str(), experiment_id])?;
         Ok(())
     }
 
@@ -165,6 +237,9 @@ impl Store {
     /// experiment exactly one gets it. Refused while the recorded runner is
     /// alive ([`StoreError::Taken`]) or, with `takeover` false, when it ran
     /// on another host and cannot be checked ([`StoreError::TakenElsewhere`]).
+    /// The claim increments the experiment's epoch: the runner it replaces
+    /// (a `--takeover` of one that was in fact alive) finds its next write
+    /// refused with [`StoreError::TakenOver`].
     pub fn claim_experiment(
         &mut self,
         experiment_id: i64,
@@ -200,10 +275,14 @@ impl Store {
                 Liveness::Unknown | Liveness::Gone => {}
             }
         }
-        tx.execute(
+        let sql = format!(
             "UPDATE experiments SET runner_pid = ?1, runner_host = ?2, runner_boot_id = ?3,
-                runner_start_ticks = ?4
-             WHERE id = ?5",
+                runner_start_ticks = ?4, runner_epoch = runner_epoch + 1,
+                runner_claimed_at = {NOW}
+             WHERE id = ?5 RETURNING runner_epoch"
+        );
+        let epoch = tx.query_row(
+            &sql,
             params![
                 runner.pid,
                 runner.host,
@@ -211,8 +290,15 @@ impl Store {
                 runner.start_ticks,
                 experiment_id
             ],
+            |r| r.get(0),
         )?;
         tx.commit()?;
+        // From here on every write for the experiment checks that no later
+        // claim (a --takeover elsewhere) has replaced this one.
+        self.fence = Some(Fence {
+            experiment_id,
+            epoch,
+        });
         Ok(())
     }
 
@@ -221,9 +307,7 @@ impl Store {
     /// `running` by a killed runner) gets a new attempt, and the rows of its
     /// earlier attempts are marked superseded, in the same transaction.
     pub fn start_run(&mut self, run_id: i64) -> Result<i64, StoreError> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = self.begin()?;
         tx.execute(
             "UPDATE metrics SET superseded = 1 WHERE run_id = ?1 AND superseded = 0",
             [run_id],
@@ -288,9 +372,7 @@ impl Store {
         if lines.is_empty() {
             return Ok(());
         }
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = self.begin()?;
         let duplicate =
             |err: rusqlite::Error, iteration: i64, name: &str| match err.sqlite_error_code() {
                 Some(ErrorCode::ConstraintViolation) => StoreError::DuplicateIteration {
@@ -343,10 +425,11 @@ impl Store {
         let sql = format!(
             "UPDATE runs SET status = ?1, exit_code = ?2, signal = ?3, error = ?4,
                 stderr_tail = ?5, wall_seconds = ?6, finished_at = {NOW},
-                malformed_lines = ?8, nonfinite_values = ?9, overlong_lines = ?10
+                malformed_lines = ?8, nonfinite_values = ?9, overlong_lines = ?10,
+                db_wait_seconds = ?11
              WHERE id = ?7"
         );
-        self.conn.execute(
+        self.write(
             &sql,
             params![
                 outcome.status.as_str(),
@@ -359,6 +442,7 @@ impl Store {
                 outcome.problems.malformed,
                 outcome.problems.nonfinite,
                 outcome.problems.overlong,
+                outcome.db_wait_seconds,
             ],
         )?;
         Ok(())
@@ -366,7 +450,7 @@ impl Store {
 
     /// Records the warm-up detected for a cell (`warmup = "auto"`).
     pub fn set_run_warmup(&mut self, run_id: i64, warmup: i64) -> Result<(), StoreError> {
-        self.conn.execute(
+        self.write(
             "UPDATE runs SET warmup = ?1 WHERE id = ?2",
             params![warmup, run_id],
         )?;
@@ -380,7 +464,7 @@ impl Store {
         host: Option<&str>,
         slurm_job: Option<&str>,
     ) -> Result<(), StoreError> {
-        self.conn.execute(
+        self.write(
             "UPDATE runs SET host = COALESCE(?1, host), slurm_job = COALESCE(?2, slurm_job)
              WHERE id = ?3",
             params![host, slurm_job, run_id],
@@ -390,7 +474,7 @@ impl Store {
 
     /// The job's folder of a Slurm cell (what a later `--attach` follows).
     pub fn set_run_slurm_dir(&mut self, run_id: i64, dir: &str) -> Result<(), StoreError> {
-        self.conn.execute(
+        self.write(
             "UPDATE runs SET slurm_dir = ?1 WHERE id = ?2",
             params![dir, run_id],
         )?;
@@ -400,7 +484,7 @@ impl Store {
     /// The run of a cell's job whose lines the cell holds (its `started`
     /// record).
     pub fn set_run_slurm_run(&mut self, run_id: i64, started: &str) -> Result<(), StoreError> {
-        self.conn.execute(
+        self.write(
             "UPDATE runs SET slurm_run = ?1 WHERE id = ?2",
             params![started, run_id],
         )?;
@@ -413,7 +497,7 @@ impl Store {
             column: "runs.node_json",
             value: e.to_string(),
         })?;
-        self.conn.execute(
+        self.write(
             "UPDATE runs SET node_json = ?1 WHERE id = ?2",
             params![json, run_id],
         )?;
@@ -429,7 +513,7 @@ impl Store {
                 runner_boot_id = NULL, runner_start_ticks = NULL
              WHERE id = ?1 AND status = 'running'"
         );
-        self.conn.execute(&sql, [experiment_id])?;
+        self.write(&sql, [experiment_id])?;
         Ok(())
     }
 
@@ -439,7 +523,7 @@ impl Store {
             "UPDATE runs SET status = 'skipped', skip_reason = ?1, finished_at = {NOW}
              WHERE id = ?2"
         );
-        self.conn.execute(&sql, params![reason, run_id])?;
+        self.write(&sql, params![reason, run_id])?;
         Ok(())
     }
 

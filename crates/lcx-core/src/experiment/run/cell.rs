@@ -238,6 +238,7 @@ pub(crate) fn unstarted(error: String, wall_seconds: f64) -> RunOutcome {
         error: Some(error),
         stderr_tail: None,
         wall_seconds,
+        db_wait_seconds: None,
         problems: LineProblems::default(),
     }
 }
@@ -280,6 +281,7 @@ pub(crate) fn outcome(plan: &Plan, arm: &Arm, ending: Ending) -> RunOutcome {
             error: Some(error),
             stderr_tail: None,
             wall_seconds,
+            db_wait_seconds: None,
             problems,
         },
         Ok(End {
@@ -315,6 +317,7 @@ pub(crate) fn outcome(plan: &Plan, arm: &Arm, ending: Ending) -> RunOutcome {
                 error,
                 stderr_tail: None,
                 wall_seconds,
+                db_wait_seconds: None,
                 problems,
             }
         }

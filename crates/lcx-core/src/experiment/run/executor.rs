@@ -6,6 +6,7 @@
 
 use std::path::PathBuf;
 use std::sync::{mpsc, Arc, Mutex};
+use std::time::Instant;
 
 use super::cell::{Cell, CellInfo, End, Reporter};
 use super::output::{collect_tail, Tail};
@@ -75,8 +76,13 @@ pub(crate) enum Msg {
     },
     /// The child's stdout reached end of file (or failed).
     Eof,
-    /// The child exited (reaped by the waiter thread), or its job ended.
-    Ended(Result<End, String>),
+    /// The child exited (reaped by the waiter thread), or its job ended;
+    /// `at` is when that was seen, not when the cell loop got to it (the
+    /// loop may have waited for the database meanwhile).
+    Ended {
+        end: Result<End, String>,
+        at: Instant,
+    },
     /// Slurm placed the cell's job on this node.
     Placed(String),
     /// Slurm requeued the job and it started again.
@@ -179,7 +185,7 @@ mod tests {
                     lines.push(String::from_utf8_lossy(&bytes).trim_end().to_string())
                 }
                 Ok(Msg::Eof) => eof = true,
-                Ok(Msg::Ended(e)) => {
+                Ok(Msg::Ended { end: e, .. }) => {
                     (launched.on_end)();
                     end = Some(e.expect("the end is known"));
                 }

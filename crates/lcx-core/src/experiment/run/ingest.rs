@@ -8,6 +8,7 @@
 //! had arrived but were not yet committed.
 
 use std::path::Path;
+use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
 use super::cell::{CellInfo, End, Event, Reporter};
@@ -19,6 +20,19 @@ use crate::store::{LineProblems, MetricLine, Store, StoreError};
 
 /// Most lines committed in one transaction.
 const MAX_BATCH: usize = 4096;
+
+/// How often a runner whose cell prints nothing checks that it still holds
+/// the experiment (see [`Store::check_claim`]).
+const CLAIM_POLL: Duration = Duration::from_secs(1);
+
+/// Stops the cell after its store write failed. A runner that was taken
+/// over leaves a Slurm job alone: it belongs to the experiment, and the
+/// runner that took over follows or cancels it.
+fn stop_for(error: &StoreError, launched: &Launched) {
+    if !(matches!(error, StoreError::TakenOver { .. }) && launched.job.is_some()) {
+        (launched.kill)();
+    }
+}
 
 /// How long the runner keeps reading a cell's stdout after the child has
 /// exited and its process group was killed: a process that left the group
@@ -178,11 +192,7 @@ pub(crate) fn ingest(
     started: Instant,
 ) -> Ingested {
     let Launched {
-        rx,
-        kill,
-        on_end,
-        job,
-        ..
+        rx, on_end, job, ..
     } = launched;
     let job = job.as_deref();
     let mut stdout_log = Tail::default();
@@ -203,9 +213,19 @@ pub(crate) fn ingest(
         let msg = match waiting.take() {
             Some(msg) => msg,
             None => match &exit {
-                None => match rx.recv() {
+                None => match rx.recv_timeout(CLAIM_POLL) {
                     Ok(msg) => msg,
-                    Err(_) => break,
+                    Err(RecvTimeoutError::Timeout) => {
+                        // A silent cell still notices a takeover within
+                        // a poll; a chatty one at its next line's write.
+                        if let Err(e) = store.check_claim() {
+                            stop_for(&e, launched);
+                            store_error = Some(e);
+                            break;
+                        }
+                        continue;
+                    }
+                    Err(RecvTimeoutError::Disconnected) => break,
                 },
                 Some((_, at)) => {
                     let left = STDOUT_GRACE.saturating_sub(at.elapsed());
@@ -251,7 +271,7 @@ pub(crate) fn ingest(
                 if let Err(e) = flush(store, &current, &mut batch, &mut counts, reporter, started) {
                     // The store is unusable: stop the child, record what we
                     // can, and give up.
-                    kill();
+                    stop_for(&e, launched);
                     store_error = Some(e);
                     break;
                 }
@@ -273,7 +293,7 @@ pub(crate) fn ingest(
             Msg::Eof => eof = true,
             Msg::RunStarted(started) => {
                 if let Err(e) = store.set_run_slurm_run(current.run_id, &started) {
-                    kill();
+                    stop_for(&e, launched);
                     store_error = Some(e);
                     break;
                 }
@@ -294,7 +314,7 @@ pub(crate) fn ingest(
                         }
                     });
                 if let Err(e) = restarted {
-                    kill();
+                    stop_for(&e, launched);
                     store_error = Some(e);
                     break;
                 }
@@ -311,25 +331,26 @@ pub(crate) fn ingest(
             }
             Msg::Placed(node) => {
                 if let Err(e) = store.set_run_placement(current.run_id, Some(&node), None) {
-                    kill();
+                    stop_for(&e, launched);
                     store_error = Some(e);
                     break;
                 }
             }
-            Msg::Ended(end) => {
+            Msg::Ended { end, at } => {
                 // The cell is the child: whatever it left running in its
                 // group goes with it (and so does a grandchild's hold on
                 // the stdout pipe).
                 on_end();
-                exit = Some((end, Instant::now()));
+                exit = Some((end, at));
             }
         }
     }
-    if store_error.is_some() && exit.is_none() {
+    let left_to_other = matches!(store_error, Some(StoreError::TakenOver { .. })) && job.is_some();
+    if store_error.is_some() && exit.is_none() && !left_to_other {
         // Wait for the killed child so its exit is what gets recorded.
         while let Ok(msg) = rx.recv_timeout(KILL_GRACE) {
-            if let Msg::Ended(end) = msg {
-                exit = Some((end, Instant::now()));
+            if let Msg::Ended { end, at } = msg {
+                exit = Some((end, at));
                 break;
             }
         }
@@ -357,13 +378,16 @@ mod tests {
     }
 
     fn exited(code: i64) -> Msg {
-        Msg::Ended(Ok(End {
-            exit_code: Some(code),
-            signal: None,
-            how: format!("exit code {code}"),
-            success: code == 0,
-            status: None,
-        }))
+        Msg::Ended {
+            end: Ok(End {
+                exit_code: Some(code),
+                signal: None,
+                how: format!("exit code {code}"),
+                success: code == 0,
+                status: None,
+            }),
+            at: Instant::now(),
+        }
     }
 
     /// A launched cell whose stream is `msgs`; the sender is returned so

@@ -129,7 +129,10 @@ fn launch(cell: &Cell<'_>) -> Result<Launched, String> {
             .wait()
             .map(|status| exit_end(&status))
             .map_err(|e| format!("waiting for the child failed: {e}"));
-        let _ = tx.send(Msg::Ended(end));
+        let _ = tx.send(Msg::Ended {
+            end,
+            at: std::time::Instant::now(),
+        });
     });
     let stop = Arc::clone(&options.stop);
     Ok(Launched {

@@ -164,6 +164,7 @@ mod tests {
             error: None,
             stderr_tail: None,
             wall_seconds: 1.0,
+            db_wait_seconds: None,
             problems: LineProblems::default(),
         }
     }

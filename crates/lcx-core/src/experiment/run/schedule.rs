@@ -275,6 +275,7 @@ fn run_cell(
     let arm = &plan.arms[arm_index];
     reporter.report(&Event::CellStarted { cell: info });
     let started = Instant::now();
+    let waited_before = store.lock_wait();
     let program = cell_program(arm, options);
     let job_dir = executor.job_dir(info, place.adopt.as_ref())?;
     let cell_dir = train_dir(plan, arm, info, job_dir.as_deref());
@@ -387,6 +388,7 @@ fn run_cell(
         },
     );
     outcome.stderr_tail = (!tail_text.is_empty()).then_some(tail_text);
+    outcome.db_wait_seconds = Some((store.lock_wait() - waited_before).as_secs_f64());
     if let Some(e) = store_error {
         outcome.status = RunStatus::Failed;
         outcome.error = Some(format!("recording failed: {e}"));

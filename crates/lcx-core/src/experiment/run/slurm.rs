@@ -388,6 +388,7 @@ pub(crate) fn end_adopted(store: &mut Store, run: &Run, job: &str) -> Result<(),
             )),
             stderr_tail: None,
             wall_seconds: 0.0,
+            db_wait_seconds: None,
             problems: LineProblems::default(),
         },
     )?;
@@ -430,7 +431,10 @@ fn follow_job(
                         if tx.send(Msg::Eof).is_err() {
                             return false;
                         }
-                        Msg::Ended(end.map(job_end))
+                        Msg::Ended {
+                            end: end.map(job_end),
+                            at: std::time::Instant::now(),
+                        }
                     }
                 };
                 tx.send(msg).is_ok()
