@@ -123,8 +123,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     drop(Store::open(&args.db).map_err(SessionError::opening)?);
     // Builds of lcx revisions link the libtorch this lcx was built against.
     let libtorch = option_env!("LCX_LIBTORCH_LIB").map(Path::new);
-    let host = Host::this_process(libtorch).context("locating the lcx binary")?;
     let stop = StopSignal::on_signals().context("installing the Ctrl-C handler")?;
+    let host = Host::this_process(libtorch)
+        .context("locating the lcx binary")?
+        .with_stop(Arc::clone(&stop));
     let steps = (commits.len() as f64).log2().ceil() as usize;
     println!(
         "bisecting `{arm}` on {metric}: {} commits in {}..{}, about {steps} probes after \

@@ -3,6 +3,7 @@
 //! and runs it; this prints what came of it.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::Context;
 
@@ -116,7 +117,18 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         print!("{}", session::dry_run_text(&plan, &builds));
         return Ok(0);
     }
-    let mut session = match request.prepare(&host, &mut |line: &str| eprintln!("lcx: {line}"))? {
+    // Installed before the builds, so a Ctrl-C stops a revision build too.
+    let stop = StopSignal::on_signals().context("installing the Ctrl-C handler")?;
+    let host = host.with_stop(Arc::clone(&stop));
+    let prepared = request.prepare(&host, &mut |line: &str| eprintln!("lcx: {line}"));
+    let prepared = match prepared {
+        Err(e) if stop.is_stopped() => {
+            eprintln!("lcx: {:#}", anyhow::Error::from(e));
+            return Ok(EXIT_INTERRUPTED);
+        }
+        other => other?,
+    };
+    let mut session = match prepared {
         Prepared::Ready(session) => session,
         Prepared::Done { id } => {
             let done = RunnerError::NothingToResume {
@@ -130,7 +142,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let settings = RunSettings {
         fail_fast: args.fail_fast,
         keep_runs: args.keep_runs,
-        stop: StopSignal::on_signals().context("installing the Ctrl-C handler")?,
+        stop,
         cuda_available: None,
     };
     let mut reporter = reporter::for_stderr(args.plain);

@@ -594,3 +594,97 @@ fn a_resume_reruns_failed_cells_on_the_recorded_build() {
     // Two shas, two builds: the resume built nothing.
     assert_eq!(builds(dir.path()).len(), 2);
 }
+
+/// Whether process `pid` is gone (or a zombie nobody has reaped yet).
+fn gone(pid: i32) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status.is_empty() || status.contains("State:\tZ")
+}
+
+/// A runner killed while it builds a revision (SIGKILL, SIGTERM, Ctrl-C's
+/// SIGINT) takes the build with it, grandchildren included, and records
+/// nothing; the half-built entry is never used: the next run builds it
+/// again, from the start.
+#[test]
+fn a_build_dies_with_its_runner_and_a_half_build_is_built_again() {
+    for sig in [libc::SIGKILL, libc::SIGTERM, libc::SIGINT] {
+        let dir = tempfile::tempdir().unwrap();
+        let (repo, _) = repository(dir.path(), &["0.01"]);
+        // A build that hangs (a long cargo, with a child of its own) until
+        // the test says go.
+        write(
+            &repo,
+            "build.sh",
+            &format!(
+                "if [ ! -e \"$LCX_TEST_GO\" ]; then\n  echo $$ >> \"$LCX_TEST_PIDS\"\n  \
+                 sleep 300 &\n  echo $! >> \"$LCX_TEST_PIDS\"\n  wait\nfi\n{BUILD}"
+            ),
+        );
+        git(&repo, &["commit", "-q", "-am", "a slow build"]);
+        let file = experiment(dir.path(), &repo, &[("slow", "main")], "");
+        let pids = dir.path().join("pids.txt");
+        let go = dir.path().join("go");
+        let start = || {
+            lcx()
+                .args(["run", file.to_str().unwrap(), "--plain"])
+                .env("LCX_TEST_BUILDS", dir.path().join("builds.txt"))
+                .env("LCX_TEST_PIDS", &pids)
+                .env("LCX_TEST_GO", &go)
+                .env_remove("LCX_REVISION_CACHE")
+                .current_dir(dir.path())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        let runner = start();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let build: Vec<i32> = loop {
+            let text = std::fs::read_to_string(&pids).unwrap_or_default();
+            let found: Vec<i32> = text.lines().filter_map(|l| l.parse().ok()).collect();
+            if found.len() == 2 {
+                break found;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the build never started"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        crate::support::signal(runner.id(), sig);
+        let out = runner.wait_with_output().unwrap();
+        if sig == libc::SIGINT {
+            assert_eq!(out.status.code(), Some(130), "{}", text_of(&out));
+            assert!(
+                text_of(&out).contains("stopped while building revision `main`"),
+                "{}",
+                text_of(&out)
+            );
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !build.iter().all(|&p| gone(p)) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        for pid in &build {
+            assert!(
+                gone(*pid),
+                "signal {sig}: build process {pid} outlived its runner"
+            );
+        }
+        assert!(
+            builds(dir.path()).is_empty(),
+            "signal {sig}: the build went on"
+        );
+        let db = dir.path().join("lcx.db");
+        if db.exists() {
+            let store = Store::open_read_only(&db).unwrap();
+            assert_eq!(count(&store, "SELECT COUNT(*) FROM experiments"), 0);
+        }
+
+        // The half-built entry is built again, from the start, and used.
+        std::fs::write(&go, "").unwrap();
+        let out = start().wait_with_output().unwrap();
+        assert!(out.status.success(), "signal {sig}: {}", text_of(&out));
+        assert_eq!(builds(dir.path()).len(), 1, "signal {sig}");
+    }
+}

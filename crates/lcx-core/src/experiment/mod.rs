@@ -9,6 +9,7 @@
 
 pub mod bisect;
 pub mod fingerprint;
+mod group;
 pub mod plan;
 pub mod reporter;
 pub mod revision;

@@ -22,11 +22,14 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use super::group::{self, GroupReaper};
 use super::plan::{sha256_hex, Plan, Revision, Workload};
+use super::run::StopSignal;
 
 /// The revision that stands for the working tree as it is.
 pub const WORKTREE: &str = "worktree";
@@ -58,6 +61,10 @@ pub enum RevisionError {
         .0.arm, .0.revision, .0.sha, .0.command, .0.status, .0.log.display(), .0.tail
     )]
     Build(Box<BuildFailure>),
+    /// Ctrl-C (or SIGTERM, SIGHUP) while a revision was building: the build
+    /// was killed, its entry stays incomplete and is built again next time.
+    #[error("arm `{arm}`: stopped while building revision `{revision}`; nothing was recorded")]
+    Stopped { arm: String, revision: String },
     #[error("{what}: {source}")]
     Io {
         what: String,
@@ -100,6 +107,10 @@ pub struct Cache {
     /// build of another lcx revision gets it as `LIBTORCH` when the
     /// environment sets none, so it links what this lcx runs.
     pub libtorch_lib: Option<PathBuf>,
+    /// The runner's stop signal: a Ctrl-C reaches a running build's process
+    /// group through it. `None`: the default signal handling ends lcx, and
+    /// the build's watchdog then kills the build.
+    pub stop: Option<Arc<StopSignal>>,
 }
 
 impl Cache {
@@ -112,6 +123,7 @@ impl Cache {
             return Cache {
                 root: absolute(Path::new(&dir)),
                 libtorch_lib: None,
+                stop: None,
             };
         }
         let dir = match db.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -121,6 +133,7 @@ impl Cache {
         Cache {
             root: dir.join(".lcx").join("revisions"),
             libtorch_lib: None,
+            stop: None,
         }
     }
 
@@ -130,6 +143,11 @@ impl Cache {
             libtorch_lib: lib.map(Path::to_path_buf),
             ..self
         }
+    }
+
+    /// The same cache, with builds that a stop signal reaches.
+    pub fn with_stop(self, stop: Option<Arc<StopSignal>>) -> Cache {
+        Cache { stop, ..self }
     }
 
     /// The shared cargo target folder of lcx builds.
@@ -661,9 +679,29 @@ fn build_entry(
         } else {
             None
         };
-        let status = build
-            .status()
-            .map_err(io(format!("starting `{command}`")))?;
+        // The build dies with lcx however lcx ends (as a cell does): its own
+        // process group, PDEATHSIG for the shell, a watchdog for cargo and
+        // what cargo started. It never outlives lcx to write into the cache.
+        group::own_group_dying_with_us(&mut build);
+        let mut child = build.spawn().map_err(io(format!("starting `{command}`")))?;
+        let leader = child.id() as i32;
+        let reaper = GroupReaper::spawn(leader);
+        if let Some(stop) = &cache.stop {
+            stop.set_child(leader);
+        }
+        let status = child.wait();
+        if let Some(stop) = &cache.stop {
+            stop.clear_child();
+        }
+        // Whatever the build left running in its group goes with it.
+        drop(reaper);
+        let status = status.map_err(io(format!("waiting for `{command}`")))?;
+        if cache.stop.as_ref().is_some_and(|s| s.is_stopped()) {
+            return Err(RevisionError::Stopped {
+                arm: arm.to_string(),
+                revision: revision.asked.clone(),
+            });
+        }
         if !status.success() {
             let text = std::fs::read_to_string(&log_path).unwrap_or_default();
             let lines: Vec<&str> = text.lines().collect();

@@ -57,6 +57,9 @@ pub struct Host {
     /// The libtorch this lcx links (found when it was built), which its
     /// builds of lcx revisions link too.
     pub libtorch: Option<PathBuf>,
+    /// The stop signal the command line installed, if it did before the
+    /// builds: Ctrl-C then stops a revision build as it stops a cell.
+    pub stop: Option<Arc<StopSignal>>,
 }
 
 impl Host {
@@ -66,12 +69,23 @@ impl Host {
             lcx_exe: std::env::current_exe()?,
             argv: std::env::args().collect(),
             libtorch: libtorch.map(Path::to_path_buf),
+            stop: None,
         })
+    }
+
+    /// The same host, whose builds `stop` stops.
+    pub fn with_stop(self, stop: Arc<StopSignal>) -> Host {
+        Host {
+            stop: Some(stop),
+            ..self
+        }
     }
 
     /// The build cache of `db` (revisions built once, kept beside it).
     pub fn cache(&self, db: &Path) -> Cache {
-        Cache::for_db(db).with_libtorch(self.libtorch.as_deref())
+        Cache::for_db(db)
+            .with_libtorch(self.libtorch.as_deref())
+            .with_stop(self.stop.clone())
     }
 }
 
@@ -454,6 +468,7 @@ mod tests {
             lcx_exe: PathBuf::from("lcx"),
             argv: vec!["lcx".into(), "run".into()],
             libtorch: None,
+            stop: None,
         }
     }
 
