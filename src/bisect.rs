@@ -1,13 +1,17 @@
 //! `lcx bisect --good REV --bad REV FILE`: the first commit of `good..bad`
 //! whose arm is *regressed* against `good`. Every probe is an ordinary
 //! experiment named `<name>-bisect`: the arm at `good` (baseline) and at the
-//! probed commit, interleaved, stored in the database like any other.
+//! probed commit, interleaved, stored in the database like any other. A
+//! probed commit whose build fails is skipped, as `git bisect skip` does,
+//! and the answer may then be a range of commits rather than one.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
 
+use lcx_core::experiment::bisect::{Found, Probe};
+use lcx_core::experiment::revision::RevisionError;
 use lcx_core::experiment::run::StopSignal;
 use lcx_core::experiment::{bisect, plan, reporter};
 use lcx_core::report::stats::Verdict;
@@ -135,9 +139,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         args.good,
         args.bad
     );
-    // Runs one probe; `Ok(true)` when the commit is regressed against good.
+    // Runs one probe: `Bad` when the commit is regressed against good,
+    // `Skip` when it does not build and `skippable` (any commit but the
+    // ends: a bisection needs a judged good and bad end).
     let mut probe_count = 0;
-    let mut judge = |commit: &bisect::Commit| -> anyhow::Result<bool> {
+    let mut judge = |commit: &bisect::Commit, skippable: bool| -> anyhow::Result<Probe> {
         probe_count += 1;
         let request = RunRequest {
             start: Start::File(args.file.clone()),
@@ -146,9 +152,30 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             detach: false,
             takeover: false,
         };
-        let Prepared::Ready(mut session) =
-            request.prepare(&host, &mut |line: &str| eprintln!("lcx: {line}"))?
-        else {
+        let prepared = match request.prepare(&host, &mut |line: &str| eprintln!("lcx: {line}")) {
+            // Only the probed commit's own build: `good` failing to build
+            // leaves nothing to compare with.
+            Err(SessionError::Revision(RevisionError::Build(failure)))
+                if skippable && failure.arm == "candidate" =>
+            {
+                eprintln!(
+                    "lcx: {} does not build (`{}` {}): skipping it, as `git bisect skip` \
+                     does; build log: {}",
+                    short(&commit.sha),
+                    failure.command,
+                    failure.status,
+                    failure.log.display()
+                );
+                println!(
+                    "probe {probe_count}: {} {}: skipped, does not build",
+                    short(&commit.sha),
+                    commit.subject
+                );
+                return Ok(Probe::Skip);
+            }
+            other => other?,
+        };
+        let Prepared::Ready(mut session) = prepared else {
             anyhow::bail!("a probe is a new experiment, so it always has cells to run");
         };
         let settings = RunSettings {
@@ -195,23 +222,52 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 args.db.display()
             );
         }
-        Ok(matches!(verdict, Some((Verdict::Regressed, _))))
+        Ok(match verdict {
+            Some((Verdict::Regressed, _)) => Probe::Bad,
+            _ => Probe::Good,
+        })
     };
     let last = &commits[commits.len() - 1];
-    if !judge(last)? {
+    if judge(last, false)? != Probe::Bad {
         println!(
             "{} is not regressed against {} on {metric}: nothing to bisect",
             args.bad, args.good
         );
         return Ok(EXIT_NOT_REGRESSED);
     }
-    let found = bisect::first_bad(commits.len(), |i| judge(&commits[i]))?;
-    let commit = &commits[found];
-    println!(
-        "first regressed revision: {} {}",
-        short(&commit.sha),
-        commit.subject
-    );
+    match bisect::first_bad(commits.len(), |i| judge(&commits[i], true))? {
+        Found::One(i) => println!(
+            "first regressed revision: {} {}",
+            short(&commits[i].sha),
+            commits[i].subject
+        ),
+        Found::OneOf(range) => {
+            // What `git bisect` says when skips leave several candidates:
+            // the commits it could not tell apart, none of them blamed.
+            println!(
+                "skipped commits that do not build leave more than one candidate: the first \
+                 regressed revision is one of: {}",
+                range
+                    .iter()
+                    .map(|&i| short(&commits[i].sha))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            );
+            // Every one but the last was skipped; the last is regressed.
+            for (k, &i) in range.iter().enumerate() {
+                let why = if k + 1 == range.len() {
+                    "regressed"
+                } else {
+                    "skipped: does not build"
+                };
+                println!(
+                    "  {} {} ({why})",
+                    short(&commits[i].sha),
+                    commits[i].subject
+                );
+            }
+        }
+    }
     Ok(0)
 }
 

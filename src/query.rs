@@ -1,10 +1,15 @@
 //! `lcx query "SQL"`: read-only SQL against the store, printed as a table,
 //! CSV or JSON. The database is opened with `SQLITE_OPEN_READ_ONLY` and
-//! `PRAGMA query_only`, and statements that could write are refused.
+//! `PRAGMA query_only`, and statements that could write are refused. A
+//! statement runs at most `--timeout` seconds (30 by default, 0: no limit),
+//! whatever the format: one typed by hand can run for ever (a recursive CTE
+//! without an end), and nothing else would stop it but a signal.
+
+use std::time::Duration;
 
 use lcx_core::report::render::counted;
 use lcx_core::report::rows;
-use lcx_core::store::Store;
+use lcx_core::store::{Store, StoreError};
 
 use super::report::user_or_not;
 use crate::args::DbArgs;
@@ -22,16 +27,29 @@ pub struct Args {
     sql: String,
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
+    /// Interrupt the statement after this many seconds (exit 1); 0: no limit.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    timeout: u64,
     #[command(flatten)]
     db: DbArgs,
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     // Every StoreError from opening names the path itself.
-    let store = Store::open_query_only(&args.db).map_err(user_or_not)?;
-    // Any failure of the statement itself (syntax, unknown table, a write)
-    // is the user's SQL.
-    let result = store.query(&args.sql).map_err(crate::bad_input)?;
+    let mut store = Store::open_query_only(&args.db).map_err(user_or_not)?;
+    let limit = (args.timeout > 0).then(|| Duration::from_secs(args.timeout));
+    let result = store.query_within(&args.sql, limit).map_err(|e| match e {
+        // The statement was fine; it ran out of time. Not a usage error
+        // (exit 1), so a script can tell it from bad SQL (exit 2).
+        StoreError::Interrupted { .. } => anyhow::anyhow!(
+            "query interrupted after {} s (--timeout); give a larger --timeout, or \
+             --timeout 0 for no limit",
+            args.timeout
+        ),
+        // Any other failure of the statement itself (syntax, unknown
+        // table, a write) is the user's SQL.
+        other => crate::bad_input(other),
+    })?;
     match args.format {
         Format::Table => {
             println!("{}", rows::table(&result));

@@ -251,6 +251,58 @@ fn query_is_read_only_and_formats() {
     assert_eq!(bad.status.code(), Some(2));
 }
 
+/// Issue 39 §7: `lcx query --timeout` ends a statement that would run for
+/// ever, in every format, exit 1 (not 2: the SQL was valid), saying which
+/// flag stopped it; `--timeout 0` is no limit.
+#[test]
+fn query_stops_at_its_timeout_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("lcx.db");
+    experiment(dir.path(), &db, "q", 1.5, "");
+    let endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) \
+                   SELECT COUNT(*) FROM c";
+    for format in ["table", "csv", "json"] {
+        let mut child = lcx(&db)
+            .current_dir(dir.path())
+            .args(["query", endless, "--timeout", "1", "--format", format])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Not a measure of how fast it stops: a guard so that a query the
+        // timeout misses fails the test instead of hanging it.
+        let mut waited = 0;
+        while child.try_wait().unwrap().is_none() {
+            if waited == 1200 {
+                child.kill().unwrap();
+                panic!("{format}: `lcx query --timeout 1` still running after 120 s");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            waited += 1;
+        }
+        let out = child.wait_with_output().unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{format}: {err}");
+        assert!(
+            err.contains("query interrupted after 1 s (--timeout)"),
+            "{format}: {err}"
+        );
+    }
+    let unlimited = ok(
+        &db,
+        dir.path(),
+        &[
+            "query",
+            "SELECT COUNT(*) AS n FROM metrics",
+            "--timeout",
+            "0",
+            "--format",
+            "csv",
+        ],
+    );
+    assert_eq!(unlimited.trim(), "n\n32");
+}
+
 #[test]
 fn list_history_and_compare() {
     let dir = tempfile::tempdir().unwrap();

@@ -45,13 +45,27 @@ const BUILD: &str = "cp trainer.sh built.sh && git rev-parse HEAD >> \"$LCX_TEST
 
 /// A repository with one commit per speed; returns it and the shas.
 fn repository(dir: &Path, speeds: &[&str]) -> (PathBuf, Vec<String>) {
+    repository_breaking(dir, speeds, &[])
+}
+
+/// [`repository`] whose commits at the indices in `broken` do not build:
+/// they hold a `broken.txt`, which the build refuses.
+fn repository_breaking(dir: &Path, speeds: &[&str], broken: &[usize]) -> (PathBuf, Vec<String>) {
     let repo = dir.join("project");
     std::fs::create_dir_all(&repo).unwrap();
     git(&repo, &["init", "-q", "-b", "main"]);
     write(&repo, "trainer.sh", TRAINER);
-    write(&repo, "build.sh", BUILD);
+    let refuse =
+        "if [ -e broken.txt ]; then echo 'error: this commit does not build' >&2; exit 1; fi\n";
+    write(&repo, "build.sh", &format!("{refuse}{BUILD}"));
     let mut shas = Vec::new();
     for (i, speed) in speeds.iter().enumerate() {
+        let marker = repo.join("broken.txt");
+        if broken.contains(&i) {
+            write(&repo, "broken.txt", "a commit that does not build\n");
+        } else if marker.exists() {
+            std::fs::remove_file(marker).unwrap();
+        }
         write(&repo, "speed.txt", &format!("{speed}\n"));
         write(&repo, "history.txt", &format!("commit {i}\n"));
         git(&repo, &["add", "-A"]);
@@ -405,6 +419,93 @@ fn bisect_finds_the_planted_regression_among_nine_commits() {
     unique.sort();
     unique.dedup();
     assert_eq!(built.len(), unique.len(), "{built:?}");
+}
+
+/// `lcx bisect --good shas[0] --bad shas[9]` over a repository whose
+/// trainer slows at commit 6 and whose commits in `broken` do not build.
+fn bisect_breaking(broken: &[usize], bad: usize) -> (tempfile::TempDir, Vec<String>, Output) {
+    let dir = tempfile::tempdir().unwrap();
+    let speeds = [
+        "1.0", "1.0", "1.0", "1.0", "1.0", "1.0", "1.5", "1.5", "1.5", "1.5",
+    ];
+    let (repo, shas) = repository_breaking(dir.path(), &speeds, broken);
+    let file = experiment(dir.path(), &repo, &[("trainer", "main")], "");
+    let out = run(
+        dir.path(),
+        &[
+            "bisect",
+            "--good",
+            &shas[0],
+            "--bad",
+            &shas[bad],
+            file.to_str().unwrap(),
+            "--plain",
+        ],
+    );
+    (dir, shas, out)
+}
+
+/// Issue 39 §7: a probed commit that does not build is skipped, as `git
+/// bisect skip` does, saying so with its build log, and the search goes on
+/// with a neighbour; here it still narrows to the one regressed commit.
+#[test]
+fn bisect_skips_a_commit_that_does_not_build() {
+    let (_dir, shas, out) = bisect_breaking(&[4], 9);
+    let log = text(&out);
+    assert!(out.status.success(), "{log}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "{} does not build (`sh build.sh` exited with 1): skipping it",
+            &shas[4][..12]
+        )),
+        "{stderr}"
+    );
+    let build_log = stderr
+        .split("build log: ")
+        .nth(1)
+        .and_then(|rest| rest.lines().next())
+        .expect("the skip names the build log");
+    assert!(
+        std::fs::read_to_string(build_log)
+            .unwrap()
+            .contains("this commit does not build"),
+        "{build_log}"
+    );
+    assert!(
+        log.contains(&format!("first regressed revision: {}", &shas[6][..12])),
+        "{log}"
+    );
+}
+
+/// When the regressed commit itself does not build, the search cannot tell
+/// it from the next: it reports both, as the range it could not narrow.
+#[test]
+fn bisect_reports_the_range_that_skipped_commits_leave() {
+    let (_dir, shas, out) = bisect_breaking(&[6], 9);
+    let log = text(&out);
+    assert!(out.status.success(), "{log}");
+    assert!(
+        log.contains(&format!(
+            "the first regressed revision is one of: {} {}",
+            &shas[6][..12],
+            &shas[7][..12]
+        )),
+        "{log}"
+    );
+    assert!(!log.contains("first regressed revision: "), "{log}");
+    assert!(log.contains("(skipped: does not build)"), "{log}");
+}
+
+/// The ends are judged, never skipped: a `--bad` that does not build stays
+/// an error.
+#[test]
+fn bisect_stops_when_an_end_does_not_build() {
+    let (_dir, _shas, out) = bisect_breaking(&[6], 6);
+    let log = text(&out);
+    assert!(!out.status.success(), "{log}");
+    assert!(log.contains("this commit does not build"), "{log}");
+    assert!(!log.contains("skipping it"), "{log}");
 }
 
 /// A stand-in for lcx: a real cargo project with the subcommands the

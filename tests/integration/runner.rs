@@ -600,6 +600,49 @@ fn seed_experiments_validate() {
     assert!(seen >= 5, "expected the seed experiments, found {seen}");
 }
 
+/// Issue 39 §6: a gate or guard naming a metric the train workload never
+/// writes is refused before anything runs, by `lcx run` and `--dry-run`
+/// alike, naming the file, the key, the likely name and the trainer's names.
+#[test]
+fn a_gate_on_a_metric_the_trainer_never_writes_is_refused_before_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        dir.path(),
+        "typo.toml",
+        "name = \"typo\"\nworkload = \"train\"\niterations = 2\n\
+         [[arms]]\nname = \"a\"\n[[arms]]\nname = \"b\"\nset = [\"traversal.scheduler=interleaved\"]\n\
+         [gate]\nmetric = \"time/iteration_secs\"\nmin_speedup = 1.05\n",
+    );
+    let db = dir.path().join("lcx.db");
+    for extra in [&[][..], &["--dry-run"][..]] {
+        let out = lcx()
+            .args(["run", file.to_str().unwrap(), "--plain", "--db"])
+            .arg(&db)
+            .args(extra)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {stderr}");
+        for needle in [
+            file.to_str().unwrap(),
+            "gate.metric",
+            "never writes `time/iteration_secs`",
+            "did you mean `time/iteration_seconds`?",
+            "it writes: time/iteration_seconds,",
+        ] {
+            assert!(
+                stderr.contains(needle),
+                "{extra:?}: `{needle}` not in {stderr}"
+            );
+        }
+    }
+    // Nothing ran: no cell, no experiment.
+    if db.exists() {
+        let store = Store::open_read_only(&db).unwrap();
+        assert_eq!(count(&store, "SELECT COUNT(*) FROM experiments"), 0);
+    }
+}
+
 /// #17: a resumed cell runs the config recorded when the experiment was
 /// created, not the config file as it reads at resume time.
 #[test]

@@ -3,6 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use lcx_core::metrics::Writers;
+
 fn lcx() -> Command {
     Command::new(env!("CARGO_BIN_EXE_lcx"))
 }
@@ -31,16 +33,45 @@ fn train_smoke() -> Command {
 }
 
 /// Fails on any numeric field of a metric line that the metric vocabulary
-/// (`lcx_core::metrics`, the `metric_info` table) does not describe.
-fn assert_in_vocabulary(line: &str) {
+/// (`lcx_core::metrics`, the `metric_info` table) does not describe, or does
+/// not list as `writer`'s (what a gate on its workload may name).
+/// Returns the fields.
+fn assert_in_vocabulary(writer: Writers, line: &str) -> Vec<String> {
+    use lcx_core::metrics::writes;
     let v: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+    let mut keys = Vec::new();
     for (key, value) in v.as_object().expect("an object") {
         if key != "iteration" && value.is_number() {
             assert!(
                 lcx_core::metrics::lookup(key).is_some(),
                 "`{key}` is written but not in lcx-core's metrics.rs: {line}"
             );
+            assert!(
+                writes(writer, key),
+                "`{key}` is written but not listed as {writer:?}'s in metrics.rs: {line}"
+            );
+            keys.push(key.clone());
         }
+    }
+    keys
+}
+
+/// Fails on a name listed as the trainer's, and picked by `pick`, that no
+/// key of `keys` matches: the list must not promise a gate a metric the
+/// trainer never writes.
+fn assert_listed_names_written(keys: &[String], pick: impl Fn(&str) -> bool) {
+    use lcx_core::metrics::written_by;
+    for pattern in written_by(Writers::TRAIN).filter(|n| pick(n)) {
+        let glob = |key: &str| match pattern.split_once('*') {
+            None => key == pattern,
+            Some((head, tail)) => {
+                key.starts_with(head) && key.ends_with(tail) && key.len() >= head.len() + tail.len()
+            }
+        };
+        assert!(
+            keys.iter().any(|k| glob(k)),
+            "`{pattern}` is listed as the trainer's in metrics.rs but no line wrote it"
+        );
     }
 }
 
@@ -82,8 +113,18 @@ fn train_streams_metrics_and_writes_the_run_directory() {
     );
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert_eq!(iterations(&stdout), vec![1, 2]);
+    let written: Vec<String> = stdout
+        .lines()
+        .flat_map(|l| assert_in_vocabulary(Writers::TRAIN, l))
+        .collect();
+    // All but what other settings write (checked with them below) and the
+    // device peak measured on CUDA only.
+    assert_listed_names_written(&written, |name| {
+        !(name.starts_with("amp/")
+            || name.starts_with("interleaved/")
+            || name == "peak/device_matmul_gflops")
+    });
     for line in stdout.lines() {
-        assert_in_vocabulary(line);
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
         // The recursive scheduler forwards one state at a time, and says so.
         assert_eq!(v["traversal/forward_batch_max"], 1.0, "{line}");
@@ -305,7 +346,7 @@ fn bench_peak_prints_the_ceiling_as_a_metric_line() {
         assert!(line[key].as_f64().is_some_and(|v| v > 0.0), "{key}: {line}");
     }
     assert!(line["peak/isa"].is_string(), "{line}");
-    assert_in_vocabulary(out.trim());
+    assert_in_vocabulary(Writers::BENCH_PEAK, out.trim());
 }
 
 /// The interleaved scheduler's and the benches' lines use only names the
@@ -359,10 +400,25 @@ fn every_metric_lcx_writes_is_in_the_vocabulary() {
             "-",
         ])),
     ];
-    for out in &lines {
+    let writers = [
+        Writers::TRAIN,
+        Writers::BENCH_TRAINER,
+        Writers::BENCH_FORWARD,
+        Writers::BENCH_ENGINE,
+    ];
+    let mut trained = Vec::new();
+    for (out, writer) in lines.iter().zip(writers) {
         assert!(!out.trim().is_empty());
-        out.lines().for_each(assert_in_vocabulary);
+        for line in out.lines() {
+            let keys = assert_in_vocabulary(writer, line);
+            if writer == Writers::TRAIN {
+                trained.extend(keys);
+            }
+        }
     }
+    assert_listed_names_written(&trained, |name| {
+        name.starts_with("amp/") || name.starts_with("interleaved/")
+    });
     assert!(
         lines[0].contains("traversal/forward_batch_mean"),
         "{}",

@@ -6,7 +6,9 @@
 //! they are listed once, here. The store copies the list into its
 //! `metric_info` table for SQL and pandas users; the reports take units and
 //! directions from it; a unit test runs the trainer and each bench and fails
-//! on any name missing from it.
+//! on any name missing from it. Each name also says which of lcx's programs
+//! write it ([`Writers`]): a gate or guard on a built-in workload may judge
+//! only those (`experiment::plan` refuses the rest before anything runs).
 //!
 //! A name may hold `*` for one path segment or a segment's tail (the
 //! opponent in `eval/*/win_rate0`, a depth range in
@@ -44,7 +46,39 @@ pub struct MetricInfo {
     /// (`s`, `nodes/s`, `µs`); `1` for plain numbers and ratios.
     pub unit: &'static str,
     pub better: Better,
+    /// The built-in programs whose lines hold it.
+    pub writers: Writers,
     pub description: &'static str,
+}
+
+/// A set of lcx's own programs that write metric lines: what a built-in
+/// workload may be asked about. Each vocabulary entry says which write it,
+/// so the vocabulary is the one list of what a workload emits (tests check
+/// it against the lines the trainer and each bench really write).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Writers(u8);
+
+impl Writers {
+    /// `lcx train` (the `train` workload).
+    pub const TRAIN: Writers = Writers(1);
+    /// `lcx bench forward` (the `bench-forward` workload).
+    pub const BENCH_FORWARD: Writers = Writers(1 << 1);
+    /// `lcx bench trainer` (the `bench-trainer` workload).
+    pub const BENCH_TRAINER: Writers = Writers(1 << 2);
+    /// `lcx bench engine` (no workload runs it).
+    pub const BENCH_ENGINE: Writers = Writers(1 << 3);
+    /// `lcx bench peak` (no workload runs it).
+    pub const BENCH_PEAK: Writers = Writers(1 << 4);
+
+    /// Both sets.
+    pub const fn and(self, other: Writers) -> Writers {
+        Writers(self.0 | other.0)
+    }
+
+    /// Whether every writer of `other` is in this set.
+    pub const fn includes(self, other: Writers) -> bool {
+        self.0 & other.0 == other.0
+    }
 }
 
 // Names used by more than the module that writes them.
@@ -59,115 +93,122 @@ const fn m(
     name: &'static str,
     unit: &'static str,
     better: Better,
+    writers: Writers,
     description: &'static str,
 ) -> MetricInfo {
     MetricInfo {
         name,
         unit,
         better,
+        writers,
         description,
     }
 }
 
 use Better::{Higher, Lower, Neither};
+const TRAIN: Writers = Writers::TRAIN;
+const BENCH_FORWARD: Writers = Writers::BENCH_FORWARD;
+const BENCH_TRAINER: Writers = Writers::BENCH_TRAINER;
+const BENCH_ENGINE: Writers = Writers::BENCH_ENGINE;
+const BENCH_PEAK: Writers = Writers::BENCH_PEAK;
 
 /// Every metric lcx writes. Exact names before wildcard ones; no two
 /// entries match one name (a test checks).
 pub const VOCABULARY: &[MetricInfo] = &[
     // Time per iteration, and its parts.
-    m(ITERATION_SECONDS, "s", Lower, "Wall time of one training iteration: traversals, memory, training, evaluation and checkpoints."),
-    m(TRAVERSAL_SECONDS, "s", Lower, "Wall time of the iteration's game-tree traversals (both players)."),
-    m("time/memory_add_seconds", "s", Lower, "Time adding the traversals' samples to the reservoir memories."),
-    m("time/advantage_train_seconds", "s", Lower, "Time training both advantage networks."),
-    m("time/strategy_train_seconds", "s", Lower, "Time training the strategy network."),
-    m("time/training_seconds", "s", Lower, "Time training all three networks."),
-    m("time/evaluation_seconds", "s", Lower, "Time playing the evaluation games (iterations that evaluate only)."),
-    m("time/checkpoint_seconds", "s", Lower, "Time writing checkpoints (included in time/iteration_seconds)."),
-    m(NODES_PER_ITERATION_SECOND, "nodes/s", Higher, "Traversal nodes per second of the whole iteration (the reference's definition): traversal/nodes ÷ time/iteration_seconds."),
+    m(ITERATION_SECONDS, "s", Lower, TRAIN, "Wall time of one training iteration: traversals, memory, training, evaluation and checkpoints."),
+    m(TRAVERSAL_SECONDS, "s", Lower, TRAIN, "Wall time of the iteration's game-tree traversals (both players)."),
+    m("time/memory_add_seconds", "s", Lower, TRAIN, "Time adding the traversals' samples to the reservoir memories."),
+    m("time/advantage_train_seconds", "s", Lower, TRAIN, "Time training both advantage networks."),
+    m("time/strategy_train_seconds", "s", Lower, TRAIN, "Time training the strategy network."),
+    m("time/training_seconds", "s", Lower, TRAIN, "Time training all three networks."),
+    m("time/evaluation_seconds", "s", Lower, TRAIN, "Time playing the evaluation games (iterations that evaluate only)."),
+    m("time/checkpoint_seconds", "s", Lower, TRAIN, "Time writing checkpoints (included in time/iteration_seconds)."),
+    m(NODES_PER_ITERATION_SECOND, "nodes/s", Higher, TRAIN, "Traversal nodes per second of the whole iteration (the reference's definition): traversal/nodes ÷ time/iteration_seconds."),
     // Traversal counters.
-    m("traversal/nodes", "nodes", Neither, "Game-tree nodes the traversals visited."),
-    m(NODES_PER_TRAVERSAL_SECOND, "nodes/s", Higher, "Traversal nodes per traversal second: traversal/nodes ÷ time/traversal_seconds. Not time/nodes_per_second, which divides by the whole iteration."),
-    m(FORWARD_BATCH_MEAN, "rows", Neither, "Requests per network forward round: the interleaved scheduler's mean batch; 1 for the recursive scheduler, which forwards one state at a time."),
-    m(FORWARD_BATCH_MAX, "rows", Neither, "Largest forward round of the iteration (1 for the recursive scheduler)."),
-    m("traversal/terminals", "nodes", Neither, "Traversal nodes that ended the game."),
-    m("traversal/depth_cutoffs", "nodes", Neither, "Traversals stopped by the depth limit."),
-    m("traversal/node_limit_cutoffs", "nodes", Neither, "Traversals stopped by the node limit."),
-    m("traversal/max_depth_reached", "depth", Neither, "Deepest node any traversal reached."),
-    m("traversal/endpoint_depth_sum", "depth", Neither, "Sum of the depths at which traversals ended."),
-    m("traversal/endpoints", "nodes", Neither, "Traversal endpoints: terminals and cut-offs."),
-    m("traversal/avg_endpoint_depth", "depth", Neither, "Mean depth at which traversals ended."),
-    m("traversal/endpoint_depth_bucket_*", "nodes", Neither, "Endpoints whose depth falls in the bucket's range."),
-    m("traversal/sampled_actions", "count", Neither, "Actions sampled at opponent and chance nodes."),
-    m("traversal/regret_matching_decisions", "count", Neither, "Decisions made by regret matching."),
-    m("traversal/regret_fallback_*", "1", Neither, "Regret-matching fallbacks (no positive regret): counts, rates, depths and tie statistics."),
+    m("traversal/nodes", "nodes", Neither, TRAIN, "Game-tree nodes the traversals visited."),
+    m(NODES_PER_TRAVERSAL_SECOND, "nodes/s", Higher, TRAIN, "Traversal nodes per traversal second: traversal/nodes ÷ time/traversal_seconds. Not time/nodes_per_second, which divides by the whole iteration."),
+    m(FORWARD_BATCH_MEAN, "rows", Neither, TRAIN, "Requests per network forward round: the interleaved scheduler's mean batch; 1 for the recursive scheduler, which forwards one state at a time."),
+    m(FORWARD_BATCH_MAX, "rows", Neither, TRAIN, "Largest forward round of the iteration (1 for the recursive scheduler)."),
+    m("traversal/terminals", "nodes", Neither, TRAIN, "Traversal nodes that ended the game."),
+    m("traversal/depth_cutoffs", "nodes", Neither, TRAIN, "Traversals stopped by the depth limit."),
+    m("traversal/node_limit_cutoffs", "nodes", Neither, TRAIN, "Traversals stopped by the node limit."),
+    m("traversal/max_depth_reached", "depth", Neither, TRAIN, "Deepest node any traversal reached."),
+    m("traversal/endpoint_depth_sum", "depth", Neither, TRAIN, "Sum of the depths at which traversals ended."),
+    m("traversal/endpoints", "nodes", Neither, TRAIN, "Traversal endpoints: terminals and cut-offs."),
+    m("traversal/avg_endpoint_depth", "depth", Neither, TRAIN, "Mean depth at which traversals ended."),
+    m("traversal/endpoint_depth_bucket_*", "nodes", Neither, TRAIN, "Endpoints whose depth falls in the bucket's range."),
+    m("traversal/sampled_actions", "count", Neither, TRAIN, "Actions sampled at opponent and chance nodes."),
+    m("traversal/regret_matching_decisions", "count", Neither, TRAIN, "Decisions made by regret matching."),
+    m("traversal/regret_fallback_*", "1", Neither, TRAIN, "Regret-matching fallbacks (no positive regret): counts, rates, depths and tie statistics."),
     // The interleaved scheduler's own counters.
-    m("interleaved/batches", "count", Neither, "Scheduler rounds that forwarded at least one request."),
-    m("interleaved/requests", "rows", Neither, "States forwarded by the scheduler."),
-    m("interleaved/avg_batch_size", "rows", Neither, "Requests per round (requests ÷ batches)."),
-    m("interleaved/max_batch_size", "rows", Neither, "Most requests forwarded in one round."),
-    m("interleaved/forwards", "count", Neither, "Policy calls: one per network a round has requests for."),
-    m("interleaved/avg_rows_per_forward", "rows", Neither, "Rows one network forward carries (requests ÷ forwards)."),
-    m("interleaved/forward_seconds", "s", Lower, "Time building inputs, forwarding and copying outputs back, summed over workers."),
-    m("interleaved/scheduler_seconds", "s", Lower, "Time advancing game contexts and collecting requests, summed over workers."),
-    m("interleaved/handed_over", "count", Neither, "Games in flight handed to a worker that had run out (shared games)."),
+    m("interleaved/batches", "count", Neither, TRAIN, "Scheduler rounds that forwarded at least one request."),
+    m("interleaved/requests", "rows", Neither, TRAIN, "States forwarded by the scheduler."),
+    m("interleaved/avg_batch_size", "rows", Neither, TRAIN, "Requests per round (requests ÷ batches)."),
+    m("interleaved/max_batch_size", "rows", Neither, TRAIN, "Most requests forwarded in one round."),
+    m("interleaved/forwards", "count", Neither, TRAIN, "Policy calls: one per network a round has requests for."),
+    m("interleaved/avg_rows_per_forward", "rows", Neither, TRAIN, "Rows one network forward carries (requests ÷ forwards)."),
+    m("interleaved/forward_seconds", "s", Lower, TRAIN, "Time building inputs, forwarding and copying outputs back, summed over workers."),
+    m("interleaved/scheduler_seconds", "s", Lower, TRAIN, "Time advancing game contexts and collecting requests, summed over workers."),
+    m("interleaved/handed_over", "count", Neither, TRAIN, "Games in flight handed to a worker that had run out (shared games)."),
     // Learning.
-    m("loss/advantage", "1", Lower, "Mean training loss of the two advantage networks this iteration."),
-    m("loss/strategy", "1", Lower, "Mean training loss of the strategy network this iteration."),
-    m("loss/strategy_last", "1", Lower, "The strategy network's loss on its last step this iteration (the reference trainer's loss/strategy)."),
-    m("samples/advantage", "samples", Neither, "Samples held in the advantage memories (both players)."),
-    m("samples/strategy", "samples", Neither, "Samples held in the strategy memory."),
-    m("samples/advantage_player_*", "samples", Neither, "Samples held in one player's advantage memory, and (_first_open) those from a first opening move."),
-    m("memory/advantage", "samples", Neither, "Samples ever offered to the advantage memories (both players)."),
-    m("memory/advantage_player_*", "samples", Neither, "Samples ever offered to one player's advantage memory."),
-    m("memory/strategy", "samples", Neither, "Samples ever offered to the strategy memory."),
-    m("amp/grad_scale", "1", Neither, "The AMP gradient scaler's current scale."),
-    m("amp/nonfinite_loss_count", "count", Lower, "Training steps skipped for a non-finite loss under AMP."),
+    m("loss/advantage", "1", Lower, TRAIN.and(BENCH_TRAINER), "Mean training loss of the two advantage networks this iteration."),
+    m("loss/strategy", "1", Lower, TRAIN.and(BENCH_TRAINER), "Mean training loss of the strategy network this iteration."),
+    m("loss/strategy_last", "1", Lower, TRAIN, "The strategy network's loss on its last step this iteration (the reference trainer's loss/strategy)."),
+    m("samples/advantage", "samples", Neither, TRAIN, "Samples held in the advantage memories (both players)."),
+    m("samples/strategy", "samples", Neither, TRAIN, "Samples held in the strategy memory."),
+    m("samples/advantage_player_*", "samples", Neither, TRAIN, "Samples held in one player's advantage memory, and (_first_open) those from a first opening move."),
+    m("memory/advantage", "samples", Neither, TRAIN, "Samples ever offered to the advantage memories (both players)."),
+    m("memory/advantage_player_*", "samples", Neither, TRAIN, "Samples ever offered to one player's advantage memory."),
+    m("memory/strategy", "samples", Neither, TRAIN, "Samples ever offered to the strategy memory."),
+    m("amp/grad_scale", "1", Neither, TRAIN, "The AMP gradient scaler's current scale."),
+    m("amp/nonfinite_loss_count", "count", Lower, TRAIN, "Training steps skipped for a non-finite loss under AMP."),
     // Evaluation games against a bot, network's side 0, bot's side 1.
-    m("eval/*/games", "games", Neither, "Evaluation games played against the opponent."),
-    m("eval/*/wins0", "games", Higher, "Games the network won."),
-    m("eval/*/wins1", "games", Lower, "Games the opponent won."),
-    m("eval/*/draws", "games", Neither, "Drawn games."),
-    m("eval/*/win_rate0", "fraction", Higher, "Share of games the network won."),
-    m("eval/*/win_rate1", "fraction", Lower, "Share of games the opponent won."),
-    m("eval/*/avg_score0", "points", Higher, "The network's mean score per game."),
-    m("eval/*/avg_score1", "points", Lower, "The opponent's mean score per game."),
-    m("eval/*/avg_score_diff0", "points", Higher, "The network's mean score minus the opponent's."),
-    m("eval/*/avg_game_length", "moves", Neither, "Mean moves per evaluation game."),
-    m("eval/*/max_step_timeouts", "games", Lower, "Games stopped by the step limit."),
-    m("eval/*/throughput", "games/s", Higher, "Evaluation games per second."),
+    m("eval/*/games", "games", Neither, TRAIN, "Evaluation games played against the opponent."),
+    m("eval/*/wins0", "games", Higher, TRAIN, "Games the network won."),
+    m("eval/*/wins1", "games", Lower, TRAIN, "Games the opponent won."),
+    m("eval/*/draws", "games", Neither, TRAIN, "Drawn games."),
+    m("eval/*/win_rate0", "fraction", Higher, TRAIN, "Share of games the network won."),
+    m("eval/*/win_rate1", "fraction", Lower, TRAIN, "Share of games the opponent won."),
+    m("eval/*/avg_score0", "points", Higher, TRAIN, "The network's mean score per game."),
+    m("eval/*/avg_score1", "points", Lower, TRAIN, "The opponent's mean score per game."),
+    m("eval/*/avg_score_diff0", "points", Higher, TRAIN, "The network's mean score minus the opponent's."),
+    m("eval/*/avg_game_length", "moves", Neither, TRAIN, "Mean moves per evaluation game."),
+    m("eval/*/max_step_timeouts", "games", Lower, TRAIN, "Games stopped by the step limit."),
+    m("eval/*/throughput", "games/s", Higher, TRAIN, "Evaluation games per second."),
     // Work and achieved rates (see `lcx bench peak` for the machine's).
-    m("perf/forward_rows", "rows", Neither, "States the traversals forwarded through a network."),
-    m("perf/traversal_flops", "FLOP", Neither, "Floating-point operations of the traversals' forwards."),
-    m("perf/training_flops", "FLOP", Neither, "Floating-point operations of training (forward, backward, optimiser)."),
-    m("perf/traversal_gflops", "GFLOP/s", Higher, "Achieved rate of the traversals' forwards."),
-    m("perf/training_gflops", "GFLOP/s", Higher, "Achieved rate of training."),
-    m("peak/device_matmul_gflops", "GFLOP/s", Higher, "Matrix-product rate measured on the training device at start-up."),
+    m("perf/forward_rows", "rows", Neither, TRAIN, "States the traversals forwarded through a network."),
+    m("perf/traversal_flops", "FLOP", Neither, TRAIN, "Floating-point operations of the traversals' forwards."),
+    m("perf/training_flops", "FLOP", Neither, TRAIN, "Floating-point operations of training (forward, backward, optimiser)."),
+    m("perf/traversal_gflops", "GFLOP/s", Higher, TRAIN, "Achieved rate of the traversals' forwards."),
+    m("perf/training_gflops", "GFLOP/s", Higher, TRAIN, "Achieved rate of training."),
+    m("peak/device_matmul_gflops", "GFLOP/s", Higher, TRAIN, "Matrix-product rate measured on the training device at start-up."),
     // lcx bench peak.
-    m("peak/threads", "threads", Neither, "Threads the peak probe used."),
-    m("peak/fp32_gflops_core", "GFLOP/s", Higher, "Peak fp32 rate of one core (FMA probe)."),
-    m("peak/fp32_gflops", "GFLOP/s", Higher, "Peak fp32 rate of all cores (FMA probe)."),
-    m("peak/stream_gbytes_per_second", "GB/s", Higher, "Memory bandwidth (stream triad)."),
-    m("peak/probe_seconds", "s", Neither, "Time the peak probe took."),
-    m("peak/matmul_gflops", "GFLOP/s", Higher, "Matrix-product rate on --device."),
+    m("peak/threads", "threads", Neither, BENCH_PEAK, "Threads the peak probe used."),
+    m("peak/fp32_gflops_core", "GFLOP/s", Higher, BENCH_PEAK, "Peak fp32 rate of one core (FMA probe)."),
+    m("peak/fp32_gflops", "GFLOP/s", Higher, BENCH_PEAK, "Peak fp32 rate of all cores (FMA probe)."),
+    m("peak/stream_gbytes_per_second", "GB/s", Higher, BENCH_PEAK, "Memory bandwidth (stream triad)."),
+    m("peak/probe_seconds", "s", Neither, BENCH_PEAK, "Time the peak probe took."),
+    m("peak/matmul_gflops", "GFLOP/s", Higher, BENCH_PEAK, "Matrix-product rate on --device."),
     // lcx bench forward / trainer.
-    m("batch_size", "rows", Neither, "The batch size this bench forward line timed."),
-    m("forwards", "count", Neither, "Forward calls in this timed repetition."),
-    m("bench/us_per_call", "µs", Lower, "Time of one forward call at the line's batch size."),
-    m("bench/us_per_state", "µs", Lower, "Time of one forward call ÷ its batch size."),
-    m("bench/ms_per_call", "ms", Lower, "Time of one training call (advantage and strategy updates) in bench trainer."),
+    m("batch_size", "rows", Neither, BENCH_FORWARD, "The batch size this bench forward line timed."),
+    m("forwards", "count", Neither, BENCH_FORWARD, "Forward calls in this timed repetition."),
+    m("bench/us_per_call", "µs", Lower, BENCH_FORWARD, "Time of one forward call at the line's batch size."),
+    m("bench/us_per_state", "µs", Lower, BENCH_FORWARD, "Time of one forward call ÷ its batch size."),
+    m("bench/ms_per_call", "ms", Lower, BENCH_TRAINER, "Time of one training call (advantage and strategy updates) in bench trainer."),
     // lcx bench engine.
-    m("bench/engine/games", "games", Neither, "Random games played."),
-    m("bench/engine/total_actions", "count", Neither, "Actions applied over all games."),
-    m("bench/engine/seconds", "s", Lower, "Time playing the games."),
-    m("bench/engine/games_per_second", "games/s", Higher, "Random games per second."),
-    m("bench/engine/actions_per_second", "actions/s", Higher, "Actions per second, legal mask and random choice included."),
-    m("bench/engine/mean_actions_per_game", "count", Neither, "Mean actions per game."),
-    m("bench/engine/ns_per_action", "ns", Lower, "Time per action, legal mask and random choice included."),
-    m("bench/engine/clone_ns", "ns", Lower, "One clone of a mid-game state."),
-    m("bench/engine/apply_undo_ns", "ns", Lower, "One apply of a legal action and its undo."),
-    m("bench/engine/encode_ns", "ns", Lower, "One encoding of a mid-game state."),
-    m("bench/engine/encode_dim", "1", Neither, "Length of the encoded state."),
-    m("bench/engine/state_bytes", "bytes", Neither, "Bytes copied by a state clone."),
+    m("bench/engine/games", "games", Neither, BENCH_ENGINE, "Random games played."),
+    m("bench/engine/total_actions", "count", Neither, BENCH_ENGINE, "Actions applied over all games."),
+    m("bench/engine/seconds", "s", Lower, BENCH_ENGINE, "Time playing the games."),
+    m("bench/engine/games_per_second", "games/s", Higher, BENCH_ENGINE, "Random games per second."),
+    m("bench/engine/actions_per_second", "actions/s", Higher, BENCH_ENGINE, "Actions per second, legal mask and random choice included."),
+    m("bench/engine/mean_actions_per_game", "count", Neither, BENCH_ENGINE, "Mean actions per game."),
+    m("bench/engine/ns_per_action", "ns", Lower, BENCH_ENGINE, "Time per action, legal mask and random choice included."),
+    m("bench/engine/clone_ns", "ns", Lower, BENCH_ENGINE, "One clone of a mid-game state."),
+    m("bench/engine/apply_undo_ns", "ns", Lower, BENCH_ENGINE, "One apply of a legal action and its undo."),
+    m("bench/engine/encode_ns", "ns", Lower, BENCH_ENGINE, "One encoding of a mid-game state."),
+    m("bench/engine/encode_dim", "1", Neither, BENCH_ENGINE, "Length of the encoded state."),
+    m("bench/engine/state_bytes", "bytes", Neither, BENCH_ENGINE, "Bytes copied by a state clone."),
 ];
 
 /// SQLite's `GLOB` restricted to what the vocabulary uses: `*` matches any
@@ -193,6 +234,56 @@ pub fn lookup(name: &str) -> Option<&'static MetricInfo> {
         .iter()
         .find(|i| i.name == name)
         .or_else(|| VOCABULARY.iter().find(|i| glob(i.name, name)))
+}
+
+/// The names `writer`'s lines may hold, wildcards included, in vocabulary
+/// order: what a gate or guard on a built-in workload may name.
+pub fn written_by(writer: Writers) -> impl Iterator<Item = &'static str> {
+    VOCABULARY
+        .iter()
+        .filter(move |i| i.writers.includes(writer))
+        .map(|i| i.name)
+}
+
+/// Whether `writer` ever writes `name` (in some configuration: the
+/// evaluation metrics only when it evaluates, `amp/*` only under AMP).
+pub fn writes(writer: Writers, name: &str) -> bool {
+    written_by(writer).any(|pattern| glob(pattern, name))
+}
+
+/// The name among `writer`'s that `typo` most likely meant, by the one
+/// "did you mean" rule (`toml_read::closest`). A wildcard name is compared
+/// with its `*` segments filled from the typo's own (`eval/heuristic/win_rat0`
+/// is one edit from `eval/heuristic/win_rate0`, not from `eval/*/win_rate0`).
+pub fn closest_written(writer: Writers, typo: &str) -> Option<String> {
+    let filled: Vec<String> = written_by(writer)
+        .map(|pattern| fill_wildcards(pattern, typo))
+        .collect();
+    let known: Vec<&str> = filled.iter().map(String::as_str).collect();
+    crate::toml_read::closest(typo, &known).map(str::to_string)
+}
+
+/// `pattern` with each `*` segment (or `prefix*` segment the typo's
+/// segment starts with) replaced by the typo's segment at that place, when
+/// both have as many segments; otherwise `pattern` as it is.
+fn fill_wildcards(pattern: &str, typo: &str) -> String {
+    let (ps, ts): (Vec<&str>, Vec<&str>) =
+        (pattern.split('/').collect(), typo.split('/').collect());
+    if !pattern.contains('*') || ps.len() != ts.len() {
+        return pattern.to_string();
+    }
+    ps.iter()
+        .zip(&ts)
+        .map(|(p, t)| match p.strip_suffix('*') {
+            Some(prefix)
+                if !prefix.contains('*') && t.starts_with(prefix) && t.len() > prefix.len() =>
+            {
+                *t
+            }
+            _ => *p,
+        })
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 /// `name` with its unit for a table header or an axis: `iter s` stays as it
@@ -260,6 +351,88 @@ mod tests {
             Better::Higher
         );
         assert!(lookup("my/own_metric").is_none());
+    }
+
+    /// The numeric fields of a metric line, `iteration` aside: what the
+    /// runner stores as metrics.
+    fn numeric_keys(line: &serde_json::Value) -> Vec<String> {
+        let mut keys: Vec<String> = line
+            .as_object()
+            .expect("a metric line is an object")
+            .iter()
+            .filter(|(k, v)| *k != "iteration" && v.is_number())
+            .map(|(k, _)| k.clone())
+            .collect();
+        keys.sort();
+        keys
+    }
+
+    fn listed(writer: Writers) -> Vec<String> {
+        let mut names: Vec<String> = written_by(writer).map(str::to_string).collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn each_bench_workload_lists_exactly_the_names_its_line_holds() {
+        // The structs the benches serialise are their lines (`lcx bench
+        // forward` and `trainer` write them as they are).
+        let forward = serde_json::to_value(crate::bench::forward::ForwardSample {
+            iteration: 1,
+            batch_size: 4,
+            forwards: 10,
+            us_per_call: 2.0,
+            us_per_state: 0.5,
+        })
+        .unwrap();
+        assert_eq!(numeric_keys(&forward), listed(Writers::BENCH_FORWARD));
+        let trainer = serde_json::to_value(crate::bench::trainer::TrainerSample {
+            iteration: 1,
+            precision: "fp32",
+            precision_requested: "fp32",
+            ms_per_call: 3.0,
+            loss_advantage: Some(0.5),
+            loss_strategy: Some(0.25),
+        })
+        .unwrap();
+        assert_eq!(numeric_keys(&trainer), listed(Writers::BENCH_TRAINER));
+        let engine = crate::bench::engine::run(&crate::bench::engine::EngineBenchOptions {
+            games: 1,
+            warmup_games: 0,
+            micro_iters: 1,
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(
+            numeric_keys(&engine.metric_line()),
+            listed(Writers::BENCH_ENGINE)
+        );
+        // The trainer's names are held to its real lines by the
+        // integration test `train::train_streams_metrics_and_writes_the_run_directory`.
+        assert!(writes(Writers::TRAIN, "eval/heuristic/win_rate0"));
+        assert!(writes(Writers::TRAIN, "loss/strategy"));
+        assert!(writes(Writers::BENCH_TRAINER, "loss/strategy"));
+        assert!(!writes(Writers::TRAIN, "bench/ms_per_call"));
+        assert!(!writes(Writers::BENCH_FORWARD, ITERATION_SECONDS));
+    }
+
+    #[test]
+    fn a_near_miss_is_matched_with_its_wildcards_filled() {
+        let closest = |typo: &str| closest_written(Writers::TRAIN, typo);
+        assert_eq!(
+            closest("time/iteration_second").as_deref(),
+            Some(ITERATION_SECONDS)
+        );
+        assert_eq!(
+            closest("eval/heuristic/win_rat0").as_deref(),
+            Some("eval/heuristic/win_rate0")
+        );
+        assert_eq!(closest("my/own_metric"), None);
+        // Not a bench name for the trainer, however close.
+        assert_eq!(
+            closest_written(Writers::BENCH_FORWARD, "bench/us_per_cal").as_deref(),
+            Some("bench/us_per_call")
+        );
     }
 
     #[test]

@@ -378,6 +378,7 @@ fn engine(args: EngineArgs) -> anyhow::Result<u8> {
 }
 
 fn trainer(args: TrainerArgs) -> anyhow::Result<u8> {
+    use lcx_core::bench::trainer::TrainerSample;
     use lcx_trainer::bench::{
         summarize, synthetic_trainer, time_training_call, timed_training_call,
     };
@@ -425,14 +426,15 @@ fn trainer(args: TrainerArgs) -> anyhow::Result<u8> {
             let (v, adv_loss, strat_loss) = timed_training_call(&mut t)?;
             iteration += 1;
             if let Some(out) = sink.as_mut() {
-                let line = serde_json::json!({
-                    "iteration": iteration,
-                    "precision": precision,
-                    "precision_requested": mode,
-                    "bench/ms_per_call": v,
-                    "loss/advantage": adv_loss,
-                    "loss/strategy": strat_loss,
-                });
+                let line = serde_json::to_string(&TrainerSample {
+                    iteration,
+                    precision,
+                    precision_requested: mode,
+                    ms_per_call: v,
+                    loss_advantage: adv_loss,
+                    loss_strategy: strat_loss,
+                })
+                .context("writing --metrics-out")?;
                 writeln!(out, "{line}")
                     .and_then(|()| out.flush())
                     .context("writing --metrics-out")?;

@@ -4,3 +4,4 @@
 pub mod engine;
 pub mod forward;
 pub mod peak;
+pub mod trainer;

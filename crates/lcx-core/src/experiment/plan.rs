@@ -177,6 +177,19 @@ impl Workload {
         })
     }
 
+    /// Which of lcx's programs writes the cells' lines: the names a gate
+    /// may judge are theirs (`metrics::written_by`). `None`: a `command`
+    /// arm writes names of its own.
+    pub fn writers(self) -> Option<crate::metrics::Writers> {
+        use crate::metrics::Writers;
+        match self {
+            Workload::Train => Some(Writers::TRAIN),
+            Workload::BenchForward => Some(Writers::BENCH_FORWARD),
+            Workload::BenchTrainer => Some(Writers::BENCH_TRAINER),
+            Workload::Command => None,
+        }
+    }
+
     /// Whether the cells are `lcx` subcommands fed a trainer config.
     pub fn uses_config(self) -> bool {
         self != Workload::Command

@@ -101,6 +101,10 @@ pub enum StoreError {
     },
     #[error("only read-only statements are allowed here: {0}")]
     NotReadOnly(String),
+    /// A statement stopped at its time limit ([`Store::query_within`]): not
+    /// the user's input being wrong, so not [`StoreError::is_user_input`].
+    #[error("query interrupted after {} s", after.as_secs_f64())]
+    Interrupted { after: std::time::Duration },
     #[error("database column {column} holds an unexpected value `{value}`")]
     BadValue { column: &'static str, value: String },
     #[error("JSON column {column}")]

@@ -2,6 +2,8 @@
 //! per-run metric series, warm-up-excluded aggregates, and read-only SQL.
 //! (The report side's own aggregate queries live in `report_read.rs`.)
 
+use std::time::{Duration, Instant};
+
 use rusqlite::types::ValueRef;
 use rusqlite::{params, OptionalExtension, Row};
 use serde::de::DeserializeOwned;
@@ -550,16 +552,59 @@ impl Store {
         Ok(rows)
     }
 
+    /// [`Store::query`], interrupted once it has run `limit` (`None`: no
+    /// limit): a statement typed by hand may never end (a recursive CTE
+    /// without a stop), and holds the database while it runs. A statement
+    /// stopped so ends in [`StoreError::Interrupted`].
+    pub fn query_within(
+        &mut self,
+        sql: &str,
+        limit: Option<Duration>,
+    ) -> Result<QueryResult, StoreError> {
+        let Some(limit) = limit else {
+            return self.query(sql);
+        };
+        let start = Instant::now();
+        // SQLite calls the handler every this many virtual-machine steps
+        // (well under a millisecond), so the statement ends soon after the
+        // limit; a `true` makes the running step fail with SQLITE_INTERRUPT.
+        const STEPS: std::ffi::c_int = 10_000;
+        self.conn
+            .progress_handler(STEPS, Some(move || start.elapsed() >= limit))?;
+        let result = self.read_only_statement(sql);
+        // Removed before `query_only` is turned off: past the limit the
+        // handler would interrupt that too, and leave the connection
+        // refusing writes.
+        self.conn.progress_handler(0, None::<fn() -> bool>)?;
+        self.conn.pragma_update(None, "query_only", "OFF")?;
+        result.map_err(|e| match e {
+            StoreError::Sql(rusqlite::Error::SqliteFailure(f, _))
+                if f.code == rusqlite::ErrorCode::OperationInterrupted =>
+            {
+                StoreError::Interrupted { after: limit }
+            }
+            other => other,
+        })
+    }
+
     /// Runs one read-only SQL statement (for `lcx query`). Statements that
     /// would write are refused before they run, and the connection is put
     /// in `query_only` mode meanwhile as a second guard.
     pub fn query(&self, sql: &str) -> Result<QueryResult, StoreError> {
+        let result = self.read_only_statement(sql);
+        self.conn.pragma_update(None, "query_only", "OFF")?;
+        result
+    }
+
+    /// Runs `sql` if it cannot write, with `query_only` on; the caller turns
+    /// it off again.
+    fn read_only_statement(&self, sql: &str) -> Result<QueryResult, StoreError> {
         let mut stmt = self.conn.prepare(sql)?;
         if !stmt.readonly() {
             return Err(StoreError::NotReadOnly(sql.trim().to_string()));
         }
         self.conn.pragma_update(None, "query_only", "ON")?;
-        let result = (|| {
+        (|| {
             let columns: Vec<String> = stmt.column_names().map(str::to_string).collect();
             let width = columns.len();
             let mut rows = Vec::new();
@@ -578,8 +623,6 @@ impl Store {
                 rows.push(values);
             }
             Ok::<_, StoreError>(QueryResult { columns, rows })
-        })();
-        self.conn.pragma_update(None, "query_only", "OFF")?;
-        result
+        })()
     }
 }

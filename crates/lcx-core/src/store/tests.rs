@@ -227,6 +227,32 @@ fn restart_supersedes_earlier_attempt() {
 }
 
 #[test]
+fn a_query_past_its_limit_is_interrupted_and_the_store_stays_writable() {
+    let mut store = Store::open_in_memory().unwrap();
+    // Counts for ever: only the limit ends it.
+    let endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) \
+                   SELECT COUNT(*) FROM c";
+    let limit = std::time::Duration::from_millis(50);
+    match store.query_within(endless, Some(limit)) {
+        Err(StoreError::Interrupted { after }) => assert_eq!(after, limit),
+        other => panic!("expected an interruption, got {other:?}"),
+    }
+    assert!(!StoreError::Interrupted { after: limit }.is_user_input());
+    // The handler is gone and `query_only` off: the next statement runs
+    // (with or without a limit), and the store writes again.
+    let quick = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000) \
+                 SELECT COUNT(*) FROM c";
+    let r = store
+        .query_within(quick, Some(std::time::Duration::from_secs(60)))
+        .unwrap();
+    assert_eq!(r.rows[0][0], SqlValue::Integer(1000));
+    assert_eq!(store.query_within(quick, None).unwrap().rows, r.rows);
+    store
+        .insert_experiment(&new_experiment("after", 0), &[])
+        .unwrap();
+}
+
+#[test]
 fn query_refuses_writes() {
     let store = Store::open_in_memory().unwrap();
     assert!(matches!(

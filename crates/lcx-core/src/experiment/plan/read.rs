@@ -571,6 +571,28 @@ impl Reader<'_> {
                 self.guards(t, &seen, &baseline)?,
             ),
         };
+        if let Some(g) = &gate {
+            let concerned =
+                |a: &RawArm| a.name == baseline || g.arm.as_ref().is_none_or(|arm| *arm == a.name);
+            self.check_written(
+                workload,
+                "gate.metric",
+                &g.metric,
+                arms.iter().filter(|a| concerned(a)),
+            )?;
+        }
+        for (i, (g, _)) in guards.iter().enumerate() {
+            let compared_with = g.baseline.as_deref().unwrap_or(&baseline);
+            let concerned = |a: &RawArm| {
+                a.name == compared_with || g.arm.as_ref().is_none_or(|arm| *arm == a.name)
+            };
+            self.check_written(
+                workload,
+                &format!("guard[{i}].metric"),
+                &g.metric,
+                arms.iter().filter(|a| concerned(a)),
+            )?;
+        }
         let (mut columns, guards) = self.agree_folds(columns, guards)?;
         if let Some(probe) = &cli.probe {
             self.probe_column(&mut columns, probe);
@@ -672,6 +694,44 @@ impl Reader<'_> {
             plan.arms.push(arm);
         }
         Ok(plan)
+    }
+
+    /// A gate's or guard's metric on a built-in workload is one the workload
+    /// writes: otherwise every cell would run and the check still end
+    /// inconclusive. Checked when one of the arms it compares (`concerned`)
+    /// runs this lcx; arms at a revision run that revision's lcx, whose
+    /// names may differ, and `command` arms write whatever they write.
+    pub(super) fn check_written<'a>(
+        &self,
+        workload: Workload,
+        key: &str,
+        metric: &str,
+        mut concerned: impl Iterator<Item = &'a RawArm>,
+    ) -> Result<(), PlanError> {
+        let Some(writer) = workload.writers() else {
+            return Ok(());
+        };
+        if crate::metrics::writes(writer, metric) || !concerned.any(|a| a.revision.is_none()) {
+            return Ok(());
+        }
+        let hint = crate::metrics::closest_written(writer, metric)
+            .map(|c| format!(" (did you mean `{c}`?)"))
+            .unwrap_or_default();
+        let names: Vec<&str> = crate::metrics::written_by(writer).collect();
+        let wildcard = if names.iter().any(|n| n.contains('*')) {
+            " (`*` stands for any opponent, player or range)"
+        } else {
+            ""
+        };
+        Err(self.err(
+            key,
+            format!(
+                "the {} workload never writes `{metric}`{hint}, so its cells would not report \
+                 it and the check would end inconclusive; it writes: {}{wildcard}",
+                workload.as_str(),
+                names.join(", ")
+            ),
+        ))
     }
 
     /// `[executor]`, with `--executor` replacing its `kind`.

@@ -924,3 +924,76 @@ fn slurm_options_and_the_name_are_one_line_and_the_name_is_short() {
     );
     plan(&file("", &"n".repeat(200))).unwrap();
 }
+
+#[test]
+fn a_gate_or_guard_on_a_metric_the_workload_never_writes_is_refused() {
+    let train = |extra: &str| plan(&format!("{TRAIN}{extra}"));
+    let gate = error(&format!(
+        "{TRAIN}[gate]\nmetric = \"time/iteration_second\"\nmin_speedup = 1.1\n"
+    ));
+    for needle in [
+        "/exp/dir/x.toml",
+        "gate.metric",
+        "the train workload never writes `time/iteration_second`",
+        "did you mean `time/iteration_seconds`?",
+        "it writes: time/iteration_seconds, ",
+        "eval/*/win_rate0",
+    ] {
+        assert!(gate.contains(needle), "`{needle}` not in: {gate}");
+    }
+    let guard = error(&format!(
+        "{TRAIN}[[guard]]\nmetric = \"time/traversal_seconds\"\nmargin = 1\n\
+         [[guard]]\nmetric = \"eval/random/win_rat0\"\nmargin = 0.05\n"
+    ));
+    assert!(
+        guard.contains("guard[1].metric")
+            && guard.contains("did you mean `eval/random/win_rate0`?"),
+        "{guard}"
+    );
+    // A bench's own names, not the trainer's.
+    let bench = format!(
+        "name = \"b\"\nworkload = \"bench-forward\"\niterations = 3\n[[arms]]\nname = \"a\"\n\
+         [[arms]]\nname = \"b\"\n[gate]\nmetric = \"{}\"\nmin_speedup = 1.1\n",
+        "time/iteration_seconds"
+    );
+    let e = error(&bench);
+    assert!(
+        e.contains("the bench-forward workload never writes")
+            && e.contains("it writes: batch_size, forwards, bench/us_per_call, bench/us_per_state"),
+        "{e}"
+    );
+    assert!(plan(&bench.replace("time/iteration_seconds", "bench/us_per_call")).is_ok());
+    // What the trainer writes passes, a wildcard name included.
+    train("[gate]\nmetric = \"time/iteration_seconds\"\nmin_speedup = 1.1\n").unwrap();
+    train("[[guard]]\nmetric = \"eval/heuristic/win_rate0\"\nmargin = 0.05\n").unwrap();
+    // A command writes names of its own.
+    plan(&format!(
+        "{COMMAND}[gate]\nmetric = \"my/own_seconds\"\nmin_speedup = 1.1\n"
+    ))
+    .unwrap();
+}
+
+#[test]
+fn arms_at_a_revision_may_gate_on_a_name_their_lcx_writes() {
+    // Both arms the gate compares run another lcx: its names may differ.
+    let revisions = "name = \"t\"\nworkload = \"train\"\niterations = 2\n\
+         [[arms]]\nname = \"old\"\nrevision = \"v1\"\n[[arms]]\nname = \"new\"\nrevision = \"v2\"\n\
+         [[arms]]\nname = \"here\"\n";
+    let gated = |arm: &str| {
+        plan(&format!(
+            "{revisions}[gate]\nmetric = \"time/new_seconds\"\nmin_speedup = 1.1\narm = \"{arm}\"\n"
+        ))
+    };
+    gated("new").unwrap();
+    // An arm running this lcx would never write it.
+    let e = gated("here").unwrap_err().to_string();
+    assert!(
+        e.contains("gate.metric") && e.contains("never writes"),
+        "{e}"
+    );
+    // Without `arm` the gate compares every arm, `here` too.
+    let all = plan(&format!(
+        "{revisions}[gate]\nmetric = \"time/new_seconds\"\nmin_speedup = 1.1\n"
+    ));
+    assert!(all.is_err());
+}
