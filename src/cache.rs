@@ -4,7 +4,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use lcx_core::experiment::revision::Cache;
+use lcx_core::experiment::revision::{Cache, Removal};
 
 use crate::args::DbArgs;
 
@@ -83,29 +83,36 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             let cutoff = SystemTime::now()
                 .checked_sub(Duration::from_secs(days.saturating_mul(86_400)))
                 .unwrap_or(SystemTime::UNIX_EPOCH);
-            let (mut removed, mut busy) = (0, 0);
+            let mut removed = 0;
             for e in cache.entries()? {
                 let stale = e.used.is_none_or(|u| u < cutoff);
                 if all || e.record.is_none() || stale {
-                    // An entry another lcx is building stays.
-                    if cache.remove(&e)? {
-                        removed += 1;
-                    } else {
-                        busy += 1;
+                    let name = e.path.file_name().unwrap_or_default().to_string_lossy();
+                    match cache.remove(&e)? {
+                        Removal::Removed => removed += 1,
+                        Removal::Building => {
+                            println!("kept {name}: another lcx is building it")
+                        }
+                        Removal::InUse => {
+                            println!("kept {name}: a running experiment's cells use it")
+                        }
                     }
                 }
             }
-            if busy > 0 {
-                println!(
-                    "kept {} that another lcx is building",
-                    lcx_core::report::render::counted(busy, "build")
-                );
-            }
-            if all {
-                let target = cache.root.join("cargo-target");
-                if target.exists() {
-                    std::fs::remove_dir_all(&target)?;
+            // The shared cargo target goes only when no lcx build holds it.
+            let target = cache.root.join("cargo-target");
+            if all && target.exists() {
+                match cache.lock_target()? {
+                    Some(_held) => std::fs::remove_dir_all(&target)?,
+                    None => println!("kept cargo-target: an lcx build is using it"),
                 }
+            }
+            let locks = cache.remove_stale_locks(all)?;
+            if locks > 0 {
+                println!(
+                    "removed {} left without a build",
+                    lcx_core::text::counted(locks as u64, "lock file")
+                );
             }
             println!(
                 "removed {} from {}",

@@ -789,3 +789,59 @@ fn a_build_dies_with_its_runner_and_a_half_build_is_built_again() {
         assert_eq!(builds(dir.path()).len(), 1, "signal {sig}");
     }
 }
+
+/// `cache prune --all` while an experiment runs keeps the builds its cells
+/// use (saying so), and the experiment completes; once it has ended, prune
+/// removes them and their lock files.
+#[test]
+fn prune_keeps_the_builds_a_running_experiment_uses() {
+    let dir = tempfile::tempdir().unwrap();
+    let (repo, _) = repository(dir.path(), &["0.01"]);
+    let text = format!(
+        "name = \"leased\"\nworkload = \"command\"\niterations = 2\nwarmup = 0\nrepeats = 3\n\
+         repository = {}\nbuild = \"sh build.sh\"\n\n[[arms]]\nname = \"r\"\n\
+         revision = \"main\"\ncommand = \"sleep 1; sh built.sh\"\n",
+        toml::Value::String(repo.display().to_string())
+    );
+    let file = write(dir.path(), "leased.toml", &text);
+    let db = dir.path().join("lcx.db");
+    let runner = lcx()
+        .args(["run", file.to_str().unwrap(), "--plain"])
+        .env("LCX_TEST_BUILDS", dir.path().join("builds.txt"))
+        .env_remove("LCX_REVISION_CACHE")
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    crate::support::wait_for_rows(&db, "SELECT COUNT(*) FROM runs WHERE status = 'running'", 1);
+    let prune = run(dir.path(), &["cache", "prune", "--all"]);
+    assert!(prune.status.success(), "{}", text_of(&prune));
+    assert!(
+        text_of(&prune).contains("a running experiment's cells use it"),
+        "{}",
+        text_of(&prune)
+    );
+    let out = runner.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text_of(&out));
+    let store = Store::open_read_only(&db).unwrap();
+    assert_eq!(
+        count(
+            &store,
+            "SELECT COUNT(*) FROM runs WHERE status = 'completed'"
+        ),
+        3
+    );
+
+    let prune = run(dir.path(), &["cache", "prune", "--all"]);
+    assert!(
+        text_of(&prune).contains("removed 1 build"),
+        "{}",
+        text_of(&prune)
+    );
+    let left: Vec<String> = std::fs::read_dir(dir.path().join(".lcx/revisions"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(left.is_empty(), "prune left {left:?}");
+}

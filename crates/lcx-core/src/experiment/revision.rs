@@ -185,11 +185,17 @@ impl Cache {
         Ok(out)
     }
 
-    /// Removes an entry: its git worktree registration, then its files.
-    /// `Ok(false)` when another lcx holds the entry (building it).
-    pub fn remove(&self, entry: &Entry) -> Result<bool, RevisionError> {
-        let Some(_lock) = Lock::try_take(&entry.path.with_extension("lock"))? else {
-            return Ok(false);
+    /// Removes an entry: its git worktree registration, its files, and its
+    /// lock files. Keeps it when another lcx is building it or a running
+    /// experiment's cells use it.
+    pub fn remove(&self, entry: &Entry) -> Result<Removal, RevisionError> {
+        let lock_path = entry.path.with_extension("lock");
+        let use_path = entry.path.with_extension("use");
+        let Some(_lock) = Lock::try_take(&lock_path)? else {
+            return Ok(Removal::Building);
+        };
+        let Some(_use) = Lock::try_take(&use_path)? else {
+            return Ok(Removal::InUse);
         };
         let src = entry.path.join("src");
         if let Some(repo) = entry.record.as_ref().map(|r| r.repository.clone()) {
@@ -205,8 +211,63 @@ impl Cache {
         if let Some(repo) = entry.record.as_ref().map(|r| r.repository.clone()) {
             let _ = git(&repo, &["worktree", "prune"]);
         }
-        Ok(true)
+        // Deleted while held: whoever waits on them takes them again on a
+        // new file (see `Lock::flock`).
+        let _ = std::fs::remove_file(&lock_path);
+        let _ = std::fs::remove_file(&use_path);
+        Ok(Removal::Removed)
     }
+
+    /// The shared cargo target's lock, or `None` while a build holds it:
+    /// whoever holds it may remove the folder.
+    pub fn lock_target(&self) -> Result<Option<impl Drop>, RevisionError> {
+        Lock::try_take(&self.root.join("cargo-target.lock"))
+    }
+
+    /// Removes lock files left without their entry (nobody holding them);
+    /// returns how many. The shared cargo target's lock goes too when
+    /// `target` (that folder was removed).
+    pub fn remove_stale_locks(&self, target: bool) -> Result<usize, RevisionError> {
+        let read = match std::fs::read_dir(&self.root) {
+            Ok(read) => read,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(io(format!("reading {}", self.root.display()))(e)),
+        };
+        let mut removed = 0;
+        for item in read {
+            let path = item
+                .map_err(io(format!("reading {}", self.root.display())))?
+                .path();
+            let ext = path.extension().and_then(|e| e.to_str());
+            if !matches!(ext, Some("lock" | "use")) {
+                continue;
+            }
+            let owner = path.with_extension("");
+            let orphan = if owner == self.cargo_target() {
+                target && !owner.exists()
+            } else {
+                !owner.exists()
+            };
+            if orphan {
+                if let Some(_held) = Lock::try_take(&path)? {
+                    std::fs::remove_file(&path)
+                        .map_err(io(format!("removing {}", path.display())))?;
+                    removed += 1;
+                }
+            }
+        }
+        Ok(removed)
+    }
+}
+
+/// What [`Cache::remove`] did with an entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Removal {
+    Removed,
+    /// Another lcx is building it.
+    Building,
+    /// A running experiment's cells use it (a lease is held).
+    InUse,
 }
 
 /// One cache entry as `lcx cache list` shows it.
@@ -291,14 +352,16 @@ pub fn survey(plan: &Plan, cache: &Cache) -> Result<Vec<Planned>, RevisionError>
 /// and fills in the arms: the resolved sha, the checkout, the binary, the
 /// config the revision's lcx resolved, the commits since the baseline.
 /// Idempotent: a plan prepared before (a resume) keeps its shas and only
-/// rebuilds what the cache lost.
+/// rebuilds what the cache lost. The leases it returns keep `cache prune`
+/// from removing the builds while they are held.
 pub fn prepare(
     plan: &mut Plan,
     cache: &Cache,
     progress: &mut dyn Progress,
-) -> Result<(), RevisionError> {
+) -> Result<Leases, RevisionError> {
+    let mut leases = Leases::default();
     if plan.arms.iter().all(|a| a.revision.is_none()) {
-        return Ok(());
+        return Ok(leases);
     }
     let toolchain = toolchain_if(plan);
     let workload = plan.workload;
@@ -329,9 +392,10 @@ pub fn prepare(
                 ),
             });
         }
-        let record = build_entry(
+        let (record, lease) = build_entry(
             &arm.name, revision, &entry, &command, &toolchain, workload, cache, progress,
         )?;
+        leases.0.push(lease);
         let _ = std::fs::write(entry.join("used"), b"");
         let src = entry.join("src");
         revision.checkout = Some(src.clone());
@@ -424,7 +488,7 @@ pub fn prepare(
         .map(|t| t.lines().map(str::to_string).collect())
         .unwrap_or_default();
     }
-    Ok(())
+    Ok(leases)
 }
 
 /// `rustc -V` and `cargo -V` for lcx builds (part of the cache key: a new
@@ -565,7 +629,8 @@ fn worktree_diff(repo: &Path, cache_root: &Path) -> Result<Option<Diff>, String>
 }
 
 /// Checks out and builds one entry unless it is complete, under a lock so
-/// that two `lcx run`s never build the same entry at once.
+/// that two `lcx run`s never build the same entry at once; returns its
+/// record and a lease on it.
 #[expect(
     clippy::too_many_arguments,
     reason = "one call site; the arguments are the entry's key"
@@ -579,7 +644,7 @@ fn build_entry(
     workload: Workload,
     cache: &Cache,
     progress: &mut dyn Progress,
-) -> Result<BuildRecord, RevisionError> {
+) -> Result<(BuildRecord, Lock), RevisionError> {
     let shown = revision.describe();
     let record_path = entry.join("build.json");
     std::fs::create_dir_all(&cache.root).map_err(io(format!(
@@ -593,7 +658,9 @@ fn build_entry(
             record.seconds,
             entry.display()
         ));
-        return Ok(record);
+        // Leased while the build lock is held: prune, which takes both,
+        // cannot remove it in between.
+        return Ok((record, Lock::share(&entry.with_extension("use"))?));
     }
     let sha = revision.sha.clone().unwrap_or_default();
     // A partial entry (a build that failed or was killed) starts over.
@@ -749,7 +816,7 @@ fn build_entry(
             "revision {shown} (arm `{arm}`): built in {seconds:.1} s"
         ));
     }
-    Ok(record)
+    Ok((record, Lock::share(&entry.with_extension("use"))?))
 }
 
 /// Copies the built binaries out of the shared target folder (the next
@@ -883,11 +950,15 @@ fn resolve_config(
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// An exclusive `flock` on a file, released when dropped.
+/// A `flock` on a file, released when dropped. Exclusive for building or
+/// removing an entry (`ENTRY.lock`, and `ENTRY.use` when removing), shared
+/// for using one (`ENTRY.use`, held by every runner whose cells run the
+/// build, for as long as it runs).
+#[derive(Debug)]
 struct Lock(std::fs::File);
 
 impl Lock {
-    /// The lock, or `None` when another process holds it.
+    /// The exclusive lock, or `None` when another process holds it.
     fn try_take(path: &Path) -> Result<Option<Lock>, RevisionError> {
         Self::flock(path, libc::LOCK_EX | libc::LOCK_NB)
     }
@@ -898,27 +969,52 @@ impl Lock {
         })
     }
 
+    /// A shared lock: a lease on an entry in use.
+    fn share(path: &Path) -> Result<Lock, RevisionError> {
+        Self::flock(path, libc::LOCK_SH)?.ok_or_else(|| {
+            io(format!("locking {}", path.display()))(std::io::Error::other("lock not taken"))
+        })
+    }
+
     fn flock(path: &Path, how: libc::c_int) -> Result<Option<Lock>, RevisionError> {
         use std::os::fd::AsRawFd;
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(path)
-            .map_err(io(format!("opening {}", path.display())))?;
-        // SAFETY: flock only reads the descriptor, which `file` keeps open
-        // for as long as the lock lives.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), how) };
-        if rc != 0 {
-            let err = std::io::Error::last_os_error();
-            if err.kind() == std::io::ErrorKind::WouldBlock {
-                return Ok(None);
+        use std::os::unix::fs::MetadataExt;
+        loop {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(path)
+                .map_err(io(format!("opening {}", path.display())))?;
+            // SAFETY: flock only reads the descriptor, which `file` keeps
+            // open for as long as the lock lives.
+            let rc = unsafe { libc::flock(file.as_raw_fd(), how) };
+            if rc != 0 {
+                let err = std::io::Error::last_os_error();
+                if err.kind() == std::io::ErrorKind::WouldBlock {
+                    return Ok(None);
+                }
+                return Err(io(format!("locking {}", path.display()))(err));
             }
-            return Err(io(format!("locking {}", path.display()))(err));
+            // `cache prune` deletes the lock files of what it removed while
+            // it holds them: a lock taken on a deleted file guards nothing,
+            // so it is taken again on the file now at the path.
+            let held = file.metadata().map(|m| (m.dev(), m.ino()));
+            let now = std::fs::metadata(path).map(|m| (m.dev(), m.ino()));
+            if let (Ok(held), Ok(now)) = (held, now) {
+                if held == now {
+                    return Ok(Some(Lock(file)));
+                }
+            }
         }
-        Ok(Some(Lock(file)))
     }
 }
+
+/// Leases on the cache entries a runner's cells use: `cache prune` keeps
+/// those entries until the leases are dropped (the runner ends or dies).
+#[derive(Debug, Default)]
+#[must_use = "an entry is protected from `cache prune` only while its lease is held"]
+pub struct Leases(Vec<Lock>);
 
 impl Drop for Lock {
     fn drop(&mut self) {

@@ -212,6 +212,9 @@ pub struct Session {
     detach: bool,
     attach: bool,
     takeover: bool,
+    /// The revision builds this session's cells run, kept from `cache
+    /// prune` for as long as the session lives.
+    _leases: revision::Leases,
 }
 
 /// How the cells of a [`Session`] run.
@@ -299,8 +302,9 @@ impl RunRequest {
         }
         let loaded = match loaded {
             Some((mut plan, text)) => {
-                revision::prepare(&mut plan, cache, progress).map_err(SessionError::revision)?;
-                Some((plan, text))
+                let leases = revision::prepare(&mut plan, cache, progress)
+                    .map_err(SessionError::revision)?;
+                Some((plan, text, leases))
             }
             None => None,
         };
@@ -312,11 +316,11 @@ impl RunRequest {
         };
         let mut store = opened.map_err(SessionError::opening)?;
         let db = self.db.display().to_string();
-        let (plan, experiment_id) = match loaded {
-            Some((plan, text)) => {
+        let (plan, experiment_id, leases) = match loaded {
+            Some((plan, text, leases)) => {
                 let id = record(&mut store, &plan, &text, host)
                     .map_err(|source| SessionError::Record { db, source })?;
-                (plan, id)
+                (plan, id, leases)
             }
             None => {
                 let selector = self.earlier().unwrap_or("latest");
@@ -346,8 +350,9 @@ impl RunRequest {
                     detachable(&plan)?;
                 }
                 // The recorded shas; only what the cache lost is built again.
-                revision::prepare(&mut plan, cache, progress).map_err(SessionError::revision)?;
-                (plan, id)
+                let leases = revision::prepare(&mut plan, cache, progress)
+                    .map_err(SessionError::revision)?;
+                (plan, id, leases)
             }
         };
         Ok(Prepared::Ready(Box::new(Session {
@@ -358,6 +363,7 @@ impl RunRequest {
             detach: self.detach,
             attach: matches!(self.start, Start::Attach(_)),
             takeover: self.takeover,
+            _leases: leases,
         })))
     }
 }
