@@ -8,6 +8,14 @@
 #   - the database passes PRAGMA integrity_check,
 #   - no (run, metric, iteration) has two live rows, and every cell has all
 #     its iterations.
+# Then two shorter rounds of N/5 kills each:
+#   - during experiment creation (the first few hundred milliseconds): no
+#     experiment may be left completed without cells, and a resume of what
+#     was recorded completes it;
+#   - during a revision build (an arm at a git revision of a throwaway
+#     repository, whose build hangs with a child of its own): no build
+#     process survives, no half-built entry is used, and a new run builds
+#     it again and completes.
 # Prints one line per kill and a summary; exits 1 if any check failed.
 #
 #   scripts/fault-kill9.sh [N=50] [LCX=target/release/lcx]
@@ -82,5 +90,104 @@ for ((k = 1; k <= n; k++)); do
     echo "$line"
     rm -f "$db" "$db-wal" "$db-shm"
 done
-echo "summary: $n runs, $kills killed ($early before the experiment was recorded); of the other $((n - early)): read as abandoned $abandoned, had completed before the kill $finished, resume completed $resumed, integrity ok $integrity; duplicate live rows $dups; cells missing iterations $short; surviving grandchildren $survivors"
+echo "mid-run: $n runs, $kills killed ($early before the experiment was recorded); of the other $((n - early)): read as abandoned $abandoned, had completed before the kill $finished, resume completed $resumed, integrity ok $integrity; duplicate live rows $dups; cells missing iterations $short; surviving grandchildren $survivors"
+corrupt=$((n - early - integrity))
+
+# Kills during creation: the experiment, its plan and its cells are one
+# transaction, so a kill leaves all of them or none.
+rounds=$(( (n + 4) / 5 ))
+zero=0
+for ((k = 1; k <= rounds; k++)); do
+    db="$work/c$k.db"
+    rm -f "$work/pids"
+    "$lcx" run "$work/e.toml" --db "$db" --plain >/dev/null 2>&1 &
+    pid=$!
+    sleep "$(awk -v r="$RANDOM" 'BEGIN { printf "%.3f", (r % 250) / 1000 }')"
+    kill -9 "$pid" 2>/dev/null && kills=$((kills + 1))
+    wait "$pid" 2>/dev/null
+    sleep 0.3
+    left=0
+    if [[ -f $work/pids ]]; then
+        while read -r p; do alive "$p" && { left=$((left + 1)); kill -9 "$p" 2>/dev/null; }; done <"$work/pids"
+    fi
+    survivors=$((survivors + left))
+    recorded=$( [[ -e $db ]] && query "SELECT COUNT(*) FROM experiments" 2>/dev/null)
+    z=0 ok=ok after=-
+    if [[ ${recorded:-0} != 0 ]]; then
+        "$lcx" run --resume latest --db "$db" --plain >/dev/null 2>&1
+        after=$("$lcx" list --db "$db" --format json 2>/dev/null | awk -F'"' '/"status"/ { print $4; exit }')
+        z=$(query "SELECT COUNT(*) FROM experiments e WHERE e.status = 'completed' AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.experiment_id = e.id)")
+        ok=$(query "PRAGMA integrity_check")
+        [[ $ok == ok ]] || corrupt=$((corrupt + 1))
+        s=$(query "SELECT COUNT(*) FROM runs r WHERE (SELECT COUNT(*) FROM metrics m WHERE m.run_id = r.id AND m.superseded = 0 AND m.name = 't') <> $iterations")
+        short=$((short + s))
+    fi
+    zero=$((zero + z))
+    line="creation kill $k: experiments recorded ${recorded:-0}, after resume '$after', zero-cell completed $z, integrity $ok, surviving grandchildren $left"
+    if [[ $z != 0 || $ok != ok || $left != 0 || (${recorded:-0} != 0 && $after != completed) ]]; then
+        bad=$((bad + 1))
+        line="$line  <-- FAILED"
+    fi
+    echo "$line"
+    rm -f "$db" "$db-wal" "$db-shm"
+done
+
+# Kills during a revision build.
+repo="$work/repo"
+mkdir -p "$repo"
+git -C "$repo" init -q -b main
+printf '%s\n' 'i=1; while [ $i -le "$LCX_ITERATIONS" ]; do echo "{\"iteration\":$i,\"t\":0.$i}"; i=$((i+1)); done' >"$repo/trainer.sh"
+# The build hangs (a long cargo, with a child of its own) until go exists.
+cat >"$repo/build.sh" <<'BUILD'
+if [ ! -e "$FAULT_GO" ]; then
+  echo $$ >> "$FAULT_PIDS"
+  sleep 300 &
+  echo $! >> "$FAULT_PIDS"
+  wait
+fi
+cp trainer.sh built.sh
+BUILD
+git -C "$repo" add -A
+git -C "$repo" -c user.name=f -c user.email=f@example.com commit -q -m build
+printf 'name = "build-kill"\nworkload = "command"\niterations = 3\nwarmup = 0\nrepository = "%s"\nbuild = "sh build.sh"\n\n[[arms]]\nname = "r"\nrevision = "main"\ncommand = "sh built.sh"\n' "$repo" >"$work/b.toml"
+orphans=0
+for ((k = 1; k <= rounds; k++)); do
+    cache="$work/cache$k"
+    db="$work/b$k.db"
+    rm -f "$work/bpids" "$work/go"
+    FAULT_PIDS="$work/bpids" FAULT_GO="$work/go" LCX_REVISION_CACHE="$cache" \
+        "$lcx" run "$work/b.toml" --db "$db" --plain >/dev/null 2>&1 &
+    pid=$!
+    # Until the build has started (both its pids are written), then a little more.
+    for _ in $(seq 200); do [[ $(wc -l <"$work/bpids" 2>/dev/null || echo 0) -ge 2 ]] && break; sleep 0.05; done
+    sleep "$(awk -v r="$RANDOM" 'BEGIN { printf "%.2f", (r % 100) / 100 }')"
+    kill -9 "$pid" 2>/dev/null && kills=$((kills + 1))
+    wait "$pid" 2>/dev/null
+    left=0
+    for _ in $(seq 50); do
+        left=0
+        while read -r p; do alive "$p" && left=$((left + 1)); done <"$work/bpids"
+        [[ $left == 0 ]] && break
+        sleep 0.1
+    done
+    if [[ $left != 0 ]]; then
+        while read -r p; do kill -9 "$p" 2>/dev/null; done <"$work/bpids"
+    fi
+    orphans=$((orphans + left))
+    half=$(find "$cache" -name build.json 2>/dev/null | wc -l)
+    touch "$work/go"
+    FAULT_PIDS="$work/bpids" FAULT_GO="$work/go" LCX_REVISION_CACHE="$cache" \
+        "$lcx" run "$work/b.toml" --db "$db" --plain >/dev/null 2>&1
+    rc=$?
+    ok=$(query "PRAGMA integrity_check")
+    [[ $ok == ok ]] || corrupt=$((corrupt + 1))
+    line="build kill $k: build processes left $left, complete builds after the kill $half, rerun exit $rc, integrity $ok"
+    if [[ $left != 0 || $half != 0 || $rc != 0 || $ok != ok ]]; then
+        bad=$((bad + 1))
+        line="$line  <-- FAILED"
+    fi
+    echo "$line"
+done
+
+echo "summary over $kills kills ($n mid-run, $rounds during creation, $rounds during a build): corrupt DBs $corrupt, zero-cell completed experiments $zero, orphan processes $((survivors + orphans)) (builds included: $orphans), lost lines $((dups + short)) (duplicates $dups, missing $short)"
 [[ $bad == 0 ]]

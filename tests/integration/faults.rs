@@ -812,3 +812,71 @@ fn a_full_disk_is_reported_with_the_database_path() {
     assert_eq!(e.status, ExperimentStatus::Abandoned, "{stderr}");
     assert_eq!(store.integrity_check().unwrap(), "ok");
 }
+
+/// A tmpfs of `kib` KiB mounted on a temp dir, unmounted when dropped;
+/// `None` where this process may not mount (not root, no CAP_SYS_ADMIN).
+struct SmallDisk {
+    dir: tempfile::TempDir,
+}
+
+impl SmallDisk {
+    fn mount(kib: u32) -> Option<SmallDisk> {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={kib}k"), "tmpfs"])
+            .arg(dir.path())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then_some(SmallDisk { dir })
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+/// Creating the database on a full filesystem names the file and the free
+/// space, and leaves no half-made file behind. Needs a tmpfs mount (root,
+/// as in CI); elsewhere it says it was skipped.
+#[test]
+fn a_full_disk_while_creating_the_database_is_named() {
+    let Some(disk) = SmallDisk::mount(16) else {
+        eprintln!("skipped: cannot mount a tmpfs here (needs root)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let file = crate::support::write(
+        dir.path(),
+        "e.toml",
+        "name = \"e\"\nworkload = \"command\"\niterations = 1\n\
+         [[arms]]\nname = \"a\"\ncommand = 'echo \"{\\\"t\\\": 1}\"'\n",
+    );
+    // Fill the disk but for a few bytes.
+    let filler = disk.dir.path().join("filler");
+    let _ = std::fs::write(&filler, vec![0u8; 64 * 1024]);
+    let db = disk.dir.path().join("lcx.db");
+    let out = crate::support::lcx()
+        .args(["run", file.to_str().unwrap(), "--db", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "no space left on device while creating {}",
+            db.display()
+        )) && err.contains("bytes free)"),
+        "{err}"
+    );
+    let left: Vec<_> = std::fs::read_dir(disk.dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n != "filler")
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}

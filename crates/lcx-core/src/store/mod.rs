@@ -61,6 +61,12 @@ pub enum StoreError {
     },
     #[error("no database at {0}")]
     Missing(PathBuf),
+    #[error("no space left on device while {doing} {path} ({free} bytes free)")]
+    DiskFull {
+        path: PathBuf,
+        doing: &'static str,
+        free: u64,
+    },
     #[error("{0} is a directory; --db / LCX_DB names the database file (e.g. {0}/lcx.db)")]
     IsDirectory(PathBuf),
     #[error("{0} is not an SQLite database; refusing to touch it (check --db / LCX_DB)")]
@@ -117,7 +123,43 @@ pub enum StoreError {
     Sql(#[from] rusqlite::Error),
 }
 
+/// Bytes available to this user on the filesystem that holds `path` (0 when
+/// it cannot be asked).
+fn free_bytes(path: &Path) -> u64 {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(dir) => dir,
+        None => Path::new("."),
+    };
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return 0;
+    };
+    let mut stat = std::mem::MaybeUninit::<libc::statvfs>::zeroed();
+    // SAFETY: `c` is a NUL-terminated path and `stat` a buffer statvfs fills.
+    if unsafe { libc::statvfs(c.as_ptr(), stat.as_mut_ptr()) } != 0 {
+        return 0;
+    }
+    // SAFETY: statvfs returned 0, so it filled the struct.
+    let stat = unsafe { stat.assume_init() };
+    #[allow(
+        clippy::unnecessary_cast,
+        reason = "u64 on Linux x86-64, narrower types on 32-bit targets"
+    )]
+    (stat.f_bavail as u64).saturating_mul(stat.f_frsize as u64)
+}
+
 impl StoreError {
+    /// Whether SQLite ran out of space (`SQLITE_FULL`).
+    pub fn is_disk_full(&self) -> bool {
+        let sql = match self {
+            StoreError::Open { source, .. } | StoreError::Migration { source, .. } => source,
+            StoreError::Sql(source) => source,
+            StoreError::DiskFull { .. } => return true,
+            _ => return false,
+        };
+        sql.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull)
+    }
+
     /// Whether the error is about what the user pointed lcx at (a path, a
     /// file of the wrong kind or version, a selector) rather than a failure
     /// while working: the command line exits 2 for these.
@@ -160,6 +202,7 @@ impl Store {
     /// before anything is written: it stays byte-identical, with no `-wal`
     /// or `-shm` beside it.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
+        let existed = path.exists();
         // Several processes opening a new file at once: the one switching it
         // to WAL holds a lock that SQLite reports as busy without calling the
         // busy handler, so the open is retried until the busy timeout.
@@ -171,6 +214,21 @@ impl Store {
                         && start.elapsed() < BUSY_TIMEOUT =>
                 {
                     std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(e) if e.is_disk_full() => {
+                    if !existed {
+                        // A half-made file would only be refused later.
+                        for side in ["", "-wal", "-shm", "-journal"] {
+                            let mut p = path.as_os_str().to_owned();
+                            p.push(side);
+                            let _ = std::fs::remove_file(p);
+                        }
+                    }
+                    return Err(StoreError::DiskFull {
+                        path: path.to_path_buf(),
+                        doing: if existed { "upgrading" } else { "creating" },
+                        free: free_bytes(path),
+                    });
                 }
                 other => return other,
             }
