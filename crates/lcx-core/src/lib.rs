@@ -17,5 +17,6 @@ pub mod metrics;
 pub mod report;
 pub mod session;
 pub mod store;
+pub mod system;
 pub mod text;
 pub mod toml_read;

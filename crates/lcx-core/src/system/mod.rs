@@ -1,0 +1,10 @@
+//! What the machine is doing, read from the kernel's files: the CPU time
+//! of the whole host, load, clock speeds, swap. The runner samples it
+//! around each cell to tell a quiet measurement from a contended one.
+//! Every reader takes a [`Root`] (`/` on a real host, a folder of fake
+//! files in tests) and answers `None` for what the host does not have
+//! (macOS has no `/proc`): unknown is recorded as unknown, never as zero.
+
+pub mod proc;
+
+pub use proc::{CpuTimes, Root};
