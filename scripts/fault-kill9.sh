@@ -102,7 +102,10 @@ for ((k = 1; k <= rounds; k++)); do
     rm -f "$work/pids"
     "$lcx" run "$work/e.toml" --db "$db" --plain >/dev/null 2>&1 &
     pid=$!
-    sleep "$(awk -v r="$RANDOM" 'BEGIN { printf "%.3f", (r % 250) / 1000 }')"
+    # The file appears when lcx opens it; the schema, then the experiment
+    # and its cells follow within about half a second: kill 0 - 700 ms later.
+    for _ in $(seq 2000); do [[ -e $db ]] && break; sleep 0.005; done
+    sleep "$(awk -v r="$RANDOM" 'BEGIN { printf "%.3f", (r % 700) / 1000 }')"
     kill -9 "$pid" 2>/dev/null && kills=$((kills + 1))
     wait "$pid" 2>/dev/null
     sleep 0.3

@@ -51,6 +51,7 @@ fn compare_experiments(store: &Store, a: &str, b: &str, rule: VerdictRule) -> an
     let options = Options {
         min_effect: Some(rule.min_effect),
         alpha: Some(rule.alpha),
+        allow_contended: false,
     };
     let ra = build::load(store, ea.id, options).map_err(user_or_not)?;
     let rb = build::load(store, eb.id, options).map_err(user_or_not)?;

@@ -36,9 +36,14 @@ pub struct Args {
     archive_dir: PathBuf,
     /// Exit 0 only when every cell completed and every gate and guard passed
     /// (or there is none), 1 when a gate or guard FAILs, 3 when INCONCLUSIVE
-    /// (a cell that did not complete, an arm without data, too few data).
+    /// (a cell that did not complete, an arm without data, too few data,
+    /// a gate or guard on contended cells).
     #[arg(long)]
     check: bool,
+    /// Let --check judge gates and guards on cells measured while other
+    /// programs used the host's CPUs (otherwise INCONCLUSIVE).
+    #[arg(long)]
+    allow_contended: bool,
     /// Minimum relative effect for a verdict (default: the gate's, else 0.05).
     #[arg(long, value_name = "FRACTION")]
     min_effect: Option<f64>,
@@ -98,6 +103,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let options = build::Options {
         min_effect: args.min_effect,
         alpha: None,
+        allow_contended: args.allow_contended,
     };
     let mut reports = Vec::new();
     for id in &ids {

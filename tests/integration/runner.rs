@@ -1015,3 +1015,90 @@ fn a_cells_wall_time_leaves_out_the_wait_for_the_database() {
         "the wait for the lock was not recorded: {wait} s"
     );
 }
+
+/// Every local cell records what the host was doing: a CPU burner started
+/// while one arm of an A/A experiment runs makes exactly what it overlapped
+/// contended (≥ 0.8 of a core of foreign CPU), the report marks those cells
+/// and its verdicts, and `--check` on a gate resting on them is
+/// INCONCLUSIVE (3) unless `--allow-contended`.
+#[test]
+fn a_cpu_burner_makes_the_cells_it_overlaps_contended() {
+    let dir = tempfile::tempdir().unwrap();
+    // The same cheap cell in both arms: 0.8 s, three iterations.
+    let cell = r#"for i in 1 2 3; do sleep 0.25; echo "{\"iteration\":$i,\"t\":1.0$i}"; done"#;
+    let file = write(
+        dir.path(),
+        "aa.toml",
+        &experiment(
+            "aa",
+            3,
+            &[("a", cell.to_string()), ("b", cell.to_string())],
+            "repeats = 2\norder = \"sequential\"\n[gate]\nmetric = \"t\"\nmax_slowdown = 0.5\n",
+        ),
+    );
+    let db = dir.path().join("lcx.db");
+    let runner = lcx()
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--db",
+            db.to_str().unwrap(),
+            "--plain",
+        ])
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Arm b runs after both cells of arm a: burn one core from its start.
+    wait_for_rows(
+        &db,
+        "SELECT COUNT(*) FROM runs WHERE arm = 'b' AND status != 'pending'",
+        1,
+    );
+    let mut burner = std::process::Command::new("sh")
+        .args(["-c", "while :; do :; done"])
+        .spawn()
+        .unwrap();
+    let out = runner.wait_with_output().unwrap();
+    burner.kill().unwrap();
+    burner.wait().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let store = Store::open_read_only(&db).unwrap();
+    for run in store.runs(1).unwrap() {
+        let c = &run.contention;
+        assert!(c.cpu_seconds.is_some_and(|s| s < 0.5), "{c:?}");
+        assert!(c.host_cpus.is_some_and(|n| n >= 1) && c.load_start.is_some());
+        if run.arm == "b" {
+            let foreign = c.foreign_cores().unwrap();
+            assert!(foreign >= 0.8, "arm b #{}: {foreign} cores", run.repeat);
+        }
+    }
+    let report = lcx()
+        .args(["report", "--db", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(text.contains("contended**"), "{text}");
+    assert!(text.contains("`b` #1") && text.contains("`b` #2"), "{text}");
+    assert!(text.contains("Contended cells"), "{text}");
+    let check = |extra: &[&str]| {
+        lcx()
+            .args(["report", "--check", "--db", db.to_str().unwrap()])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = check(&[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("contended"), "{err}");
+    let out = check(&["--allow-contended"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("contended"), "{err}");
+}

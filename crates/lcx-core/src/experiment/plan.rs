@@ -639,6 +639,29 @@ pub struct Plan {
     /// Where the cells run (`[executor]`, `--executor`).
     #[serde(default)]
     pub executor: Executor,
+    /// How a cell's host is judged (`[measurement]`).
+    #[serde(default)]
+    pub measurement: Measurement,
+}
+
+/// `[measurement]`: when a cell counts as contended.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Measurement {
+    /// The foreign CPU load (cores, averaged over the cell) above which a
+    /// cell is contended; `None`: the default, [`Measurement::threshold`].
+    #[serde(default)]
+    pub max_foreign_cpu: Option<f64>,
+}
+
+impl Measurement {
+    /// Half a core, or 10 % of the host's CPUs when that is less (on a
+    /// small host a third of a core already shifts a measurement).
+    pub fn threshold(&self, host_cpus: Option<i64>) -> f64 {
+        self.max_foreign_cpu.unwrap_or_else(|| match host_cpus {
+            Some(n) if n > 0 => (0.1 * n as f64).min(0.5),
+            _ => 0.5,
+        })
+    }
 }
 
 /// Adaptive repeats: at least `min` rounds, at most `max`, stopping once

@@ -24,6 +24,9 @@ pub struct Options {
     pub min_effect: Option<f64>,
     /// Overrides the 0.05 significance level.
     pub alpha: Option<f64>,
+    /// `--check` judges gates and guards on contended cells instead of
+    /// calling them inconclusive.
+    pub allow_contended: bool,
 }
 
 /// Everything [`assemble`] needs, as read from the store.
@@ -1365,6 +1368,39 @@ pub fn assemble(input: Input, options: Options) -> Report {
                 .join(", ")
         ));
     }
+    // Completed cells measured on a busy host: a gate or guard that rests
+    // on them did not measure what it claims.
+    let measurement = plan.as_ref().map(|p| p.measurement).unwrap_or_default();
+    let contended: Vec<ContendedCell> = input
+        .runs
+        .iter()
+        .filter(|r| r.status == RunStatus::Completed)
+        .filter_map(|r| {
+            let foreign = r.contention.foreign_cores()?;
+            let threshold = measurement.threshold(r.contention.host_cpus);
+            (foreign > threshold).then(|| ContendedCell {
+                run_id: r.id,
+                arm: r.arm.clone(),
+                repeat: r.repeat,
+                foreign_cores: foreign,
+                threshold,
+            })
+        })
+        .collect();
+    let judged = gate_outcome.is_some() || !guard_outcomes.is_empty();
+    if judged && !contended.is_empty() && !options.allow_contended {
+        let completed = input
+            .runs
+            .iter()
+            .filter(|r| r.status == RunStatus::Completed)
+            .count();
+        check_notes.push(format!(
+            "{} of {} contended (other programs used more than {:.2} of a core on average):              verdict from contended data; rerun on a quiet host, or --allow-contended",
+            contended.len(),
+            crate::text::counted(completed as u64, "cell"),
+            contended[0].threshold,
+        ));
+    }
     let check = {
         let mut all: Vec<Decision> = gate_outcome.iter().map(|g| g.decision).collect();
         all.extend(guard_outcomes.iter().map(|g| g.decision));
@@ -1531,6 +1567,7 @@ pub fn assemble(input: Input, options: Options) -> Report {
         arms,
         incomplete,
         line_problems,
+        contended,
         roofline,
         total_cells: input.runs.len(),
         gate: gate_outcome,

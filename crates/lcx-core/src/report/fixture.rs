@@ -106,6 +106,7 @@ fn plan(gate_min: f64, columns: bool) -> Plan {
         guards: Vec::new(),
         notes: "Interleaving batches network calls across traversals.".into(),
         executor: Default::default(),
+        measurement: Default::default(),
     }
 }
 
@@ -149,6 +150,7 @@ fn run(id: i64, arm: &str, index: i64, status: RunStatus) -> Run {
         finished_at: None,
         wall_seconds: (status == RunStatus::Completed).then_some(20.5 + index as f64),
         db_wait_seconds: None,
+        contention: Default::default(),
         problems: Default::default(),
         warmup: None,
         revision: None,

@@ -25,6 +25,10 @@ pub struct Report {
     pub incomplete: Vec<CellNote>,
     /// Cells whose output was not all stored as metrics.
     pub line_problems: Vec<LineNote>,
+    /// Completed cells during which the rest of the host used more CPU
+    /// than `[measurement] max_foreign_cpu` allows.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub contended: Vec<ContendedCell>,
     /// How far each arm's phases got towards the recorded peak (arms whose
     /// trainer emitted `perf/*` rates).
     pub roofline: Option<Roofline>,
@@ -157,6 +161,18 @@ impl ArmResult {
     pub fn metric(&self, name: &str) -> Option<&MetricResult> {
         self.metrics.iter().find(|m| m.metric == name)
     }
+}
+
+/// A cell measured while other programs used the host's CPUs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ContendedCell {
+    pub run_id: i64,
+    pub arm: String,
+    pub repeat: i64,
+    /// The rest of the host's average load during the cell, in cores.
+    pub foreign_cores: f64,
+    /// The load above which a cell is contended.
+    pub threshold: f64,
 }
 
 /// A cell that did not complete, never silently missing.

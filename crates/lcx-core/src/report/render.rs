@@ -441,6 +441,25 @@ fn roofline_section(r: &super::model::Roofline) -> String {
     out
 }
 
+/// "2 of 6 cells contended: …" under the verdicts, when any was.
+fn contended_line(report: &Report) -> Option<String> {
+    let first = report.contended.first()?;
+    let arms: Vec<String> = report
+        .contended
+        .iter()
+        .map(|c| format!("`{}` #{}", md(&c.arm), c.repeat))
+        .collect();
+    Some(format!(
+        "**{} of {} contended** (other programs used more than {:.2} of a core on \
+         average: {}): speedups, verdicts, the gate and guards above come from contended \
+         data.",
+        report.contended.len(),
+        crate::text::counted(report.total_cells as u64, "cell"),
+        first.threshold,
+        arms.join(", ")
+    ))
+}
+
 /// The gate lines: the decision per arm, then the rule applied, e.g.
 /// `Verdict: PASS for the traversal s gate (min speedup 1.50×): interleaved
 /// 3.20× ± 0.10`.
@@ -558,6 +577,9 @@ pub fn render_markdown(report: &Report) -> String {
     }
     if let Some(text) = guard_lines(report) {
         let _ = writeln!(out, "{text}\n");
+    }
+    if let Some(line) = contended_line(report) {
+        let _ = writeln!(out, "{line}\n");
     }
     let _ = writeln!(out, "Net result: {}\n", report.net_result);
 
@@ -733,6 +755,27 @@ pub fn render_markdown(report: &Report) -> String {
         if report.line_problems.iter().any(|p| !p.nonfinite.is_empty()) {
             out.push('\n');
         }
+    }
+
+    if !report.contended.is_empty() {
+        let _ = writeln!(
+            out,
+            "Contended cells: other programs used the host's CPUs while they ran (the \
+             host's busy time less the cell's own and the runner's, averaged over the \
+             cell, in cores).\n"
+        );
+        let mut t = markdown_table();
+        t.set_header(vec!["Run", "Arm", "Repeat", "Foreign CPU", "Limit"]);
+        for c in &report.contended {
+            t.add_row(vec![
+                c.run_id.to_string(),
+                md(&c.arm),
+                c.repeat.to_string(),
+                format!("{:.2} cores", c.foreign_cores),
+                format!("{:.2}", c.threshold),
+            ]);
+        }
+        let _ = writeln!(out, "{t}\n");
     }
 
     out.push_str("## Reproduce\n\n```sh\n");

@@ -49,6 +49,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0008_runner_epoch_and_db_wait.sql",
         include_str!("../../../../migrations/0008_runner_epoch_and_db_wait.sql"),
     ),
+    (
+        "0009_cell_contention.sql",
+        include_str!("../../../../migrations/0009_cell_contention.sql"),
+    ),
 ];
 
 /// The schema version this lcx writes.

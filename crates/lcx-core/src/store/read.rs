@@ -24,7 +24,9 @@ const RUN_COLUMNS: &str = "id, experiment_id, arm, arm_label, arm_index, repeat,
     error, stderr_tail, iterations_done, started_at, finished_at, wall_seconds,
     malformed_lines, nonfinite_values, overlong_lines, warmup,
     revision, revision_sha, revision_diff_sha256, binary_version, host, slurm_job,
-    slurm_dir, node_json, slurm_run, db_wait_seconds";
+    slurm_dir, node_json, slurm_run, db_wait_seconds, cpu_seconds, foreign_cpu_seconds,
+    host_seconds, host_cpus, steal_seconds, load_start, load_end, cpu_mhz_min, cpu_mhz_max,
+    swapped_pages, gpu_other_processes";
 
 /// The runner identity of an experiment row (`None` without a pid).
 pub(super) fn runner_identity(
@@ -179,6 +181,19 @@ fn run_from_row(row: &Row<'_>) -> rusqlite::Result<RawRun> {
         finished_at: row.get(19)?,
         wall_seconds: row.get(20)?,
         db_wait_seconds: row.get(34)?,
+        contention: Contention {
+            cpu_seconds: row.get(35)?,
+            foreign_cpu_seconds: row.get(36)?,
+            host_seconds: row.get(37)?,
+            host_cpus: row.get(38)?,
+            steal_seconds: row.get(39)?,
+            load_start: row.get(40)?,
+            load_end: row.get(41)?,
+            cpu_mhz_min: row.get(42)?,
+            cpu_mhz_max: row.get(43)?,
+            swapped_pages: row.get(44)?,
+            gpu_other_processes: row.get(45)?,
+        },
         problems: LineProblems {
             malformed: row.get(21)?,
             nonfinite: row.get(22)?,

@@ -214,6 +214,8 @@ pub struct Run {
     pub wall_seconds: Option<f64>,
     /// How long its runner waited for the database's write lock meanwhile.
     pub db_wait_seconds: Option<f64>,
+    /// What the host was doing meanwhile.
+    pub contention: Contention,
     pub problems: LineProblems,
     /// Iterations this cell excludes as warm-up when they were detected
     /// (`warmup = "auto"`); `None`: the experiment's `warmup`.
@@ -327,6 +329,34 @@ impl NonFinite {
             Some(NonFinite::NegInfinity)
         } else {
             None
+        }
+    }
+}
+
+/// What the host was doing while a cell ran (migration 0009 documents each
+/// field). `None` is unknown: a Slurm cell, a host without `/proc`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Contention {
+    pub cpu_seconds: Option<f64>,
+    pub foreign_cpu_seconds: Option<f64>,
+    pub host_seconds: Option<f64>,
+    pub host_cpus: Option<i64>,
+    pub steal_seconds: Option<f64>,
+    pub load_start: Option<f64>,
+    pub load_end: Option<f64>,
+    pub cpu_mhz_min: Option<f64>,
+    pub cpu_mhz_max: Option<f64>,
+    pub swapped_pages: Option<i64>,
+    pub gpu_other_processes: Option<i64>,
+}
+
+impl Contention {
+    /// The average load, in cores, that the rest of the host put on it
+    /// during the cell.
+    pub fn foreign_cores(&self) -> Option<f64> {
+        match (self.foreign_cpu_seconds, self.host_seconds) {
+            (Some(cpu), Some(span)) if span > 0.0 => Some(cpu / span),
+            _ => None,
         }
     }
 }

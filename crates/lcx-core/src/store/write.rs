@@ -328,7 +328,10 @@ impl Store {
                 malformed_lines = 0, nonfinite_values = 0, overlong_lines = 0, warmup = NULL,
                 started_at = {NOW}, finished_at = NULL, wall_seconds = NULL,
                 host = NULL, slurm_job = NULL, slurm_dir = NULL, slurm_run = NULL,
-                node_json = NULL
+                node_json = NULL, db_wait_seconds = NULL, cpu_seconds = NULL,
+                foreign_cpu_seconds = NULL, host_seconds = NULL, host_cpus = NULL,
+                steal_seconds = NULL, load_start = NULL, load_end = NULL, cpu_mhz_min = NULL,
+                cpu_mhz_max = NULL, swapped_pages = NULL, gpu_other_processes = NULL
              WHERE id = ?1"
         );
         tx.execute(&sql, [run_id])?;
@@ -487,6 +490,36 @@ impl Store {
         self.write(
             "UPDATE runs SET slurm_run = ?1 WHERE id = ?2",
             params![started, run_id],
+        )?;
+        Ok(())
+    }
+
+    /// What the host was doing while a cell ran.
+    pub fn set_run_contention(
+        &mut self,
+        run_id: i64,
+        c: &super::Contention,
+    ) -> Result<(), StoreError> {
+        self.write(
+            "UPDATE runs SET cpu_seconds = ?1, foreign_cpu_seconds = ?2, host_seconds = ?3,
+                host_cpus = ?4, steal_seconds = ?5, load_start = ?6, load_end = ?7,
+                cpu_mhz_min = ?8, cpu_mhz_max = ?9, swapped_pages = ?10,
+                gpu_other_processes = ?11
+             WHERE id = ?12",
+            params![
+                c.cpu_seconds,
+                c.foreign_cpu_seconds,
+                c.host_seconds,
+                c.host_cpus,
+                c.steal_seconds,
+                c.load_start,
+                c.load_end,
+                c.cpu_mhz_min,
+                c.cpu_mhz_max,
+                c.swapped_pages,
+                c.gpu_other_processes,
+                run_id
+            ],
         )?;
         Ok(())
     }

@@ -26,6 +26,7 @@ pub(super) const TOP_KEYS: &[&str] = &[
     "repository",
     "build",
     "executor",
+    "measurement",
 ];
 /// The `[executor]` keys that apply to the whole experiment (an arm may not
 /// give them); the rest are `ARM_EXECUTOR_KEYS`.
@@ -682,6 +683,7 @@ impl Reader<'_> {
             gate,
             guards,
             notes,
+            measurement: self.measurement(t)?,
         };
         for raw in arms {
             let revision = raw.revision.clone().map(|asked| Revision {
@@ -928,6 +930,32 @@ impl Reader<'_> {
             ));
         }
         Ok(out)
+    }
+
+    /// `[measurement]`.
+    fn measurement(&self, t: &toml::Table) -> Result<Measurement, PlanError> {
+        let m = match t.get("measurement") {
+            None => return Ok(Measurement::default()),
+            Some(toml::Value::Table(m)) => m,
+            Some(other) => {
+                return Err(self.key_error(KeyError::wrong(
+                    "measurement",
+                    "a table ([measurement])",
+                    other,
+                )))
+            }
+        };
+        self.check_keys(m, "measurement.", &["max_foreign_cpu"])?;
+        let max = self.read(at(m, "measurement.").number("max_foreign_cpu"))?;
+        if max.is_some_and(|x| !(x > 0.0 && x.is_finite())) {
+            return Err(self.err(
+                "measurement.max_foreign_cpu",
+                "expected a number of cores > 0, e.g. 0.5 (half a core on average)",
+            ));
+        }
+        Ok(Measurement {
+            max_foreign_cpu: max,
+        })
     }
 
     pub(super) fn gate(

@@ -210,6 +210,9 @@ pub(crate) struct End {
     pub success: bool,
     /// A scheduler's decision that outranks the exit code.
     pub status: Option<(RunStatus, String)>,
+    /// User + system CPU seconds of the cell's process tree, where the
+    /// executor can tell (a local child; not a Slurm job).
+    pub cpu_seconds: Option<f64>,
 }
 
 /// Why a cell that exited 0 is not complete: it stored fewer lines than
@@ -290,6 +293,7 @@ pub(crate) fn outcome(plan: &Plan, arm: &Arm, ending: Ending) -> RunOutcome {
             how,
             success,
             status: decided,
+            cpu_seconds: _,
         }) => {
             let short = short_count(plan, arm, stored);
             let (status, error) = if success && short.is_none() {
@@ -380,6 +384,7 @@ mod tests {
             how: format!("exit code {code}"),
             success: code == 0,
             status: None,
+            cpu_seconds: None,
         }
     }
 

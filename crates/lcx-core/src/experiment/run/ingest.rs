@@ -385,6 +385,7 @@ mod tests {
                 how: format!("exit code {code}"),
                 success: code == 0,
                 status: None,
+                cpu_seconds: None,
             }),
             at: Instant::now(),
         }

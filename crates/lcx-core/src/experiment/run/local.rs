@@ -114,10 +114,16 @@ fn launch(cell: &Cell<'_>) -> Result<Launched, String> {
         let _ = tx.send(Msg::Eof);
     }
     std::thread::spawn(move || {
-        let end = child
-            .wait()
-            .map(|status| exit_end(&status))
+        // wait4, not `Child::wait`: it also says how much CPU the child and
+        // the descendants it waited for used, which tells the cell's own
+        // load from the rest of the host's.
+        let end = wait_with_usage(child.id() as libc::pid_t)
+            .map(|(status, cpu)| End {
+                cpu_seconds: Some(cpu),
+                ..exit_end(&status)
+            })
             .map_err(|e| format!("waiting for the child failed: {e}"));
+        drop(child);
         let _ = tx.send(Msg::Ended {
             end,
             at: std::time::Instant::now(),
@@ -138,6 +144,31 @@ fn launch(cell: &Cell<'_>) -> Result<Launched, String> {
     })
 }
 
+/// Reaps `pid` with wait4: its exit status, and the user + system CPU
+/// seconds it and the descendants it waited for used.
+fn wait_with_usage(pid: libc::pid_t) -> std::io::Result<(std::process::ExitStatus, f64)> {
+    use std::os::unix::process::ExitStatusExt;
+    let mut status = 0;
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    loop {
+        // SAFETY: wait4 writes the status and the usage we own; `pid` is our
+        // unreaped child (the `Child` is never waited on elsewhere).
+        let rc = unsafe { libc::wait4(pid, &mut status, 0, usage.as_mut_ptr()) };
+        if rc == pid {
+            break;
+        }
+        let err = std::io::Error::last_os_error();
+        if err.kind() != std::io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+    // SAFETY: wait4 returned the pid, so it filled the usage.
+    let usage = unsafe { usage.assume_init() };
+    let cpu =
+        crate::system::proc::timeval(usage.ru_utime) + crate::system::proc::timeval(usage.ru_stime);
+    Ok((std::process::ExitStatus::from_raw(status), cpu))
+}
+
 /// How a child ended, as the cell loop reads any end.
 fn exit_end(status: &std::process::ExitStatus) -> End {
     let (exit_code, signal, how) = describe_exit(status);
@@ -147,6 +178,7 @@ fn exit_end(status: &std::process::ExitStatus) -> End {
         how,
         success: status.success(),
         status: None,
+        cpu_seconds: None,
     }
 }
 

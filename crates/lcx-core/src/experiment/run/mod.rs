@@ -34,6 +34,7 @@ pub mod slurm;
 pub mod stop;
 #[cfg(test)]
 mod testkit;
+mod watch;
 
 pub use cell::{CellInfo, Event, Reporter, Summary};
 pub use record::{create_experiment, stored_plan};

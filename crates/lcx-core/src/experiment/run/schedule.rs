@@ -16,10 +16,12 @@ use super::ingest::{ingest, Ingested, STDOUT_GRACE};
 use super::placement::Pinning;
 use super::record::finish_cell;
 use super::slurm::{adoptable, end_adopted, Slurm};
+use super::watch::HostWatch;
 use super::{RunnerError, RunnerOptions};
 use crate::experiment::plan::{self, Plan, Requirement};
 use crate::experiment::slurm as client;
 use crate::store::{ExperimentStatus, Run, RunOutcome, RunStatus, RunnerIdentity, Store};
+use crate::system::Root;
 
 /// Runs every cell of the experiment that is not completed yet, in plan
 /// order. A new experiment runs everything; a resumed one runs the
@@ -290,6 +292,9 @@ fn run_cell(
     };
     let stored_before = place.adopt.as_ref().map_or(0, |a| a.stored);
     let node = place.node;
+    // The runner's host is the cell's only for a local cell.
+    let watch =
+        matches!(plan.executor, plan::Executor::Local).then(|| HostWatch::start(Root::default()));
     let launched = executor.launch(&cell, place, reporter);
     let launched = match launched {
         Ok(launched) => launched,
@@ -335,6 +340,13 @@ fn run_cell(
         store_error,
     } = ingested;
     finish();
+    let cell_cpu = exit
+        .as_ref()
+        .and_then(|(end, _)| end.as_ref().ok())
+        .and_then(|end| end.cpu_seconds);
+    if let Some(watch) = watch {
+        store.set_run_contention(info.run_id, &watch.finish(cell_cpu))?;
+    }
     let wall_seconds = exit
         .as_ref()
         .map_or_else(|| started.elapsed(), |(_, at)| at.duration_since(started))

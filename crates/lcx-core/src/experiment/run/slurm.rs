@@ -403,6 +403,7 @@ fn job_end(end: client::JobEnd) -> End {
         how: end.how,
         success: end.success,
         status: end.status,
+        cpu_seconds: None,
     }
 }
 

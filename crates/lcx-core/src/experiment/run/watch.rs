@@ -1,0 +1,184 @@
+//! The host around a cell: what else ran on it while the cell did. Sampled
+//! at the cell's start and end (CPU time of the whole host, load, swap, GPU
+//! processes) and every half second in between (clock speeds), so the
+//! report can tell a quiet measurement from a contended one.
+
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::store::Contention;
+use crate::system::proc::{self, CpuTimes, Root};
+
+/// How often the clocks are sampled while a cell runs.
+const CLOCK_EVERY: Duration = Duration::from_millis(500);
+
+/// A watch started just before a cell and finished once it ended.
+pub(crate) struct HostWatch {
+    root: Root,
+    started: Instant,
+    cpu: Option<CpuTimes>,
+    self_cpu: f64,
+    load: Option<f64>,
+    swapped: Option<u64>,
+    gpu_others: Option<i64>,
+    clocks: Option<(mpsc::Sender<()>, JoinHandle<Vec<f64>>)>,
+}
+
+impl HostWatch {
+    pub(crate) fn start(root: Root) -> HostWatch {
+        let (tx, rx) = mpsc::channel::<()>();
+        let sampler = root.clone();
+        let clocks = std::thread::Builder::new()
+            .name("lcx-clocks".into())
+            .spawn(move || {
+                let mut seen = sampler.cpu_mhz();
+                // Until the watch is finished (its sender dropped).
+                while let Err(RecvTimeoutError::Timeout) = rx.recv_timeout(CLOCK_EVERY) {
+                    seen.extend(sampler.cpu_mhz());
+                }
+                seen.extend(sampler.cpu_mhz());
+                seen
+            })
+            .ok()
+            .map(|handle| (tx, handle));
+        HostWatch {
+            gpu_others: gpu_compute_processes(),
+            cpu: root.cpu_times(),
+            self_cpu: proc::self_cpu_seconds(),
+            load: root.load_1m(),
+            swapped: root.swapped_pages(),
+            started: Instant::now(),
+            clocks,
+            root,
+        }
+    }
+
+    /// The figures, given the CPU seconds the cell's own process tree used
+    /// (`None` when the executor cannot tell: the foreign share is then
+    /// unknown too).
+    pub(crate) fn finish(self, cell_cpu: Option<f64>) -> Contention {
+        let span = self.started.elapsed().as_secs_f64();
+        let cpu = self.root.cpu_times();
+        let self_cpu = proc::self_cpu_seconds() - self.self_cpu;
+        let clocks = self
+            .clocks
+            .and_then(|(tx, handle)| {
+                drop(tx);
+                handle.join().ok()
+            })
+            .unwrap_or_default();
+        let tick = proc::ticks_per_second();
+        let delta = match (self.cpu, cpu) {
+            (Some(before), Some(after)) => Some(before.until(&after)),
+            _ => None,
+        };
+        // The host's busy time, less the cell's and the runner's own (its
+        // threads reading the cell's output count as the measurement's).
+        let foreign = match (delta, cell_cpu) {
+            (Some(d), Some(cell)) => Some((d.busy as f64 / tick - cell - self_cpu).max(0.0)),
+            _ => None,
+        };
+        let min = clocks.iter().copied().reduce(f64::min);
+        let max = clocks.iter().copied().reduce(f64::max);
+        let end_gpu = gpu_compute_processes();
+        Contention {
+            cpu_seconds: cell_cpu,
+            foreign_cpu_seconds: foreign,
+            host_seconds: Some(span),
+            host_cpus: self.root.online_cpus().map(|n| n as i64),
+            steal_seconds: delta.map(|d| d.steal as f64 / tick),
+            load_start: self.load,
+            load_end: self.root.load_1m(),
+            cpu_mhz_min: min,
+            cpu_mhz_max: max,
+            swapped_pages: match (self.swapped, self.root.swapped_pages()) {
+                (Some(a), Some(b)) => Some(b.saturating_sub(a) as i64),
+                _ => None,
+            },
+            gpu_other_processes: match (self.gpu_others, end_gpu) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            },
+        }
+    }
+}
+
+/// Compute processes on the host's GPUs (`nvidia-smi`), counted while no
+/// cell runs, so every one is another program's. `None` without
+/// `nvidia-smi` (no GPU, or not NVIDIA): unknown, not zero.
+fn gpu_compute_processes() -> Option<i64> {
+    let path = std::env::var_os("PATH")?;
+    let smi = std::env::split_paths(&path)
+        .map(|dir| dir.join("nvidia-smi"))
+        .find(|p| p.is_file())?;
+    let out = std::process::Command::new(smi)
+        .args(["--query-compute-apps=pid", "--format=csv,noheader"])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    Some(text.lines().filter(|l| !l.trim().is_empty()).count() as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fake host whose /proc/stat the test moves on, as a busy host's would.
+    fn host(busy: u64) -> String {
+        format!("cpu  {busy} 0 0 1000 0 0 0 30 0 0\ncpu0 0 0 0 0 0 0 0 0 0 0\ncpu1 0 0 0 0 0 0 0 0 0 0\n")
+    }
+
+    #[test]
+    fn foreign_cpu_is_the_hosts_busy_time_less_the_cells() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |file: &str, text: &str| {
+            let path = dir.path().join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        write("proc/stat", &host(1000));
+        write("proc/loadavg", "0.50 0.4 0.3 1/100 7\n");
+        write("proc/vmstat", "pswpin 10\npswpout 0\n");
+        write("proc/cpuinfo", "cpu MHz\t: 2000.0\ncpu MHz\t: 2100.0\n");
+        let watch = HostWatch::start(Root::new(dir.path()));
+        let tick = proc::ticks_per_second();
+        // 3 s of busy time went by on the host; the cell used 1 s of it.
+        write("proc/stat", &host(1000 + (3.0 * tick) as u64));
+        write("proc/loadavg", "1.50 0.4 0.3 1/100 7\n");
+        write("proc/vmstat", "pswpin 12\npswpout 3\n");
+        write("proc/cpuinfo", "cpu MHz\t: 1500.0\ncpu MHz\t: 2100.0\n");
+        let c = watch.finish(Some(1.0));
+        let foreign = c.foreign_cpu_seconds.unwrap();
+        // Less what this test process itself used meanwhile (a little).
+        assert!(foreign > 1.5 && foreign <= 2.0, "{foreign}");
+        assert_eq!(c.cpu_seconds, Some(1.0));
+        assert_eq!((c.load_start, c.load_end), (Some(0.5), Some(1.5)));
+        assert_eq!(c.swapped_pages, Some(5));
+        assert_eq!(c.host_cpus, Some(2));
+        assert_eq!((c.cpu_mhz_min, c.cpu_mhz_max), (Some(1500.0), Some(2100.0)));
+        assert_eq!(c.steal_seconds, Some(0.0));
+        assert!(c.foreign_cores().is_some());
+    }
+
+    #[test]
+    fn a_host_without_proc_is_unknown_not_zero() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = HostWatch::start(Root::new(dir.path())).finish(Some(1.0));
+        assert_eq!(
+            (
+                c.foreign_cpu_seconds,
+                c.load_start,
+                c.swapped_pages,
+                c.host_cpus
+            ),
+            (None, None, None, None)
+        );
+        assert_eq!((c.cpu_mhz_min, c.steal_seconds), (None, None));
+        // Without the cell's own CPU time the foreign share is unknown too.
+        let c = HostWatch::start(Root::default()).finish(None);
+        assert_eq!(c.foreign_cpu_seconds, None);
+    }
+}
