@@ -14,6 +14,9 @@
 --   swapped_pages: pages swapped in or out during the cell.
 --   gpu_other_processes: compute processes on the GPU that were not the
 --     cell's (nvidia-smi); NULL without a GPU or nvidia-smi.
+--   rerun_note: why the runner ran the cell again at the end of the
+--     schedule (`[measurement] rerun_contended`): its earlier attempt was
+--     contended, or it is the baseline cell measured beside such a rerun.
 ALTER TABLE runs ADD COLUMN cpu_seconds REAL;
 ALTER TABLE runs ADD COLUMN foreign_cpu_seconds REAL;
 ALTER TABLE runs ADD COLUMN host_seconds REAL;
@@ -25,3 +28,4 @@ ALTER TABLE runs ADD COLUMN cpu_mhz_min REAL;
 ALTER TABLE runs ADD COLUMN cpu_mhz_max REAL;
 ALTER TABLE runs ADD COLUMN swapped_pages INTEGER;
 ALTER TABLE runs ADD COLUMN gpu_other_processes INTEGER;
+ALTER TABLE runs ADD COLUMN rerun_note TEXT;

@@ -1102,3 +1102,100 @@ fn a_cpu_burner_makes_the_cells_it_overlaps_contended() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("contended"), "{err}");
 }
+
+/// `[measurement] rerun_contended`: the cells a CPU burner overlapped run
+/// again at the end of the schedule, each beside a fresh baseline cell of
+/// its repeat; with the burner gone the reruns are clean, the report says
+/// which cells ran again and why, and the A/A verdict is "no change".
+#[test]
+fn contended_cells_run_again_once_the_host_is_quiet() {
+    let dir = tempfile::tempdir().unwrap();
+    let cell =
+        r#"for i in 1 2 3; do sleep 0.2; echo "{\"iteration\":$i,\"t\":1.0$i$LCX_REPEAT}"; done"#;
+    let file = write(
+        dir.path(),
+        "aa.toml",
+        &experiment(
+            "aa-rerun",
+            3,
+            &[("a", cell.to_string()), ("b", cell.to_string())],
+            // Two burners take both cores of a small CI host; the limit
+            // leaves room for the other tests running beside this one.
+            "repeats = 2\norder = \"sequential\"\n\
+             [measurement]\nmax_foreign_cpu = 1.2\nrerun_contended = 2\n",
+        ),
+    );
+    let db = dir.path().join("lcx.db");
+    let runner = lcx()
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--db",
+            db.to_str().unwrap(),
+            "--plain",
+        ])
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_rows(
+        &db,
+        "SELECT COUNT(*) FROM runs WHERE arm = 'b' AND status != 'pending'",
+        1,
+    );
+    let burn = || {
+        std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap()
+    };
+    let mut burners = [burn(), burn()];
+    // The schedule is over once a cell runs again: the host goes quiet.
+    wait_for_rows(
+        &db,
+        "SELECT COUNT(*) FROM runs WHERE rerun_note IS NOT NULL",
+        1,
+    );
+    for b in &mut burners {
+        b.kill().unwrap();
+        b.wait().unwrap();
+    }
+    let out = runner.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("was contended"), "{err}");
+
+    let store = Store::open_read_only(&db).unwrap();
+    let runs = store.runs(1).unwrap();
+    for run in runs.iter().filter(|r| r.arm == "b") {
+        // Each b cell was contended (so ran again) and its rerun is clean.
+        assert!(run.attempt >= 2, "b #{} was not run again", run.repeat);
+        let note = run.rerun_note.as_deref().unwrap_or_default();
+        assert!(note.contains("was contended"), "{note}");
+        let cores = run.contention.foreign_cores().unwrap();
+        assert!(cores <= 1.2, "b #{}'s rerun: {cores} cores", run.repeat);
+    }
+    // The baseline partner of each rerun ran again too.
+    assert!(runs.iter().filter(|r| r.arm == "a").all(|r| r.attempt >= 2));
+    let report = lcx()
+        .args(["report", "--db", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(
+        text.contains("Cells run again after the schedule"),
+        "{text}"
+    );
+    assert!(
+        text.contains("the baseline beside contended `b` #1"),
+        "{text}"
+    );
+    assert!(!text.contains("contended**"), "{text}");
+    let json = lcx()
+        .args(["report", "--format", "json", "--db", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let json = String::from_utf8_lossy(&json.stdout);
+    assert!(json.contains("\"verdict\": \"equivalent\""), "{json}");
+}

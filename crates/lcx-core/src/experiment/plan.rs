@@ -651,6 +651,14 @@ pub struct Measurement {
     /// cell is contended; `None`: the default, [`Measurement::threshold`].
     #[serde(default)]
     pub max_foreign_cpu: Option<f64>,
+    /// Rounds of reruns of contended cells at the end of the schedule, each
+    /// beside a fresh cell of the baseline from the same repeat.
+    #[serde(default)]
+    pub rerun_contended: u32,
+    /// Seconds to wait before each cell for the host to be quiet (foreign
+    /// CPU over the last second below the limit); then the cell runs anyway.
+    #[serde(default)]
+    pub wait_for_quiet: Option<f64>,
 }
 
 impl Measurement {

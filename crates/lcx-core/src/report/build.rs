@@ -1387,6 +1387,19 @@ pub fn assemble(input: Input, options: Options) -> Report {
             })
         })
         .collect();
+    let reruns: Vec<RerunNote> = input
+        .runs
+        .iter()
+        .filter_map(|r| {
+            Some(RerunNote {
+                run_id: r.id,
+                arm: r.arm.clone(),
+                repeat: r.repeat,
+                attempt: r.attempt,
+                why: r.rerun_note.clone()?,
+            })
+        })
+        .collect();
     let judged = gate_outcome.is_some() || !guard_outcomes.is_empty();
     if judged && !contended.is_empty() && !options.allow_contended {
         let completed = input
@@ -1568,6 +1581,7 @@ pub fn assemble(input: Input, options: Options) -> Report {
         incomplete,
         line_problems,
         contended,
+        reruns,
         roofline,
         total_cells: input.runs.len(),
         gate: gate_outcome,

@@ -151,6 +151,7 @@ fn run(id: i64, arm: &str, index: i64, status: RunStatus) -> Run {
         wall_seconds: (status == RunStatus::Completed).then_some(20.5 + index as f64),
         db_wait_seconds: None,
         contention: Default::default(),
+        rerun_note: None,
         problems: Default::default(),
         warmup: None,
         revision: None,

@@ -29,6 +29,9 @@ pub struct Report {
     /// than `[measurement] max_foreign_cpu` allows.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub contended: Vec<ContendedCell>,
+    /// Cells the runner ran again after the schedule, and why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reruns: Vec<RerunNote>,
     /// How far each arm's phases got towards the recorded peak (arms whose
     /// trainer emitted `perf/*` rates).
     pub roofline: Option<Roofline>,
@@ -161,6 +164,16 @@ impl ArmResult {
     pub fn metric(&self, name: &str) -> Option<&MetricResult> {
         self.metrics.iter().find(|m| m.metric == name)
     }
+}
+
+/// A cell run again after the schedule (`[measurement] rerun_contended`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RerunNote {
+    pub run_id: i64,
+    pub arm: String,
+    pub repeat: i64,
+    pub attempt: i64,
+    pub why: String,
 }
 
 /// A cell measured while other programs used the host's CPUs.

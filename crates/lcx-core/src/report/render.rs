@@ -757,6 +757,25 @@ pub fn render_markdown(report: &Report) -> String {
         }
     }
 
+    if !report.reruns.is_empty() {
+        let _ = writeln!(
+            out,
+            "Cells run again after the schedule (`[measurement] rerun_contended`); the \
+             statistics use the rerun, the earlier attempt's rows are kept, superseded.\n"
+        );
+        let mut t = markdown_table();
+        t.set_header(vec!["Run", "Arm", "Repeat", "Attempt", "Why"]);
+        for r in &report.reruns {
+            t.add_row(vec![
+                r.run_id.to_string(),
+                md(&r.arm),
+                r.repeat.to_string(),
+                r.attempt.to_string(),
+                md(&r.why),
+            ]);
+        }
+        let _ = writeln!(out, "{t}\n");
+    }
     if !report.contended.is_empty() {
         let _ = writeln!(
             out,

@@ -216,6 +216,8 @@ pub struct Run {
     pub db_wait_seconds: Option<f64>,
     /// What the host was doing meanwhile.
     pub contention: Contention,
+    /// Why the runner ran this attempt again after the schedule (contention).
+    pub rerun_note: Option<String>,
     pub problems: LineProblems,
     /// Iterations this cell excludes as warm-up when they were detected
     /// (`warmup = "auto"`); `None`: the experiment's `warmup`.

@@ -331,7 +331,8 @@ impl Store {
                 node_json = NULL, db_wait_seconds = NULL, cpu_seconds = NULL,
                 foreign_cpu_seconds = NULL, host_seconds = NULL, host_cpus = NULL,
                 steal_seconds = NULL, load_start = NULL, load_end = NULL, cpu_mhz_min = NULL,
-                cpu_mhz_max = NULL, swapped_pages = NULL, gpu_other_processes = NULL
+                cpu_mhz_max = NULL, swapped_pages = NULL, gpu_other_processes = NULL,
+                rerun_note = NULL
              WHERE id = ?1"
         );
         tx.execute(&sql, [run_id])?;
@@ -520,6 +521,15 @@ impl Store {
                 c.gpu_other_processes,
                 run_id
             ],
+        )?;
+        Ok(())
+    }
+
+    /// Why the runner runs a cell's new attempt (a rerun for contention).
+    pub fn set_run_rerun_note(&mut self, run_id: i64, note: &str) -> Result<(), StoreError> {
+        self.write(
+            "UPDATE runs SET rerun_note = ?1 WHERE id = ?2",
+            params![note, run_id],
         )?;
         Ok(())
     }

@@ -933,7 +933,7 @@ impl Reader<'_> {
     }
 
     /// `[measurement]`.
-    fn measurement(&self, t: &toml::Table) -> Result<Measurement, PlanError> {
+    pub(super) fn measurement(&self, t: &toml::Table) -> Result<Measurement, PlanError> {
         let m = match t.get("measurement") {
             None => return Ok(Measurement::default()),
             Some(toml::Value::Table(m)) => m,
@@ -945,7 +945,11 @@ impl Reader<'_> {
                 )))
             }
         };
-        self.check_keys(m, "measurement.", &["max_foreign_cpu"])?;
+        self.check_keys(
+            m,
+            "measurement.",
+            &["max_foreign_cpu", "rerun_contended", "wait_for_quiet"],
+        )?;
         let max = self.read(at(m, "measurement.").number("max_foreign_cpu"))?;
         if max.is_some_and(|x| !(x > 0.0 && x.is_finite())) {
             return Err(self.err(
@@ -953,8 +957,20 @@ impl Reader<'_> {
                 "expected a number of cores > 0, e.g. 0.5 (half a core on average)",
             ));
         }
+        let rerun = self.read(at(m, "measurement.").integer("rerun_contended", 0, 10))?;
+        let wait = match m.get("wait_for_quiet") {
+            None => None,
+            Some(v) => Some(seconds(v).ok_or_else(|| {
+                self.err(
+                    "measurement.wait_for_quiet",
+                    "expected a duration such as \"30s\", \"2m\" or a number of seconds ≥ 0",
+                )
+            })?),
+        };
         Ok(Measurement {
             max_foreign_cpu: max,
+            rerun_contended: rerun.unwrap_or(0) as u32,
+            wait_for_quiet: wait,
         })
     }
 
@@ -1197,4 +1213,28 @@ fn fold_name(f: Fold) -> &'static str {
         Fold::Mean => "mean",
         Fold::Last => "last",
     }
+}
+
+/// `30`, `"30s"`, `"2m"`, `"1h"`: seconds, or `None` when it is none of them.
+fn seconds(v: &toml::Value) -> Option<f64> {
+    let n = match v {
+        toml::Value::Integer(n) => *n as f64,
+        toml::Value::Float(x) => *x,
+        toml::Value::String(s) => {
+            let s = s.trim();
+            let (digits, unit) = match s.char_indices().find(|(_, c)| c.is_ascii_alphabetic()) {
+                Some((at, _)) => s.split_at(at),
+                None => (s, "s"),
+            };
+            let n: f64 = digits.trim().parse().ok()?;
+            n * match unit {
+                "s" => 1.0,
+                "m" | "min" => 60.0,
+                "h" => 3600.0,
+                _ => return None,
+            }
+        }
+        _ => return None,
+    };
+    (n >= 0.0 && n.is_finite()).then_some(n)
 }

@@ -997,3 +997,39 @@ fn arms_at_a_revision_may_gate_on_a_name_their_lcx_writes() {
     ));
     assert!(all.is_err());
 }
+
+#[test]
+fn the_measurement_table_is_read_and_checked() {
+    let p = plan(&format!(
+        "{COMMAND}\n[measurement]\nmax_foreign_cpu = 0.3\nrerun_contended = 2\nwait_for_quiet = \"2m\"\n"
+    ))
+    .unwrap();
+    assert_eq!(
+        p.measurement,
+        Measurement {
+            max_foreign_cpu: Some(0.3),
+            rerun_contended: 2,
+            wait_for_quiet: Some(120.0),
+        }
+    );
+    assert_eq!(p.measurement.threshold(Some(64)), 0.3);
+    let default = plan(COMMAND).unwrap().measurement;
+    assert_eq!(default, Measurement::default());
+    // Half a core, or a tenth of the host when that is less.
+    assert_eq!(default.threshold(Some(64)), 0.5);
+    assert!((default.threshold(Some(2)) - 0.2).abs() < 1e-12);
+    assert_eq!(default.threshold(None), 0.5);
+    for (bad, says) in [
+        ("max_foreign_cpu = 0", "measurement.max_foreign_cpu"),
+        ("max_foreign_cpu = \"x\"", "measurement.max_foreign_cpu"),
+        ("rerun_contended = -1", "measurement.rerun_contended"),
+        ("wait_for_quiet = \"soon\"", "measurement.wait_for_quiet"),
+        ("wait_for_quiet = -3", "measurement.wait_for_quiet"),
+        ("rerun_contented = 1", "rerun_contended"),
+    ] {
+        let err = error(&format!("{COMMAND}\n[measurement]\n{bad}\n"));
+        assert!(err.contains(says), "{bad}: {err}");
+    }
+    let err = error(&format!("measurement = 3\n{COMMAND}"));
+    assert!(err.contains("[measurement]"), "{err}");
+}

@@ -4,7 +4,7 @@
 //! arm that requires CUDA is skipped where there is none; Slurm cells are
 //! pinned to nodes as `[executor] placement` asks.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::cell::{
     cell_program, outcome, summary, train_dir, unstarted, Cell, CellInfo, Ending, Event, Reporter,
@@ -16,7 +16,7 @@ use super::ingest::{ingest, Ingested, STDOUT_GRACE};
 use super::placement::Pinning;
 use super::record::finish_cell;
 use super::slurm::{adoptable, end_adopted, Slurm};
-use super::watch::HostWatch;
+use super::watch::{self, HostWatch};
 use super::{RunnerError, RunnerOptions};
 use crate::experiment::plan::{self, Plan, Requirement};
 use crate::experiment::slurm as client;
@@ -206,6 +206,18 @@ pub fn run(
         }
     }
 
+    if !slurm && !failed_fast && plan.measurement.rerun_contended > 0 {
+        rerun_contended(
+            store,
+            plan,
+            experiment_id,
+            options,
+            reporter,
+            executor.as_ref(),
+            local_node.as_ref(),
+        )?;
+    }
+
     // The experiment's status comes from all its cells, including those an
     // earlier invocation ran.
     let runs = store.runs(experiment_id)?;
@@ -221,6 +233,92 @@ pub fn run(
         summary: &summary,
     });
     Ok(summary)
+}
+
+/// `[measurement] rerun_contended`: up to that many rounds at the end of
+/// the schedule, each running again every completed cell that was
+/// contended, beside a fresh cell of the baseline from the same repeat (so
+/// the pair is measured under the same conditions), in plan order. Each
+/// rerun attempt records why it ran.
+fn rerun_contended(
+    store: &mut Store,
+    plan: &Plan,
+    experiment_id: i64,
+    options: &RunnerOptions,
+    reporter: &mut dyn Reporter,
+    executor: &dyn Executor,
+    node: Option<&crate::store::NodeInfo>,
+) -> Result<(), RunnerError> {
+    for round in 1..=plan.measurement.rerun_contended {
+        let runs = store.runs(experiment_id)?;
+        let contended: Vec<(&Run, f64, f64)> = runs
+            .iter()
+            .filter(|r| r.status == RunStatus::Completed)
+            .filter_map(|r| {
+                let cores = r.contention.foreign_cores()?;
+                let limit = plan.measurement.threshold(r.contention.host_cpus);
+                (cores > limit).then_some((r, cores, limit))
+            })
+            .collect();
+        if contended.is_empty() {
+            break;
+        }
+        let mut again: Vec<(usize, &Run, String)> = Vec::new();
+        for (run, cores, limit) in &contended {
+            let note = format!(
+                "rerun {round}: attempt {} was contended ({cores:.2} cores of other programs' \
+                 CPU, limit {limit:.2})",
+                run.attempt
+            );
+            again.push((0, run, note));
+            if run.arm != plan.baseline {
+                if let Some(base) = runs
+                    .iter()
+                    .find(|b| b.arm == plan.baseline && b.repeat == run.repeat)
+                {
+                    let note = format!(
+                        "rerun {round}: the baseline beside contended `{}` #{}",
+                        run.arm, run.repeat
+                    );
+                    again.push((0, base, note));
+                }
+            }
+        }
+        for entry in &mut again {
+            entry.0 = plan
+                .arms
+                .iter()
+                .position(|a| a.name == entry.1.arm)
+                .unwrap_or(0);
+        }
+        again.sort_by_key(|(arm, run, _)| plan.cell_rank(*arm, run.repeat.max(1) as u32));
+        // A contended baseline cell is rerun once, not also as a partner.
+        again.dedup_by_key(|(_, run, _)| run.id);
+        let cells = again.len();
+        for (position, (arm_index, run, note)) in again.into_iter().enumerate() {
+            if options.stop.is_stopped() {
+                return Ok(());
+            }
+            let arm = &plan.arms[arm_index];
+            let mut info = CellInfo::of(plan, arm, run, position + 1, cells);
+            info.attempt = store.start_run(run.id)?;
+            store.set_run_rerun_note(run.id, &note)?;
+            reporter.report(&Event::Warning {
+                cell: &info,
+                message: note,
+            });
+            let place = Place {
+                nodelist: None,
+                adopt: None,
+                after: None,
+                node,
+            };
+            run_cell(
+                store, plan, arm_index, &info, options, reporter, place, executor,
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// The executor a plan asks for.
@@ -276,6 +374,26 @@ fn run_cell(
 ) -> Result<RunOutcome, RunnerError> {
     let arm = &plan.arms[arm_index];
     reporter.report(&Event::CellStarted { cell: info });
+    // The runner's host is the cell's only for a local cell.
+    let local = matches!(plan.executor, plan::Executor::Local);
+    if let (true, Some(limit)) = (local, plan.measurement.wait_for_quiet) {
+        let root = Root::default();
+        let threshold = plan
+            .measurement
+            .threshold(root.online_cpus().map(|n| n as i64));
+        let stopped = || options.stop.is_stopped();
+        if let Err(cores) =
+            watch::wait_for_quiet(&root, threshold, Duration::from_secs_f64(limit), &stopped)
+        {
+            reporter.report(&Event::Warning {
+                cell: info,
+                message: format!(
+                    "the host stayed busy ({cores:.2} cores of other programs' CPU, limit \
+                     {threshold:.2}) for the {limit} s of wait_for_quiet; running the cell anyway"
+                ),
+            });
+        }
+    }
     let started = Instant::now();
     let waited_before = store.lock_wait();
     let program = cell_program(arm, options);
@@ -292,9 +410,7 @@ fn run_cell(
     };
     let stored_before = place.adopt.as_ref().map_or(0, |a| a.stored);
     let node = place.node;
-    // The runner's host is the cell's only for a local cell.
-    let watch =
-        matches!(plan.executor, plan::Executor::Local).then(|| HostWatch::start(Root::default()));
+    let watch = local.then(|| HostWatch::start(Root::default()));
     let launched = executor.launch(&cell, place, reporter);
     let launched = match launched {
         Ok(launched) => launched,

@@ -104,6 +104,40 @@ impl HostWatch {
     }
 }
 
+/// Waits, up to `limit`, until the rest of the host used at most
+/// `threshold` cores over the last second. `Err(cores)`: still busy when
+/// the time ran out (or a stop came); the cell then runs anyway and its own
+/// figures say how contended it was. A host without `/proc` is taken as
+/// quiet: there is nothing to wait on.
+pub(crate) fn wait_for_quiet(
+    root: &Root,
+    threshold: f64,
+    limit: Duration,
+    stopped: &dyn Fn() -> bool,
+) -> Result<(), f64> {
+    let deadline = Instant::now() + limit;
+    let tick = proc::ticks_per_second();
+    loop {
+        let (Some(before), mine) = (root.cpu_times(), proc::self_cpu_seconds()) else {
+            return Ok(());
+        };
+        let from = Instant::now();
+        std::thread::sleep(Duration::from_secs(1));
+        let Some(after) = root.cpu_times() else {
+            return Ok(());
+        };
+        let busy = before.until(&after).busy as f64 / tick;
+        let foreign =
+            (busy - (proc::self_cpu_seconds() - mine)).max(0.0) / from.elapsed().as_secs_f64();
+        if foreign <= threshold {
+            return Ok(());
+        }
+        if Instant::now() >= deadline || stopped() {
+            return Err(foreign);
+        }
+    }
+}
+
 /// Compute processes on the host's GPUs (`nvidia-smi`), counted while no
 /// cell runs, so every one is another program's. `None` without
 /// `nvidia-smi` (no GPU, or not NVIDIA): unknown, not zero.
@@ -180,5 +214,43 @@ mod tests {
         // Without the cell's own CPU time the foreign share is unknown too.
         let c = HostWatch::start(Root::default()).finish(None);
         assert_eq!(c.foreign_cpu_seconds, None);
+    }
+
+    #[test]
+    fn a_quiet_host_is_waited_for_and_a_busy_one_given_up_on() {
+        // A host whose CPU time does not move is quiet at once; one
+        // without /proc has nothing to wait on.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("proc")).unwrap();
+        std::fs::write(dir.path().join("proc/stat"), host(1000)).unwrap();
+        let never = || false;
+        let limit = Duration::from_secs(30);
+        assert_eq!(
+            wait_for_quiet(&Root::new(dir.path()), 0.1, limit, &never),
+            Ok(())
+        );
+        let empty = tempfile::tempdir().unwrap();
+        assert_eq!(
+            wait_for_quiet(&Root::new(empty.path()), 0.1, limit, &never),
+            Ok(())
+        );
+
+        // Two processes spinning on this host keep it busy past the limit.
+        if Root::default().cpu_times().is_none() {
+            return;
+        }
+        let spin = || {
+            std::process::Command::new("sh")
+                .args(["-c", "while :; do :; done"])
+                .spawn()
+                .unwrap()
+        };
+        let mut burners = [spin(), spin()];
+        let busy = wait_for_quiet(&Root::default(), 0.5, Duration::from_millis(1500), &never);
+        for b in &mut burners {
+            b.kill().unwrap();
+            b.wait().unwrap();
+        }
+        assert!(matches!(busy, Err(cores) if cores > 0.5), "{busy:?}");
     }
 }
