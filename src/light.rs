@@ -8,7 +8,9 @@ use std::ffi::OsString;
 
 use clap::{Parser, Subcommand};
 
-use super::{bisect, cache, compare, config, history, list, play, query, report, run};
+use super::{
+    bisect, cache, compare, config, history, list, play, query, report, run, time_process,
+};
 
 /// The torch-free subcommands.
 #[derive(Debug, Subcommand)]
@@ -33,6 +35,9 @@ pub enum Command {
     List(list::Args),
     /// Read-only SQL against the database (table, CSV or JSON).
     Query(query::Args),
+    /// Time each run of a command (the child of a `timing = "process"` cell).
+    #[command(hide = true)]
+    TimeProcess(time_process::Args),
 }
 
 impl Command {
@@ -49,6 +54,7 @@ impl Command {
             Command::Compare(args) => compare::run(args),
             Command::List(args) => list::run(args),
             Command::Query(args) => query::run(args),
+            Command::TimeProcess(args) => time_process::run(args),
         }
     }
 }

@@ -1199,3 +1199,83 @@ fn contended_cells_run_again_once_the_host_is_quiet() {
     let json = String::from_utf8_lossy(&json.stdout);
     assert!(json.contains("\"verdict\": \"equivalent\""), "{json}");
 }
+
+/// `timing = "process"`: lcx runs the command once per iteration and
+/// records its wall time, user and system CPU and peak memory, with the
+/// report's usual tables and verdicts.
+#[test]
+fn a_process_timed_arm_records_each_run_of_its_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        dir.path(),
+        "timed.toml",
+        "name = \"timed\"\nworkload = \"command\"\niterations = 8\nwarmup = 1\n\
+         timing = \"process\"\n\n[[arms]]\nname = \"sleep\"\ncommand = [\"sleep\", \"0.05\"]\n\n\
+         [[arms]]\nname = \"spin\"\n\
+         command = 'i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done'\n",
+    );
+    let db = dir.path().join("lcx.db");
+    let out = lcx()
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--db",
+            db.to_str().unwrap(),
+            "--plain",
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let store = Store::open_read_only(&db).unwrap();
+    let values = |arm: &str, name: &str| -> Vec<f64> {
+        let rows = store
+            .query(&format!(
+                "SELECT m.value FROM metrics m JOIN runs r ON r.id = m.run_id
+                 WHERE r.arm = '{arm}' AND m.name = '{name}' ORDER BY m.iteration"
+            ))
+            .unwrap()
+            .rows;
+        rows.iter()
+            .map(|r| match r[0] {
+                lcx_core::store::SqlValue::Real(v) => v,
+                lcx_core::store::SqlValue::Integer(v) => v as f64,
+                ref other => panic!("{other:?}"),
+            })
+            .collect()
+    };
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let wall = values("sleep", "process/wall_seconds");
+    assert_eq!(wall.len(), 8);
+    // A sleep of 50 ms never takes less; spawning it adds a few ms at most.
+    assert!(wall.iter().all(|&w| w >= 0.05), "{wall:?}");
+    let m = median(wall.clone());
+    assert!(m < 0.055, "median {m} s: {wall:?}");
+    // The sleep barely uses the CPU; the spin loop is nearly all CPU.
+    assert!(median(values("sleep", "process/user_seconds")) < 0.01);
+    let spin_wall = median(values("spin", "process/wall_seconds"));
+    let spin_cpu = median(values("spin", "process/user_seconds"))
+        + median(values("spin", "process/system_seconds"));
+    assert!(
+        spin_cpu > 0.3 * spin_wall,
+        "cpu {spin_cpu} of wall {spin_wall}"
+    );
+    assert!(values("spin", "process/max_rss_bytes")
+        .iter()
+        .all(|&b| b > 0.0));
+    // The report's default table shows the wall time, with its unit.
+    let report = lcx()
+        .args(["report", "--db", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(text.contains("process/wall_seconds"), "{text}");
+    assert!(text.contains("lcx time-process -- sleep 0.05"), "{text}");
+}

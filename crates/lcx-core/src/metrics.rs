@@ -69,6 +69,8 @@ impl Writers {
     pub const BENCH_ENGINE: Writers = Writers(1 << 3);
     /// `lcx bench peak` (no workload runs it).
     pub const BENCH_PEAK: Writers = Writers(1 << 4);
+    /// `timing = "process"` arms: lcx times each run of the command.
+    pub const PROCESS: Writers = Writers(1 << 5);
 
     /// Both sets.
     pub const fn and(self, other: Writers) -> Writers {
@@ -111,6 +113,7 @@ const BENCH_FORWARD: Writers = Writers::BENCH_FORWARD;
 const BENCH_TRAINER: Writers = Writers::BENCH_TRAINER;
 const BENCH_ENGINE: Writers = Writers::BENCH_ENGINE;
 const BENCH_PEAK: Writers = Writers::BENCH_PEAK;
+const PROCESS: Writers = Writers::PROCESS;
 
 /// Every metric lcx writes. Exact names before wildcard ones; no two
 /// entries match one name (a test checks).
@@ -209,6 +212,11 @@ pub const VOCABULARY: &[MetricInfo] = &[
     m("bench/engine/encode_ns", "ns", Lower, BENCH_ENGINE, "One encoding of a mid-game state."),
     m("bench/engine/encode_dim", "1", Neither, BENCH_ENGINE, "Length of the encoded state."),
     m("bench/engine/state_bytes", "bytes", Neither, BENCH_ENGINE, "Bytes copied by a state clone."),
+    // timing = "process": one run of an arm's command, timed by lcx.
+    m(crate::bench::process::WALL, "s", Lower, PROCESS, "Wall time of one run of the command, from spawn to exit."),
+    m(crate::bench::process::USER, "s", Lower, PROCESS, "User CPU time of the run (the command and the children it waited for)."),
+    m(crate::bench::process::SYSTEM, "s", Lower, PROCESS, "System CPU time of the run (the command and the children it waited for)."),
+    m(crate::bench::process::MAX_RSS, "bytes", Lower, PROCESS, "Peak resident memory of the run's largest process."),
 ];
 
 /// SQLite's `GLOB` restricted to what the vocabulary uses: `*` matches any

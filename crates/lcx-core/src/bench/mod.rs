@@ -4,4 +4,5 @@
 pub mod engine;
 pub mod forward;
 pub mod peak;
+pub mod process;
 pub mod trainer;

@@ -329,6 +329,10 @@ pub enum Program {
     Lcx,
     /// An external program (argv[0]).
     External(String),
+    /// This lcx binary timing an arm's command (`timing = "process"`): the
+    /// args are `time-process -- COMMAND…`. Never a revision's build: the
+    /// revision is the command's project, not lcx.
+    Timer,
 }
 
 /// The code revision an arm runs (`revision = "main"` in the file), as
@@ -580,7 +584,7 @@ impl Arm {
         let built = self.revision.as_ref().and_then(|r| r.binary.as_ref());
         let program = match (&self.program, built) {
             (Program::Lcx, Some(binary)) => binary.display().to_string(),
-            (Program::Lcx, None) => "lcx".to_string(),
+            (Program::Lcx, None) | (Program::Timer, _) => "lcx".to_string(),
             (Program::External(p), _) => p.clone(),
         };
         std::iter::once(program)

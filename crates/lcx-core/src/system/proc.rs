@@ -158,6 +158,46 @@ fn rusage_seconds(who: libc::c_int) -> f64 {
     timeval(usage.ru_utime) + timeval(usage.ru_stime)
 }
 
+/// What a reaped child used (`wait4`): itself and the descendants it
+/// waited for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Usage {
+    pub user_seconds: f64,
+    pub system_seconds: f64,
+    /// Peak resident set size, bytes.
+    pub max_rss_bytes: u64,
+}
+
+/// Reaps `pid` with wait4: its exit status and what it used. `pid` must be
+/// an unreaped child of this process that nothing else waits for.
+pub fn wait_with_usage(pid: libc::pid_t) -> std::io::Result<(std::process::ExitStatus, Usage)> {
+    use std::os::unix::process::ExitStatusExt;
+    let mut status = 0;
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    loop {
+        // SAFETY: wait4 writes the status and the usage we own.
+        let rc = unsafe { libc::wait4(pid, &mut status, 0, usage.as_mut_ptr()) };
+        if rc == pid {
+            break;
+        }
+        let err = std::io::Error::last_os_error();
+        if err.kind() != std::io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+    // SAFETY: wait4 returned the pid, so it filled the usage.
+    let usage = unsafe { usage.assume_init() };
+    Ok((
+        std::process::ExitStatus::from_raw(status),
+        Usage {
+            user_seconds: timeval(usage.ru_utime),
+            system_seconds: timeval(usage.ru_stime),
+            // Linux reports kilobytes.
+            max_rss_bytes: (usage.ru_maxrss.max(0) as u64) * 1024,
+        },
+    ))
+}
+
 pub(crate) fn timeval(t: libc::timeval) -> f64 {
     t.tv_sec as f64 + t.tv_usec as f64 / 1e6
 }

@@ -141,6 +141,7 @@ impl Reader<'_> {
                     )))
                 }
             };
+            let timed = self.timing(arm, &prefix, workload)?;
             let variable = self.read(at(arm, &prefix).boolean("variable_iterations"))?;
             if variable.is_some() && workload.uses_config() {
                 return Err(self.err(
@@ -260,6 +261,7 @@ impl Reader<'_> {
                 command,
                 variable_iterations: variable.unwrap_or(false),
                 variable_set: variable.is_some(),
+                timed,
                 revision,
                 build,
                 slurm,

@@ -27,6 +27,7 @@ pub(super) const TOP_KEYS: &[&str] = &[
     "build",
     "executor",
     "measurement",
+    "timing",
 ];
 /// The `[executor]` keys that apply to the whole experiment (an arm may not
 /// give them); the rest are `ARM_EXECUTOR_KEYS`.
@@ -53,6 +54,7 @@ pub(super) const ARM_KEYS: &[&str] = &[
     "revision",
     "build",
     "executor",
+    "timing",
 ];
 /// The `[executor]` keys an arm may give for its own cells.
 pub(super) const ARM_EXECUTOR_KEYS: &[&str] = &[
@@ -89,6 +91,9 @@ pub(super) struct RawArm {
     /// Whether the arm said `variable_iterations` itself (it wins over the
     /// file's).
     pub(super) variable_set: bool,
+    /// `timing = "process"`: lcx times each run of the command (`None`:
+    /// the arm did not say; the file's applies).
+    pub(super) timed: Option<bool>,
     /// `revision` (from the arm, the matrix or `--revision`).
     pub(super) revision: Option<String>,
     /// The arm's own `build` (else the file's).
@@ -472,6 +477,10 @@ impl Reader<'_> {
             ));
         }
         let mut raw_arms = self.arms(t, workload)?;
+        let timed = self.timing(t, "", workload)?;
+        for arm in raw_arms.iter_mut() {
+            arm.timed = arm.timed.or(timed);
+        }
         if variable_iterations == Some(true) {
             for arm in raw_arms.iter_mut().filter(|a| !a.variable_set) {
                 arm.variable_iterations = true;
@@ -1237,4 +1246,41 @@ fn seconds(v: &toml::Value) -> Option<f64> {
         _ => return None,
     };
     (n >= 0.0 && n.is_finite()).then_some(n)
+}
+
+impl Reader<'_> {
+    /// `timing` in `table` (the file's top level or an arm): `"process"`
+    /// (lcx times each run of the command) or `"lines"` (the command
+    /// prints its own metric lines, the default). Command workloads only.
+    pub(super) fn timing(
+        &self,
+        table: &toml::Table,
+        prefix: &str,
+        workload: Workload,
+    ) -> Result<Option<bool>, PlanError> {
+        let key = format!("{prefix}timing");
+        let Some(value) = self.read(at(table, prefix).string("timing"))? else {
+            return Ok(None);
+        };
+        let timed = match value.as_str() {
+            "process" => true,
+            "lines" => false,
+            other => {
+                return Err(self.err(
+                    key,
+                    format!(
+                        "expected \"process\" (lcx times each run of the command) or \"lines\" \
+                         (the command prints its metric lines), found \"{other}\""
+                    ),
+                ))
+            }
+        };
+        if timed && workload.uses_config() {
+            return Err(self.err(
+                key,
+                "timing = \"process\" times a command arm; lcx workloads write their own lines",
+            ));
+        }
+        Ok(Some(timed))
+    }
 }

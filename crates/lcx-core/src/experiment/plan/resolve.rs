@@ -89,14 +89,21 @@ impl Reader<'_> {
         let iterations = plan.iterations.to_string();
         if plan.workload == Workload::Command {
             let mut argv = raw.command.unwrap_or_default();
-            let program = argv.remove(0);
+            let (program, args) = if raw.timed == Some(true) {
+                // lcx runs the command once per iteration and writes the
+                // lines (bench::process).
+                let timer = ["time-process", "--"].map(String::from);
+                (Program::Timer, timer.into_iter().chain(argv).collect())
+            } else {
+                (Program::External(argv.remove(0)), argv)
+            };
             return Ok(Arm {
                 name: raw.name,
                 label: raw.label,
                 requires: raw.requires,
                 set: raw.set,
-                program: Program::External(program),
-                args: argv,
+                program,
+                args,
                 env: raw.env,
                 workdir: Some(base_dir.to_path_buf()),
                 config_toml: None,

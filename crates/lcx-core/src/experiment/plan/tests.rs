@@ -1033,3 +1033,28 @@ fn the_measurement_table_is_read_and_checked() {
     let err = error(&format!("measurement = 3\n{COMMAND}"));
     assert!(err.contains("[measurement]"), "{err}");
 }
+
+#[test]
+fn timing_process_makes_lcx_time_the_command() {
+    let p = plan(&format!("timing = \"process\"\n{COMMAND}")).unwrap();
+    assert_eq!(p.arms[0].program, Program::Timer);
+    assert_eq!(
+        p.arms[0].command_line(),
+        ["lcx", "time-process", "--", "sh", "-c", "echo 1"]
+    );
+    // An arm's own `timing` wins over the file's.
+    let text = format!("timing = \"process\"\n{COMMAND}timing = \"lines\"\n");
+    let p = plan(&text).unwrap();
+    assert_eq!(p.arms[0].program, Program::Timer);
+    assert_eq!(p.arms[1].program, Program::External("printf".into()));
+    let err = error(&format!("timing = \"wall\"\n{COMMAND}"));
+    assert!(
+        err.contains("timing") && err.contains("\"process\""),
+        "{err}"
+    );
+    let err = error(
+        "name = \"t\"\nworkload = \"train\"\niterations = 2\ntiming = \"process\"\n\
+         [[arms]]\nname = \"a\"\n",
+    );
+    assert!(err.contains("timing"), "{err}");
+}

@@ -134,7 +134,7 @@ pub(crate) fn cell_program(arm: &Arm, options: &RunnerOptions) -> PathBuf {
     ) {
         // An arm at a revision runs that revision's build.
         (Program::Lcx, Some(binary)) => binary,
-        (Program::Lcx, None) => options.lcx_exe.clone(),
+        (Program::Lcx, None) | (Program::Timer, _) => options.lcx_exe.clone(),
         (Program::External(p), _) => PathBuf::from(p),
     }
 }

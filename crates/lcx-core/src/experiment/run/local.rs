@@ -13,6 +13,7 @@ use super::output::{self, collect_tail, LineRead};
 use super::stop::signal_group;
 use super::RunnerError;
 use crate::experiment::group::{self, GroupReaper};
+use crate::system::proc::wait_with_usage;
 
 /// Cells as child processes on this machine.
 pub(crate) struct Local;
@@ -118,8 +119,8 @@ fn launch(cell: &Cell<'_>) -> Result<Launched, String> {
         // the descendants it waited for used, which tells the cell's own
         // load from the rest of the host's.
         let end = wait_with_usage(child.id() as libc::pid_t)
-            .map(|(status, cpu)| End {
-                cpu_seconds: Some(cpu),
+            .map(|(status, usage)| End {
+                cpu_seconds: Some(usage.user_seconds + usage.system_seconds),
                 ..exit_end(&status)
             })
             .map_err(|e| format!("waiting for the child failed: {e}"));
@@ -142,31 +143,6 @@ fn launch(cell: &Cell<'_>) -> Result<Launched, String> {
         host: crate::store::hostname(),
         job: None,
     })
-}
-
-/// Reaps `pid` with wait4: its exit status, and the user + system CPU
-/// seconds it and the descendants it waited for used.
-fn wait_with_usage(pid: libc::pid_t) -> std::io::Result<(std::process::ExitStatus, f64)> {
-    use std::os::unix::process::ExitStatusExt;
-    let mut status = 0;
-    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    loop {
-        // SAFETY: wait4 writes the status and the usage we own; `pid` is our
-        // unreaped child (the `Child` is never waited on elsewhere).
-        let rc = unsafe { libc::wait4(pid, &mut status, 0, usage.as_mut_ptr()) };
-        if rc == pid {
-            break;
-        }
-        let err = std::io::Error::last_os_error();
-        if err.kind() != std::io::ErrorKind::Interrupted {
-            return Err(err);
-        }
-    }
-    // SAFETY: wait4 returned the pid, so it filled the usage.
-    let usage = unsafe { usage.assume_init() };
-    let cpu =
-        crate::system::proc::timeval(usage.ru_utime) + crate::system::proc::timeval(usage.ru_stime);
-    Ok((std::process::ExitStatus::from_raw(status), cpu))
 }
 
 /// How a child ended, as the cell loop reads any end.

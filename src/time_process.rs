@@ -1,0 +1,42 @@
+//! `lcx time-process -- COMMAND…`: the child of a `timing = "process"` cell,
+//! which runs the command once per iteration and writes a metric line for
+//! each run (`lcx_core::bench::process`). The runner starts it; it is hidden
+//! from `--help`, but runs by hand as well.
+
+use lcx_core::bench::process::{time_runs, TimingError};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Runs of the command (default: `LCX_ITERATIONS`, which the runner sets).
+    #[arg(long, value_name = "N", value_parser = crate::args::count)]
+    iterations: Option<u32>,
+    /// The command and its arguments, after `--`.
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    command: Vec<String>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    let iterations = match args.iterations {
+        Some(n) => n,
+        None => {
+            let text = std::env::var("LCX_ITERATIONS").map_err(|_| {
+                crate::errors::bad_input(anyhow::anyhow!(
+                    "--iterations: not given, and LCX_ITERATIONS is not set"
+                ))
+            })?;
+            crate::args::count(&text)
+                .map_err(|e| crate::errors::bad_input(anyhow::anyhow!("LCX_ITERATIONS: {e}")))?
+        }
+    };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    match time_runs(&args.command, iterations, &mut out) {
+        Ok(()) => Ok(0),
+        // The command's own failure ends the cell with its code.
+        Err(e @ TimingError::Failed { code, .. }) => {
+            eprintln!("lcx: {e}");
+            Ok(u8::try_from(code).unwrap_or(1).max(1))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
