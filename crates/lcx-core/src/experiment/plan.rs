@@ -639,6 +639,16 @@ pub struct Plan {
     /// Where the cells run (`[executor]`, `--executor`).
     #[serde(default)]
     pub executor: Executor,
+    /// Each local cell holds the host lock (`crate::system::lock`) while
+    /// it runs; `host_lock = false` in the file opts out, for command
+    /// experiments that measure no speed. Plans stored before the key
+    /// existed take it.
+    #[serde(default = "host_lock_default")]
+    pub host_lock: bool,
+}
+
+fn host_lock_default() -> bool {
+    true
 }
 
 /// Adaptive repeats: at least `min` rounds, at most `max`, stopping once

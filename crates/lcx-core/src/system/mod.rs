@@ -4,7 +4,10 @@
 //! Every reader takes a [`Root`] (`/` on a real host, a folder of fake
 //! files in tests) and answers `None` for what the host does not have
 //! (macOS has no `/proc`): unknown is recorded as unknown, never as zero.
+//!
+//! [`lock`] keeps two benchmarks on one host from running at once.
 
+pub mod lock;
 pub mod proc;
 
 pub use proc::{CpuTimes, Root};

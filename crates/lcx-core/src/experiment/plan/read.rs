@@ -26,6 +26,7 @@ pub(super) const TOP_KEYS: &[&str] = &[
     "repository",
     "build",
     "executor",
+    "host_lock",
 ];
 /// The `[executor]` keys that apply to the whole experiment (an arm may not
 /// give them); the rest are `ARM_EXECUTOR_KEYS`.
@@ -645,6 +646,7 @@ impl Reader<'_> {
         }
 
         let executor = self.executor(t, cli.executor.as_deref())?;
+        let host_lock = self.read(at(t, "").boolean("host_lock"))?.unwrap_or(true);
         if let (Executor::Slurm(o), Some(_)) = (&executor, &adaptive) {
             if o.max_parallel > 1 {
                 return Err(self.err(
@@ -662,6 +664,7 @@ impl Reader<'_> {
         };
         let mut plan = Plan {
             executor,
+            host_lock,
             name,
             description,
             workload,
