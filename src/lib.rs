@@ -22,5 +22,6 @@ mod play;
 mod query;
 mod report;
 mod run;
+mod system;
 
 pub use errors::{bad_input, exit_code_for, metrics_sink, quiet_broken_pipe, BadInput};

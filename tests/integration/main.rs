@@ -21,4 +21,5 @@ mod runner;
 mod slurm;
 mod store;
 mod support;
+mod system;
 mod train;
