@@ -183,6 +183,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             keep_runs: false,
             stop: Arc::clone(&stop),
             cuda_available: None,
+            host_lock: true,
         };
         let mut reporter = reporter::for_stderr(args.plain);
         let summary = session.run(&host, settings, reporter.as_mut());

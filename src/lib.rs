@@ -22,6 +22,7 @@ mod play;
 mod query;
 mod report;
 mod run;
+mod system;
 mod time_process;
 
 pub use errors::{bad_input, exit_code_for, metrics_sink, quiet_broken_pipe, BadInput};

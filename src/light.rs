@@ -1,5 +1,5 @@
 //! The commands that need no libtorch: experiments (`run`, `bisect`,
-//! `cache`), the database commands, `config` and `play`. The `lcx` binary
+//! `cache`), the database commands, `config`, `play` and `system`. The `lcx` binary
 //! runs these itself and hands everything else to `lcx-torch`
 //! ([`exec_torch_binary`]). `lcx-torch` flattens [`Command`] into its own
 //! command list, so both binaries parse these identically.
@@ -9,7 +9,7 @@ use std::ffi::OsString;
 use clap::{Parser, Subcommand};
 
 use super::{
-    bisect, cache, compare, config, history, list, play, query, report, run, time_process,
+    bisect, cache, compare, config, history, list, play, query, report, run, system, time_process,
 };
 
 /// The torch-free subcommands.
@@ -35,6 +35,8 @@ pub enum Command {
     List(list::Args),
     /// Read-only SQL against the database (table, CSV or JSON).
     Query(query::Args),
+    /// What on this machine affects measurements: `system show`, `system check`.
+    System(system::Args),
     /// Time each run of a command (the child of a `timing = "process"` cell).
     #[command(hide = true)]
     TimeProcess(time_process::Args),
@@ -54,6 +56,7 @@ impl Command {
             Command::Compare(args) => compare::run(args),
             Command::List(args) => list::run(args),
             Command::Query(args) => query::run(args),
+            Command::System(args) => system::run(args),
             Command::TimeProcess(args) => time_process::run(args),
         }
     }
@@ -147,7 +150,7 @@ mod tests {
             derived,
             [
                 "run", "bisect", "cache", "config", "play", "report", "history", "compare", "list",
-                "query"
+                "query", "system"
             ]
         );
     }
@@ -204,6 +207,7 @@ mod tests {
         assert!(!light(&["train", "--config", "c.toml"]));
         assert!(light(&["run", "e.toml"]));
         assert!(light(&["cache", "list"]));
+        assert!(light(&["system", "check"]));
         assert!(!light(&["version", "--json"]));
         assert!(!light(&["bench", "forward"]));
         assert!(!light(&["--version"]));

@@ -84,6 +84,12 @@ pub struct Args {
     /// default only cells that did not complete keep theirs.
     #[arg(long)]
     keep_runs: bool,
+    /// Do not hold the host lock during each cell: run even while another
+    /// lcx measures on this host (by default a local cell waits for it;
+    /// the lock file is $LCX_HOST_LOCK, else lcx/host.lock in
+    /// $XDG_RUNTIME_DIR or ~/.cache).
+    #[arg(long)]
+    no_host_lock: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
@@ -144,6 +150,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         keep_runs: args.keep_runs,
         stop,
         cuda_available: None,
+        host_lock: !args.no_host_lock,
     };
     let mut reporter = reporter::for_stderr(args.plain);
     let summary = session.run(&host, settings, reporter.as_mut());

@@ -7,6 +7,7 @@ use std::process::{Command, Output};
 fn lcx(db: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_lcx"));
     cmd.env("LCX_DB", db);
+    cmd.env("LCX_HOST_LOCK", crate::support::own_host_lock());
     cmd
 }
 

@@ -523,6 +523,7 @@ fn libtorch_is_asked_once_for_the_fingerprint_and_the_cuda_check() {
     let out = std::process::Command::new(&lcx)
         .args(["run", file.to_str().unwrap(), "--db", db.to_str().unwrap()])
         .env_remove("LCX_DB")
+        .env("LCX_HOST_LOCK", crate::support::own_host_lock())
         .output()
         .unwrap();
     assert!(
@@ -555,6 +556,7 @@ fn an_experiment_of_command_arms_never_asks_libtorch() {
     let out = std::process::Command::new(&lcx)
         .args(["run", file.to_str().unwrap(), "--db", db.to_str().unwrap()])
         .env_remove("LCX_DB")
+        .env("LCX_HOST_LOCK", crate::support::own_host_lock())
         .output()
         .unwrap();
     assert!(

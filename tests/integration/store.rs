@@ -199,6 +199,7 @@ command = "true"
         keep_runs: false,
         detach: false,
         attach: false,
+        host_lock: None,
         precise_enough: None,
     };
     let mut reporter = RecordingReporter::default();
@@ -265,6 +266,7 @@ command = "printf '{\"iteration\":1,\"t\":1}\n{\"iteration\":1,\"t\":9}\n{\"iter
         keep_runs: false,
         detach: false,
         attach: false,
+        host_lock: None,
         precise_enough: None,
     };
     let mut reporter = RecordingReporter::default();

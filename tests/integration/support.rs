@@ -7,11 +7,24 @@ use std::time::{Duration, Instant};
 
 use lcx_core::store::{SqlValue, Store};
 
-/// The `lcx` binary, with no `LCX_DB` from the environment.
+/// The `lcx` binary, with no `LCX_DB` from the environment and a host
+/// lock of its own ([`own_host_lock`]).
 pub fn lcx() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_lcx"));
     cmd.env_remove("LCX_DB");
+    cmd.env("LCX_HOST_LOCK", own_host_lock());
     cmd
+}
+
+/// A host lock file (`LCX_HOST_LOCK`) no other command uses: the tests'
+/// runners neither wait for each other nor for a benchmark running on the
+/// machine meanwhile. The host lock's own tests give two runners one file.
+pub fn own_host_lock() -> PathBuf {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    std::env::temp_dir()
+        .join(format!("lcx-test-locks-{}", std::process::id()))
+        .join(format!("{}.lock", NEXT.fetch_add(1, Ordering::Relaxed)))
 }
 
 pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {

@@ -6,7 +6,9 @@ use std::process::Command;
 use lcx_core::metrics::Writers;
 
 fn lcx() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_lcx"))
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lcx"));
+    cmd.env("LCX_HOST_LOCK", crate::support::own_host_lock());
+    cmd
 }
 
 /// Runs `cmd`, fails the test with its stderr unless it succeeded, and

@@ -646,6 +646,16 @@ pub struct Plan {
     /// How a cell's host is judged (`[measurement]`).
     #[serde(default)]
     pub measurement: Measurement,
+    /// Each local cell holds the host lock (`crate::system::lock`) while
+    /// it runs; `host_lock = false` in the file opts out, for command
+    /// experiments that measure no speed. Plans stored before the key
+    /// existed take it.
+    #[serde(default = "host_lock_default")]
+    pub host_lock: bool,
+}
+
+fn host_lock_default() -> bool {
+    true
 }
 
 /// `[measurement]`: when a cell counts as contended.

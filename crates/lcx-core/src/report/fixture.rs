@@ -42,6 +42,7 @@ fn plan(gate_min: f64, columns: bool) -> Plan {
         iterations: 10,
         warmup: 2,
         warmup_auto: false,
+        host_lock: true,
         adaptive: None,
         repeats: 1,
         baseline: "recursive".into(),

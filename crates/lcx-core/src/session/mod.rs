@@ -228,6 +228,8 @@ pub struct RunSettings {
     /// Whether CUDA is usable (`None`: ask the lcx binary when an arm
     /// requires it).
     pub cuda_available: Option<bool>,
+    /// Hold the host lock during each local cell (`--no-host-lock`: no).
+    pub host_lock: bool,
 }
 
 impl RunRequest {
@@ -386,11 +388,13 @@ impl Session {
             keep_runs: settings.keep_runs,
             detach: self.detach,
             attach: self.attach,
+            host_lock: settings.host_lock.then(crate::system::lock::default_path),
         };
         let id = self.experiment_id;
         run::run(&mut self.store, &self.plan, id, &options, reporter).map_err(|e| match e {
             RunnerError::Store(StoreError::Taken { .. } | StoreError::TakenElsewhere { .. })
-            | RunnerError::Executor(_) => SessionError::Runner(e),
+            | RunnerError::Executor(_)
+            | RunnerError::HostLock(_) => SessionError::Runner(e),
             source => SessionError::Recording {
                 id,
                 db: self.db.display().to_string(),
@@ -535,6 +539,7 @@ mod tests {
             keep_runs: false,
             stop: StopSignal::new(),
             cuda_available: Some(false),
+            host_lock: false,
         };
         let mut reporter = crate::experiment::reporter::RecordingReporter::default();
         let summary = session.run(&host(), settings, &mut reporter).unwrap();

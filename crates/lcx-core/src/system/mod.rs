@@ -4,7 +4,16 @@
 //! Every reader takes a [`Root`] (`/` on a real host, a folder of fake
 //! files in tests) and answers `None` for what the host does not have
 //! (macOS has no `/proc`): unknown is recorded as unknown, never as zero.
+//!
+//! [`lock`] keeps two benchmarks on one host from running at once;
+//! [`settings`], [`snapshot`] and [`check`] are `lcx system show` and
+//! `check`: what is set that adds noise, and how to fix it.
 
+pub mod check;
+pub mod gpu;
+pub mod lock;
 pub mod proc;
+pub mod settings;
+pub mod snapshot;
 
 pub use proc::{CpuTimes, Root};

@@ -46,7 +46,7 @@ impl Root {
         &self.0
     }
 
-    fn read(&self, file: &str) -> Option<String> {
+    pub(crate) fn read(&self, file: &str) -> Option<String> {
         std::fs::read_to_string(self.0.join(file.trim_start_matches('/'))).ok()
     }
 
@@ -203,10 +203,10 @@ pub(crate) fn timeval(t: libc::timeval) -> f64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn fake(files: &[(&str, &str)]) -> (tempfile::TempDir, Root) {
+    pub(crate) fn fake(files: &[(&str, &str)]) -> (tempfile::TempDir, Root) {
         let dir = tempfile::tempdir().unwrap();
         for (file, text) in files {
             let path = dir.path().join(file.trim_start_matches('/'));

@@ -28,6 +28,7 @@ pub(super) const TOP_KEYS: &[&str] = &[
     "executor",
     "measurement",
     "timing",
+    "host_lock",
 ];
 /// The `[executor]` keys that apply to the whole experiment (an arm may not
 /// give them); the rest are `ARM_EXECUTOR_KEYS`.
@@ -655,6 +656,7 @@ impl Reader<'_> {
         }
 
         let executor = self.executor(t, cli.executor.as_deref())?;
+        let host_lock = self.read(at(t, "").boolean("host_lock"))?.unwrap_or(true);
         if let (Executor::Slurm(o), Some(_)) = (&executor, &adaptive) {
             if o.max_parallel > 1 {
                 return Err(self.err(
@@ -672,6 +674,7 @@ impl Reader<'_> {
         };
         let mut plan = Plan {
             executor,
+            host_lock,
             name,
             description,
             workload,

@@ -1058,3 +1058,19 @@ fn timing_process_makes_lcx_time_the_command() {
     );
     assert!(err.contains("timing"), "{err}");
 }
+
+#[test]
+fn host_lock_is_on_unless_the_file_says_false() {
+    let base = "name = \"e\"\nworkload = \"command\"\niterations = 2\n[[arms]]\nname = \"a\"\ncommand = \"x\"\n";
+    assert!(plan(base).unwrap().host_lock, "the default");
+    let off = plan(&format!("host_lock = false\n{base}")).unwrap();
+    assert!(!off.host_lock);
+    assert_eq!(Plan::from_stored(&off.to_json()).unwrap(), off);
+    let err = error(&format!("host_lock = \"no\"\n{base}"));
+    assert!(err.contains("host_lock: must be true or false"), "{err}");
+    // A plan stored before the key existed held the lock like any other.
+    let mut stored: serde_json::Value = serde_json::from_str(&off.to_json()).unwrap();
+    assert_eq!(stored["host_lock"], false);
+    stored.as_object_mut().unwrap().remove("host_lock");
+    assert!(Plan::from_stored(&stored.to_string()).unwrap().host_lock);
+}

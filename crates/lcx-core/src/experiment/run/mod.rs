@@ -54,6 +54,8 @@ pub enum RunnerError {
     Executor(String),
     #[error("experiment {id} is already {status}; nothing to resume")]
     NothingToResume { id: i64, status: String },
+    #[error(transparent)]
+    HostLock(#[from] crate::system::lock::LockError),
     #[error("the stored plan of experiment {id} cannot be read: {source}")]
     BadPlan {
         id: i64,
@@ -90,6 +92,11 @@ pub struct RunnerOptions {
     /// their files from the start, instead of submitting them again
     /// (`lcx run --attach`).
     pub attach: bool,
+    /// The host lock file each local cell holds while it runs, so that two
+    /// runners on one host never measure at once (`crate::system::lock`);
+    /// `None` with `--no-host-lock`. A plan with `host_lock = false` and
+    /// Slurm cells (they run on other nodes) take no lock either.
+    pub host_lock: Option<PathBuf>,
 }
 
 /// The function behind a [`PrecisionCheck`]: (store, experiment id,

@@ -21,6 +21,7 @@ use super::{RunnerError, RunnerOptions};
 use crate::experiment::plan::{self, Plan, Requirement};
 use crate::experiment::slurm as client;
 use crate::store::{ExperimentStatus, Run, RunOutcome, RunStatus, RunnerIdentity, Store};
+use crate::system::lock::{Acquired, Held, HostLock};
 use crate::system::Root;
 
 /// Runs every cell of the experiment that is not completed yet, in plan
@@ -100,6 +101,11 @@ pub fn run(
     // A local cell runs on this machine; a Slurm job records its node.
     let local_node = (!slurm).then(crate::experiment::fingerprint::node);
     let mut cuda: Option<Option<bool>> = options.cuda_available.map(Some);
+    // One benchmark per host at a time; a Slurm cell runs on another node.
+    let mut host_lock = match (&options.host_lock, plan.host_lock && !slurm) {
+        (Some(path), true) => Some(HostLock::new(path, &plan.name)),
+        _ => None,
+    };
     let mut failed_fast = false;
     let cells = todo.len();
     let rounds: Vec<i64> = todo.iter().map(|(_, r)| r.repeat).collect();
@@ -152,6 +158,16 @@ pub fn run(
             stored: run.iterations_done.max(0) as u64,
             run: run.slurm_run.clone(),
         });
+        // Held from before the cell's start is stamped until its end is
+        // recorded: the wait is in no cell's time, and no two cells'
+        // windows on this host overlap.
+        let _held = match host_lock.as_mut() {
+            Some(lock) => match take_host_lock(lock, &info, options, reporter)? {
+                Some(held) => Some(held),
+                None => break,
+            },
+            None => None,
+        };
         if adopt.is_none() {
             // A job an earlier coordinator left running (it was killed, its
             // login node went away) must not run beside the new attempt.
@@ -215,6 +231,7 @@ pub fn run(
             reporter,
             executor.as_ref(),
             local_node.as_ref(),
+            host_lock.as_mut(),
         )?;
     }
 
@@ -248,6 +265,7 @@ fn rerun_contended(
     reporter: &mut dyn Reporter,
     executor: &dyn Executor,
     node: Option<&crate::store::NodeInfo>,
+    mut host_lock: Option<&mut HostLock>,
 ) -> Result<(), RunnerError> {
     for round in 1..=plan.measurement.rerun_contended {
         let runs = store.runs(experiment_id)?;
@@ -301,6 +319,13 @@ fn rerun_contended(
             }
             let arm = &plan.arms[arm_index];
             let mut info = CellInfo::of(plan, arm, run, position + 1, cells);
+            let _held = match host_lock.as_deref_mut() {
+                Some(lock) => match take_host_lock(lock, &info, options, reporter)? {
+                    Some(held) => Some(held),
+                    None => return Ok(()),
+                },
+                None => None,
+            };
             info.attempt = store.start_run(run.id)?;
             store.set_run_rerun_note(run.id, &note)?;
             reporter.report(&Event::Warning {
@@ -319,6 +344,31 @@ fn rerun_contended(
         }
     }
     Ok(())
+}
+
+/// Takes the host lock for a cell, saying whom it waits for; `None` when
+/// a stop came while waiting.
+fn take_host_lock(
+    lock: &mut HostLock,
+    cell: &CellInfo,
+    options: &RunnerOptions,
+    reporter: &mut dyn Reporter,
+) -> Result<Option<Held>, RunnerError> {
+    let path = lock.path().display().to_string();
+    let taken = lock.acquire(&|| options.stop.is_stopped(), &mut |holder| {
+        let message = match holder {
+            Some(h) => format!(
+                "waiting for {h}, which is measuring on this host (host lock {path}; \
+                 --no-host-lock runs without waiting)"
+            ),
+            None => format!("waiting for the host lock {path}, which another process holds"),
+        };
+        reporter.report(&Event::Note { cell, message });
+    })?;
+    Ok(match taken {
+        Acquired::Held(held) => Some(held),
+        Acquired::Stopped => None,
+    })
 }
 
 /// The executor a plan asks for.

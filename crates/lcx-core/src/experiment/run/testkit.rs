@@ -27,6 +27,7 @@ pub(crate) fn options() -> RunnerOptions {
         keep_runs: false,
         detach: false,
         attach: false,
+        host_lock: None,
     }
 }
 
