@@ -149,8 +149,18 @@ mod tests {
         assert_eq!(
             derived,
             [
-                "run", "bisect", "cache", "config", "play", "report", "history", "compare", "list",
-                "query", "system"
+                "run",
+                "bisect",
+                "cache",
+                "config",
+                "play",
+                "report",
+                "history",
+                "compare",
+                "list",
+                "query",
+                "system",
+                "time-process"
             ]
         );
     }

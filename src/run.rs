@@ -21,10 +21,15 @@ const EXIT_INTERRUPTED: u8 = 130;
 pub struct Args {
     /// The experiment file (TOML).
     #[arg(
-        required_unless_present_any = ["resume", "attach"],
-        conflicts_with_all = ["resume", "attach"]
+        required_unless_present_any = ["resume", "attach", "commands"],
+        conflicts_with_all = ["resume", "attach", "commands"]
     )]
     file: Option<PathBuf>,
+    /// Compare commands without a file, as hyperfine does: each is an arm
+    /// that lcx times run by run (`timing = "process"`), the first the
+    /// baseline; 10 runs after 1 warm-up, 3 interleaved repeats. Repeatable.
+    #[arg(long = "command", value_name = "CMD", conflicts_with_all = ["resume", "attach"])]
+    commands: Vec<String>,
     /// Run the missing, failed and interrupted cells of an earlier
     /// experiment: an id, `latest`, or an experiment name.
     #[arg(long, value_name = "ID|latest|NAME", conflicts_with = "attach")]
@@ -93,11 +98,22 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let start = match (&args.file, &args.resume, &args.attach) {
-        (Some(file), _, _) => Start::File(file.clone()),
-        (None, _, Some(attach)) => Start::Attach(attach.clone()),
-        // clap asks for one of the three; `--dry-run` alone reads the latest.
-        (None, resume, None) => Start::Resume(resume.clone().unwrap_or_else(|| "latest".into())),
+    let commands_file = match args.commands.as_slice() {
+        [] => None,
+        [_] => {
+            return Err(crate::errors::bad_input(anyhow::anyhow!(
+                "--command: give at least two commands to compare (one per --command)"
+            )))
+        }
+        commands => Some(commands_experiment(commands, &args.db, args.dry_run)?),
+    };
+    let start = match (&commands_file, &args.file, &args.resume, &args.attach) {
+        (Some(file), ..) | (None, Some(file), _, _) => Start::File(file.clone()),
+        (None, None, _, Some(attach)) => Start::Attach(attach.clone()),
+        // clap asks for one of them; `--dry-run` alone reads the latest.
+        (None, None, resume, None) => {
+            Start::Resume(resume.clone().unwrap_or_else(|| "latest".into()))
+        }
     };
     let request = RunRequest {
         start,
@@ -210,4 +226,48 @@ fn parse_revision(text: &str) -> Result<(String, String), String> {
             "expected ARM=REV (e.g. candidate=HEAD~1), found `{text}`"
         )),
     }
+}
+
+/// The experiment `--command A --command B` stands for, written beside the
+/// database (`.lcx/commands/NAME.toml`) so that its report's reproduce line
+/// and `--resume` find it. The name comes from the commands, so the same
+/// comparison run again is the same experiment in `lcx history`.
+fn commands_experiment(commands: &[String], db: &Path, dry_run: bool) -> anyhow::Result<PathBuf> {
+    let joined = commands.join("\n");
+    let name = format!(
+        "commands-{}",
+        &lcx_core::experiment::plan::sha256_hex(joined.as_bytes())[..8]
+    );
+    // A JSON string is a TOML basic string: the same quotes and escapes.
+    let quote = |s: &str| serde_json::Value::String(s.to_string()).to_string();
+    let mut text = format!(
+        "# Written by `lcx run --command …`.\nname = {}\nworkload = \"command\"\n\
+         timing = \"process\"\niterations = 11\nwarmup = 1\nrepeats = 3\n",
+        quote(&name)
+    );
+    for (i, command) in commands.iter().enumerate() {
+        if command.trim().is_empty() {
+            return Err(crate::errors::bad_input(anyhow::anyhow!(
+                "--command {}: empty command",
+                i + 1
+            )));
+        }
+        let label: String = command.chars().take(80).collect();
+        text.push_str(&format!(
+            "\n[[arms]]\nname = \"cmd{}\"\nlabel = {}\ncommand = {}\n",
+            i + 1,
+            quote(&label),
+            quote(command)
+        ));
+    }
+    // A dry run writes nothing beside the database.
+    let dir = match db.parent().filter(|p| !p.as_os_str().is_empty()) {
+        _ if dry_run => std::env::temp_dir().join("lcx-commands"),
+        Some(dir) => dir.join(".lcx").join("commands"),
+        None => PathBuf::from(".lcx").join("commands"),
+    };
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let file = dir.join(format!("{name}.toml"));
+    std::fs::write(&file, text).with_context(|| format!("writing {}", file.display()))?;
+    Ok(file)
 }

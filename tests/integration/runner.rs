@@ -1281,3 +1281,54 @@ fn a_process_timed_arm_records_each_run_of_its_command() {
     assert!(text.contains("process/wall_seconds"), "{text}");
     assert!(text.contains("lcx time-process -- sleep 0.05"), "{text}");
 }
+
+/// `lcx run --command A --command B` compares commands without a file:
+/// each an arm timed by lcx, the first the baseline; one command alone, or
+/// one beside a file, is refused.
+#[test]
+fn commands_compare_without_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("lcx.db");
+    let run = |args: &[&str]| {
+        lcx()
+            .arg("run")
+            .args(args)
+            .args(["--db", db.to_str().unwrap(), "--plain"])
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    let out = run(&[
+        "--command",
+        "sleep 0.01",
+        "--command",
+        "sleep 0.12",
+        "--iterations",
+        "4",
+        "--repeats",
+        "2",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json = lcx()
+        .args(["report", "--format", "json", "--db", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let json = String::from_utf8_lossy(&json.stdout);
+    assert!(json.contains("\"label\": \"sleep 0.12\""), "{json}");
+    assert!(json.contains("\"verdict\": \"regressed\""), "{json}");
+    // The file it stands for is kept beside the database.
+    let kept: Vec<_> = std::fs::read_dir(dir.path().join(".lcx/commands"))
+        .unwrap()
+        .collect();
+    assert_eq!(kept.len(), 1);
+
+    let out = run(&["--command", "true"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at least two"));
+    let out = run(&["x.toml", "--command", "true", "--command", "false"]);
+    assert_eq!(out.status.code(), Some(2));
+}

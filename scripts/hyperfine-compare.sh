@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# lcx's `timing = "process"` beside hyperfine on the same commands, same
+# machine, one after the other: the mean wall time of each command as each
+# tool measures it, and their difference (which should be within 2 %).
+# Installs hyperfine (Debian package) when it is missing. Check `uptime`
+# first: a busy machine moves both tools' figures.
+#
+#   scripts/hyperfine-compare.sh [RUNS=30] [LCX=target/release/lcx]
+set -euo pipefail
+
+runs=${1:-30}
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+lcx=${2:-$root/target/release/lcx}
+[[ -x $lcx ]] || lcx=$root/target/debug/lcx
+[[ -x $lcx ]] || { echo "hyperfine-compare: build lcx first (cargo build --release)" >&2; exit 2; }
+if ! command -v hyperfine >/dev/null; then
+    sudo_=$( [ "$(id -u)" = 0 ] || echo sudo )
+    $sudo_ apt-get install -y -qq hyperfine >/dev/null
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+loop='i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done'
+warmup=3
+# Both tools run the commands without a shell of their own in between:
+# hyperfine with -N, lcx with argv arrays.
+cat >"$work/cmds.toml" <<TOML
+name = "hyperfine-compare"
+workload = "command"
+timing = "process"
+iterations = $((runs + warmup))
+warmup = $warmup
+host_lock = true
+
+[[arms]]
+name = "sleep"
+command = ["sleep", "0.05"]
+
+[[arms]]
+name = "loop"
+command = ["sh", "-c", '$loop']
+TOML
+
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+hyperfine -N --style none --warmup "$warmup" --runs "$runs" \
+    --export-json "$work/h.json" 'sleep 0.05' "sh -c '$loop'" >/dev/null
+"$lcx" run "$work/cmds.toml" --db "$work/lcx.db" --plain --no-host-lock >/dev/null 2>&1
+echo "load after:  $(cut -d' ' -f1-3 /proc/loadavg)"
+
+h_mean() { # hyperfine's mean for its N-th command (0-based)
+    python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['results'][int(sys.argv[2])]['mean'])" "$work/h.json" "$1"
+}
+l_mean() { # lcx's warm-up-excluded mean for an arm
+    "$lcx" query --db "$work/lcx.db" --format csv \
+        "SELECT mean FROM arm_metric_stats WHERE arm = '$1' AND name = 'process/wall_seconds'" |
+        tail -n 1
+}
+bad=0
+printf '%-14s %14s %14s %9s\n' command "hyperfine (s)" "lcx (s)" "lcx/hf"
+for pair in "0 sleep sleep 0.05" "1 loop sh -c loop"; do
+    read -r index arm shown <<<"$pair"
+    h=$(h_mean "$index")
+    l=$(l_mean "$arm")
+    ratio=$(awk -v l="$l" -v h="$h" 'BEGIN { printf "%.4f", l / h }')
+    printf '%-14s %14.5f %14.5f %9s\n' "$shown" "$h" "$l" "$ratio"
+    awk -v r="$ratio" 'BEGIN { exit !(r < 0.98 || r > 1.02) }' && bad=1
+done
+echo "runs per command: $runs after $warmup warm-up; lcx $("$lcx" --version 2>/dev/null | head -1), $(hyperfine --version)"
+exit $bad
