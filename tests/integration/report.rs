@@ -1,5 +1,9 @@
 //! `lcx report`, `history`, `compare`, `list` and `query` end to end, on
 //! databases written by a real `lcx run` of small `sh` command arms.
+//!
+//! Their `--check`s pass `--allow-contended`: they are about gates and
+//! guards, and the tests running beside them on a small CI host make their
+//! cells contended (`runner.rs` tests contention itself).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -104,7 +108,11 @@ fn report_renders_table_verdict_and_check_passes() {
     assert!(md.contains("Synthetic arms for the report tests."), "{md}");
     assert!(md.contains("All 2 cells completed."), "{md}");
 
-    let check = run_lcx(&db, dir.path(), &["report", "latest", "--check"]);
+    let check = run_lcx(
+        &db,
+        dir.path(),
+        &["report", "latest", "--check", "--allow-contended"],
+    );
     assert_eq!(check.status.code(), Some(0), "{}", text(&check.stderr));
 
     let json: serde_json::Value = serde_json::from_str(&ok(
@@ -134,7 +142,7 @@ fn check_fails_on_failed_gate_and_lists_failed_cells() {
         r#"echo '{"iteration":1,"time/traversal_seconds":2.0}'; echo boom >&2; exit 3"#,
     );
     experiment(dir.path(), &db, "gate-fail", 10.0, &broken);
-    let check = run_lcx(&db, dir.path(), &["report", "--check"]);
+    let check = run_lcx(&db, dir.path(), &["report", "--check", "--allow-contended"]);
     assert_eq!(check.status.code(), Some(1), "{}", text(&check.stderr));
     let md = text(&check.stdout);
     assert!(md.contains("Verdict: FAIL"), "{md}");
@@ -406,7 +414,7 @@ fn a_gate_without_data_is_inconclusive_and_check_exits_3() {
     std::fs::write(&file, text_of.replace("arm = \"fast\"", "arm = \"gpu\"")).unwrap();
     let out = run_lcx(&db, dir.path(), &["run", "--plain", file.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let check = run_lcx(&db, dir.path(), &["report", "--check"]);
+    let check = run_lcx(&db, dir.path(), &["report", "--check", "--allow-contended"]);
     let md = text(&check.stdout);
     let cuda = md.contains("cuda available to libtorch: yes");
     if !cuda {
@@ -437,7 +445,11 @@ fn a_gate_without_data_is_inconclusive_and_check_exits_3() {
         &["run", "--plain", empty.to_str().unwrap()],
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let check = run_lcx(&db, dir.path(), &["report", "empty-base", "--check"]);
+    let check = run_lcx(
+        &db,
+        dir.path(),
+        &["report", "empty-base", "--check", "--allow-contended"],
+    );
     let md = text(&check.stdout);
     assert_eq!(check.status.code(), Some(3), "{md}");
     assert!(
@@ -594,7 +606,11 @@ fn a_guard_fails_an_arm_that_is_faster_but_learns_worse() {
     };
     // Win rate 0.80x vs 0.60x: 0.2 worse, the margin is 0.05.
     write("worse", "0.6", "0.05");
-    let check = run_lcx(&db, dir.path(), &["report", "worse", "--check"]);
+    let check = run_lcx(
+        &db,
+        dir.path(),
+        &["report", "worse", "--check", "--allow-contended"],
+    );
     let md = text(&check.stdout);
     assert_eq!(check.status.code(), Some(1), "{md}");
     assert!(md.contains("Verdict: PASS"), "{md}");
@@ -608,7 +624,11 @@ fn a_guard_fails_an_arm_that_is_faster_but_learns_worse() {
     );
     // The same data with a margin of 0.3: faster and not worse beyond it.
     write("within", "0.6", "0.3");
-    let check = run_lcx(&db, dir.path(), &["report", "within", "--check"]);
+    let check = run_lcx(
+        &db,
+        dir.path(),
+        &["report", "within", "--check", "--allow-contended"],
+    );
     assert_eq!(check.status.code(), Some(0), "{}", text(&check.stdout));
 }
 
@@ -650,7 +670,11 @@ fn paired_guards_test_the_differences_of_repeats_that_share_a_seed() {
     .unwrap();
     let run = run_lcx(&db, dir.path(), &["run", "--plain", file.to_str().unwrap()]);
     assert_eq!(run.status.code(), Some(1), "gappy's third cell fails");
-    let check = run_lcx(&db, dir.path(), &["report", "paired", "--check"]);
+    let check = run_lcx(
+        &db,
+        dir.path(),
+        &["report", "paired", "--check", "--allow-contended"],
+    );
     let md = text(&check.stdout);
     assert_eq!(check.status.code(), Some(1), "{md}");
     for line in [
@@ -708,7 +732,11 @@ fn guards_judge_final_values_against_their_own_baselines_and_are_plotted() {
     )
     .unwrap();
     ok(&db, dir.path(), &["run", "--plain", file.to_str().unwrap()]);
-    let check = run_lcx(&db, dir.path(), &["report", "learn", "--check"]);
+    let check = run_lcx(
+        &db,
+        dir.path(),
+        &["report", "learn", "--check", "--allow-contended"],
+    );
     let md = text(&check.stdout);
     assert_eq!(check.status.code(), Some(1), "{md}");
     assert!(md.contains("final w"), "{md}");
@@ -1002,7 +1030,7 @@ fn gated(
     )
     .unwrap();
     let run = run_lcx(&db, dir, &["run", "--plain", file.to_str().unwrap()]);
-    let check = run_lcx(&db, dir, &["report", "--check"]);
+    let check = run_lcx(&db, dir, &["report", "--check", "--allow-contended"]);
     (
         text(&check.stdout),
         check.status.code().unwrap_or(-1),

@@ -257,6 +257,10 @@ pub fn run(
 /// contended, beside a fresh cell of the baseline from the same repeat (so
 /// the pair is measured under the same conditions), in plan order. Each
 /// rerun attempt records why it ran.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the schedule's context that `run_cell` needs, and the host lock"
+)]
 fn rerun_contended(
     store: &mut Store,
     plan: &Plan,
