@@ -162,7 +162,7 @@ for ((k = 1; k <= rounds; k++)); do
         "$lcx" run "$work/b.toml" --db "$db" --plain >/dev/null 2>&1 &
     pid=$!
     # Until the build has started (both its pids are written), then a little more.
-    for _ in $(seq 200); do [[ $(wc -l <"$work/bpids" 2>/dev/null || echo 0) -ge 2 ]] && break; sleep 0.05; done
+    for _ in $(seq 200); do [[ $( { wc -l <"$work/bpids"; } 2>/dev/null || echo 0) -ge 2 ]] && break; sleep 0.05; done
     sleep "$(awk -v r="$RANDOM" 'BEGIN { printf "%.2f", (r % 100) / 100 }')"
     kill -9 "$pid" 2>/dev/null && kills=$((kills + 1))
     wait "$pid" 2>/dev/null

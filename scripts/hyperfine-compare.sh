@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # lcx's `timing = "process"` beside hyperfine on the same commands, same
-# machine, one after the other: the mean wall time of each command as each
-# tool measures it, and their difference (which should be within 2 %).
+# machine, the two tools taking turns (ROUNDS rounds of hyperfine then lcx,
+# so drift on a shared machine falls on both): the mean wall time of each
+# command as each tool measures it over all rounds, and their ratio (which
+# should be within 2 %).
 # Installs hyperfine (Debian package) when it is missing. Check `uptime`
 # first: a busy machine moves both tools' figures.
 #
-#   scripts/hyperfine-compare.sh [RUNS=30] [LCX=target/release/lcx]
+#   scripts/hyperfine-compare.sh [RUNS=30] [LCX=target/release/lcx] [ROUNDS=3]
 set -euo pipefail
 
 runs=${1:-30}
+rounds=${3:-3}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 lcx=${2:-$root/target/release/lcx}
 [[ -x $lcx ]] || lcx=$root/target/debug/lcx
@@ -42,17 +45,22 @@ command = ["sh", "-c", '$loop']
 TOML
 
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-hyperfine -N --style none --warmup "$warmup" --runs "$runs" \
-    --export-json "$work/h.json" 'sleep 0.05' "sh -c '$loop'" >/dev/null
-"$lcx" run "$work/cmds.toml" --db "$work/lcx.db" --plain --no-host-lock >/dev/null 2>&1
+for ((r = 1; r <= rounds; r++)); do
+    hyperfine -N --style none --warmup "$warmup" --runs "$runs" \
+        --export-json "$work/h$r.json" 'sleep 0.05' "sh -c '$loop'" >/dev/null 2>&1
+    "$lcx" run "$work/cmds.toml" --db "$work/lcx.db" --plain --no-host-lock >/dev/null 2>&1
+done
 echo "load after:  $(cut -d' ' -f1-3 /proc/loadavg)"
 
-h_mean() { # hyperfine's mean for its N-th command (0-based)
-    python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['results'][int(sys.argv[2])]['mean'])" "$work/h.json" "$1"
+h_mean() { # hyperfine's mean for its N-th command (0-based), over the rounds
+    python3 -c "
+import json, sys
+means = [json.load(open(f))['results'][int(sys.argv[1])]['mean'] for f in sys.argv[2:]]
+print(sum(means) / len(means))" "$1" "$work"/h*.json
 }
-l_mean() { # lcx's warm-up-excluded mean for an arm
+l_mean() { # lcx's warm-up-excluded mean for an arm, over the rounds' experiments
     "$lcx" query --db "$work/lcx.db" --format csv \
-        "SELECT mean FROM arm_metric_stats WHERE arm = '$1' AND name = 'process/wall_seconds'" |
+        "SELECT AVG(mean) FROM arm_metric_stats WHERE arm = '$1' AND name = 'process/wall_seconds'" |
         tail -n 1
 }
 bad=0
@@ -65,5 +73,5 @@ for pair in "0 sleep sleep 0.05" "1 loop sh -c loop"; do
     printf '%-14s %14.5f %14.5f %9s\n' "$shown" "$h" "$l" "$ratio"
     awk -v r="$ratio" 'BEGIN { exit !(r < 0.98 || r > 1.02) }' && bad=1
 done
-echo "runs per command: $runs after $warmup warm-up; lcx $("$lcx" --version 2>/dev/null | head -1), $(hyperfine --version)"
+echo "$rounds rounds, runs per command and round: $runs after $warmup warm-up; lcx $("$lcx" --version 2>/dev/null | head -1), $(hyperfine --version)"
 exit $bad
