@@ -8,9 +8,6 @@ use super::gpu::Gpu;
 use super::settings::{Memory, Turbo, SMT_FILE};
 use super::snapshot::{Foreign, Snapshot};
 
-/// More foreign CPU than this, in cores, is a contended machine (half a
-/// core: the runner's own threshold for a contended cell).
-pub const MAX_FOREIGN_CORES: f64 = 0.5;
 /// Less available memory than this share of the total risks paging.
 const MIN_AVAILABLE_SHARE: f64 = 0.10;
 
@@ -70,7 +67,7 @@ pub fn items(s: &Snapshot) -> Vec<Item> {
         smt(s.smt),
         isolated(s.isolated.as_deref()),
         load(s.load_1m, s.cpus),
-        foreign(s.foreign.as_ref()),
+        foreign(s.foreign.as_ref(), s.cpus),
         memory(s.memory),
         swap(s.memory),
         gpu(&s.gpus),
@@ -158,7 +155,10 @@ pub fn load(load_1m: Option<f64>, cpus: Option<usize>) -> Item {
     }
 }
 
-pub fn foreign(foreign: Option<&Foreign>) -> Item {
+/// Bad above the load that makes a cell contended by default (half a core,
+/// or 10 % of the CPUs when that is less: `Measurement::threshold`), so that
+/// `check` and the report judge a machine alike.
+pub fn foreign(foreign: Option<&Foreign>, cpus: Option<usize>) -> Item {
     const L: &str = "Foreign CPU now";
     let Some(f) = foreign else {
         return unknown("foreign_cpu", L, "no /proc/stat");
@@ -176,7 +176,8 @@ pub fn foreign(foreign: Option<&Foreign>) -> Item {
         value.push_str(&format!(": {}", names.join(", ")));
     }
     let it = item("foreign_cpu", L, value, State::Fine);
-    if f.cores <= MAX_FOREIGN_CORES {
+    let limit = crate::experiment::plan::Measurement::default().threshold(cpus.map(|n| n as i64));
+    if f.cores <= limit {
         return it;
     }
     let fix = match f.top.first() {
@@ -187,7 +188,7 @@ pub fn foreign(foreign: Option<&Foreign>) -> Item {
     };
     bad(
         it,
-        &format!("more than {MAX_FOREIGN_CORES} core of other work competes with the benchmark for CPU, caches and memory bandwidth"),
+        &format!("more than {limit:.2} of a core of other work (what makes a cell contended) competes with the benchmark for CPU, caches and memory bandwidth"),
         &fix,
     )
 }

@@ -125,13 +125,13 @@ fn intel_turbo_is_fixed_through_no_turbo() {
 }
 
 #[test]
-fn foreign_cpu_above_half_a_core_names_the_biggest_user() {
+fn foreign_cpu_above_the_contention_limit_names_the_biggest_user() {
     let busy = Foreign {
         cores: 0.98,
         seconds: 1.0,
         top: vec![(77, "stress".into(), 0.97)],
     };
-    let it = foreign(Some(&busy));
+    let it = foreign(Some(&busy), Some(16));
     assert_eq!(it.state, State::Bad);
     assert!(
         it.value.contains("0.98 cores") && it.value.contains("stress (pid 77)"),
@@ -143,7 +143,11 @@ fn foreign_cpu_above_half_a_core_names_the_biggest_user() {
         seconds: 1.0,
         top: Vec::new(),
     };
-    assert_eq!(foreign(Some(&quiet)).state, State::Fine);
+    assert_eq!(foreign(Some(&quiet), Some(16)).state, State::Fine);
+    // On 2 CPUs a tenth of the host, 0.2 of a core, is the limit, as for a
+    // cell; without a CPU count, half a core.
+    assert_eq!(foreign(Some(&quiet), Some(2)).state, State::Bad);
+    assert_eq!(foreign(Some(&quiet), None).state, State::Fine);
 }
 
 #[test]
