@@ -63,15 +63,32 @@ l_mean() { # lcx's warm-up-excluded mean for an arm, over the rounds' experiment
         "SELECT AVG(mean) FROM arm_metric_stats WHERE arm = '$1' AND name = 'process/wall_seconds'" |
         tail -n 1
 }
+h_spread() { # how far apart hyperfine's own round means lie: max/min - 1, in %
+    python3 -c "
+import json, sys
+means = [json.load(open(f))['results'][int(sys.argv[1])]['mean'] for f in sys.argv[2:]]
+print('%.1f' % (100 * (max(means) / min(means) - 1)))" "$1" "$work"/h*.json
+}
+l_spread() { # the same for lcx's rounds (one experiment each)
+    "$lcx" query --db "$work/lcx.db" --format csv \
+        "SELECT ROUND(100 * (MAX(mean) / MIN(mean) - 1), 1) FROM arm_metric_stats
+         WHERE arm = '$1' AND name = 'process/wall_seconds'" |
+        tail -n 1
+}
 bad=0
-printf '%-14s %14s %14s %9s\n' command "hyperfine (s)" "lcx (s)" "lcx/hf"
+printf '%-14s %14s %14s %9s   %s\n' command "hyperfine (s)" "lcx (s)" "lcx/hf" \
+    "rounds' spread: hyperfine, lcx"
 for pair in "0 sleep sleep 0.05" "1 loop sh -c loop"; do
     read -r index arm shown <<<"$pair"
     h=$(h_mean "$index")
     l=$(l_mean "$arm")
     ratio=$(awk -v l="$l" -v h="$h" 'BEGIN { printf "%.4f", l / h }')
-    printf '%-14s %14.5f %14.5f %9s\n' "$shown" "$h" "$l" "$ratio"
+    printf '%-14s %14.5f %14.5f %9s   %s %%, %s %%\n' "$shown" "$h" "$l" "$ratio" \
+        "$(h_spread "$index")" "$(l_spread "$arm")"
     awk -v r="$ratio" 'BEGIN { exit !(r < 0.98 || r > 1.02) }' && bad=1
 done
+# A round's mean moving by more than 2 % under the same tool is the host's
+# noise, not either tool's: the ratio cannot be read closer than that.
+echo "(a rounds' spread above 2 % is this host's own noise: the ratio is no closer than it)" 
 echo "$rounds rounds, runs per command and round: $runs after $warmup warm-up; lcx $("$lcx" --version 2>/dev/null | head -1), $(hyperfine --version)"
 exit $bad

@@ -1326,3 +1326,134 @@ fn burner() -> std::process::Child {
         .spawn()
         .unwrap()
 }
+
+/// Runs a command experiment whose arms carry `extra_a` / the file
+/// `extra`; each cell prints the CPUs its process may use as a text field.
+fn run_cpu_report(dir: &Path, arm_a: &str, extra: &str) -> (std::process::Output, PathBuf) {
+    let cell = r#"c=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status); for i in 1 2; do echo "{\"iteration\":$i,\"t\":1,\"cpus\":\"$c\"}"; done"#;
+    let quoted = toml::Value::String(cell.to_string()).to_string();
+    let file = write(
+        dir,
+        "pin.toml",
+        &format!(
+            "name = \"pin\"\nworkload = \"command\"\niterations = 2\nwarmup = 1\n{extra}\n\
+             [[arms]]\nname = \"a\"\ncommand = {quoted}\n{arm_a}\n\
+             [[arms]]\nname = \"b\"\ncommand = {quoted}\n"
+        ),
+    );
+    let db = dir.join("lcx.db");
+    let out = lcx()
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--db",
+            db.to_str().unwrap(),
+            "--plain",
+        ])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    (out, db)
+}
+
+/// The CPUs each arm's cells recorded on their run rows and printed
+/// themselves (the `cpus` text field), for arm `a` and `b`.
+fn cpus_seen(db: &Path) -> Vec<(String, String, String)> {
+    let store = Store::open_read_only(db).unwrap();
+    let rows = store
+        .query(
+            "SELECT r.arm, r.cpus, t.value FROM runs r JOIN metric_text t ON t.run_id = r.id
+             WHERE t.name = 'cpus' AND t.iteration = 1 ORDER BY r.arm",
+        )
+        .unwrap()
+        .rows;
+    let text = |v: &lcx_core::store::SqlValue| match v {
+        lcx_core::store::SqlValue::Text(s) => s.clone(),
+        other => panic!("{other:?}"),
+    };
+    rows.iter()
+        .map(|r| (text(&r[0]), text(&r[1]), text(&r[2])))
+        .collect()
+}
+
+/// `cpus` on an arm runs its cells on those CPUs (the cell sees it), the
+/// run row records what the kernel gave, and the report names it; the
+/// other arm runs where the kernel schedules it.
+#[test]
+fn an_arm_with_cpus_runs_pinned_and_the_run_and_report_say_so() {
+    use lcx_core::system::affinity;
+    let allowed = affinity::allowed().unwrap();
+    let last = affinity::CpuSet::from_cpus(allowed.iter().last());
+    let dir = tempfile::tempdir().unwrap();
+    let (out, db) = run_cpu_report(dir.path(), &format!("cpus = \"{last}\""), "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen = cpus_seen(&db);
+    assert_eq!(
+        seen,
+        vec![
+            ("a".into(), last.to_string(), last.to_string()),
+            ("b".into(), allowed.to_string(), allowed.to_string()),
+        ]
+    );
+    let report = lcx()
+        .args(["report", "--db", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(
+        text.contains(&format!("- CPUs of `a`: {last} (pinned)")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("- CPUs of `b`: {allowed} (not pinned)")),
+        "{text}"
+    );
+
+    // A CPU this host does not give lcx: exit 2, nothing written.
+    let dir = tempfile::tempdir().unwrap();
+    let (out, db) = run_cpu_report(dir.path(), "cpus = \"1000\"", "");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("pin.toml: arms (`a`).cpus: CPU 1000 is not one this process may use here"),
+        "{err}"
+    );
+    assert!(!db.exists());
+}
+
+/// `[measurement] pin = true`: every arm's cells run on the same set, the
+/// CPUs left once the runner keeps the lowest (or the isolated ones).
+#[test]
+fn pin_runs_every_arm_on_the_same_cpus() {
+    use lcx_core::system::affinity;
+    let allowed = affinity::allowed().unwrap();
+    let isolated = lcx_core::system::Root::default()
+        .isolated_cpus()
+        .and_then(|l| affinity::CpuSet::parse(&l).ok());
+    let dir = tempfile::tempdir().unwrap();
+    let (out, db) = run_cpu_report(dir.path(), "", "[measurement]\npin = true\n");
+    let Ok(set) = affinity::pin_set(&allowed, isolated.as_ref()) else {
+        // One CPU: nothing to pin to, and lcx says so before writing.
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("measurement.pin"), "{err}");
+        return;
+    };
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let set = set.to_string();
+    assert_eq!(
+        cpus_seen(&db),
+        vec![
+            ("a".into(), set.clone(), set.clone()),
+            ("b".into(), set.clone(), set.clone()),
+        ]
+    );
+}

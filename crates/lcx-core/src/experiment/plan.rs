@@ -40,6 +40,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::config::{ConfigError, SetError};
+use crate::system::affinity::CpuSet;
 use crate::toml_read::{self, KeyError, Table};
 
 mod arms;
@@ -567,6 +568,11 @@ pub struct Arm {
     /// `[arms.executor]`: this arm's sbatch options (Slurm cells only).
     #[serde(default, skip_serializing_if = "SlurmOverrides::is_empty")]
     pub slurm: SlurmOverrides,
+    /// The CPUs the arm's cells run on (`cpus = "0-3"`, or the set
+    /// `[measurement] pin = true` chose when the experiment was created);
+    /// `None`: wherever the kernel schedules them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<CpuSet>,
 }
 
 impl Arm {
@@ -673,6 +679,11 @@ pub struct Measurement {
     /// CPU over the last second below the limit); then the cell runs anyway.
     #[serde(default)]
     pub wait_for_quiet: Option<f64>,
+    /// `pin = true`: every arm's cells run on the same CPUs
+    /// ([`crate::system::affinity::pin_set`]), chosen when the experiment
+    /// is created and stored on each arm.
+    #[serde(default)]
+    pub pin: bool,
 }
 
 impl Measurement {
@@ -800,8 +811,70 @@ pub fn load(path: &Path, cli: &Overrides) -> Result<(Plan, String), PlanError> {
         path: path.to_path_buf(),
         source,
     })?;
-    let plan = from_str(&text, path, cli)?;
+    let mut plan = from_str(&text, path, cli)?;
+    let isolated = crate::system::Root::default()
+        .isolated_cpus()
+        .and_then(|list| CpuSet::parse(&list).ok());
+    plan.place_cpus(
+        crate::system::affinity::allowed().as_ref(),
+        isolated.as_ref(),
+    )?;
     Ok((plan, text))
+}
+
+impl Plan {
+    /// Fits the arms' CPUs to this host, where local cells run: `[measurement]
+    /// pin = true` chooses one set for every arm
+    /// ([`crate::system::affinity::pin_set`]); an arm's own `cpus` must be
+    /// CPUs this process may use, or its cells could not start. The chosen
+    /// sets are stored with the plan, so a resume runs on the same CPUs.
+    pub fn place_cpus(
+        &mut self,
+        allowed: Option<&CpuSet>,
+        isolated: Option<&CpuSet>,
+    ) -> Result<(), PlanError> {
+        let pinned = self.measurement.pin || self.arms.iter().any(|a| a.cpus.is_some());
+        if !pinned || !matches!(self.executor, Executor::Local) {
+            return Ok(());
+        }
+        let invalid = |key: String, message: String| PlanError::Invalid {
+            path: self.file.clone(),
+            key,
+            message,
+        };
+        let Some(allowed) = allowed else {
+            let key = if self.measurement.pin {
+                "measurement.pin".to_string()
+            } else {
+                "cpus".to_string()
+            };
+            return Err(invalid(
+                key,
+                "this system does not say which CPUs a process may use (sched_getaffinity)".into(),
+            ));
+        };
+        if self.measurement.pin {
+            let set = crate::system::affinity::pin_set(allowed, isolated)
+                .map_err(|m| invalid("measurement.pin".into(), m))?;
+            for arm in &mut self.arms {
+                arm.cpus = Some(set.clone());
+            }
+            return Ok(());
+        }
+        for arm in &self.arms {
+            let Some(cpus) = &arm.cpus else { continue };
+            let missing = cpus.without(allowed);
+            if !missing.is_empty() {
+                return Err(invalid(
+                    format!("arms (`{}`).cpus", arm.name),
+                    format!(
+                        "CPU {missing} is not one this process may use here (allowed: {allowed})"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Validates experiment text as if read from `path` (which anchors relative

@@ -863,6 +863,70 @@ fn hardware_by_arm(runs: &[Run]) -> std::collections::BTreeMap<(i64, &str), Vec<
     out
 }
 
+/// Where cells ran when they did not have the whole host: each arm's
+/// CPUs as its cells recorded them (an arm's `cpus`, `[measurement] pin`),
+/// with the asked set where the kernel gave another; or, for cells that
+/// were not pinned, the CPUs the runner itself was limited to (`taskset`).
+fn cpus_by_arm(plan: Option<&Plan>, runs: &[Run]) -> Vec<(String, String)> {
+    let recorded = |arm: &str| {
+        let mut sets: Vec<&str> = runs
+            .iter()
+            .filter(|r| r.arm == arm)
+            .filter_map(|r| r.cpus.as_deref())
+            .collect();
+        sets.sort_unstable();
+        sets.dedup();
+        sets
+    };
+    let arms = plan.map(|p| p.arms.as_slice()).unwrap_or_default();
+    if arms.iter().any(|a| a.cpus.is_some()) {
+        return arms
+            .iter()
+            .map(|arm| {
+                let sets = recorded(&arm.name);
+                let asked = arm.cpus.as_ref().map(|c| c.to_string());
+                let value = match (sets.as_slice(), asked) {
+                    ([], Some(asked)) => format!("{asked} (asked; no cell recorded its CPUs)"),
+                    ([], None) => "not pinned".to_string(),
+                    ([one], Some(asked)) if *one == asked => format!("{one} (pinned)"),
+                    (sets, Some(asked)) => format!("{} (asked {asked})", sets.join("; ")),
+                    (sets, None) => format!("{} (not pinned)", sets.join("; ")),
+                };
+                (format!("CPUs of `{}`", arm.name), value)
+            })
+            .collect();
+    }
+    // Unpinned cells that still had fewer CPUs than the host was online.
+    let limited: Vec<&str> = {
+        let mut sets: Vec<&str> = runs
+            .iter()
+            .filter(|r| {
+                let count = r
+                    .cpus
+                    .as_deref()
+                    .and_then(|c| crate::system::affinity::CpuSet::parse(c).ok())
+                    .map(|c| c.len() as i64);
+                matches!((count, r.contention.host_cpus), (Some(n), Some(online)) if n < online)
+            })
+            .filter_map(|r| r.cpus.as_deref())
+            .collect();
+        sets.sort_unstable();
+        sets.dedup();
+        sets
+    };
+    if limited.is_empty() {
+        return Vec::new();
+    }
+    vec![(
+        "CPUs of cells".to_string(),
+        format!(
+            "{}: fewer than the host had online (lcx itself was limited, by `taskset` or a \
+             cgroup)",
+            limited.join("; ")
+        ),
+    )]
+}
+
 fn environment(e: &Experiment, plan: Option<&Plan>, runs: &[Run]) -> Vec<(String, String)> {
     let mut env = vec![("lcx".to_string(), e.lcx_version.clone())];
     // Cells that ran away from `lcx run` (Slurm jobs), or on different
@@ -906,6 +970,7 @@ fn environment(e: &Experiment, plan: Option<&Plan>, runs: &[Run]) -> Vec<(String
             ));
         }
     }
+    env.extend(cpus_by_arm(plan, runs));
     match (&e.git_commit, e.git_dirty) {
         (Some(c), Some(true)) => env.push(("git commit".into(), format!("{c} (dirty)"))),
         (Some(c), _) => env.push(("git commit".into(), c.clone())),

@@ -29,6 +29,7 @@ fn arm(name: &str, label: &str, set: &[&str]) -> Arm {
         variable_iterations: false,
         revision: None,
         slurm: Default::default(),
+        cpus: None,
     }
 }
 
@@ -153,6 +154,7 @@ fn run(id: i64, arm: &str, index: i64, status: RunStatus) -> Run {
         db_wait_seconds: None,
         contention: Default::default(),
         rerun_note: None,
+        cpus: None,
         problems: Default::default(),
         warmup: None,
         revision: None,

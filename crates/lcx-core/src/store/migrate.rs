@@ -53,6 +53,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0009_cell_contention.sql",
         include_str!("../../../../migrations/0009_cell_contention.sql"),
     ),
+    (
+        "0010_cell_cpus.sql",
+        include_str!("../../../../migrations/0010_cell_cpus.sql"),
+    ),
 ];
 
 /// The schema version this lcx writes.

@@ -218,6 +218,8 @@ pub struct Run {
     pub contention: Contention,
     /// Why the runner ran this attempt again after the schedule (contention).
     pub rerun_note: Option<String>,
+    /// The CPUs its process was allowed to run on (a local cell).
+    pub cpus: Option<String>,
     pub problems: LineProblems,
     /// Iterations this cell excludes as warm-up when they were detected
     /// (`warmup = "auto"`); `None`: the experiment's `warmup`.

@@ -332,7 +332,7 @@ impl Store {
                 foreign_cpu_seconds = NULL, host_seconds = NULL, host_cpus = NULL,
                 steal_seconds = NULL, load_start = NULL, load_end = NULL, cpu_mhz_min = NULL,
                 cpu_mhz_max = NULL, swapped_pages = NULL, gpu_other_processes = NULL,
-                rerun_note = NULL
+                rerun_note = NULL, cpus = NULL
              WHERE id = ?1"
         );
         tx.execute(&sql, [run_id])?;
@@ -521,6 +521,15 @@ impl Store {
                 c.gpu_other_processes,
                 run_id
             ],
+        )?;
+        Ok(())
+    }
+
+    /// The CPUs a cell's process was allowed to run on (its affinity).
+    pub fn set_run_cpus(&mut self, run_id: i64, cpus: &str) -> Result<(), StoreError> {
+        self.write(
+            "UPDATE runs SET cpus = ?1 WHERE id = ?2",
+            params![cpus, run_id],
         )?;
         Ok(())
     }

@@ -5,10 +5,11 @@
 //! files in tests) and answers `None` for what the host does not have
 //! (macOS has no `/proc`): unknown is recorded as unknown, never as zero.
 //!
-//! [`lock`] keeps two benchmarks on one host from running at once;
+//! [`affinity`] pins a cell to CPUs; [`lock`] keeps two benchmarks on one host from running at once;
 //! [`settings`], [`snapshot`] and [`check`] are `lcx system show` and
 //! `check`: what is set that adds noise, and how to fix it.
 
+pub mod affinity;
 pub mod check;
 pub mod gpu;
 pub mod lock;

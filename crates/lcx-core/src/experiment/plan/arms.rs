@@ -142,6 +142,28 @@ impl Reader<'_> {
                 }
             };
             let timed = self.timing(arm, &prefix, workload)?;
+            let cpus = match arm.get("cpus") {
+                None => None,
+                Some(toml::Value::String(s)) => {
+                    Some(CpuSet::parse(s).map_err(|m| self.err(format!("{prefix}cpus"), m))?)
+                }
+                Some(toml::Value::Integer(n)) => Some(
+                    usize::try_from(*n)
+                        .ok()
+                        .filter(|n| *n <= crate::system::affinity::MAX_CPU)
+                        .map(|n| CpuSet::from_cpus([n]))
+                        .ok_or_else(|| {
+                            self.err(format!("{prefix}cpus"), format!("{n} is not a CPU number"))
+                        })?,
+                ),
+                Some(other) => {
+                    return Err(self.key_error(KeyError::wrong(
+                        format!("{prefix}cpus"),
+                        "a CPU list as a string (\"0-3,6\")",
+                        other,
+                    )))
+                }
+            };
             let variable = self.read(at(arm, &prefix).boolean("variable_iterations"))?;
             if variable.is_some() && workload.uses_config() {
                 return Err(self.err(
@@ -265,6 +287,7 @@ impl Reader<'_> {
                 revision,
                 build,
                 slurm,
+                cpus,
             });
         }
         Ok(out)

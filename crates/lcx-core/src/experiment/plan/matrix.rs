@@ -153,6 +153,7 @@ impl Reader<'_> {
                             revision,
                             build: None,
                             slurm: SlurmOverrides::default(),
+                            cpus: None,
                         }
                     }
                     Some(b) => {
@@ -182,6 +183,7 @@ impl Reader<'_> {
                             revision: revision.or_else(|| b.revision.clone()),
                             build: b.build.clone(),
                             slurm: b.slurm.clone(),
+                            cpus: b.cpus.clone(),
                         }
                     }
                 };

@@ -56,6 +56,7 @@ pub(super) const ARM_KEYS: &[&str] = &[
     "build",
     "executor",
     "timing",
+    "cpus",
 ];
 /// The `[executor]` keys an arm may give for its own cells.
 pub(super) const ARM_EXECUTOR_KEYS: &[&str] = &[
@@ -101,6 +102,8 @@ pub(super) struct RawArm {
     pub(super) build: Option<String>,
     /// `[arms.executor]`.
     pub(super) slurm: SlurmOverrides,
+    /// `cpus`.
+    pub(super) cpus: Option<CpuSet>,
 }
 
 /// One `[matrix]` key: (key, short name for arm names, values as (raw
@@ -667,6 +670,35 @@ impl Reader<'_> {
                 ));
             }
         }
+        let measurement = self.measurement(t)?;
+        // One source of a cell's CPUs: an arm's own `cpus` beside `pin`
+        // would leave one of them silently unheeded.
+        if let Some(arm) = arms.iter().find(|a| a.cpus.is_some()) {
+            if measurement.pin {
+                return Err(self.err(
+                    format!("{}.cpus", arm.key),
+                    "[measurement] pin = true already gives every arm the same CPUs; use one \
+                     of the two",
+                ));
+            }
+        }
+        if let Executor::Slurm(_) = &executor {
+            let pinned = arms.iter().find(|a| a.cpus.is_some());
+            if let Some(arm) = pinned {
+                return Err(self.err(
+                    format!("{}.cpus", arm.key),
+                    "Slurm binds a job's CPUs itself (cpus_per_task, or `--cpu-bind` in \
+                     `extra`); `cpus` pins local cells",
+                ));
+            }
+            if measurement.pin {
+                return Err(self.err(
+                    "measurement.pin",
+                    "Slurm binds a job's CPUs itself (cpus_per_task, or `--cpu-bind` in \
+                     `extra`); `pin` pins local cells",
+                ));
+            }
+        }
         let (name, adaptive) = match &cli.probe {
             // A probe runs a fixed number of repeats under a name of its own.
             Some(_) => (format!("{name}-bisect"), None),
@@ -695,7 +727,7 @@ impl Reader<'_> {
             gate,
             guards,
             notes,
-            measurement: self.measurement(t)?,
+            measurement,
         };
         for raw in arms {
             let revision = raw.revision.clone().map(|asked| Revision {
@@ -960,7 +992,12 @@ impl Reader<'_> {
         self.check_keys(
             m,
             "measurement.",
-            &["max_foreign_cpu", "rerun_contended", "wait_for_quiet"],
+            &[
+                "max_foreign_cpu",
+                "rerun_contended",
+                "wait_for_quiet",
+                "pin",
+            ],
         )?;
         let max = self.read(at(m, "measurement.").number("max_foreign_cpu"))?;
         if max.is_some_and(|x| !(x > 0.0 && x.is_finite())) {
@@ -979,10 +1016,12 @@ impl Reader<'_> {
                 )
             })?),
         };
+        let pin = self.read(at(m, "measurement.").boolean("pin"))?;
         Ok(Measurement {
             max_foreign_cpu: max,
             rerun_contended: rerun.unwrap_or(0) as u32,
             wait_for_quiet: wait,
+            pin: pin.unwrap_or(false),
         })
     }
 

@@ -111,6 +111,7 @@ impl Reader<'_> {
                 variable_iterations: raw.variable_iterations,
                 revision,
                 slurm: raw.slurm,
+                cpus: raw.cpus,
             });
         }
         let mut sets: Vec<String> = plan
@@ -161,6 +162,7 @@ impl Reader<'_> {
                 variable_iterations: false,
                 revision: Some(revision),
                 slurm: raw.slurm,
+                cpus: raw.cpus,
             });
         }
 
@@ -194,6 +196,7 @@ impl Reader<'_> {
             variable_iterations: false,
             revision: None,
             slurm: raw.slurm,
+            cpus: raw.cpus,
         })
     }
 }

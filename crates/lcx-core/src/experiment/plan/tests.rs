@@ -1010,6 +1010,7 @@ fn the_measurement_table_is_read_and_checked() {
             max_foreign_cpu: Some(0.3),
             rerun_contended: 2,
             wait_for_quiet: Some(120.0),
+            pin: false,
         }
     );
     assert_eq!(p.measurement.threshold(Some(64)), 0.3);
@@ -1032,6 +1033,107 @@ fn the_measurement_table_is_read_and_checked() {
     }
     let err = error(&format!("measurement = 3\n{COMMAND}"));
     assert!(err.contains("[measurement]"), "{err}");
+}
+
+#[test]
+fn an_arm_names_its_cpus_or_pin_gives_every_arm_the_same() {
+    let with_cpus = COMMAND.replace(
+        "command = \"echo 1\"",
+        "command = \"echo 1\"\ncpus = \"0-2,5\"",
+    );
+    let p = plan(&with_cpus).unwrap();
+    assert_eq!(
+        p.arms[0].cpus.as_ref().map(|c| c.to_string()).as_deref(),
+        Some("0-2,5")
+    );
+    assert_eq!(p.arms[1].cpus, None);
+    let one =
+        plan(&COMMAND.replace("command = \"echo 1\"", "command = \"echo 1\"\ncpus = 3")).unwrap();
+    assert_eq!(one.arms[0].cpus, Some(CpuSet::from_cpus([3])));
+    for (bad, says) in [
+        (
+            "cpus = \"2-1\"",
+            "arms[0] (`a`).cpus: the range `2-1` runs backwards",
+        ),
+        ("cpus = \"\"", "arms[0] (`a`).cpus: an empty CPU list"),
+        ("cpus = -1", "arms[0] (`a`).cpus: -1 is not a CPU number"),
+        ("cpus = [0, 1]", "arms[0] (`a`).cpus"),
+    ] {
+        let err = error(&COMMAND.replace(
+            "command = \"echo 1\"",
+            &format!("command = \"echo 1\"\n{bad}"),
+        ));
+        assert!(err.contains(says), "{bad}: {err}");
+    }
+    // Two sources of one cell's CPUs would leave one unheeded.
+    let err = error(&format!("{with_cpus}\n[measurement]\npin = true\n"));
+    assert!(
+        err.contains("arms[0] (`a`).cpus: [measurement] pin = true already"),
+        "{err}"
+    );
+    // Slurm binds CPUs itself.
+    let err = error(&format!("{with_cpus}\n[executor]\nkind = \"slurm\"\n"));
+    assert!(err.contains("arms[0] (`a`).cpus: Slurm binds"), "{err}");
+    let err = error(&format!(
+        "{COMMAND}\n[executor]\nkind = \"slurm\"\n[measurement]\npin = true\n"
+    ));
+    assert!(err.contains("measurement.pin: Slurm binds"), "{err}");
+    // The stored plan keeps the sets.
+    let json = serde_json::to_string(&p).unwrap();
+    assert_eq!(serde_json::from_str::<Plan>(&json).unwrap(), p);
+}
+
+#[test]
+fn cpus_are_placed_on_this_host_when_the_experiment_is_created() {
+    let all = CpuSet::parse("0-7").unwrap();
+    let mut pinned = plan(&format!("{COMMAND}\n[measurement]\npin = true\n")).unwrap();
+    assert!(pinned.measurement.pin);
+    pinned.place_cpus(Some(&all), None).unwrap();
+    for arm in &pinned.arms {
+        assert_eq!(
+            arm.cpus.as_ref().map(|c| c.to_string()).as_deref(),
+            Some("1-7")
+        );
+    }
+    let isolated = CpuSet::parse("6-7").unwrap();
+    pinned.place_cpus(Some(&all), Some(&isolated)).unwrap();
+    assert_eq!(pinned.arms[1].cpus, Some(isolated));
+    let err = pinned
+        .place_cpus(Some(&CpuSet::from_cpus([0])), None)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("measurement.pin: this process may use only CPU 0"),
+        "{err}"
+    );
+    let err = pinned.place_cpus(None, None).unwrap_err().to_string();
+    assert!(
+        err.contains("measurement.pin: this system does not say"),
+        "{err}"
+    );
+
+    let asks = COMMAND.replace(
+        "command = \"echo 1\"",
+        "command = \"echo 1\"\ncpus = \"6-9\"",
+    );
+    let mut p = plan(&asks).unwrap();
+    let err = p.place_cpus(Some(&all), None).unwrap_err().to_string();
+    assert!(
+        err.contains(
+            "arms (`a`).cpus: CPU 8-9 is not one this process may use here (allowed: 0-7)"
+        ),
+        "{err}"
+    );
+    p.place_cpus(Some(&CpuSet::parse("0-15").unwrap()), None)
+        .unwrap();
+    assert_eq!(
+        p.arms[0].cpus.as_ref().map(|c| c.to_string()).as_deref(),
+        Some("6-9")
+    );
+    // Nothing pinned: nothing to place, even where affinity is unknown.
+    let mut free = plan(COMMAND).unwrap();
+    free.place_cpus(None, None).unwrap();
+    assert!(free.arms.iter().all(|a| a.cpus.is_none()));
 }
 
 #[test]

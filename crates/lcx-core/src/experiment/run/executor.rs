@@ -110,6 +110,9 @@ pub(crate) struct Launched {
     pub host: Option<String>,
     /// Its Slurm job.
     pub job: Option<String>,
+    /// The CPUs its process may run on, as the kernel said once it
+    /// started (a local child; `None` where unknown).
+    pub cpus: Option<crate::system::affinity::CpuSet>,
 }
 
 /// Where a cell's stderr tail comes from.

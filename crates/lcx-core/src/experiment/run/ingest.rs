@@ -404,6 +404,7 @@ mod tests {
             on_end: Box::new(|| {}),
             stderr: StderrSource::Pipe(Default::default(), None),
             finish: Box::new(|| {}),
+            cpus: None,
             host: None,
             job: None,
         };

@@ -13,7 +13,9 @@ use super::output::{self, collect_tail, LineRead};
 use super::stop::signal_group;
 use super::RunnerError;
 use crate::experiment::group::{self, GroupReaper};
+use crate::system::affinity;
 use crate::system::proc::wait_with_usage;
+use crate::system::Root;
 
 /// Cells as child processes on this machine.
 pub(crate) struct Local;
@@ -66,9 +68,20 @@ fn launch(cell: &Cell<'_>) -> Result<Launched, String> {
     // Own process group: a terminal's Ctrl-C goes to the runner only, which
     // then stops the whole group (grandchildren included).
     group::own_group_dying_with_us(&mut command);
-    let mut child = command
-        .spawn()
-        .map_err(|e| format!("cannot start `{}`: {e}", program.display()))?;
+    if let Some(cpus) = &arm.cpus {
+        cpus.apply_to(&mut command);
+    }
+    let mut child = command.spawn().map_err(|e| match &arm.cpus {
+        Some(cpus) if e.raw_os_error() == Some(libc::EINVAL) => format!(
+            "cannot start `{}` on CPUs {cpus} (the arm's `cpus`): {e}; this host may not \
+             have them",
+            program.display()
+        ),
+        _ => format!("cannot start `{}`: {e}", program.display()),
+    })?;
+    // What the kernel gave the child, read back before anything can reap
+    // it: the record says where the cell ran, pinned or not.
+    let cpus = affinity::of_process(&Root::default(), child.id());
     if let (Some(text), Some(mut stdin)) = (arm.stdin_config(), child.stdin.take()) {
         let text = text.to_owned();
         // A thread, so that a child that never reads cannot block the
@@ -142,6 +155,7 @@ fn launch(cell: &Cell<'_>) -> Result<Launched, String> {
         }),
         host: crate::store::hostname(),
         job: None,
+        cpus,
     })
 }
 

@@ -484,6 +484,9 @@ fn run_cell(
         launched.host.as_deref(),
         launched.job.as_deref(),
     )?;
+    if let Some(cpus) = &launched.cpus {
+        store.set_run_cpus(info.run_id, &cpus.to_string())?;
+    }
     if let Some(dir) = &job_dir {
         store.set_run_slurm_dir(info.run_id, &dir.display().to_string())?;
     }

@@ -451,6 +451,7 @@ fn follow_job(
         stderr: StderrSource::File(dir.join("stderr")),
         finish: Box::new(move || stop.clear_job()),
         host: None,
+        cpus: None,
         job: Some(job),
     }
 }
