@@ -7,12 +7,23 @@ use std::time::{Duration, Instant};
 
 use lcx_core::store::{SqlValue, Store};
 
-/// The `lcx` binary, with no `LCX_DB` from the environment and a host
-/// lock of its own ([`own_host_lock`]).
+/// The `lcx` binary, with no `LCX_DB` from the environment, a host lock
+/// of its own ([`own_host_lock`]) and a peak cache that is not the
+/// user's: `LCX_PEAK_CACHE` when set (scripts/test.sh probes it before the
+/// tests start, on a quiet host), else one per test process. The tests'
+/// runs then share one probe instead of each probing beside the others.
 pub fn lcx() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_lcx"));
     cmd.env_remove("LCX_DB");
     cmd.env("LCX_HOST_LOCK", own_host_lock());
+    if std::env::var_os("LCX_PEAK_CACHE").is_none() {
+        cmd.env(
+            "LCX_PEAK_CACHE",
+            std::env::temp_dir()
+                .join(format!("lcx-test-locks-{}", std::process::id()))
+                .join("peak.json"),
+        );
+    }
     cmd
 }
 

@@ -74,27 +74,32 @@ pub fn synchronize(device: tch::Device) {
     }
 }
 
-/// The best FP32 GFLOP/s of an `n × n` matrix product on `device` over
-/// `reps` timed products (after one untimed): the ceiling a GPU's phases
-/// are read against, and on a CPU a cross-check of `bench peak`'s FMA loop
-/// (libtorch's GEMM may use AVX-512 where lcx's kernels use AVX2).
-pub fn matmul_gflops(device: Device, n: i64, reps: usize) -> Result<f64, tch::TchError> {
+/// The best GFLOP/s of `reps` timed `n × n` FP32 matrix products on
+/// `device` (after one untimed), with how far the tries lay apart (max /
+/// min − 1): a ceiling is the best try, as with the host's FMA probe, and
+/// the spread says how steady the device was meanwhile. On a CPU it
+/// cross-checks `bench peak`'s FMA loop (libtorch's GEMM may use AVX-512
+/// where lcx's kernels use AVX2).
+pub fn matmul_gflops(device: Device, n: i64, reps: usize) -> Result<(f64, f64), tch::TchError> {
     let _guard = tch::no_grad_guard();
     let opts = (Kind::Float, device);
     let a = Tensor::f_randn([n, n], opts)?;
     let b = Tensor::f_randn([n, n], opts)?;
     let _ = a.f_matmul(&b)?;
     synchronize(device);
-    let mut best = 0.0f64;
+    let mut rates = Vec::with_capacity(reps.max(1));
     for _ in 0..reps.max(1) {
         let start = Instant::now();
         let c = a.f_matmul(&b)?;
         synchronize(device);
         let seconds = start.elapsed().as_secs_f64();
         drop(c);
-        best = best.max(2.0 * (n as f64).powi(3) / seconds / 1e9);
+        rates.push(2.0 * (n as f64).powi(3) / seconds / 1e9);
     }
-    Ok(best)
+    let best = rates.iter().copied().fold(0.0f64, f64::max);
+    let low = rates.iter().copied().fold(f64::INFINITY, f64::min);
+    let spread = if low > 0.0 { best / low - 1.0 } else { 0.0 };
+    Ok((best, spread))
 }
 
 #[cfg(test)]

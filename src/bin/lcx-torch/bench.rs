@@ -43,6 +43,10 @@ struct PeakArgs {
     /// then goes to stderr).
     #[arg(long, value_name = "PATH")]
     metrics_out: Option<PathBuf>,
+    /// Probe now even when this host's ceiling of this boot is cached (the
+    /// cache still keeps the best value seen).
+    #[arg(long)]
+    refresh: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -146,24 +150,37 @@ fn peak(args: PeakArgs) -> anyhow::Result<u8> {
             device::resolve(d).map_err(|e| bad_input(anyhow::Error::new(e).context("--device")))?,
         ),
     };
-    let p = peak::measure();
+    let known = lcx_core::experiment::fingerprint::known_ceiling(None, args.refresh);
+    let c = &known.ceiling;
     let matmul = match device {
         None => None,
         Some(d) => Some((
             d,
             lcx_trainer::device::matmul_gflops(d, args.matmul_size, 5)
-                .context("timing the matrix product")?,
+                .context("timing the matrix product")?
+                .0,
         )),
     };
     let mut line = serde_json::json!({
         "iteration": 1,
-        "peak/isa": p.isa,
-        "peak/threads": p.threads,
-        "peak/fp32_gflops_core": p.gflops_core,
-        "peak/fp32_gflops": p.gflops,
-        "peak/stream_gbytes_per_second": p.stream_gbytes_per_second,
-        "peak/probe_seconds": p.seconds,
+        "peak/isa": c.isa,
+        "peak/threads": c.threads,
+        "peak/fp32_gflops_core": c.gflops_core,
+        "peak/fp32_gflops": c.gflops,
+        "peak/stream_gbytes_per_second": c.stream_gbytes_per_second,
+        "peak/tries": c.tries,
+        "peak/spread": c.spread,
+        "peak/source": known.source.as_str(),
     });
+    if let Some(p) = &known.probe {
+        line["peak/probe_fp32_gflops"] = serde_json::json!(p.gflops);
+        line["peak/probe_fp32_gflops_core"] = serde_json::json!(p.gflops_core);
+        line["peak/probe_tries"] = serde_json::json!(p.tries);
+        line["peak/probe_discarded"] = serde_json::json!(p.discarded);
+        line["peak/probe_spread"] = serde_json::json!(p.spread);
+        line["peak/probe_disturbed"] = serde_json::json!(u8::from(p.disturbed));
+        line["peak/probe_seconds"] = serde_json::json!(p.seconds);
+    }
     if let Some((_, g)) = matmul {
         line["peak/matmul_gflops"] = serde_json::json!(g);
     }
@@ -176,17 +193,23 @@ fn peak(args: PeakArgs) -> anyhow::Result<u8> {
     let mut table = markdown_table();
     table.set_header(["measure", "value"]);
     table.add_row([
-        format!("FP32 GFLOP/s, one core ({})", p.isa),
-        format!("{:.1}", p.gflops_core),
+        format!("FP32 GFLOP/s, one core ({})", c.isa),
+        format!("{:.1}", c.gflops_core),
     ]);
     table.add_row([
-        format!("FP32 GFLOP/s, {} threads", p.threads),
-        format!("{:.1}", p.gflops),
+        format!("FP32 GFLOP/s, {} threads", c.threads),
+        format!("{:.1}", c.gflops),
     ]);
     table.add_row([
         "stream triad GB/s".to_string(),
-        format!("{:.1}", p.stream_gbytes_per_second),
+        format!("{:.1}", c.stream_gbytes_per_second),
     ]);
+    if let Some(p) = &known.probe {
+        table.add_row([
+            format!("this probe: FP32 GFLOP/s, one core / {} threads", p.threads),
+            format!("{:.1} / {:.1}", p.gflops_core, p.gflops),
+        ]);
+    }
     if let Some((d, g)) = matmul {
         table.add_row([
             format!(
@@ -199,10 +222,43 @@ fn peak(args: PeakArgs) -> anyhow::Result<u8> {
     if let Some((ghz, source)) = peak::reported_clock_ghz() {
         table.add_row([
             format!("FMA bound at {ghz:.2} GHz ({source}), one core"),
-            format!("{:.1}", peak::theoretical_gflops(1, ghz, p.isa)),
+            format!("{:.1}", peak::theoretical_gflops(1, ghz, &c.isa)),
         ]);
     }
-    let text = format!("probe took {:.2} s\n{table}", p.seconds);
+    let how = match (known.source, &known.probe) {
+        (lcx_core::experiment::fingerprint::PeakSource::Cached, _) => format!(
+            "this host's ceiling, cached ({}, {} clean probes; --refresh probes again)",
+            c.describe(),
+            c.probes
+        ),
+        (_, Some(p)) if p.disturbed => format!(
+            "probe DISTURBED: no try had all its cores ({} discarded in {:.2} s); the figures \
+             are a floor, not the ceiling{}",
+            p.discarded,
+            p.seconds,
+            if c.probes > 0
+                && known.source != lcx_core::experiment::fingerprint::PeakSource::Disturbed
+            {
+                format!(
+                    "; the host's best known ceiling is shown ({})",
+                    c.describe()
+                )
+            } else {
+                String::new()
+            }
+        ),
+        (_, Some(p)) => format!(
+            "probed in {:.2} s: {} clean tries, {} discarded as disturbed, spread {:.1} %; \
+             the host's best ceiling: {}",
+            p.seconds,
+            p.tries,
+            p.discarded,
+            100.0 * p.spread,
+            c.describe()
+        ),
+        (_, None) => c.describe(),
+    };
+    let text = format!("{how}\n{table}");
     if args
         .metrics_out
         .as_ref()

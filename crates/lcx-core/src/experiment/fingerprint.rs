@@ -8,7 +8,9 @@ use std::sync::{Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
-use crate::store::Fingerprint;
+use crate::bench::peak::cache::{self, Ceiling, HostKey};
+use crate::bench::peak::Peak;
+use crate::store::{Fingerprint, Store};
 
 /// What libtorch says of this machine, as `lcx version --json` prints it.
 /// Only `lcx-torch` links libtorch, so a runner asks it in a child process
@@ -52,18 +54,142 @@ fn ask_torch(lcx_exe: &Path) -> Option<TorchFacts> {
     serde_json::from_slice(&out.stdout).ok()
 }
 
-/// Probes the machine, its measured FP32 and memory ceiling included
-/// (`lcx bench peak`, about 0.3 s). The torch fields come from `torch`
+/// Where an experiment's ceiling came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeakSource {
+    /// The host's best clean probe of this boot: no probe ran.
+    Cached,
+    /// Probed now (and folded into the host's best, which is what counts).
+    Probed,
+    /// Probed now, no try had all its cores, and nothing better is known:
+    /// a floor, not a ceiling.
+    Disturbed,
+    /// A phase ran faster than the recorded ceiling and the runner probed
+    /// again.
+    Reprobed,
+}
+
+impl PeakSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PeakSource::Cached => "cached",
+            PeakSource::Probed => "probed",
+            PeakSource::Disturbed => "disturbed",
+            PeakSource::Reprobed => "reprobed",
+        }
+    }
+}
+
+/// The best ceiling known for this host, and the probe that ran for it.
+#[derive(Debug, Clone)]
+pub struct KnownCeiling {
+    pub ceiling: Ceiling,
+    pub source: PeakSource,
+    pub probe: Option<Peak>,
+}
+
+/// This host's FP32 ceiling: the best clean probe of this boot from the
+/// user's cache file or `store`'s `host_peaks` (no probe at all), else a
+/// probe now, folded into both when it is clean. `refresh` probes even when
+/// an entry exists (the entry still keeps the best value seen).
+pub fn known_ceiling(mut store: Option<&mut Store>, refresh: bool) -> KnownCeiling {
+    let key = HostKey::here();
+    let file = cache::file_path();
+    let (in_file, in_db) = match &key {
+        Some(key) => (
+            file.as_deref().and_then(|p| cache::load(p, key)),
+            store
+                .as_deref()
+                .and_then(|s| s.host_peak(key).ok().flatten()),
+        ),
+        None => (None, None),
+    };
+    let known = [in_file.clone(), in_db.clone()]
+        .into_iter()
+        .flatten()
+        .max_by(|a, b| a.gflops.total_cmp(&b.gflops));
+    let save = |store: &mut Option<&mut Store>, c: &Ceiling| {
+        // Best-effort: a cache that cannot be written costs a probe later.
+        if let Some(p) = &file {
+            let _ = cache::save(p, c);
+        }
+        if let Some(s) = store.as_deref_mut() {
+            let _ = s.save_host_peak(c);
+        }
+    };
+    if let (false, Some(c)) = (refresh, &known) {
+        // Each place learns what the other knew better.
+        if in_file.as_ref() != Some(c) || in_db.as_ref() != Some(c) {
+            save(&mut store, c);
+        }
+        return KnownCeiling {
+            ceiling: c.clone(),
+            source: PeakSource::Cached,
+            probe: None,
+        };
+    }
+    // One probe at a time per cache: a run that waited reads the entry the
+    // other one just wrote instead of probing beside it.
+    let _probing = file.as_deref().and_then(cache::probe_lock);
+    if let (false, Some(path), Some(key)) = (refresh, &file, &key) {
+        if let Some(c) = cache::load(path, key) {
+            if let Some(s) = store.as_deref_mut() {
+                let _ = s.save_host_peak(&c);
+            }
+            return KnownCeiling {
+                ceiling: c,
+                source: PeakSource::Cached,
+                probe: None,
+            };
+        }
+    }
+    let peak = crate::bench::peak::measure();
+    let now = cache::now();
+    let blank = || HostKey {
+        hostname: String::new(),
+        boot_id: String::new(),
+        governor: String::new(),
+        cpu_model: String::new(),
+        cpus: String::new(),
+    };
+    let (ceiling, source) = match known {
+        Some(old) => (old.fold(&peak, &now), PeakSource::Probed),
+        None if peak.disturbed => (
+            Ceiling::of(key.clone().unwrap_or_else(blank), &peak, &now),
+            PeakSource::Disturbed,
+        ),
+        None => (
+            Ceiling::of(key.clone().unwrap_or_else(blank), &peak, &now),
+            PeakSource::Probed,
+        ),
+    };
+    if key.is_some() && source == PeakSource::Probed {
+        save(&mut store, &ceiling);
+    }
+    KnownCeiling {
+        ceiling,
+        source,
+        probe: Some(peak),
+    }
+}
+
+/// Probes the machine; its FP32 and memory ceiling is `ceiling`
+/// ([`known_ceiling`]). The torch fields come from `torch`
 /// ([`torch_facts`]) and stay empty without it: an experiment of command
 /// arms never loads libtorch.
-pub fn probe(torch: Option<&TorchFacts>) -> Fingerprint {
+pub fn probe(torch: Option<&TorchFacts>, ceiling: &KnownCeiling) -> Fingerprint {
     let (gpu_name, gpu_driver, cuda_version) = nvidia_smi();
-    let peak = crate::bench::peak::measure();
+    let c = &ceiling.ceiling;
     Fingerprint {
-        peak_isa: Some(peak.isa.to_string()),
-        peak_fp32_gflops_core: Some(peak.gflops_core),
-        peak_fp32_gflops: Some(peak.gflops),
-        peak_stream_gbytes_per_second: Some(peak.stream_gbytes_per_second),
+        peak_isa: Some(c.isa.clone()),
+        peak_fp32_gflops_core: Some(c.gflops_core),
+        peak_fp32_gflops: Some(c.gflops),
+        peak_stream_gbytes_per_second: Some(c.stream_gbytes_per_second),
+        peak_source: Some(ceiling.source.as_str().to_string()),
+        peak_tries: Some(c.tries as i64),
+        peak_spread: Some(c.spread),
+        peak_probed_at: Some(c.probed_at.clone()),
+        peak_note: None,
         // The same name the runner identity records (store::liveness).
         hostname: crate::store::hostname(),
         os: Some(os_description()),
@@ -163,7 +289,7 @@ fn os_description() -> String {
     parts.join(", ")
 }
 
-fn cpu_model() -> Option<String> {
+pub(crate) fn cpu_model() -> Option<String> {
     let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
     text.lines().find_map(|l| {
         let (key, value) = l.split_once(':')?;

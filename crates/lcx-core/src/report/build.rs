@@ -731,8 +731,37 @@ fn roofline(
         peak_gflops_core: f.peak_fp32_gflops_core,
         isa: f.peak_isa.clone(),
         threads: f.cpu_cores,
+        provenance: peak_provenance(f),
+        note: f.peak_note.clone(),
         arms: rows,
     })
+}
+
+/// How an experiment's ceiling was found: "best of 5, spread 2 %, probed
+/// 2026-12-03, cached".
+pub(crate) fn peak_provenance(f: &crate::store::Fingerprint) -> Option<String> {
+    let source = f.peak_source.as_deref()?;
+    let mut parts = Vec::new();
+    match f.peak_tries {
+        Some(0) => parts.push("no clean try".to_string()),
+        Some(tries) => parts.push(format!("best of {tries}")),
+        None => {}
+    }
+    if let Some(spread) = f.peak_spread {
+        parts.push(format!("spread {:.0} %", 100.0 * spread));
+    }
+    if let Some(at) = &f.peak_probed_at {
+        parts.push(format!("probed {}", at.get(..10).unwrap_or(at)));
+    }
+    parts.push(match source {
+        "cached" => "cached for this host and boot".to_string(),
+        "disturbed" => {
+            "DISTURBED: no try had all its cores, a floor rather than the ceiling".into()
+        }
+        "reprobed" => "probed again during the run".into(),
+        other => other.to_string(),
+    });
+    Some(parts.join(", "))
 }
 
 /// A metric's non-finite values, each with the iterations it occurred at.
@@ -992,13 +1021,16 @@ fn environment(e: &Experiment, plan: Option<&Plan>, runs: &[Run]) -> Vec<(String
         "measured peak (lcx bench peak)",
         match (f.peak_fp32_gflops, f.peak_fp32_gflops_core) {
             (Some(all), Some(core)) => Some(format!(
-                "{} GFLOP/s FP32 on all cores, {} on one ({}); {} GB/s stream",
+                "{} GFLOP/s FP32 on all cores, {} on one ({}); {} GB/s stream{}",
                 super::render::num(all),
                 super::render::num(core),
                 f.peak_isa.as_deref().unwrap_or("?"),
                 f.peak_stream_gbytes_per_second
                     .map(super::render::num)
-                    .unwrap_or_else(|| "?".into())
+                    .unwrap_or_else(|| "?".into()),
+                peak_provenance(f)
+                    .map(|p| format!(" ({p})"))
+                    .unwrap_or_default()
             )),
             _ => None,
         },

@@ -224,6 +224,13 @@ pub struct Roofline {
     pub peak_gflops_core: Option<f64>,
     pub isa: Option<String>,
     pub threads: Option<i64>,
+    /// How the ceiling was found: "best of 5, spread 2 %, probed
+    /// 2026-12-03, cached" (`None` for experiments before migration 0011).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<String>,
+    /// What the runner did when a phase ran faster than the ceiling.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     pub arms: Vec<RooflineArm>,
 }
 

@@ -416,12 +416,14 @@ fn roofline_section(r: &super::model::Roofline) -> String {
     let _ = writeln!(out, "{t}\n");
     let peak = match (r.peak_gflops, r.peak_gflops_core) {
         (Some(all), Some(core)) => format!(
-            "{} GFLOP/s: `lcx bench peak`'s FMA loop ({}) on all {} cores at the experiment's \
-             start ({} on one core)",
+            "{} GFLOP/s: `lcx bench peak`'s FMA loop ({}) on all {} cores ({}; {} on one core)",
             num(all),
             r.isa.as_deref().unwrap_or("?"),
             r.threads
                 .map_or_else(|| "the".to_string(), |n| n.to_string()),
+            r.provenance
+                .as_deref()
+                .unwrap_or("one probe at the experiment's start"),
             num(core)
         ),
         _ => "— (not recorded: the experiment predates lcx's peak probe)".into(),
@@ -438,6 +440,32 @@ fn roofline_section(r: &super::model::Roofline) -> String {
          rows × forward, weight- and input-gradient FLOPs, plus AdamW) over the phase's \
          seconds, against this host's FP32 peak of {peak}.{device}\n"
     );
+    if let Some(note) = &r.note {
+        let _ = writeln!(out, "**The ceiling was probed again:** {note}\n");
+    }
+    // A rate above its ceiling means the ceiling (or the FLOP count) is
+    // wrong: the shares above cannot be read as they stand.
+    for a in &r.arms {
+        let Some(ceiling) = a.ceiling(r.peak_gflops) else {
+            continue;
+        };
+        for (phase, rate) in [
+            ("traversal", a.traversal_gflops),
+            ("training", a.training_gflops),
+        ] {
+            if let Some(rate) = rate.filter(|&v| v > ceiling) {
+                let _ = writeln!(
+                    out,
+                    "**`{}`'s {phase} rate ({} GFLOP/s) is above its ceiling ({})**: the \
+                     probe read low or the phase's FLOPs are miscounted; its share of peak \
+                     says nothing.\n",
+                    a.arm,
+                    num(rate),
+                    num(ceiling)
+                );
+            }
+        }
+    }
     out
 }
 

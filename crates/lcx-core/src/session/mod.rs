@@ -439,7 +439,8 @@ fn record(store: &mut Store, plan: &Plan, text: &str, host: &Host) -> Result<i64
         .needs_torch()
         .then(|| fingerprint::torch_facts(&host.lcx_exe))
         .flatten();
-    let fingerprint = fingerprint::probe(torch.as_ref());
+    let ceiling = fingerprint::known_ceiling(Some(store), false);
+    let fingerprint = fingerprint::probe(torch.as_ref(), &ceiling);
     run::create_experiment(store, plan, text, host.argv.clone(), git, fingerprint)
 }
 

@@ -57,6 +57,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0010_cell_cpus.sql",
         include_str!("../../../../migrations/0010_cell_cpus.sql"),
     ),
+    (
+        "0011_host_peaks.sql",
+        include_str!("../../../../migrations/0011_host_peaks.sql"),
+    ),
 ];
 
 /// The schema version this lcx writes.

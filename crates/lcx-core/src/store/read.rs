@@ -17,7 +17,8 @@ const EXPERIMENT_COLUMNS: &str = "id, name, description, workload, file_path, fi
     cpu_model, cpu_cores, memory_bytes, gpu_name, gpu_driver, cuda_version, cuda_available,
     torch_version, torch_intra_threads, torch_inter_threads, runner_host, runner_boot_id,
     runner_start_ticks, peak_isa, peak_fp32_gflops_core, peak_fp32_gflops,
-    peak_stream_gbytes_per_second, detached_at";
+    peak_stream_gbytes_per_second, detached_at, peak_source, peak_tries, peak_spread,
+    peak_probed_at, peak_note";
 
 const RUN_COLUMNS: &str = "id, experiment_id, arm, arm_label, arm_index, repeat, attempt,
     config_toml, config_sha256, command_json, env_json, status, skip_reason, exit_code, signal,
@@ -142,6 +143,11 @@ fn experiment_from_row(row: &Row<'_>) -> rusqlite::Result<RawExperiment> {
             peak_fp32_gflops_core: row.get(36)?,
             peak_fp32_gflops: row.get(37)?,
             peak_stream_gbytes_per_second: row.get(38)?,
+            peak_source: row.get(40)?,
+            peak_tries: row.get(41)?,
+            peak_spread: row.get(42)?,
+            peak_probed_at: row.get(43)?,
+            peak_note: row.get(44)?,
         },
     };
     let detached = row.get::<_, Option<String>>(39)?.is_some();
@@ -249,6 +255,92 @@ fn stats_from_row(row: &Row<'_>, per_run: bool) -> rusqlite::Result<MetricStats>
 }
 
 impl Store {
+    /// A local cell's fastest CPU phase against its experiment's recorded
+    /// ceiling: `(experiment, ceiling, ceiling's source, phase, rate)`;
+    /// `None` when the run wrote no phase rate, the experiment has no
+    /// ceiling, or the cell ran on a device (read against
+    /// `peak/device_matmul_gflops`, not the host's FMA loop).
+    pub fn fastest_phase(&self, run_id: i64) -> Result<Option<FastestPhase>, StoreError> {
+        let row = self
+            .conn
+            .query_row(
+                "SELECT r.experiment_id, e.peak_fp32_gflops, e.peak_source,
+                    (SELECT MAX(value) FROM metrics WHERE run_id = r.id AND superseded = 0
+                        AND name = 'perf/traversal_gflops'),
+                    (SELECT MAX(value) FROM metrics WHERE run_id = r.id AND superseded = 0
+                        AND name = 'perf/training_gflops'),
+                    EXISTS (SELECT 1 FROM metrics WHERE run_id = r.id AND superseded = 0
+                        AND name = 'peak/device_matmul_gflops')
+                 FROM runs r JOIN experiments e ON e.id = r.experiment_id WHERE r.id = ?1",
+                [run_id],
+                |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, Option<f64>>(1)?,
+                        r.get::<_, Option<String>>(2)?,
+                        r.get::<_, Option<f64>>(3)?,
+                        r.get::<_, Option<f64>>(4)?,
+                        r.get::<_, bool>(5)?,
+                    ))
+                },
+            )
+            .optional()?;
+        let Some((experiment, Some(ceiling), source, traversal, training, false)) = row else {
+            return Ok(None);
+        };
+        let fastest = [("traversal", traversal), ("training", training)]
+            .into_iter()
+            .filter_map(|(phase, rate)| Some((phase, rate?)))
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        Ok(fastest.map(|(phase, rate)| FastestPhase {
+            experiment,
+            ceiling,
+            source,
+            phase,
+            rate,
+        }))
+    }
+
+    /// The best ceiling recorded for a host key (`host_peaks`).
+    pub fn host_peak(
+        &self,
+        key: &crate::bench::peak::cache::HostKey,
+    ) -> Result<Option<crate::bench::peak::cache::Ceiling>, StoreError> {
+        use crate::bench::peak::cache::Ceiling;
+        let row = self
+            .conn
+            .query_row(
+                "SELECT isa, threads, fp32_gflops, fp32_gflops_core, stream_gbytes_per_second,
+                    tries, spread, probed_at, checked_at, probes
+                 FROM host_peaks WHERE hostname = ?1 AND boot_id = ?2 AND governor = ?3
+                    AND cpu_model = ?4 AND cpus = ?5",
+                params![
+                    key.hostname,
+                    key.boot_id,
+                    key.governor,
+                    key.cpu_model,
+                    key.cpus
+                ],
+                |r| {
+                    Ok(Ceiling {
+                        key: key.clone(),
+                        isa: r.get(0)?,
+                        threads: r.get::<_, i64>(1)?.max(0) as usize,
+                        gflops: r.get(2)?,
+                        gflops_core: r.get(3)?,
+                        stream_gbytes_per_second: r.get(4)?,
+                        tries: r.get::<_, i64>(5)?.max(0) as usize,
+                        spread: r.get(6)?,
+                        probed_at: r.get(7)?,
+                        checked_at: r.get(8)?,
+                        probes: r.get::<_, i64>(9)?.clamp(0, i64::from(u32::MAX)) as u32,
+                    })
+                },
+            )
+            .optional()?;
+        Ok(row)
+    }
+
     /// The experiment with this id.
     pub fn experiment(&self, id: i64) -> Result<Option<Experiment>, StoreError> {
         let sql = format!("SELECT {EXPERIMENT_COLUMNS} FROM experiments WHERE id = ?1");

@@ -106,6 +106,19 @@ pub struct Fingerprint {
     pub peak_fp32_gflops: Option<f64>,
     #[serde(default)]
     pub peak_stream_gbytes_per_second: Option<f64>,
+    /// Where the ceiling came from (migration 0011): `probed`, `cached`,
+    /// `disturbed` or `reprobed`; the clean tries, their spread and the
+    /// probe's date; what the runner did when a rate exceeded it.
+    #[serde(default)]
+    pub peak_source: Option<String>,
+    #[serde(default)]
+    pub peak_tries: Option<i64>,
+    #[serde(default)]
+    pub peak_spread: Option<f64>,
+    #[serde(default)]
+    pub peak_probed_at: Option<String>,
+    #[serde(default)]
+    pub peak_note: Option<String>,
 }
 
 /// What the runner knows about an experiment when it starts it: the
@@ -363,6 +376,19 @@ impl Contention {
             _ => None,
         }
     }
+}
+
+/// A cell's fastest CPU phase beside its experiment's recorded ceiling
+/// ([`crate::store::Store::fastest_phase`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FastestPhase {
+    pub experiment: i64,
+    /// The experiment's recorded FP32 ceiling and where it came from.
+    pub ceiling: f64,
+    pub source: Option<String>,
+    /// `traversal` or `training`, and its highest GFLOP/s.
+    pub phase: &'static str,
+    pub rate: f64,
 }
 
 /// How a cell's child process ended, as recorded on its run row.

@@ -65,10 +65,11 @@ fn insert_experiment_row(
             memory_bytes, gpu_name, gpu_driver, cuda_version, cuda_available,
             torch_version, torch_intra_threads, torch_inter_threads, fingerprint_json,
             runner_host, runner_boot_id, runner_start_ticks, peak_isa, peak_fp32_gflops_core,
-            peak_fp32_gflops, peak_stream_gbytes_per_second)
+            peak_fp32_gflops, peak_stream_gbytes_per_second, peak_source, peak_tries,
+            peak_spread, peak_probed_at, peak_note)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 'running', ?12, ?13, ?14,
             ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29,
-            ?30, ?31, ?32, ?33, ?34, ?35, ?36)",
+            ?30, ?31, ?32, ?33, ?34, ?35, ?36, ?37, ?38, ?39, ?40, ?41)",
         params![
             e.name,
             e.description,
@@ -106,6 +107,11 @@ fn insert_experiment_row(
             fp.peak_fp32_gflops_core,
             fp.peak_fp32_gflops,
             fp.peak_stream_gbytes_per_second,
+            fp.peak_source,
+            fp.peak_tries,
+            fp.peak_spread,
+            fp.peak_probed_at,
+            fp.peak_note,
         ],
     )?;
     Ok(tx.last_insert_rowid())
@@ -520,6 +526,73 @@ impl Store {
                 c.swapped_pages,
                 c.gpu_other_processes,
                 run_id
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Keeps `c` as its host key's best ceiling (`host_peaks`).
+    pub fn save_host_peak(
+        &mut self,
+        c: &crate::bench::peak::cache::Ceiling,
+    ) -> Result<(), StoreError> {
+        self.write(
+            "INSERT OR REPLACE INTO host_peaks (hostname, boot_id, governor, cpu_model, cpus,
+                isa, threads, fp32_gflops, fp32_gflops_core, stream_gbytes_per_second, tries,
+                spread, probed_at, checked_at, probes)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+            params![
+                c.key.hostname,
+                c.key.boot_id,
+                c.key.governor,
+                c.key.cpu_model,
+                c.key.cpus,
+                c.isa,
+                c.threads as i64,
+                c.gflops,
+                c.gflops_core,
+                c.stream_gbytes_per_second,
+                c.tries as i64,
+                c.spread,
+                c.probed_at,
+                c.checked_at,
+                i64::from(c.probes),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// An experiment's ceiling after the runner probed again because a
+    /// phase ran faster than the recorded one (`note` says so).
+    pub fn set_experiment_peak(
+        &mut self,
+        experiment_id: i64,
+        c: Option<&crate::bench::peak::cache::Ceiling>,
+        source: &str,
+        note: &str,
+    ) -> Result<(), StoreError> {
+        let Some(c) = c else {
+            self.write(
+                "UPDATE experiments SET peak_source = ?1, peak_note = ?2 WHERE id = ?3",
+                params![source, note, experiment_id],
+            )?;
+            return Ok(());
+        };
+        self.write(
+            "UPDATE experiments SET peak_fp32_gflops = ?1, peak_fp32_gflops_core = ?2,
+                peak_stream_gbytes_per_second = ?3, peak_tries = ?4, peak_spread = ?5,
+                peak_probed_at = ?6, peak_source = ?7, peak_note = ?8
+             WHERE id = ?9",
+            params![
+                c.gflops,
+                c.gflops_core,
+                c.stream_gbytes_per_second,
+                c.tries as i64,
+                c.spread,
+                c.probed_at,
+                source,
+                note,
+                experiment_id
             ],
         )?;
         Ok(())

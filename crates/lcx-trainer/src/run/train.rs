@@ -331,8 +331,9 @@ pub struct Trainer {
     /// This iteration's last finite step loss per network.
     last_loss: [Option<f64>; 3],
     /// On a GPU: its measured FP32 matrix-product ceiling (taken once,
-    /// before the first iteration), the peak its phases are read against.
-    device_peak: Option<f64>,
+    /// before the first iteration, best of five), the peak its phases are
+    /// read against, and how far its tries lay apart.
+    device_peak: Option<(f64, f64)>,
 }
 
 impl Trainer {
@@ -600,14 +601,15 @@ impl Trainer {
             // keep a datacenter GPU's tensor cores busy, small enough for
             // any GPU lcx trains on.
             let peak =
-                crate::device::matmul_gflops(self.device, 4096, 3).map_err(TrainerError::from)?;
+                crate::device::matmul_gflops(self.device, 4096, 5).map_err(TrainerError::from)?;
             self.device_peak = Some(peak);
         }
         let start = Instant::now();
         let mut m = Metrics::new();
         m.insert("iteration".into(), t as f64);
-        if let Some(peak) = self.device_peak {
+        if let Some((peak, spread)) = self.device_peak {
             m.insert("peak/device_matmul_gflops".into(), peak);
+            m.insert("peak/device_matmul_spread".into(), spread);
         }
 
         let trav_start = Instant::now();

@@ -18,9 +18,12 @@ use super::record::finish_cell;
 use super::slurm::{adoptable, end_adopted, Slurm};
 use super::watch::{self, HostWatch};
 use super::{RunnerError, RunnerOptions};
+use crate::experiment::fingerprint::{self, PeakSource};
 use crate::experiment::plan::{self, Plan, Requirement};
 use crate::experiment::slurm as client;
-use crate::store::{ExperimentStatus, Run, RunOutcome, RunStatus, RunnerIdentity, Store};
+use crate::store::{
+    ExperimentStatus, FastestPhase, Run, RunOutcome, RunStatus, RunnerIdentity, Store,
+};
 use crate::system::lock::{Acquired, Held, HostLock};
 use crate::system::Root;
 
@@ -594,7 +597,58 @@ fn run_cell(
         outcome: &outcome,
         lines,
     });
+    if local {
+        recheck_ceiling(store, &current, reporter)?;
+    }
     Ok(outcome)
+}
+
+/// A phase can never run faster than the machine's ceiling: when a local
+/// cell's did, the recorded ceiling was a low probe. The runner probes
+/// again (once per experiment), keeps the host's best, and says so on the
+/// experiment (`peak_note`) and to the user; a rate still above the new
+/// probe points at the phase's FLOP count or clock instead.
+fn recheck_ceiling(
+    store: &mut Store,
+    info: &CellInfo,
+    reporter: &mut dyn Reporter,
+) -> Result<(), RunnerError> {
+    let Some(FastestPhase {
+        experiment,
+        ceiling,
+        source,
+        phase,
+        rate,
+    }) = store.fastest_phase(info.run_id)?
+    else {
+        return Ok(());
+    };
+    if rate <= ceiling || source.as_deref() == Some(PeakSource::Reprobed.as_str()) {
+        return Ok(());
+    }
+    let known = fingerprint::known_ceiling(Some(store), true);
+    let probed = known.probe.as_ref().map_or(0.0, |p| p.gflops);
+    let best = known.ceiling.gflops;
+    let mut note = format!(
+        "cell `{}` #{}'s {phase} phase ran at {rate:.1} GFLOP/s, above the recorded ceiling of \
+         {ceiling:.1}; a new probe read {probed:.1}, and the host's best is now {best:.1} ({})",
+        info.arm,
+        info.repeat,
+        known.ceiling.describe()
+    );
+    if rate > best {
+        note.push_str(
+            "; the phase still runs above it, so its FLOP count or its clock is wrong, not only \
+             the probe",
+        );
+    }
+    let raised = (best > ceiling).then_some(&known.ceiling);
+    store.set_experiment_peak(experiment, raised, PeakSource::Reprobed.as_str(), &note)?;
+    reporter.report(&Event::Warning {
+        cell: info,
+        message: note,
+    });
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,0 +1,517 @@
+//! `lcx bench peak`: what this machine can do, as the ceiling that the
+//! trainer's per-phase GFLOP/s are read against.
+//!
+//! - FP32 throughput: a loop of independent fused multiply-adds on 8-wide
+//!   AVX2 registers (the instruction set lcx's CPU kernels use), on one core
+//!   and on every core at once; a scalar loop where AVX2/FMA is missing.
+//! - Memory bandwidth: a streaming triad `a[i] = b[i] + s * c[i]` over
+//!   arrays larger than any cache, on every core.
+//!
+//! A ceiling is a maximum, so one try that another program interrupted
+//! must not lower it: each FMA figure is the best of several short tries,
+//! and a try in which some thread did not have its core the whole time
+//! (its CPU time short of its wall time, [`disturbance`]) is discarded and
+//! tried again, within a time budget. What is left says how many tries
+//! count and how far apart they lie. [`cache`] keeps the best clean probe
+//! per host and boot, so `lcx run` need not probe at all.
+
+use std::time::{Duration, Instant};
+
+pub mod cache;
+
+/// The measured ceiling.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Peak {
+    /// `avx2-fma` or `scalar`.
+    pub isa: &'static str,
+    /// Threads of the all-core measurements.
+    pub threads: usize,
+    /// FP32 GFLOP/s of one thread.
+    pub gflops_core: f64,
+    /// FP32 GFLOP/s of all threads together.
+    pub gflops: f64,
+    /// Triad bandwidth in GB/s (10^9 bytes), all threads.
+    pub stream_gbytes_per_second: f64,
+    /// Clean all-core tries the figure is the best of.
+    pub tries: usize,
+    /// Tries discarded as disturbed (both series).
+    pub discarded: usize,
+    /// How far the clean all-core tries lie apart: max / min − 1.
+    pub spread: f64,
+    /// No clean try in a series within its budget: the figures are the
+    /// best of disturbed tries, a floor rather than the ceiling.
+    pub disturbed: bool,
+    /// Wall time of the whole probe.
+    pub seconds: f64,
+}
+
+/// A thread whose CPU time is below this share of its wall time lost its
+/// core to something else for part of the try: on a quiet core the two
+/// agree within a fraction of a percent.
+pub const HAD_ITS_CORE: f64 = 0.97;
+
+/// One timed try of the FMA loop: its rate and, per thread, the CPU time
+/// the thread got and the wall time it ran.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Try {
+    pub gflops: f64,
+    pub threads: Vec<ThreadTime>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ThreadTime {
+    pub cpu_seconds: f64,
+    pub wall_seconds: f64,
+    /// The thread's FLOPs per second of its own CPU time, in GFLOP/s.
+    pub gflops_per_cpu_second: f64,
+}
+
+/// A thread of an all-core try whose rate per CPU-second is below this
+/// share of one core's best shared its core: with the CPU time all its
+/// own, only a co-scheduled sibling (another guest's vCPU on the same
+/// physical core, a busy hyperthread) halves a thread's rate. Only applied
+/// where SMT is off, since with SMT on the probe's own threads pair up.
+pub const RAN_AT_FULL_SPEED: f64 = 0.85;
+
+/// Why a try does not measure the ceiling, if it does not: a thread that
+/// ran on its core for less than [`HAD_ITS_CORE`] of the try (another
+/// process, or the hypervisor, had it meanwhile), or, given one core's
+/// best rate `core`, a thread that ran below [`RAN_AT_FULL_SPEED`] of it
+/// per second of CPU (its core was shared underneath it).
+pub fn disturbance(t: &Try, core: Option<f64>) -> Option<String> {
+    t.threads.iter().enumerate().find_map(|(i, th)| {
+        let share = th.cpu_seconds / th.wall_seconds;
+        if th.wall_seconds > 0.0 && share < HAD_ITS_CORE {
+            return Some(format!(
+                "thread {i} had its core {:.0} % of the try (below {:.0} %)",
+                100.0 * share,
+                100.0 * HAD_ITS_CORE
+            ));
+        }
+        let core = core.filter(|&c| th.gflops_per_cpu_second < RAN_AT_FULL_SPEED * c)?;
+        Some(format!(
+            "thread {i} ran at {:.1} GFLOP/s per CPU-second, below {:.0} % of one core's {core:.1}",
+            th.gflops_per_cpu_second,
+            100.0 * RAN_AT_FULL_SPEED
+        ))
+    })
+}
+
+/// The best of a series of tries and what was left out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    pub best: f64,
+    pub clean: usize,
+    pub discarded: usize,
+    /// max / min − 1 of the clean tries (0 with fewer than two).
+    pub spread: f64,
+    /// No try was clean: `best` is the best disturbed one.
+    pub disturbed: bool,
+}
+
+/// Reduces tries to the ceiling they show: the best clean one; the best of
+/// all only when none was clean (then flagged).
+pub fn reduce(tries: &[Try], core: Option<f64>) -> Series {
+    let clean: Vec<f64> = tries
+        .iter()
+        .filter(|t| disturbance(t, core).is_none())
+        .map(|t| t.gflops)
+        .collect();
+    let max = |v: &mut dyn Iterator<Item = f64>| v.fold(0.0f64, f64::max);
+    match clean.is_empty() {
+        false => {
+            let best = max(&mut clean.iter().copied());
+            let low = clean.iter().copied().fold(f64::INFINITY, f64::min);
+            Series {
+                best,
+                clean: clean.len(),
+                discarded: tries.len() - clean.len(),
+                spread: if clean.len() > 1 && low > 0.0 {
+                    best / low - 1.0
+                } else {
+                    0.0
+                },
+                disturbed: false,
+            }
+        }
+        true => Series {
+            best: max(&mut tries.iter().map(|t| t.gflops)),
+            clean: 0,
+            discarded: tries.len(),
+            spread: 0.0,
+            disturbed: true,
+        },
+    }
+}
+
+/// Independent accumulators of the FMA loop: enough to cover the FMA
+/// latency (4 cycles) times the ports (2) of current x86 cores.
+const LANES: usize = 12;
+
+/// FLOPs one call of [`fma_block`] does for `reps` repetitions: every lane
+/// holds 8 floats and an FMA counts as two operations.
+fn fma_flops(reps: u64, width: u64) -> f64 {
+    (reps * LANES as u64 * width * 2) as f64
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+/// # Safety
+/// The CPU must support AVX2 and FMA (checked by the caller).
+unsafe fn fma_block_avx2(reps: u64, seed: f32) -> f32 {
+    use std::arch::x86_64::*;
+    let a = _mm256_set1_ps(0.999_999);
+    let b = _mm256_set1_ps(1e-7);
+    let mut acc = [_mm256_set1_ps(seed); LANES];
+    for _ in 0..reps {
+        for x in acc.iter_mut() {
+            *x = _mm256_fmadd_ps(*x, a, b);
+        }
+    }
+    let mut sum = _mm256_setzero_ps();
+    for x in acc {
+        sum = _mm256_add_ps(sum, x);
+    }
+    let mut out = [0f32; 8];
+    _mm256_storeu_ps(out.as_mut_ptr(), sum);
+    out.iter().sum()
+}
+
+fn fma_block_scalar(reps: u64, seed: f32) -> f32 {
+    let mut acc = [seed; LANES];
+    for _ in 0..reps {
+        for x in acc.iter_mut() {
+            *x = x.mul_add(0.999_999, 1e-7);
+        }
+    }
+    acc.iter().sum()
+}
+
+/// Whether the AVX2 FMA loop runs here.
+pub fn has_avx2_fma() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Runs `reps` repetitions of the FMA loop; returns the FLOPs done.
+fn fma_work(reps: u64, avx2: bool) -> f64 {
+    #[cfg(target_arch = "x86_64")]
+    if avx2 {
+        // SAFETY: the caller checked AVX2 and FMA with has_avx2_fma().
+        let r = unsafe { fma_block_avx2(reps, 1.0) };
+        std::hint::black_box(r);
+        return fma_flops(reps, 8);
+    }
+    let _ = avx2;
+    std::hint::black_box(fma_block_scalar(reps, 1.0));
+    fma_flops(reps, 1)
+}
+
+/// This thread's CPU time so far.
+fn thread_cpu_seconds() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+/// One try: `threads` threads running the FMA loop together for `per_try`;
+/// its rate is all threads' FLOPs over its wall time.
+fn fma_try(threads: usize, avx2: bool, per_try: Duration) -> Try {
+    // One block is about a millisecond; blocks run until the time is up.
+    let block = if avx2 { 200_000 } else { 50_000 };
+    let start = Instant::now();
+    let results: Vec<(f64, ThreadTime)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(move || {
+                    let (wall0, cpu0) = (Instant::now(), thread_cpu_seconds());
+                    let mut done = 0.0;
+                    while start.elapsed() < per_try {
+                        done += fma_work(block, avx2);
+                    }
+                    let cpu_seconds = thread_cpu_seconds() - cpu0;
+                    let time = ThreadTime {
+                        cpu_seconds,
+                        wall_seconds: wall0.elapsed().as_secs_f64(),
+                        gflops_per_cpu_second: if cpu_seconds > 0.0 {
+                            done / cpu_seconds / 1e9
+                        } else {
+                            0.0
+                        },
+                    };
+                    (done, time)
+                })
+            })
+            .collect();
+        handles.into_iter().filter_map(|h| h.join().ok()).collect()
+    });
+    let seconds = start.elapsed().as_secs_f64();
+    let flops: f64 = results.iter().map(|(f, _)| f).sum();
+    Try {
+        gflops: flops / seconds / 1e9,
+        threads: results.into_iter().map(|(_, t)| t).collect(),
+    }
+}
+
+/// Tries until `want` are clean or `budget` is spent (at least `want`
+/// tries either way), then reduces them; `core` as in [`disturbance`].
+fn fma_series(
+    threads: usize,
+    avx2: bool,
+    per_try: Duration,
+    want: usize,
+    budget: Duration,
+    core: Option<f64>,
+) -> Series {
+    let start = Instant::now();
+    let mut tries = Vec::new();
+    loop {
+        tries.push(fma_try(threads, avx2, per_try));
+        let clean = tries
+            .iter()
+            .filter(|t| disturbance(t, core).is_none())
+            .count();
+        if clean >= want || (tries.len() >= want && start.elapsed() >= budget) {
+            break;
+        }
+    }
+    reduce(&tries, core)
+}
+
+/// Best triad bandwidth of `threads` threads over `bytes` per array.
+fn stream_gbytes(threads: usize, floats: usize, tries: usize) -> f64 {
+    let mut a = vec![0f32; floats];
+    let b = vec![1f32; floats];
+    let c = vec![2f32; floats];
+    let chunk = floats.div_ceil(threads.max(1));
+    let mut best = 0.0f64;
+    // The first pass faults the pages in; it is not timed.
+    for attempt in 0..=tries {
+        let start = Instant::now();
+        std::thread::scope(|s| {
+            for ((a, b), c) in a
+                .chunks_mut(chunk)
+                .zip(b.chunks(chunk))
+                .zip(c.chunks(chunk))
+            {
+                s.spawn(move || {
+                    for ((x, y), z) in a.iter_mut().zip(b).zip(c) {
+                        *x = y + 3.0 * z;
+                    }
+                });
+            }
+        });
+        let seconds = start.elapsed().as_secs_f64();
+        std::hint::black_box(&a);
+        if attempt > 0 {
+            // Two arrays read, one written.
+            best = best.max((3 * floats * 4) as f64 / seconds / 1e9);
+        }
+    }
+    best
+}
+
+/// Clean tries each FMA figure is the best of.
+pub const TRIES: usize = 5;
+
+/// Measures the machine now: five clean tries of 30 ms on one core and of
+/// 50 ms on every core (about half a second on a quiet host), retrying
+/// disturbed tries for up to three times as long.
+pub fn measure() -> Peak {
+    let start = Instant::now();
+    let avx2 = has_avx2_fma();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let series = |threads: usize, ms: u64, core: Option<f64>| {
+        let per_try = Duration::from_millis(ms);
+        fma_series(
+            threads,
+            avx2,
+            per_try,
+            TRIES,
+            per_try * 3 * TRIES as u32,
+            core,
+        )
+    };
+    let core = series(1, 30, None);
+    // With SMT on, the all-core threads share cores by design: each runs
+    // at part of one core's rate, and only the CPU-time test applies.
+    let smt = crate::system::Root::default().smt_active();
+    let full_speed = (smt != Some(true) && !core.disturbed).then_some(core.best);
+    let all = if threads > 1 {
+        series(threads, 50, full_speed)
+    } else {
+        core.clone()
+    };
+    // 3 × 32 MiB: past the last-level cache of the machines lcx runs on.
+    let stream = stream_gbytes(threads, 8 << 20, 3);
+    Peak {
+        isa: if avx2 { "avx2-fma" } else { "scalar" },
+        threads,
+        gflops_core: core.best,
+        gflops: all.best,
+        stream_gbytes_per_second: stream,
+        tries: all.clean,
+        discarded: if threads > 1 {
+            core.discarded + all.discarded
+        } else {
+            core.discarded
+        },
+        spread: all.spread,
+        disturbed: core.disturbed || all.disturbed,
+        seconds: start.elapsed().as_secs_f64(),
+    }
+}
+
+/// The highest clock the OS reports for any CPU, in GHz: cpufreq's maximum
+/// where the kernel exposes it, else the largest `cpu MHz` in
+/// `/proc/cpuinfo` (on virtual machines often the nominal clock, which
+/// turbo can exceed).
+pub fn reported_clock_ghz() -> Option<(f64, &'static str)> {
+    if let Ok(text) =
+        std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq")
+    {
+        if let Ok(khz) = text.trim().parse::<f64>() {
+            return Some((khz / 1e6, "cpufreq maximum"));
+        }
+    }
+    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    info.lines()
+        .filter(|l| l.starts_with("cpu MHz"))
+        .filter_map(|l| l.split(':').nth(1)?.trim().parse::<f64>().ok())
+        .reduce(f64::max)
+        .map(|mhz| (mhz / 1000.0, "/proc/cpuinfo cpu MHz"))
+}
+
+/// The most FP32 GFLOP/s `threads` threads could do at `clock_ghz`: FMA
+/// units per core (2 on x86-64 cores with AVX2) × lanes (8, or 1 scalar) ×
+/// 2 operations per FMA × clock.
+pub fn theoretical_gflops(threads: usize, clock_ghz: f64, isa: &str) -> f64 {
+    let lanes = if isa == "avx2-fma" { 8.0 } else { 1.0 };
+    threads as f64 * 2.0 * lanes * 2.0 * clock_ghz
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flop_count_of_the_loop() {
+        // 12 accumulators × 8 lanes × 2 operations per repetition.
+        assert_eq!(fma_flops(10, 8), 1920.0);
+        assert_eq!(fma_flops(10, 1), 240.0);
+    }
+
+    #[test]
+    fn the_loops_compute_the_recurrence() {
+        // x <- 0.999999 x + 1e-7, starting at 1, 1000 times, 12 lanes.
+        let mut x = 1.0f32;
+        for _ in 0..1000 {
+            x = x.mul_add(0.999_999, 1e-7);
+        }
+        let scalar = fma_block_scalar(1000, 1.0);
+        assert!((scalar - 12.0 * x).abs() < 1e-3, "{scalar} vs {}", 12.0 * x);
+        if has_avx2_fma() {
+            // SAFETY: checked just above.
+            let v = unsafe { fma_block_avx2(1000, 1.0) };
+            assert!((v - 96.0 * x).abs() < 1e-2, "{v} vs {}", 96.0 * x);
+        }
+    }
+
+    fn try_of(gflops: f64, shares: &[f64]) -> Try {
+        Try {
+            gflops,
+            threads: shares
+                .iter()
+                .map(|&s| ThreadTime {
+                    cpu_seconds: 0.05 * s,
+                    wall_seconds: 0.05,
+                    gflops_per_cpu_second: gflops / shares.len() as f64 / s,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_try_whose_thread_lost_its_core_is_discarded() {
+        // The ten probes: one read half the ceiling because another
+        // process took a core; another lost 6 %.
+        let tries = [
+            try_of(178.0, &[1.0, 0.999]),
+            try_of(90.0, &[1.0, 0.5]),
+            try_of(180.0, &[0.998, 1.0]),
+            try_of(168.0, &[0.94, 1.0]),
+            try_of(176.0, &[1.0, 1.0]),
+        ];
+        assert_eq!(disturbance(&tries[0], None), None);
+        let why = disturbance(&tries[1], None).unwrap();
+        assert!(why.contains("thread 1 had its core 50 %"), "{why}");
+        assert!(disturbance(&tries[3], None).is_some());
+        let s = reduce(&tries, None);
+        assert_eq!(
+            (s.best, s.clean, s.discarded, s.disturbed),
+            (180.0, 3, 2, false)
+        );
+        assert!((s.spread - (180.0 / 176.0 - 1.0)).abs() < 1e-12);
+        // A disturbed try that reads high is still left out: a thread that
+        // lost its core makes the try's rate no ceiling either way.
+        let high = [try_of(170.0, &[1.0, 1.0]), try_of(300.0, &[0.6, 1.0])];
+        assert_eq!(reduce(&high, None).best, 170.0);
+        // Nothing clean: the best disturbed try, flagged.
+        let busy = [try_of(63.0, &[0.6, 1.0]), try_of(90.0, &[0.7, 1.0])];
+        let s = reduce(&busy, None);
+        assert_eq!(
+            (s.best, s.clean, s.discarded, s.disturbed),
+            (90.0, 0, 2, true)
+        );
+    }
+
+    #[test]
+    fn a_real_try_reports_each_threads_cpu_and_wall_time() {
+        let t = fma_try(2, has_avx2_fma(), Duration::from_millis(20));
+        assert_eq!(t.threads.len(), 2);
+        for th in &t.threads {
+            assert!(th.gflops_per_cpu_second > 0.0, "{th:?}");
+            assert!(th.wall_seconds > 0.0 && th.wall_seconds < 5.0, "{th:?}");
+            assert!(
+                th.cpu_seconds > 0.0 && th.cpu_seconds <= th.wall_seconds * 1.01,
+                "{th:?}"
+            );
+        }
+        assert!(t.gflops > 0.0);
+    }
+
+    #[test]
+    fn measured_peak_is_positive_and_within_the_theoretical_bound() {
+        let peak = measure();
+        assert!(peak.gflops_core > 0.0 && peak.gflops >= peak.gflops_core * 0.5);
+        assert!(peak.stream_gbytes_per_second > 0.0);
+        assert!(peak.seconds < 10.0, "the probe took {} s", peak.seconds);
+        assert!(peak.tries <= TRIES && (peak.tries > 0 || peak.disturbed));
+        if let Some((ghz, source)) = reported_clock_ghz() {
+            // The OS's figure is often the nominal clock (always on a VM
+            // without cpufreq), which turbo exceeds: this host reports
+            // 2.3 GHz and its FMA loop runs at about 2.8. Twice the
+            // reported clock still catches a loop that counts its FLOPs
+            // twice or eight times over.
+            let bound = theoretical_gflops(1, ghz * 2.0, peak.isa);
+            assert!(
+                peak.gflops_core <= bound,
+                "{} GFLOP/s on one core is above 2 FMA units × {} lanes × 2 × 2 × {ghz} GHz ({source})",
+                peak.gflops_core,
+                if peak.isa == "avx2-fma" { 8 } else { 1 }
+            );
+            let all = theoretical_gflops(peak.threads, ghz * 2.0, peak.isa);
+            assert!(peak.gflops <= all, "{} > {all}", peak.gflops);
+        }
+    }
+}
