@@ -38,6 +38,15 @@ pub fn own_host_lock() -> PathBuf {
         .join(format!("{}.lock", NEXT.fetch_add(1, Ordering::Relaxed)))
 }
 
+/// `lcx report --db DB` (the latest experiment), its markdown.
+pub fn report_text(db: &Path) -> String {
+    let out = lcx()
+        .args(["report", "--db", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();

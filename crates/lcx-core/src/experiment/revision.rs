@@ -977,7 +977,6 @@ impl Lock {
     }
 
     fn flock(path: &Path, how: libc::c_int) -> Result<Option<Lock>, RevisionError> {
-        use std::os::fd::AsRawFd;
         use std::os::unix::fs::MetadataExt;
         loop {
             let file = std::fs::OpenOptions::new()
@@ -986,11 +985,7 @@ impl Lock {
                 .write(true)
                 .open(path)
                 .map_err(io(format!("opening {}", path.display())))?;
-            // SAFETY: flock only reads the descriptor, which `file` keeps
-            // open for as long as the lock lives.
-            let rc = unsafe { libc::flock(file.as_raw_fd(), how) };
-            if rc != 0 {
-                let err = std::io::Error::last_os_error();
+            if let Err(err) = crate::system::lock::flock(&file, how) {
                 if err.kind() == std::io::ErrorKind::WouldBlock {
                     return Ok(None);
                 }
@@ -1018,11 +1013,7 @@ pub struct Leases(Vec<Lock>);
 
 impl Drop for Lock {
     fn drop(&mut self) {
-        use std::os::fd::AsRawFd;
-        // SAFETY: as in `take`; the descriptor is still open here.
-        unsafe {
-            libc::flock(self.0.as_raw_fd(), libc::LOCK_UN);
-        }
+        let _ = crate::system::lock::flock(&self.0, libc::LOCK_UN);
     }
 }
 

@@ -17,6 +17,22 @@ pub struct Gpu {
     pub persistence: Option<bool>,
 }
 
+/// Compute processes on the host's GPUs (`nvidia-smi`); the runner
+/// counts them while no cell runs, so every one is another program's.
+/// `None` without `nvidia-smi` (no GPU, or not NVIDIA) or when it fails:
+/// unknown, not zero.
+pub fn compute_processes() -> Option<i64> {
+    let out = Command::new("nvidia-smi")
+        .args(["--query-compute-apps=pid", "--format=csv,noheader"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    Some(text.lines().filter(|l| !l.trim().is_empty()).count() as i64)
+}
+
 /// The GPUs: `Ok(None)` when `nvidia-smi` is not installed (no NVIDIA
 /// GPU, as far as lcx can tell); `Err` with what went wrong when it is
 /// there and fails.

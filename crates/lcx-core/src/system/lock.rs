@@ -125,10 +125,7 @@ impl Drop for Held {
         // Emptied first, so that a waiter never names a holder that has
         // gone; best effort, the unlock is what matters.
         let _ = self.0.set_len(0);
-        // SAFETY: flock only reads the descriptor, which `self.0` keeps open.
-        unsafe {
-            libc::flock(self.0.as_raw_fd(), libc::LOCK_UN);
-        }
+        let _ = flock(&self.0, libc::LOCK_UN);
     }
 }
 
@@ -229,7 +226,10 @@ impl HostLock {
     }
 }
 
-fn flock(file: &File, how: libc::c_int) -> std::io::Result<()> {
+/// `flock(2)` on `file` (`LOCK_EX`, `LOCK_SH`, with `LOCK_NB`, `LOCK_UN`):
+/// the one wrapper the host lock, the revision cache's locks and the peak
+/// cache's probe lock share.
+pub(crate) fn flock(file: &File, how: libc::c_int) -> std::io::Result<()> {
     // SAFETY: flock only reads the descriptor, which `file` keeps open.
     if unsafe { libc::flock(file.as_raw_fd(), how) } == 0 {
         Ok(())

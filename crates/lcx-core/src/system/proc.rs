@@ -55,6 +55,21 @@ impl Root {
         parse_stat(&self.read("/proc/stat")?)
     }
 
+    /// The CPU the rest of the host used over `sample` (the caller sleeps
+    /// meanwhile), in cores: the busy time of `/proc/stat` less this
+    /// process's own, over the wall time; and the seconds it covered.
+    /// `None` without `/proc/stat`.
+    pub fn foreign_cores(&self, sample: std::time::Duration) -> Option<(f64, f64)> {
+        let (before, mine) = (self.cpu_times()?, self_cpu_seconds());
+        let from = std::time::Instant::now();
+        std::thread::sleep(sample);
+        let after = self.cpu_times()?;
+        let seconds = from.elapsed().as_secs_f64();
+        let busy = before.until(&after).busy as f64 / ticks_per_second();
+        let cores = ((busy - (self_cpu_seconds() - mine)) / seconds).max(0.0);
+        Some((cores, seconds))
+    }
+
     /// The 1-minute load average (`/proc/loadavg`).
     pub fn load_1m(&self) -> Option<f64> {
         self.read("/proc/loadavg")?

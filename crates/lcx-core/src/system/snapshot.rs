@@ -1,10 +1,10 @@
 //! Everything `lcx system show` prints, read at once: the settings, and
 //! the CPU that other programs use, sampled over a short wait.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::gpu::{self, Gpu};
-use super::proc::{self_cpu_seconds, ticks_per_second};
+use super::proc::ticks_per_second;
 use super::settings::{Memory, ProcessTime, Turbo};
 use super::Root;
 
@@ -55,17 +55,9 @@ impl Snapshot {
 
 /// Host busy CPU over `sample`, in cores, less this process's own.
 fn foreign(root: &Root, sample: Duration) -> Option<Foreign> {
-    let before = root.cpu_times()?;
     let processes = root.process_times();
-    let own = self_cpu_seconds();
-    let started = Instant::now();
-    std::thread::sleep(sample);
-    let after = root.cpu_times()?;
-    let own = self_cpu_seconds() - own;
-    let seconds = started.elapsed().as_secs_f64();
+    let (cores, seconds) = root.foreign_cores(sample)?;
     let tps = ticks_per_second();
-    let busy = before.until(&after).busy as f64 / tps;
-    let cores = ((busy - own) / seconds).max(0.0);
     Some(Foreign {
         cores,
         seconds,

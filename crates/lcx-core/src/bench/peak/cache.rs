@@ -182,7 +182,6 @@ pub fn save(path: &Path, ceiling: &Ceiling) -> std::io::Result<()> {
 /// other's probes, so the second waits for the first and then reads what
 /// it cached. `None` where the lock cannot be taken (the probe goes on).
 pub fn probe_lock(path: &Path) -> Option<std::fs::File> {
-    use std::os::fd::AsRawFd;
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).ok()?;
     }
@@ -192,8 +191,10 @@ pub fn probe_lock(path: &Path) -> Option<std::fs::File> {
         .write(true)
         .open(path.with_extension("json.lock"))
         .ok()?;
-    // SAFETY: flock on a descriptor we own; released when it is closed.
-    (unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0).then_some(file)
+    // Released when the file is closed.
+    crate::system::lock::flock(&file, libc::LOCK_EX)
+        .ok()
+        .map(|()| file)
 }
 
 /// Now, as the cache writes dates (UTC, RFC 3339, seconds).

@@ -365,6 +365,22 @@ pub(crate) fn summary(experiment_id: i64, runs: &[Run], stopped: bool, wall: Dur
     summary
 }
 
+/// A child that exited with `code`, as the tests of the cell loop and of
+/// ingestion feed it.
+#[cfg(test)]
+impl End {
+    pub(crate) fn exited(code: i64) -> End {
+        End {
+            exit_code: Some(code),
+            signal: None,
+            how: format!("exit code {code}"),
+            success: code == 0,
+            status: None,
+            cpu_seconds: None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -375,17 +391,6 @@ mod tests {
             "iterations = 3\n[[arms]]\nname = \"a\"\ncommand = \"true\"\nenv = { LCX_ARM = \"mine\", X = \"1\" }\n\
              [[arms]]\nname = \"v\"\ncommand = \"true\"\nvariable_iterations = true",
         )
-    }
-
-    fn exited(code: i64) -> End {
-        End {
-            exit_code: Some(code),
-            signal: None,
-            how: format!("exit code {code}"),
-            success: code == 0,
-            status: None,
-            cpu_seconds: None,
-        }
     }
 
     fn ending(end: Result<End, String>, stored: u64) -> Ending {
@@ -409,27 +414,30 @@ mod tests {
     #[test]
     fn a_cell_completes_only_with_success_and_every_iteration() {
         assert_eq!(
-            judged(0, ending(Ok(exited(0)), 3)),
+            judged(0, ending(Ok(End::exited(0)), 3)),
             (RunStatus::Completed, None)
         );
         assert_eq!(
-            judged(0, ending(Ok(exited(0)), 2)),
+            judged(0, ending(Ok(End::exited(0)), 2)),
             (
                 RunStatus::Failed,
                 Some("exited 0 after emitting 2 of 3 iterations".into())
             )
         );
         // An arm with variable iterations needs one line, not three.
-        assert_eq!(judged(1, ending(Ok(exited(0)), 1)).0, RunStatus::Completed);
         assert_eq!(
-            judged(1, ending(Ok(exited(0)), 0)).1.as_deref(),
+            judged(1, ending(Ok(End::exited(0)), 1)).0,
+            RunStatus::Completed
+        );
+        assert_eq!(
+            judged(1, ending(Ok(End::exited(0)), 0)).1.as_deref(),
             Some("exited 0 without emitting any metric line")
         );
     }
 
     #[test]
     fn a_stop_outranks_the_scheduler_which_outranks_the_exit_code() {
-        let mut decided = exited(1);
+        let mut decided = End::exited(1);
         decided.status = Some((RunStatus::Interrupted, "TIMEOUT: time limit".into()));
         let stopped = Ending {
             stopped: true,
@@ -450,7 +458,7 @@ mod tests {
             )
         );
         assert_eq!(
-            judged(0, ending(Ok(exited(2)), 3)),
+            judged(0, ending(Ok(End::exited(2)), 3)),
             (RunStatus::Failed, Some("exit code 2: boom".into()))
         );
         assert_eq!(
@@ -466,7 +474,7 @@ mod tests {
     fn dropped_duplicates_are_named_on_an_otherwise_clean_cell() {
         let clean = Ending {
             duplicates: 2,
-            ..ending(Ok(exited(0)), 3)
+            ..ending(Ok(End::exited(0)), 3)
         };
         assert_eq!(
             judged(0, clean),
@@ -477,7 +485,7 @@ mod tests {
         );
         let failed = Ending {
             duplicates: 2,
-            ..ending(Ok(exited(2)), 3)
+            ..ending(Ok(End::exited(2)), 3)
         };
         assert_eq!(judged(0, failed).1.as_deref(), Some("exit code 2: boom"));
     }

@@ -379,14 +379,7 @@ mod tests {
 
     fn exited(code: i64) -> Msg {
         Msg::Ended {
-            end: Ok(End {
-                exit_code: Some(code),
-                signal: None,
-                how: format!("exit code {code}"),
-                success: code == 0,
-                status: None,
-                cpu_seconds: None,
-            }),
+            end: Ok(End::exited(code)),
             at: Instant::now(),
         }
     }

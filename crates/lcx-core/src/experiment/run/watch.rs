@@ -43,7 +43,7 @@ impl HostWatch {
             .ok()
             .map(|handle| (tx, handle));
         HostWatch {
-            gpu_others: gpu_compute_processes(),
+            gpu_others: crate::system::gpu::compute_processes(),
             cpu: root.cpu_times(),
             self_cpu: proc::self_cpu_seconds(),
             load: root.load_1m(),
@@ -81,7 +81,7 @@ impl HostWatch {
         };
         let min = clocks.iter().copied().reduce(f64::min);
         let max = clocks.iter().copied().reduce(f64::max);
-        let end_gpu = gpu_compute_processes();
+        let end_gpu = crate::system::gpu::compute_processes();
         Contention {
             cpu_seconds: cell_cpu,
             foreign_cpu_seconds: foreign,
@@ -116,19 +116,10 @@ pub(crate) fn wait_for_quiet(
     stopped: &dyn Fn() -> bool,
 ) -> Result<(), f64> {
     let deadline = Instant::now() + limit;
-    let tick = proc::ticks_per_second();
     loop {
-        let (Some(before), mine) = (root.cpu_times(), proc::self_cpu_seconds()) else {
+        let Some((foreign, _)) = root.foreign_cores(Duration::from_secs(1)) else {
             return Ok(());
         };
-        let from = Instant::now();
-        std::thread::sleep(Duration::from_secs(1));
-        let Some(after) = root.cpu_times() else {
-            return Ok(());
-        };
-        let busy = before.until(&after).busy as f64 / tick;
-        let foreign =
-            (busy - (proc::self_cpu_seconds() - mine)).max(0.0) / from.elapsed().as_secs_f64();
         if foreign <= threshold {
             return Ok(());
         }
@@ -136,24 +127,6 @@ pub(crate) fn wait_for_quiet(
             return Err(foreign);
         }
     }
-}
-
-/// Compute processes on the host's GPUs (`nvidia-smi`), counted while no
-/// cell runs, so every one is another program's. `None` without
-/// `nvidia-smi` (no GPU, or not NVIDIA): unknown, not zero.
-fn gpu_compute_processes() -> Option<i64> {
-    let path = std::env::var_os("PATH")?;
-    let smi = std::env::split_paths(&path)
-        .map(|dir| dir.join("nvidia-smi"))
-        .find(|p| p.is_file())?;
-    let out = std::process::Command::new(smi)
-        .args(["--query-compute-apps=pid", "--format=csv,noheader"])
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()
-        .filter(|o| o.status.success())?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    Some(text.lines().filter(|l| !l.trim().is_empty()).count() as i64)
 }
 
 #[cfg(test)]
