@@ -1080,7 +1080,10 @@ fn a_cpu_burner_makes_the_cells_it_overlaps_contended() {
     let out = check(&[]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{err}");
-    assert!(err.contains("contended"), "{err}");
+    assert!(
+        err.contains("of a core on average): verdict from contended data; rerun"),
+        "{err}"
+    );
     let out = check(&["--allow-contended"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("contended"), "{err}");

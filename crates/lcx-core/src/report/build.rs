@@ -1505,7 +1505,8 @@ pub fn assemble(input: Input, options: Options) -> Report {
             .filter(|r| r.status == RunStatus::Completed)
             .count();
         check_notes.push(format!(
-            "{} of {} contended (other programs used more than {:.2} of a core on average):              verdict from contended data; rerun on a quiet host, or --allow-contended",
+            "{} of {} contended (other programs used more than {:.2} of a core on average): \
+             verdict from contended data; rerun on a quiet host, or --allow-contended",
             contended.len(),
             crate::text::counted(completed as u64, "cell"),
             contended[0].threshold,
