@@ -1,27 +1,269 @@
 #!/usr/bin/env bash
-# Runs lcx's GPU checks on a machine with an NVIDIA GPU and a system PyTorch 2.11.
-# Usage (from the project root, with target/release/lcx and lcx-torch built on
-# the CPU machine and carried along):
-#   bash scripts/gpu-check.sh
-# Writes everything it measures under ${OUT:-./gpu-out}.
+# lcx's GPU check: the CUDA and AMP paths run for real, inside a fixed time
+# budget, from one command, with small results that explain themselves.
+#
+#   scripts/gpu-check.sh [--budget SECONDS] [--out DIR] [--bin DIR] [--dry-run-cpu]
+#
+# On the GPU host (an NVIDIA GPU, python3 with PyTorch 2.11): bring the two
+# binaries of `cargo build --profile gpu --bins` (target/gpu/lcx and
+# target/gpu/lcx-torch, stripped: under 64 MiB together) and the project's
+# files, and run this from the project root. lcx-torch loads the libtorch of
+# that PyTorch (its lib/ is put on LD_LIBRARY_PATH).
+#
+# Results, all under --out (default $OUT, else ./gpu-out):
+#   summary.md        one page: device, versions, ceilings, rates, AMP, memory
+#   NN-STEP.md        each step's own output (markdown tables, lcx report)
+#   lcx-gpu.db        the database every experiment step recorded into
+#   gpu-check.log     everything, with each step's time
+#
+# --budget (default 420 s) sizes every step and bounds it: a step gets its
+# share of the budget as a hard limit (SIGINT, then SIGKILL 10 s later), and
+# what is left of the budget after the last step is the slack.
+#
+# --dry-run-cpu runs every step on the CPU at the smallest sizes (the same
+# commands, the same files): the test suite runs it, so the script cannot rot
+# before the next GPU is at hand. The CUDA arms are then skipped by lcx
+# (`requires = "cuda"`) and said so.
 set -uo pipefail
-out=${OUT:-./gpu-out}; mkdir -p "$out"
-bin=${LCX_BIN:-target/release/lcx}
-[ -x "$bin" ] && [ -x "$(dirname "$bin")/lcx-torch" ] || { echo "no $bin or lcx-torch beside it: build them first (cargo build --release) and bring both along"; exit 2; }
-py=${PYTHON:-python3}
-torch_lib=$("$py" -c 'import torch,os;print(os.path.join(os.path.dirname(torch.__file__),"lib"))' 2>/dev/null)
-[ -n "$torch_lib" ] && export LD_LIBRARY_PATH="$torch_lib:${LD_LIBRARY_PATH:-}"
-export LCX_DB="$out/lcx-gpu.db"
-step() { echo; echo "=== $*"; "$@" 2>&1 | tee -a "$out/gpu-check.log"; echo "exit: ${PIPESTATUS[0]}"; }
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/gpu.txt"
-"$py" -c 'import torch;print("torch",torch.__version__,"cuda",torch.version.cuda)' | tee -a "$out/gpu.txt"
-step "$bin" --version
-step "$bin" bench forward --device cuda --batch-sizes 1,4,16,64,256,1024
-step "$bin" bench trainer --config configs/default.toml --device cuda
-step "$bin" bench trainer --config configs/default.toml --device cuda --both
-for exp in ${LCX_GPU_EXPERIMENTS:-experiments/amp.toml experiments/option-b.toml}; do
-  [ -f "$exp" ] && step "$bin" run "$exp" --set run.device=cuda ${LCX_GPU_RUN_ARGS:-}
+
+budget=420
+out=${OUT:-./gpu-out}
+bin=""
+dry=0
+usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; }
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --budget) budget=${2:-}; shift 2 ;;
+        --out) out=${2:-}; shift 2 ;;
+        --bin) bin=${2:-}; shift 2 ;;
+        --dry-run-cpu) dry=1; shift ;;
+        -h|--help) usage; exit 0 ;;
+        *) echo "gpu-check: unknown argument '$1' (expected --budget S, --out DIR, --bin DIR, --dry-run-cpu)" >&2; exit 2 ;;
+    esac
 done
-step "$bin" report --all
-cp -f "$LCX_DB" "$out/" 2>/dev/null
-echo "done: results under $out"
+case "$budget" in
+    ''|*[!0-9]*) echo "gpu-check: --budget must be a whole number of seconds, got '$budget'" >&2; exit 2 ;;
+esac
+if [ "$budget" -lt 30 ]; then
+    echo "gpu-check: --budget $budget is too short: the preflight alone may take 30 s" >&2
+    exit 2
+fi
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root" || exit 2
+if [ -z "$bin" ]; then
+    for d in target/gpu target/release target/debug; do
+        [ -x "$d/lcx" ] && [ -x "$d/lcx-torch" ] && { bin=$d; break; }
+    done
+fi
+lcx="$bin/lcx"
+mkdir -p "$out" || { echo "gpu-check: cannot create $out" >&2; exit 2; }
+out=$(cd "$out" && pwd)
+log="$out/gpu-check.log"
+: >"$log"
+export LCX_DB="$out/lcx-gpu.db"
+export LCX_RUNS_DIR="$out/runs"
+# A private host lock and peak cache: the check measures, it does not wait
+# for (or write into) the user's own.
+export LCX_HOST_LOCK="$out/host.lock"
+export LCX_PEAK_CACHE=${LCX_PEAK_CACHE:-$out/peak.json}
+rm -f "$LCX_DB" "$LCX_DB-wal" "$LCX_DB-shm"
+start=$(date +%s)
+
+say() { echo "$*" | tee -a "$log"; }
+fail() { say "gpu-check: FAILED at preflight: $*"; exit 1; }
+elapsed() { echo $(( $(date +%s) - start )); }
+
+# ---- preflight: each failure ends the script at once, with one line --------
+say "# gpu-check $(date -u +%Y-%m-%dT%H:%M:%SZ), budget ${budget} s$([ $dry = 1 ] && echo ', DRY RUN ON THE CPU')"
+[ -n "$bin" ] && [ -x "$lcx" ] && [ -x "$bin/lcx-torch" ] ||
+    fail "no lcx and lcx-torch in ${bin:-target/gpu, target/release or target/debug}: build them (cargo build --profile gpu --bins) and bring both, or pass --bin DIR"
+size=$(( $(stat -c %s "$lcx") + $(stat -c %s "$bin/lcx-torch") ))
+size_mib=$(( (size + 1048575) / 1048576 ))
+if [ "$size" -gt $((64 * 1048576)) ]; then
+    if [ $dry = 1 ]; then
+        say "binaries: $size_mib MiB together (over 64 MiB; not enforced in a dry run, build with --profile gpu to carry them)"
+    else
+        fail "lcx and lcx-torch in $bin are $size_mib MiB together, over the 64 MiB a GPU call carries: build them with cargo build --profile gpu --bins"
+    fi
+else
+    say "binaries: $size_mib MiB together ($bin)"
+fi
+py=${PYTHON:-python3}
+if [ $dry = 1 ]; then
+    device=cpu
+    gpu_name="CPU (dry run: $(nproc) CPUs)"
+    torch_py="not asked (dry run)"
+else
+    device=cuda
+    command -v nvidia-smi >/dev/null || fail "nvidia-smi is not installed: no NVIDIA driver on this host"
+    gpu_name=$(timeout 20 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -1) ||
+        fail "nvidia-smi sees no GPU: $gpu_name"
+    torch_py=$(timeout 60 "$py" -c 'import torch; assert torch.cuda.is_available(), "torch.cuda.is_available() is False"; print(torch.__version__, "CUDA", torch.version.cuda, torch.cuda.get_device_name(0))' 2>&1 | tail -1) ||
+        fail "PyTorch with CUDA does not import in $py: $torch_py"
+    torch_lib=$("$py" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))' 2>/dev/null)
+    export LD_LIBRARY_PATH="$torch_lib:${LD_LIBRARY_PATH:-}"
+fi
+facts=$(timeout 60 "$lcx" version --json 2>&1) || fail "lcx-torch does not start: $facts"
+if [ $dry = 0 ]; then
+    case "$facts" in
+        *'"cuda_available":true'*) ;;
+        *) fail "lcx-torch loaded libtorch but sees no CUDA device (did it load libtorch_cuda from $torch_lib?): $facts" ;;
+    esac
+fi
+say "device: $gpu_name"
+say "python torch: $torch_py"
+say "lcx: $facts"
+say "preflight: $(elapsed) s"
+
+# ---- sizes: the budget's shares, and iterations that fit them ---------------
+scale() { local v=$(( $1 * budget / 420 )); [ "$v" -lt "$2" ] && v=$2; echo "$v"; }
+if [ $dry = 1 ]; then
+    # The smallest sizes that still run every code path of every step.
+    bench_sets=(--config configs/smoke.toml --set network.hidden_size=32)
+    forward_batches=1,16
+    trainer_runs=2
+    amp_iters=3
+    optb_iters=2
+    optb_sets=(--set traversal.traversals_per_player=2 --set optimization.advantage_updates_per_iteration=2
+               --set optimization.strategy_updates_per_iteration=2 --set network.hidden_size=16
+               --set traversal.max_nodes_per_traversal=200)
+    train_iters=2
+    train_sets=(--set optimization.advantage_updates_per_iteration=4)
+    amp_sets=(--set network.hidden_size=32 --set optimization.advantage_updates_per_iteration=2
+              --set optimization.strategy_updates_per_iteration=2 --set optimization.advantage_batch_size=8
+              --set optimization.strategy_batch_size=8)
+    matmul=256
+else
+    bench_sets=(--config configs/default.toml)
+    forward_batches=1,16,256,1024,4096
+    trainer_runs=$(scale 10 3)
+    amp_iters=$(scale 12 4)
+    optb_iters=$(scale 3 2)
+    optb_sets=()
+    train_iters=$(scale 3 2)
+    train_sets=(--set traversal.traversals_per_player=40)
+    amp_sets=()
+    matmul=4096
+fi
+
+n=0
+status_lines=()
+# step NAME SHARE(percent of the budget) COMMAND...: runs COMMAND with the
+# smaller of its share and what is left (minus 15 s for the summary), output
+# to NN-NAME.md and the log; a step that cannot get 5 s is skipped.
+step() {
+    local name=$1 share=$2; shift 2
+    n=$((n + 1))
+    local file
+    file=$(printf '%s/%02d-%s.md' "$out" "$n" "$name")
+    local left=$(( budget - $(elapsed) - 15 ))
+    local limit=$(( budget * share / 100 ))
+    [ "$limit" -gt "$left" ] && limit=$left
+    if [ "$limit" -lt 5 ]; then
+        say "== $name: SKIPPED, the budget is spent ($(elapsed) s of $budget)"
+        status_lines+=("| $name | skipped: budget spent | - |")
+        return
+    fi
+    say "== $name (limit ${limit} s): $*"
+    local t0 rc
+    t0=$(date +%s)
+    { echo "# $name"; echo; echo "\`$*\`"; echo; } >"$file"
+    timeout --signal=INT --kill-after=10 "$limit" "$@" >>"$file" 2>&1
+    rc=$?
+    local took=$(( $(date +%s) - t0 ))
+    cat "$file" >>"$log"
+    local what="exit $rc"
+    [ "$rc" = 124 ] || [ "$rc" = 137 ] && what="stopped at its limit (${limit} s)"
+    say "== $name: $what, ${took} s (total $(elapsed) s)"
+    status_lines+=("| $name | $what | ${took} s |")
+}
+
+step peak 5 "$lcx" bench peak --device "$device" --matmul-size "$matmul" --metrics-out "$out/peak.jsonl"
+step forward 10 "$lcx" bench forward "${bench_sets[@]}" --device "$device" --batch-sizes "$forward_batches" --reps 5 --metrics-out "$out/forward.jsonl"
+step trainer 16 "$lcx" bench trainer "${bench_sets[@]}" --device "$device" --both --runs "$trainer_runs" --warmup 2 --metrics-out "$out/trainer.jsonl"
+# The experiment files as they are: their CUDA arms set the device
+# themselves; --arms picks those (and the CPU reference arm), the flags size them.
+step amp 22 "$lcx" run experiments/amp.toml --arms fp32-cuda,amp-cuda,fp32-cpu \
+    --iterations "$amp_iters" --warmup 1 --repeats 1 --plain "${amp_sets[@]}"
+step amp-report 2 "$lcx" report amp
+step option-b 24 "$lcx" run experiments/option-b.toml --arms recursive,interleaved-workers,interleaved-cuda \
+    --iterations "$optb_iters" --warmup 1 --repeats 1 --plain "${optb_sets[@]}"
+step option-b-report 2 "$lcx" report option-b
+# The whole trainer on the device: TorchScript-traced networks, AMP,
+# evaluation on the CPU beside CUDA training, a checkpoint written and
+# resumed from.
+train_dir="$out/train"
+step train 10 "$lcx" train --config configs/smoke.toml --runs-dir "$train_dir" --keep \
+    --set run.device="$device" --set run.use_amp=true --set network.jit=trace \
+    --set evaluation.device=cpu --set evaluation.eval_every=1 --set evaluation.games=4 \
+    --set checkpoint.save_latest=true --set run.max_iterations="$train_iters" \
+    "${train_sets[@]}" --metrics-out "$out/train.jsonl"
+latest=$(ls -d "$train_dir"/*/ 2>/dev/null | tail -1)
+ckpt="${latest}latest.json"
+if [ -n "$latest" ] && [ -f "$ckpt" ]; then
+    step resume 5 "$lcx" train --config configs/smoke.toml --runs-dir "$train_dir" \
+        --set run.device="$device" --set run.use_amp=true --set network.jit=trace \
+        --set evaluation.device=cpu --set run.max_iterations=$((train_iters + 1)) \
+        --resume "$ckpt" --metrics-out "$out/resume.jsonl"
+else
+    say "== resume: SKIPPED, the train step left no checkpoint"
+    status_lines+=("| resume | skipped: no checkpoint | - |")
+fi
+
+# ---- summary.md --------------------------------------------------------------
+q() { "$lcx" query --format csv "$1" 2>/dev/null | tail -n +2; }
+jl() { # jl FILE KEY: the KEY values of a JSON-lines file, one per line
+    [ -f "$1" ] && grep -o "\"$2\":[^,}]*" "$1" | cut -d: -f2 | tr -d '"'
+}
+mean() { awk '{ s += $1; n++ } END { if (n) printf "%.4g", s / n; else printf "-" }'; }
+{
+    echo "# lcx GPU check, $(date -u +%Y-%m-%d)"
+    echo
+    [ $dry = 1 ] && { echo "**Dry run on the CPU**: the CUDA arms were skipped; this shows the shape, not GPU figures."; echo; }
+    echo "| | |"
+    echo "|---|---|"
+    echo "| device | $gpu_name |"
+    echo "| PyTorch (python) | $torch_py |"
+    echo "| lcx and its libtorch | $facts |"
+    echo "| binaries | $size_mib MiB |"
+    echo "| budget | ${budget} s, used $(elapsed) s |"
+    echo
+    echo "## Ceilings"
+    echo
+    echo "| measure | GFLOP/s |"
+    echo "|---|---|"
+    echo "| host FP32 FMA peak, all cores | $(jl "$out/peak.jsonl" 'peak/fp32_gflops' | mean) |"
+    echo "| $device FP32 matmul ${matmul}² | $(jl "$out/peak.jsonl" 'peak/matmul_gflops' | mean) |"
+    echo "| $device half-precision matmul ${matmul}² | $(jl "$out/peak.jsonl" 'peak/matmul_half_gflops' | mean) |"
+    echo
+    echo "## Training"
+    echo
+    echo "| measure | value |"
+    echo "|---|---|"
+    echo "| bench trainer ms/step, fp32 | $(grep '"precision_requested":"fp32"' "$out/trainer.jsonl" 2>/dev/null | grep -o '"bench/ms_per_call":[^,}]*' | cut -d: -f2 | mean) |"
+    echo "| bench trainer ms/step, AMP requested | $(grep '"precision_requested":"amp"' "$out/trainer.jsonl" 2>/dev/null | grep -o '"bench/ms_per_call":[^,}]*' | cut -d: -f2 | mean) |"
+    echo "| precision the AMP steps ran in | $(grep '"precision_requested":"amp"' "$out/trainer.jsonl" 2>/dev/null | grep -o '"precision":"[a-z0-9]*"' | sort -u | cut -d'"' -f4 | tr '\n' ' ') |"
+    echo "| $(grep -h 'speedup' "$out"/*-trainer.md 2>/dev/null | tail -1 || echo 'speedup: -') | |"
+    echo "| AMP overflow (skipped) steps, train | $(jl "$out/train.jsonl" 'amp/overflow_steps' | awk '{s+=$1} END {print s+0}') |"
+    echo "| final loss scale, train | $(jl "$out/train.jsonl" 'amp/grad_scale' | tail -1) |"
+    echo "| training GFLOP/s, train (mean) | $(jl "$out/train.jsonl" 'perf/training_gflops' | mean) |"
+    echo "| GPU memory, train (max MiB) | $(jl "$out/train.jsonl" 'gpu/memory_used_mib' | sort -g | tail -1) |"
+    echo
+    echo "## Experiments (means over measured iterations; the reports are in the step files)"
+    echo
+    echo "| experiment | arm | status | iterations | metric | mean |"
+    echo "|---|---|---|---|---|---|"
+    q "SELECT e.name, r.arm, r.status, (SELECT COUNT(DISTINCT iteration) FROM metrics m WHERE m.run_id = r.id AND m.superseded = 0), s.name, CASE WHEN s.mean IS NULL THEN '-' ELSE printf('%.4g', s.mean) END
+       FROM runs r JOIN experiments e ON e.id = r.experiment_id
+       LEFT JOIN run_metric_stats s ON s.run_id = r.id AND s.name IN
+         ('bench/ms_per_call', 'traversal/nodes_per_second', 'time/iteration_seconds', 'perf/training_gflops', 'amp/overflow_steps', 'gpu/memory_used_mib')
+       ORDER BY e.id, r.arm_index, s.name" | sed 's/,/ | /g; s/^/| /; s/$/ |/'
+    echo
+    echo "## Steps"
+    echo
+    echo "| step | result | time |"
+    echo "|---|---|---|"
+    printf '%s\n' "${status_lines[@]}"
+} >"$out/summary.md"
+say "summary: $out/summary.md ($(elapsed) s of $budget)"
+cat "$out/summary.md"

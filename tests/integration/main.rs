@@ -12,6 +12,7 @@ mod binaries;
 mod config;
 mod faults;
 mod golden;
+mod gpu_check;
 mod host_lock;
 mod play;
 mod reference;

@@ -119,12 +119,15 @@ fn train_streams_metrics_and_writes_the_run_directory() {
         .lines()
         .flat_map(|l| assert_in_vocabulary(Writers::TRAIN, l))
         .collect();
-    // All but what other settings write (checked with them below) and the
-    // device peak measured on CUDA only.
+    // All but what other settings write (checked with them below) and what
+    // only a CUDA device measures (its peaks, memory and queueing time;
+    // scripts/gpu-check.sh reads them on a GPU).
     assert_listed_names_written(&written, |name| {
         !(name.starts_with("amp/")
             || name.starts_with("interleaved/")
-            || name.starts_with("peak/device_matmul_"))
+            || name.starts_with("peak/device_matmul_")
+            || name.starts_with("gpu/")
+            || name == "time/training_queued_seconds")
     });
     for line in stdout.lines() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
@@ -467,6 +470,8 @@ fn train_arms_report_their_fraction_of_the_recorded_peak() {
     }
     let md = succeed(lcx().args(["report", "--db", db]));
     assert!(md.contains("| Arm | traversal GFLOP/s | of peak"), "{md}");
+    // Which peak the shares are of: a CPU arm's is the host's FMA peak.
+    assert!(md.contains("| host FP32 FMA "), "{md}");
     assert!(md.contains("measured peak (lcx bench peak)"), "{md}");
     let history = succeed(lcx().args([
         "history",

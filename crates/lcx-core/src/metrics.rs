@@ -125,6 +125,7 @@ pub const VOCABULARY: &[MetricInfo] = &[
     m("time/advantage_train_seconds", "s", Lower, TRAIN, "Time training both advantage networks."),
     m("time/strategy_train_seconds", "s", Lower, TRAIN, "Time training the strategy network."),
     m("time/training_seconds", "s", Lower, TRAIN, "Time training all three networks."),
+    m("time/training_queued_seconds", "s", Lower, TRAIN, "On a GPU: host time until every training step was queued, before waiting for the device (close to time/training_seconds: the host limits)."),
     m("time/evaluation_seconds", "s", Lower, TRAIN, "Time playing the evaluation games (iterations that evaluate only)."),
     m("time/checkpoint_seconds", "s", Lower, TRAIN, "Time writing checkpoints (included in time/iteration_seconds)."),
     m(NODES_PER_ITERATION_SECOND, "nodes/s", Higher, TRAIN, "Traversal nodes per second of the whole iteration (the reference's definition): traversal/nodes ÷ time/iteration_seconds."),
@@ -166,6 +167,8 @@ pub const VOCABULARY: &[MetricInfo] = &[
     m("memory/strategy", "samples", Neither, TRAIN, "Samples ever offered to the strategy memory."),
     m("amp/grad_scale", "1", Neither, TRAIN, "The AMP gradient scaler's current scale."),
     m("amp/nonfinite_loss_count", "count", Lower, TRAIN, "Training steps skipped for a non-finite loss under AMP."),
+    m("amp/overflow_steps", "steps", Lower, TRAIN, "Steps of the iteration the AMP grad scaler skipped for inf/NaN gradients (0 when the steps ran fp32)."),
+    m("gpu/memory_used_mib", "MiB", Lower, TRAIN, "Memory in use on the training GPU at the iteration's end (nvidia-smi, whole device): with libtorch's caching allocator, the run's peak so far plus the CUDA context."),
     // Evaluation games against a bot, network's side 0, bot's side 1.
     m("eval/*/games", "games", Neither, TRAIN, "Evaluation games played against the opponent."),
     m("eval/*/wins0", "games", Higher, TRAIN, "Games the network won."),
@@ -185,7 +188,8 @@ pub const VOCABULARY: &[MetricInfo] = &[
     m("perf/training_flops", "FLOP", Neither, TRAIN, "Floating-point operations of training (forward, backward, optimiser)."),
     m("perf/traversal_gflops", "GFLOP/s", Higher, TRAIN, "Achieved rate of the traversals' forwards."),
     m("perf/training_gflops", "GFLOP/s", Higher, TRAIN, "Achieved rate of training."),
-    m("peak/device_matmul_gflops", "GFLOP/s", Higher, TRAIN, "Matrix-product rate measured on the training device at start-up (best of 5)."),
+    m("peak/device_matmul_gflops", "GFLOP/s", Higher, TRAIN, "FP32 matrix-product rate on the training GPU at start-up (best of 5; TF32 off, libtorch's default): the ceiling of an fp32 arm."),
+    m("peak/device_matmul_half_gflops", "GFLOP/s", Higher, TRAIN, "FP16 (tensor-core) matrix-product rate on the training GPU at start-up (best of 5): the ceiling of an AMP arm."),
     m("peak/device_matmul_spread", "ratio", Lower, TRAIN, "How far the 5 device matrix-product tries lay apart: max / min - 1."),
     // lcx bench peak.
     m("peak/threads", "threads", Neither, BENCH_PEAK, "Threads the peak probe used."),
@@ -201,7 +205,8 @@ pub const VOCABULARY: &[MetricInfo] = &[
     m("peak/probe_discarded", "tries", Lower, BENCH_PEAK, "This probe's tries discarded because a thread lost its core."),
     m("peak/probe_spread", "ratio", Lower, BENCH_PEAK, "How far this probe's clean tries lay apart: max / min - 1."),
     m("peak/probe_disturbed", "0/1", Lower, BENCH_PEAK, "1 when no try of this probe was clean (a floor, not the ceiling)."),
-    m("peak/matmul_gflops", "GFLOP/s", Higher, BENCH_PEAK, "Matrix-product rate on --device."),
+    m("peak/matmul_gflops", "GFLOP/s", Higher, BENCH_PEAK, "FP32 matrix-product rate on --device (TF32 off, libtorch's default)."),
+    m("peak/matmul_half_gflops", "GFLOP/s", Higher, BENCH_PEAK, "FP16 matrix-product rate on a CUDA --device (tensor cores)."),
     // lcx bench forward / trainer.
     m("batch_size", "rows", Neither, BENCH_FORWARD, "The batch size this bench forward line timed."),
     m("forwards", "count", Neither, BENCH_FORWARD, "Forward calls in this timed repetition."),

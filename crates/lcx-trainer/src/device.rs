@@ -2,7 +2,9 @@
 
 use std::time::Instant;
 
-use tch::{Device, Kind, Tensor};
+use tch::Tensor;
+/// The device and element types callers name (the CLI links no `tch` of its own).
+pub use tch::{Device, Kind};
 
 use crate::TrainerError;
 
@@ -80,9 +82,19 @@ pub fn synchronize(device: tch::Device) {
 /// the spread says how steady the device was meanwhile. On a CPU it
 /// cross-checks `bench peak`'s FMA loop (libtorch's GEMM may use AVX-512
 /// where lcx's kernels use AVX2).
-pub fn matmul_gflops(device: Device, n: i64, reps: usize) -> Result<(f64, f64), tch::TchError> {
+///
+/// `kind` is the precision of the product: `Float` is FP32 as libtorch runs
+/// it by default (cuBLAS without TF32 tensor cores, libtorch's default), the
+/// ceiling of an fp32 arm; `Half` runs on a GPU's FP16 tensor cores, the
+/// ceiling of an AMP arm, whose autocast products are FP16.
+pub fn matmul_gflops(
+    device: Device,
+    n: i64,
+    reps: usize,
+    kind: Kind,
+) -> Result<(f64, f64), tch::TchError> {
     let _guard = tch::no_grad_guard();
-    let opts = (Kind::Float, device);
+    let opts = (kind, device);
     let a = Tensor::f_randn([n, n], opts)?;
     let b = Tensor::f_randn([n, n], opts)?;
     let _ = a.f_matmul(&b)?;

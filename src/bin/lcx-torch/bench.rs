@@ -156,10 +156,20 @@ fn peak(args: PeakArgs) -> anyhow::Result<u8> {
         None => None,
         Some(d) => Some((
             d,
-            lcx_trainer::device::matmul_gflops(d, args.matmul_size, 5)
+            device::matmul_gflops(d, args.matmul_size, 5, device::Kind::Float)
                 .context("timing the matrix product")?
                 .0,
         )),
+    };
+    // A GPU's FP16 tensor-core ceiling: what an AMP arm is read against
+    // (on a CPU, FP16 products are no faster and not what AMP runs).
+    let half = match device {
+        Some(d @ device::Device::Cuda(_)) => Some(
+            device::matmul_gflops(d, args.matmul_size, 5, device::Kind::Half)
+                .context("timing the FP16 matrix product")?
+                .0,
+        ),
+        _ => None,
     };
     let mut line = serde_json::json!({
         "iteration": 1,
@@ -183,6 +193,9 @@ fn peak(args: PeakArgs) -> anyhow::Result<u8> {
     }
     if let Some((_, g)) = matmul {
         line["peak/matmul_gflops"] = serde_json::json!(g);
+    }
+    if let Some(g) = half {
+        line["peak/matmul_half_gflops"] = serde_json::json!(g);
     }
     let mut sink = metrics_sink(args.metrics_out.as_ref())?;
     if let Some(out) = sink.as_mut() {
@@ -213,7 +226,16 @@ fn peak(args: PeakArgs) -> anyhow::Result<u8> {
     if let Some((d, g)) = matmul {
         table.add_row([
             format!(
-                "libtorch {n}×{n} matmul GFLOP/s on {d:?}",
+                "libtorch {n}×{n} FP32 matmul GFLOP/s on {d:?} (TF32 off)",
+                n = args.matmul_size
+            ),
+            format!("{g:.1}"),
+        ]);
+    }
+    if let Some(g) = half {
+        table.add_row([
+            format!(
+                "libtorch {n}×{n} FP16 matmul GFLOP/s (tensor cores)",
                 n = args.matmul_size
             ),
             format!("{g:.1}"),

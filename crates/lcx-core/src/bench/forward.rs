@@ -21,8 +21,9 @@ pub struct ForwardOptions {
     pub batch_sizes: Vec<usize>,
     /// Timed repetitions per batch size (each one JSON line).
     pub reps: usize,
-    /// Forwards per repetition; `None` calibrates from the warm-up so that a
-    /// repetition lasts about `target_rep_seconds`.
+    /// Forwards per repetition; `None` calibrates from `warmup_forwards`
+    /// more forwards timed after the warm-up, so that a repetition lasts
+    /// about `target_rep_seconds`.
     pub iters: Option<usize>,
     /// Untimed forwards before the first repetition of each batch size.
     pub warmup_forwards: usize,
@@ -74,10 +75,19 @@ pub fn run<T: ForwardTimer>(
     let mut iteration = 0;
     for &batch in &options.batch_sizes {
         let warmup = options.warmup_forwards.max(1);
-        let warm = timer.time_forwards(batch, warmup)?;
-        let iters = options
-            .iters
-            .unwrap_or_else(|| calibrate(warm, warmup, options.target_rep_seconds));
+        // The first forwards pay for one-off work (on a GPU: the context,
+        // kernel selection, the allocator's first blocks), so they are only
+        // a warm-up; a calibration from them would size the repetitions for
+        // a device many times slower than the warm one.
+        timer.time_forwards(batch, warmup)?;
+        let iters = match options.iters {
+            Some(n) => n,
+            None => calibrate(
+                timer.time_forwards(batch, warmup)?,
+                warmup,
+                options.target_rep_seconds,
+            ),
+        };
         let mut total_us = 0.0;
         for _ in 0..options.reps {
             let elapsed = timer.time_forwards(batch, iters)?;
@@ -154,6 +164,37 @@ mod tests {
         assert_eq!(rows[0].speedup_vs_first, 1.0);
         // Warm-up (2 forwards) before the 3 timed repetitions of 5 forwards.
         assert_eq!(timer.0.borrow()[..4], [(1, 2), (1, 5), (1, 5), (1, 5)]);
+    }
+
+    /// A timer whose first call is 1,000 times slower than the rest, as a
+    /// GPU's first forwards are.
+    struct ColdStart(RefCell<Vec<(usize, usize)>>);
+
+    impl ForwardTimer for ColdStart {
+        type Error = std::convert::Infallible;
+        fn time_forwards(&self, batch: usize, iters: usize) -> Result<Duration, Self::Error> {
+            let first = self.0.borrow().is_empty();
+            self.0.borrow_mut().push((batch, iters));
+            let per_call_us = if first { 1_000_000 } else { 1_000 };
+            Ok(Duration::from_micros((per_call_us * iters) as u64))
+        }
+    }
+
+    #[test]
+    fn calibration_comes_after_the_warm_up() {
+        let timer = ColdStart(RefCell::new(Vec::new()));
+        let options = ForwardOptions {
+            batch_sizes: vec![8],
+            reps: 1,
+            iters: None,
+            warmup_forwards: 4,
+            target_rep_seconds: 0.1,
+        };
+        run(&timer, &options, |_| {}).unwrap();
+        // Warm-up, then calibration, then one repetition sized from the
+        // warm rate (1 ms a forward → 100 forwards for 0.1 s), not from the
+        // cold one (which would give 1).
+        assert_eq!(*timer.0.borrow(), [(8, 4), (8, 4), (8, 100)]);
     }
 
     #[test]

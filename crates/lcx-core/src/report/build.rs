@@ -74,10 +74,11 @@ pub fn primary_metric(plan: Option<&Plan>, columns: &[ReportColumn]) -> Option<S
 
 /// What the trainer emits of its work rate, and the device ceiling it
 /// measured on a GPU: read against the recorded peak.
-pub const PERF_METRICS: [&str; 3] = [
+pub const PERF_METRICS: [&str; 4] = [
     "perf/traversal_gflops",
     "perf/training_gflops",
     "peak/device_matmul_gflops",
+    "peak/device_matmul_half_gflops",
 ];
 
 /// The plan stored with the experiment (one reader: [`Plan::from_stored`]).
@@ -719,6 +720,7 @@ fn roofline(
             traversal_gflops: mean(arm, PERF_METRICS[0]),
             training_gflops: mean(arm, PERF_METRICS[1]),
             device_peak_gflops: mean(arm, PERF_METRICS[2]),
+            device_half_peak_gflops: mean(arm, PERF_METRICS[3]),
         })
         .filter(|r| r.traversal_gflops.is_some() || r.training_gflops.is_some())
         .collect();

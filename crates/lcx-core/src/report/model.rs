@@ -241,14 +241,33 @@ pub struct RooflineArm {
     /// `perf/training_gflops`.
     pub traversal_gflops: Option<f64>,
     pub training_gflops: Option<f64>,
-    /// A GPU arm's measured matrix-product ceiling (`peak/device_matmul_gflops`).
+    /// A GPU arm's measured FP32 matrix-product ceiling
+    /// (`peak/device_matmul_gflops`, TF32 off).
     pub device_peak_gflops: Option<f64>,
+    /// An AMP arm's FP16 tensor-core ceiling
+    /// (`peak/device_matmul_half_gflops`, measured only when AMP ran).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_half_peak_gflops: Option<f64>,
 }
 
 impl RooflineArm {
-    /// The ceiling this arm is read against: its device's, else the host's.
+    /// The ceiling this arm is read against: an AMP arm's FP16 ceiling, a
+    /// GPU arm's FP32 one, else the host's FMA peak.
     pub fn ceiling(&self, host: Option<f64>) -> Option<f64> {
-        self.device_peak_gflops.or(host)
+        self.device_half_peak_gflops
+            .or(self.device_peak_gflops)
+            .or(host)
+    }
+
+    /// Which ceiling [`RooflineArm::ceiling`] is, in words.
+    pub fn ceiling_name(&self) -> &'static str {
+        if self.device_half_peak_gflops.is_some() {
+            "GPU FP16 matmul (tensor cores)"
+        } else if self.device_peak_gflops.is_some() {
+            "GPU FP32 matmul (TF32 off)"
+        } else {
+            "host FP32 FMA"
+        }
     }
 }
 
@@ -370,6 +389,33 @@ mod tests {
         assert_eq!(
             shell_line(&["sh".into(), "-c".into(), "echo $X".into()]),
             "sh -c 'echo $X'"
+        );
+    }
+
+    #[test]
+    fn an_arm_is_read_against_the_peak_of_the_precision_it_ran() {
+        let arm = |fp32: Option<f64>, half: Option<f64>| RooflineArm {
+            arm: "a".into(),
+            traversal_gflops: None,
+            training_gflops: Some(10.0),
+            device_peak_gflops: fp32,
+            device_half_peak_gflops: half,
+        };
+        let host = Some(200.0);
+        let cpu = arm(None, None);
+        assert_eq!(
+            (cpu.ceiling(host), cpu.ceiling_name()),
+            (host, "host FP32 FMA")
+        );
+        let fp32 = arm(Some(50_000.0), None);
+        assert_eq!(
+            (fp32.ceiling(host), fp32.ceiling_name()),
+            (Some(50_000.0), "GPU FP32 matmul (TF32 off)")
+        );
+        let amp = arm(Some(50_000.0), Some(600_000.0));
+        assert_eq!(
+            (amp.ceiling(host), amp.ceiling_name()),
+            (Some(600_000.0), "GPU FP16 matmul (tensor cores)")
         );
     }
 }

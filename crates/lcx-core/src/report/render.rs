@@ -401,6 +401,7 @@ fn roofline_section(r: &super::model::Roofline) -> String {
         "of peak",
         "training GFLOP/s",
         "of peak",
+        "peak",
     ]);
     for a in &r.arms {
         let ceiling = a.ceiling(r.peak_gflops);
@@ -411,6 +412,7 @@ fn roofline_section(r: &super::model::Roofline) -> String {
             percent_of(a.traversal_gflops, ceiling),
             rate(a.training_gflops),
             percent_of(a.training_gflops, ceiling),
+            format!("{} {}", a.ceiling_name(), rate(ceiling)),
         ]);
     }
     let _ = writeln!(out, "{t}\n");
@@ -429,8 +431,9 @@ fn roofline_section(r: &super::model::Roofline) -> String {
         _ => "— (not recorded: the experiment predates lcx's peak probe)".into(),
     };
     let device = if r.arms.iter().any(|a| a.device_peak_gflops.is_some()) {
-        " GPU arms are read against their device's measured matrix-product ceiling \
-         (`peak/device_matmul_gflops`)."
+        " GPU arms are read against their device's measured matrix-product ceiling: \
+         FP32 with TF32 off (`peak/device_matmul_gflops`), or for an arm whose steps ran \
+         AMP, FP16 on the tensor cores (`peak/device_matmul_half_gflops`)."
     } else {
         ""
     };

@@ -33,6 +33,41 @@ pub fn compute_processes() -> Option<i64> {
     Some(text.lines().filter(|l| !l.trim().is_empty()).count() as i64)
 }
 
+/// Memory in use on CUDA device `index` (as the process numbers its
+/// devices), in MiB, whoever uses it: the trainer's own footprint on a GPU
+/// it has to itself. `None` without `nvidia-smi` or when it cannot say.
+pub fn memory_used_mib(index: usize) -> Option<f64> {
+    let id = smi_device_id(index, std::env::var("CUDA_VISIBLE_DEVICES").ok().as_deref());
+    let out = Command::new("nvidia-smi")
+        .args([
+            "-i",
+            &id,
+            "--query-gpu=memory.used",
+            "--format=csv,noheader,nounits",
+        ])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .and_then(|l| l.trim().parse::<f64>().ok())
+}
+
+/// The `nvidia-smi -i` id of the process's CUDA device `index`: with
+/// `CUDA_VISIBLE_DEVICES` set, the process's device 0 is the first device
+/// listed there (an index or a UUID, both of which `-i` takes), not the
+/// host's device 0.
+fn smi_device_id(index: usize, visible: Option<&str>) -> String {
+    visible
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .and_then(|v| v.split(',').nth(index))
+        .map_or_else(|| index.to_string(), |id| id.trim().to_string())
+}
+
 /// The GPUs: `Ok(None)` when `nvidia-smi` is not installed (no NVIDIA
 /// GPU, as far as lcx can tell); `Err` with what went wrong when it is
 /// there and fails.
@@ -82,6 +117,17 @@ fn parse(text: &str) -> Vec<Gpu> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_process_device_is_named_through_cuda_visible_devices() {
+        assert_eq!(smi_device_id(0, None), "0");
+        assert_eq!(smi_device_id(1, Some("")), "1");
+        assert_eq!(smi_device_id(0, Some("3,1")), "3");
+        assert_eq!(smi_device_id(1, Some("3, 1")), "1");
+        assert_eq!(smi_device_id(0, Some("GPU-8f2e")), "GPU-8f2e");
+        // More devices asked for than listed: the index as it is.
+        assert_eq!(smi_device_id(2, Some("3,1")), "2");
+    }
 
     #[test]
     fn each_line_is_a_gpu_and_what_it_cannot_say_is_unknown() {

@@ -84,6 +84,79 @@ impl AdamW {
     }
 }
 
+impl AdamW {
+    /// [`AdamW::update`] where `ok` (a boolean scalar on the parameters'
+    /// device) is true, and nothing (parameters, moments, step count) where
+    /// it is false, decided on the device: the caller never reads `ok`
+    /// back, so a step costs no synchronisation. `steps` counts the updates
+    /// taken (a double scalar on the device, from [`AdamW::device_steps`]);
+    /// the bias corrections follow it, as PyTorch's fused AdamW does.
+    pub(crate) fn update_where(
+        &mut self,
+        params: &[Tensor],
+        ok: &Tensor,
+        steps: &mut Tensor,
+    ) -> Result<(), TrainerError> {
+        let _guard = tch::no_grad_guard();
+        let _ = steps.f_add_(&ok.f_to_kind(Kind::Double)?)?;
+        // 1 − βᵗ = 1 − exp(t·ln β), in double precision like the host path.
+        let bc = |beta: f64| -> Result<Tensor, TrainerError> {
+            Ok(steps
+                .f_mul_scalar(beta.ln())?
+                .f_exp()?
+                .f_neg()?
+                .f_add_scalar(1.0)?)
+        };
+        let bc1 = bc(self.beta1)?;
+        let bc2_sqrt = bc(self.beta2)?.f_sqrt()?;
+        // −1 / step_size = −bc₁ / lr, folded into the denominator as in
+        // [`AdamW::update`].
+        let neg_inv_step = bc1.f_mul_scalar(-1.0 / self.lr)?;
+        for (p, (m, v)) in params.iter().zip(self.moments.iter_mut()) {
+            let g = p.grad();
+            if !g.defined() {
+                continue;
+            }
+            let mut p = p.shallow_clone();
+            let decayed = if self.weight_decay != 0.0 {
+                p.f_mul_scalar(1.0 - self.lr * self.weight_decay)?
+            } else {
+                p.f_detach_copy()?
+            };
+            let m_new = m.f_lerp(&g, 1.0 - self.beta1)?;
+            let v_new = v
+                .f_mul_scalar(self.beta2)?
+                .f_addcmul(&g, &g.f_mul_scalar(1.0 - self.beta2)?)?;
+            let denom = v_new
+                .f_sqrt()?
+                .f_div(&bc2_sqrt)?
+                .f_add_scalar(self.eps)?
+                .f_mul(&neg_inv_step)?;
+            let p_new = decayed.f_addcdiv(&m_new, &denom)?;
+            m.f_copy_(&m_new.f_where_self(ok, m)?)?;
+            v.f_copy_(&v_new.f_where_self(ok, v)?)?;
+            p.f_copy_(&p_new.f_where_self(ok, &p)?)?;
+        }
+        Ok(())
+    }
+
+    /// The step count as a double scalar on `device`, for
+    /// [`AdamW::update_where`]; [`AdamW::set_steps`] brings it back.
+    pub(crate) fn device_steps(&self, device: Device) -> Result<Tensor, TrainerError> {
+        Ok(Tensor::f_full(
+            [],
+            self.step as f64,
+            (Kind::Double, device),
+        )?)
+    }
+
+    /// Takes the count [`AdamW::update_where`] advanced (one read back).
+    pub(crate) fn set_steps(&mut self, steps: &Tensor) -> Result<(), TrainerError> {
+        self.step = f64::try_from(steps)?.round() as i64;
+        Ok(())
+    }
+}
+
 /// A network, its parameters and its own AdamW optimiser.
 pub struct NetTrainer {
     pub vs: VarStore,
@@ -100,12 +173,23 @@ impl std::fmt::Debug for NetTrainer {
 }
 
 impl NetTrainer {
-    /// Builds the network on `device` (initialised from the global torch
-    /// seed) and an AdamW with betas (0.9, 0.999), eps 1e-8 and decoupled
-    /// weight decay.
+    /// Builds the network on `device` and an AdamW with betas (0.9, 0.999),
+    /// eps 1e-8 and decoupled weight decay. The weights are always drawn on
+    /// the CPU from the global torch seed and then copied to `device`: a
+    /// device's own generator draws other numbers from the same seed, and a
+    /// CUDA arm must start from the weights its CPU baseline starts from
+    /// for a paired comparison (a guard on the loss) to mean anything.
     pub fn new(spec: MlpSpec, device: Device, adam: AdamWConfig) -> Result<Self, TrainerError> {
-        let vs = VarStore::new(device);
-        let net = Mlp::new(&vs.root(), spec)?;
+        let cpu = VarStore::new(Device::Cpu);
+        let cpu_net = Mlp::new(&cpu.root(), spec)?;
+        let (vs, net) = if device == Device::Cpu {
+            (cpu, cpu_net)
+        } else {
+            let mut vs = VarStore::new(device);
+            let net = Mlp::new(&vs.root(), spec)?;
+            vs.copy(&cpu)?;
+            (vs, net)
+        };
         let opt = AdamW::new(&vs.trainable_variables(), adam)?;
         Ok(Self { vs, net, opt })
     }
@@ -202,6 +286,186 @@ impl GradScaler {
         )?;
         Ok(())
     }
+}
+
+impl GradScaler {
+    /// [`GradScaler::update`] where `finite` (a boolean scalar on the
+    /// device) holds; where it does not (the loss itself was not finite)
+    /// the scale and its growth count stay as they were, as on the host
+    /// path, which returns before the update.
+    fn update_where(&mut self, found_inf: &Tensor, finite: &Tensor) -> Result<(), TrainerError> {
+        let scale = self.scale.f_detach_copy()?;
+        let tracker = self.growth_tracker.f_detach_copy()?;
+        self.update(found_inf)?;
+        let kept = self.scale.f_where_self(finite, &scale)?;
+        self.scale.f_copy_(&kept)?;
+        let kept = self.growth_tracker.f_where_self(finite, &tracker)?;
+        self.growth_tracker.f_copy_(&kept)?;
+        Ok(())
+    }
+}
+
+/// Scales the gradients down so that their global L2 norm is at most `max`,
+/// without reading the norm back: the factor min(1, max / (norm + 1e-6)) is
+/// applied on the device (a factor of exactly 1 leaves a gradient as it was).
+fn clip_grad_norm_on_device(params: &[Tensor], max: f64) -> Result<(), TrainerError> {
+    let _guard = tch::no_grad_guard();
+    let grads: Vec<Tensor> = params
+        .iter()
+        .map(Tensor::grad)
+        .filter(Tensor::defined)
+        .collect();
+    if grads.is_empty() {
+        return Ok(());
+    }
+    let norms = grads
+        .iter()
+        .map(|g| g.f_norm())
+        .collect::<Result<Vec<_>, _>>()?;
+    let coef = Tensor::f_stack(&norms, 0)?
+        .f_norm()?
+        .f_add_scalar(1e-6)?
+        .f_reciprocal()?
+        .f_mul_scalar(max)?
+        .f_clamp_max(1.0)?;
+    for mut g in grads {
+        let _ = g.f_mul_(&coef)?;
+    }
+    Ok(())
+}
+
+/// The running sums of one network's steps, kept on its device: a step
+/// adds to them without a read back, and [`DeviceTally::read`] reads them
+/// once (one synchronisation) when the network's steps of an iteration are
+/// done.
+pub struct DeviceTally {
+    loss_sum: Tensor,
+    finite: Tensor,
+    nonfinite: Tensor,
+    overflow: Tensor,
+    /// The last finite loss (NaN before one).
+    last: Tensor,
+    /// AdamW updates taken, for the bias corrections.
+    adam_steps: Tensor,
+    steps: u64,
+}
+
+/// What [`DeviceTally::read`] brings back.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TallyValues {
+    /// Mean loss over steps with a finite loss (NaN when none was).
+    pub mean_loss: f64,
+    /// The last finite loss.
+    pub last: Option<f64>,
+    pub finite: u64,
+    pub nonfinite: u64,
+    pub overflow: u64,
+    pub steps: u64,
+}
+
+impl DeviceTally {
+    /// Empty sums on `trainer`'s device, its optimiser's step count taken over.
+    pub fn new(trainer: &NetTrainer, device: Device) -> Result<Self, TrainerError> {
+        let zero = || Tensor::f_zeros([], (Kind::Double, device));
+        Ok(Self {
+            loss_sum: zero()?,
+            finite: zero()?,
+            nonfinite: zero()?,
+            overflow: zero()?,
+            last: Tensor::f_full([], f64::NAN, (Kind::Double, device))?,
+            adam_steps: trainer.opt.device_steps(device)?,
+            steps: 0,
+        })
+    }
+
+    /// Reads the sums back (waits for the device) and hands the optimiser
+    /// its step count.
+    pub fn read(&self, trainer: &mut NetTrainer) -> Result<TallyValues, TrainerError> {
+        trainer.opt.set_steps(&self.adam_steps)?;
+        let values = Tensor::f_stack(
+            &[
+                self.loss_sum.shallow_clone(),
+                self.finite.shallow_clone(),
+                self.nonfinite.shallow_clone(),
+                self.overflow.shallow_clone(),
+                self.last.shallow_clone(),
+            ],
+            0,
+        )?
+        .f_to_device(Device::Cpu)?;
+        let mut v = [0f64; 5];
+        values.f_copy_data(&mut v, 5)?;
+        let [sum, finite, nonfinite, overflow, last] = v;
+        Ok(TallyValues {
+            mean_loss: if finite > 0.0 { sum / finite } else { f64::NAN },
+            last: last.is_finite().then_some(last),
+            finite: finite as u64,
+            nonfinite: nonfinite as u64,
+            overflow: overflow as u64,
+            steps: self.steps,
+        })
+    }
+}
+
+/// [`step`] without a read back to the host: the non-finite guard, the
+/// clipping factor and the scaler's skip are decided on the device, and
+/// the loss and the counts go into `tally`. The same updates as [`step`]
+/// (up to rounding in the last place), which a GPU would otherwise wait
+/// for two or three times a step.
+pub fn step_on_device(
+    trainer: &mut NetTrainer,
+    scaler: &mut GradScaler,
+    loss: &Tensor,
+    grad_clip: f64,
+    tally: &mut DeviceTally,
+) -> Result<(), TrainerError> {
+    trainer.zero_grad();
+    tally.steps += 1;
+    let value = loss.f_detach()?.f_to_kind(Kind::Double)?;
+    let finite = value.f_isfinite()?;
+    {
+        let _guard = tch::no_grad_guard();
+        let zero = value.f_zeros_like()?;
+        let _ = tally
+            .loss_sum
+            .f_add_(&value.f_where_self(&finite, &zero)?)?;
+        let _ = tally.finite.f_add_(&finite.f_to_kind(Kind::Double)?)?;
+        let _ = tally
+            .nonfinite
+            .f_add_(&finite.f_logical_not()?.f_to_kind(Kind::Double)?)?;
+        let last = value.f_where_self(&finite, &tally.last)?;
+        tally.last.f_copy_(&last)?;
+    }
+    let params = trainer.params();
+    if !scaler.enabled {
+        loss.f_backward()?;
+        if grad_clip > 0.0 {
+            clip_grad_norm_on_device(&params, grad_clip)?;
+        }
+        return trainer
+            .opt
+            .update_where(&params, &finite, &mut tally.adam_steps);
+    }
+    loss.f_mul(&scaler.scale)?
+        .f_sum(Kind::Float)?
+        .f_backward()?;
+    let found_inf = scaler.unscale(&params)?;
+    if grad_clip > 0.0 {
+        clip_grad_norm_on_device(&params, grad_clip)?;
+    }
+    let clean = found_inf.f_eq(0.0)?.f_reshape([])?;
+    let ok = finite.f_logical_and(&clean)?;
+    trainer
+        .opt
+        .update_where(&params, &ok, &mut tally.adam_steps)?;
+    {
+        let _guard = tch::no_grad_guard();
+        let overflowed = finite.f_logical_and(&clean.f_logical_not()?)?;
+        let _ = tally
+            .overflow
+            .f_add_(&overflowed.f_to_kind(Kind::Double)?)?;
+    }
+    scaler.update_where(&found_inf, &finite)
 }
 
 /// Scales the gradients down so that their global L2 norm is at most `max`.
@@ -548,6 +812,80 @@ mod tests {
             let expected = if i < 1999 { 65_536.0 } else { 131_072.0 };
             if i >= 1998 {
                 assert_eq!(scaler.scale_value().unwrap(), expected, "after step {i}");
+            }
+        }
+    }
+
+    /// The losses of a sequence that holds every case a step decides:
+    /// clean steps, a non-finite loss, and (under AMP) a finite loss whose
+    /// gradient is not.
+    fn case_loss(t: &NetTrainer, case: usize, x: &Tensor, amp: bool) -> Tensor {
+        match case {
+            3 => mse(
+                t,
+                &Tensor::from_slice(&[f32::NAN, 0.0, 0.0, 0.0]).view([1, 4]),
+            ),
+            // Without a scaler nothing catches an infinite gradient.
+            5 if amp => {
+                let s = t.forward(x).unwrap().sum(Kind::Float);
+                (&s - s.detach()).sqrt()
+            }
+            _ => mse(t, x) * 50.0,
+        }
+    }
+
+    #[test]
+    fn the_step_that_stays_on_the_device_takes_the_host_steps_decisions() {
+        tch::manual_seed(11);
+        let x = Tensor::randn([3, 4], (Kind::Float, Device::Cpu));
+        for amp in [false, true] {
+            let (mut host, mut dev) = tiny_pair();
+            let mut host_scaler = GradScaler::new(amp, Device::Cpu).unwrap();
+            let mut dev_scaler = GradScaler::new(amp, Device::Cpu).unwrap();
+            let mut tally = DeviceTally::new(&dev, Device::Cpu).unwrap();
+            let (mut sum, mut finite, mut nonfinite, mut overflow, mut last) =
+                (0.0, 0u64, 0u64, 0u64, None);
+            for case in 0..8 {
+                // Clipping at 0.05 binds for these losses, so the device's
+                // clipping factor is exercised below 1 as well as at 1.
+                let clip = if case % 2 == 0 { 0.05 } else { 0.0 };
+                let loss = case_loss(&host, case, &x, amp);
+                let o = step(&mut host, &mut host_scaler, &loss, clip).unwrap();
+                let loss = case_loss(&dev, case, &x, amp);
+                step_on_device(&mut dev, &mut dev_scaler, &loss, clip, &mut tally).unwrap();
+                if o.nonfinite_loss {
+                    nonfinite += 1;
+                } else {
+                    sum += o.loss;
+                    finite += 1;
+                    last = Some(o.loss);
+                }
+                overflow += u64::from(o.overflow);
+            }
+            let v = tally.read(&mut dev).unwrap();
+            assert_eq!(
+                (v.finite, v.nonfinite, v.overflow, v.steps),
+                (finite, nonfinite, overflow, 8)
+            );
+            assert_eq!(nonfinite, 1, "amp {amp}");
+            assert_eq!(overflow, u64::from(amp), "amp {amp}");
+            assert!((v.mean_loss - sum / finite as f64).abs() < 1e-9 * sum.abs().max(1.0));
+            assert_eq!(v.last.map(|l| l as f32), last.map(|l| l as f32));
+            assert_eq!(dev.opt.step, host.opt.step, "amp {amp}");
+            assert_eq!(host.opt.step, 8 - 1 - i64::from(amp));
+            assert_eq!(
+                dev_scaler.scale_value().unwrap(),
+                host_scaler.scale_value().unwrap()
+            );
+            for (p, q) in snapshot(&host).iter().zip(snapshot(&dev)) {
+                let diff = f64::try_from((p - q).abs().max()).unwrap();
+                assert!(diff < 1e-6, "amp {amp}: parameters differ by {diff}");
+            }
+            for ((m, v), (dm, dv)) in host.opt.moments.iter().zip(&dev.opt.moments) {
+                for (a, b) in [(m, dm), (v, dv)] {
+                    let diff = f64::try_from((a - b).abs().max()).unwrap();
+                    assert!(diff < 1e-6, "amp {amp}: moments differ by {diff}");
+                }
             }
         }
     }

@@ -6,10 +6,11 @@ use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
+use tch::nn::VarStore;
 use tch::{Device, Kind, Tensor};
 
 use crate::kernel::native_train::{Loss, NativeTrainer};
-use crate::nn::network::MlpSpec;
+use crate::nn::network::{Mlp, MlpSpec};
 use crate::nn::optim::{self, AdamWConfig, GradScaler, NetTrainer, Weighting};
 use crate::nn::policy::TorchPolicy;
 use crate::run::checkpoint::{self, CheckpointError, CheckpointMeta};
@@ -162,30 +163,45 @@ struct NetResult {
     /// reports as its strategy loss.
     last: Option<f64>,
     nonfinite: u64,
+    /// Steps the grad scaler skipped (inf/NaN gradients under AMP).
+    overflow: u64,
     /// Steps taken and rows they trained on (for the FLOP count).
     steps: u64,
     rows: u64,
+    /// On a GPU: the seconds until the host had queued every step, before
+    /// waiting for the device to finish them.
+    queued_seconds: Option<f64>,
 }
 
 impl NetJob {
     fn batch_tensors(&self, b: &Batch) -> Result<(Tensor, Tensor, Tensor, Tensor), TrainerError> {
         let rows = b.rows as i64;
-        let x = Tensor::f_from_slice(&b.states)?
-            .f_view([rows, self.dim as i64])?
-            .f_to_device(self.device)?;
-        let y = Tensor::f_from_slice(&b.targets)?
-            .f_view([rows, ACTIONS as i64])?
-            .f_to_device(self.device)?;
+        let x =
+            self.onto_device(Tensor::f_from_slice(&b.states)?.f_view([rows, self.dim as i64])?)?;
+        let y =
+            self.onto_device(Tensor::f_from_slice(&b.targets)?.f_view([rows, ACTIONS as i64])?)?;
         let mut mask = Vec::with_capacity(b.rows * ACTIONS);
         for r in 0..b.rows {
             mask.extend_from_slice(&b.mask_row_f32(r));
         }
-        let m = Tensor::f_from_slice(&mask)?
-            .f_view([rows, ACTIONS as i64])?
-            .f_to_device(self.device)?;
+        let m = self.onto_device(Tensor::f_from_slice(&mask)?.f_view([rows, ACTIONS as i64])?)?;
         let its: Vec<i64> = b.iterations.iter().map(|&i| i64::from(i)).collect();
-        let it = Tensor::f_from_slice(&its)?.f_to_device(self.device)?;
+        let it = self.onto_device(Tensor::f_from_slice(&its)?)?;
         Ok((x, y, m, it))
+    }
+
+    /// A host tensor on the training device. To a GPU it goes through
+    /// pinned (page-locked) memory, whose copy runs without the host
+    /// waiting for it; libtorch's pinned-memory allocator keeps the buffer
+    /// until the copy is done and then reuses it.
+    fn onto_device(&self, host: Tensor) -> Result<Tensor, TrainerError> {
+        if self.device == Device::Cpu {
+            return Ok(host);
+        }
+        let kind = host.kind();
+        Ok(host
+            .f_pin_memory(self.device)?
+            .f_to_device_(self.device, kind, true, false)?)
     }
 
     /// `updates` steps on `trainer` from batches of `mem`.
@@ -201,8 +217,10 @@ impl NetJob {
                 loss: None,
                 last: None,
                 nonfinite: 0,
+                overflow: 0,
                 steps: 0,
                 rows: 0,
+                queued_seconds: None,
             });
         }
         if self.native {
@@ -210,21 +228,67 @@ impl NetJob {
                 return self.run_native(native, trainer, mem, t);
             }
         }
+        if self.device != Device::Cpu {
+            return self.run_resident(trainer, mem, scaler, t);
+        }
         let mut tally = Tally::default();
         for _ in 0..self.updates {
             let b = mem.sample(self.batch)?;
             tally.rows += b.rows as u64;
-            let (x, y, m, it) = self.batch_tensors(&b)?;
-            let amp = scaler.enabled();
-            let out = tch::autocast(amp, || trainer.forward(&x))?;
-            let loss = if self.advantage {
-                optim::advantage_loss(&out, &y, &m, &it, t, self.weighting)?
-            } else {
-                optim::strategy_loss(&out, &y, &m, &it, t, self.weighting)?
-            };
+            let loss = self.loss(trainer, scaler, &b, t)?;
             tally.add(optim::step(trainer, scaler, &loss, self.grad_clip)?);
         }
         Ok(tally.result())
+    }
+
+    /// The forward of batch `b` and its loss.
+    fn loss(
+        &self,
+        trainer: &NetTrainer,
+        scaler: &GradScaler,
+        b: &Batch,
+        t: u64,
+    ) -> Result<Tensor, TrainError> {
+        let (x, y, m, it) = self.batch_tensors(b)?;
+        let out = tch::autocast(scaler.enabled(), || trainer.forward(&x))?;
+        Ok(if self.advantage {
+            optim::advantage_loss(&out, &y, &m, &it, t, self.weighting)?
+        } else {
+            optim::strategy_loss(&out, &y, &m, &it, t, self.weighting)?
+        })
+    }
+
+    /// [`NetJob::run`] on a GPU: every step is queued without waiting for
+    /// the device (see [`optim::step_on_device`]), and the losses and
+    /// counts are read back once, after the last step.
+    fn run_resident(
+        &self,
+        trainer: &mut NetTrainer,
+        mem: &mut Reservoir,
+        scaler: &mut GradScaler,
+        t: u64,
+    ) -> Result<NetResult, TrainError> {
+        let start = Instant::now();
+        let mut tally = optim::DeviceTally::new(trainer, self.device)?;
+        let mut rows = 0u64;
+        let mut b = Batch::default();
+        for _ in 0..self.updates {
+            mem.sample_into(self.batch, &mut b)?;
+            rows += b.rows as u64;
+            let loss = self.loss(trainer, scaler, &b, t)?;
+            optim::step_on_device(trainer, scaler, &loss, self.grad_clip, &mut tally)?;
+        }
+        let queued = start.elapsed().as_secs_f64();
+        let v = tally.read(trainer)?;
+        Ok(NetResult {
+            loss: Some(v.mean_loss),
+            last: v.last,
+            nonfinite: v.nonfinite,
+            overflow: v.overflow,
+            steps: v.steps,
+            rows,
+            queued_seconds: Some(queued),
+        })
     }
 
     /// [`NetJob::run`] on lcx's kernel: the same batches, the same steps,
@@ -277,6 +341,7 @@ struct Tally {
     last: Option<f64>,
     finite: u32,
     nonfinite: u64,
+    overflow: u64,
     steps: u64,
     rows: u64,
 }
@@ -284,6 +349,7 @@ struct Tally {
 impl Tally {
     fn add(&mut self, outcome: optim::StepOutcome) {
         self.steps += 1;
+        self.overflow += u64::from(outcome.overflow);
         if outcome.nonfinite_loss {
             self.nonfinite += 1;
         } else {
@@ -303,8 +369,10 @@ impl Tally {
             }),
             last: self.last,
             nonfinite: self.nonfinite,
+            overflow: self.overflow,
             steps: self.steps,
             rows: self.rows,
+            queued_seconds: None,
         }
     }
 }
@@ -334,6 +402,17 @@ pub struct Trainer {
     /// before the first iteration, best of five), the peak its phases are
     /// read against, and how far its tries lay apart.
     device_peak: Option<(f64, f64)>,
+    /// On a GPU with AMP: the half-precision (tensor-core) matrix-product
+    /// ceiling, the peak an AMP arm's phases are read against.
+    device_half_peak: Option<f64>,
+    /// Where evaluation games run (`evaluation.device`; `trainer` is
+    /// [`Trainer::device`]).
+    eval_device: Device,
+    /// Steps the grad scaler skipped this iteration (inf/NaN gradients).
+    overflow_steps: u64,
+    /// On a GPU, this iteration's seconds until the host had queued every
+    /// training step (before waiting for the device).
+    queued_seconds: f64,
 }
 
 impl Trainer {
@@ -341,6 +420,10 @@ impl Trainer {
     /// strategy) on the configured device.
     pub fn new(config: TrainerConfig) -> Result<Self, TrainError> {
         let device = device::resolve(&config.run.device.to_string())?;
+        let eval_device = match config.evaluation.device {
+            cfg::EvalDevice::Trainer => device,
+            cfg::EvalDevice::Device(spec) => device::resolve(&spec.to_string())?,
+        };
         if config.run.keep_freed_memory {
             // Before the traversal and training threads allocate anything.
             crate::heap::keep_freed_memory();
@@ -388,7 +471,26 @@ impl Trainer {
             trained: [(0, 0); 3],
             last_loss: [None; 3],
             device_peak: None,
+            device_half_peak: None,
+            eval_device,
+            overflow_steps: 0,
+            queued_seconds: 0.0,
         })
+    }
+
+    /// A copy of network `net` (0, 1: advantage; 2: strategy) on `device`:
+    /// its own variables and an eager forward. Drawing the copy's initial
+    /// values (overwritten at once) uses that device's generator.
+    fn net_copy_on(&self, net: usize, device: Device) -> Result<(VarStore, Mlp), TrainError> {
+        let mut vs = VarStore::new(device);
+        let mlp = Mlp::new(&vs.root(), self.spec)?;
+        vs.copy(&self.nets[net].vs).map_err(TrainerError::from)?;
+        Ok((vs, mlp))
+    }
+
+    /// The device evaluation games run on (`evaluation.device`).
+    pub fn eval_device(&self) -> Device {
+        self.eval_device
     }
 
     /// Input features per info state.
@@ -489,6 +591,8 @@ impl Trainer {
         };
         let r = job.run(&mut self.nets[net], mem, &mut self.scaler, t)?;
         self.nonfinite_losses += r.nonfinite;
+        self.overflow_steps += r.overflow;
+        self.queued_seconds += r.queued_seconds.unwrap_or(0.0);
         self.trained[net].0 += r.steps;
         self.trained[net].1 += r.rows;
         self.last_loss[net] = r.last;
@@ -567,6 +671,7 @@ impl Trainer {
         for (i, r) in results.into_iter().enumerate() {
             let (r, seconds) = r?;
             self.nonfinite_losses += r.nonfinite;
+            self.overflow_steps += r.overflow;
             self.trained[i].0 += r.steps;
             self.trained[i].1 += r.rows;
             self.last_loss[i] = r.last;
@@ -600,9 +705,16 @@ impl Trainer {
             // Before the iteration's clock starts: 4096² is large enough to
             // keep a datacenter GPU's tensor cores busy, small enough for
             // any GPU lcx trains on.
-            let peak =
-                crate::device::matmul_gflops(self.device, 4096, 5).map_err(TrainerError::from)?;
+            let peak = crate::device::matmul_gflops(self.device, 4096, 5, Kind::Float)
+                .map_err(TrainerError::from)?;
             self.device_peak = Some(peak);
+            if self.scaler.enabled() {
+                // AMP's matrix products run in half precision on tensor
+                // cores: an FP32 ceiling would flatter them several times.
+                let half = crate::device::matmul_gflops(self.device, 4096, 5, Kind::Half)
+                    .map_err(TrainerError::from)?;
+                self.device_half_peak = Some(half.0);
+            }
         }
         let start = Instant::now();
         let mut m = Metrics::new();
@@ -610,6 +722,9 @@ impl Trainer {
         if let Some((peak, spread)) = self.device_peak {
             m.insert("peak/device_matmul_gflops".into(), peak);
             m.insert("peak/device_matmul_spread".into(), spread);
+        }
+        if let Some(half) = self.device_half_peak {
+            m.insert("peak/device_matmul_half_gflops".into(), half);
         }
 
         let trav_start = Instant::now();
@@ -630,6 +745,8 @@ impl Trainer {
         let train_start = Instant::now();
         self.trained = [(0, 0); 3];
         self.last_loss = [None; 3];
+        self.overflow_steps = 0;
+        self.queued_seconds = 0.0;
         let (losses, adv_seconds, strat_seconds) = self.train_networks(t)?;
         let training_seconds = train_start.elapsed().as_secs_f64();
         let work = Work::of(&self.spec, forward_rows, self.trained);
@@ -660,11 +777,19 @@ impl Trainer {
             max_steps: u64::from(ev.max_steps),
             batch_size: ev.batch_size as usize,
         };
+        // Evaluation on another device than training's (commonly the CPU
+        // beside a GPU) plays a copy of the strategy network made there.
+        let eval_copy = if opponents.is_empty() || self.eval_device == self.device {
+            None
+        } else {
+            Some(self.net_copy_on(2, self.eval_device)?)
+        };
+        let eval_net = eval_copy.as_ref().map_or(&self.nets[2].net, |c| &c.1);
         for opp in &opponents {
             let name = opp.to_string();
             let r = eval::evaluate(
-                &self.nets[2].net,
-                self.device,
+                eval_net,
+                self.eval_device,
                 &self.config.rules,
                 self.encoding,
                 &name,
@@ -686,6 +811,11 @@ impl Trainer {
         m.insert("time/strategy_train_seconds".into(), strat_seconds);
         // The whole phase: with concurrent networks the two above overlap.
         m.insert("time/training_seconds".into(), training_seconds);
+        if self.device != Device::Cpu {
+            // Host time to queue the steps, beside the phase's time on the
+            // device: when the two are close, the host is what limits.
+            m.insert("time/training_queued_seconds".into(), self.queued_seconds);
+        }
         m.insert(
             metrics::NODES_PER_TRAVERSAL_SECOND.into(),
             if traversal_seconds > 0.0 {
@@ -748,9 +878,16 @@ impl Trainer {
                 "amp/nonfinite_loss_count".into(),
                 self.nonfinite_losses as f64,
             );
+            m.insert("amp/overflow_steps".into(), self.overflow_steps as f64);
         }
         let iteration_seconds = start.elapsed().as_secs_f64();
         m.insert(metrics::ITERATION_SECONDS.into(), iteration_seconds);
+        if let Device::Cuda(index) = self.device {
+            // After the clock: nvidia-smi takes tens of milliseconds.
+            if let Some(mib) = lcx_core::system::gpu::memory_used_mib(index) {
+                m.insert("gpu/memory_used_mib".into(), mib);
+            }
+        }
         m.insert(
             metrics::NODES_PER_ITERATION_SECOND.into(),
             if iteration_seconds > 0.0 {
@@ -870,6 +1007,54 @@ mod tests {
         let m = trainer.run_iteration().unwrap();
         assert_eq!(m["amp/grad_scale"], 1.0);
         assert_eq!(m["amp/nonfinite_loss_count"], 0.0);
+        assert_eq!(m["amp/overflow_steps"], 0.0);
+    }
+
+    #[test]
+    fn evaluation_device_is_honoured() {
+        use lcx_core::config::{DeviceSpec, EvalDevice};
+        let mut c = smoke();
+        c.evaluation.device = EvalDevice::Device(DeviceSpec::Cpu);
+        let trainer = Trainer::new(c.clone()).unwrap();
+        assert_eq!(trainer.eval_device(), Device::Cpu);
+        // Evaluating elsewhere plays a copy: the same greedy games as the
+        // network itself.
+        let (_vs, copy) = trainer.net_copy_on(2, Device::Cpu).unwrap();
+        let x = Tensor::randn([5, trainer.input_dim() as i64], (Kind::Float, Device::Cpu));
+        let (a, b) = (
+            trainer.nets[2].net.f_forward(&x).unwrap(),
+            copy.f_forward(&x).unwrap(),
+        );
+        assert!(a.equal(&b));
+        let spec = EvalSpec {
+            games: 4,
+            base_seed: 7,
+            max_steps: 10_000,
+            batch_size: 4,
+        };
+        let play = |net: &Mlp| {
+            eval::evaluate(
+                net,
+                Device::Cpu,
+                &c.rules,
+                trainer.encoding,
+                "random",
+                &spec,
+            )
+            .unwrap()
+        };
+        let (own, copied) = (play(&trainer.nets[2].net), play(&copy));
+        assert_eq!(
+            (own.wins0, own.score0, own.length),
+            (copied.wins0, copied.score0, copied.length)
+        );
+        // A device the host lacks is refused at the start, not ignored.
+        if !device::cuda_available() {
+            let mut c = smoke();
+            c.evaluation.device = EvalDevice::Device(DeviceSpec::Cuda);
+            let err = Trainer::new(c).err().expect("evaluation on a missing GPU");
+            assert!(err.to_string().contains("CUDA"), "{err}");
+        }
     }
 
     /// Gives `b` `a`'s weights (through a checkpoint) and returns them. Other

@@ -1,0 +1,135 @@
+//! `scripts/gpu-check.sh --dry-run-cpu`: every step of the GPU check, on the
+//! CPU at its smallest sizes, so that the script that runs in the few
+//! minutes a GPU host is lent cannot rot in between.
+
+use std::path::Path;
+use std::process::Command;
+
+fn gpu_check(out: &Path, extra: &[&str]) -> std::process::Output {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let bin = Path::new(env!("CARGO_BIN_EXE_lcx")).parent().unwrap();
+    let mut cmd = Command::new("bash");
+    cmd.arg(root.join("scripts/gpu-check.sh"))
+        .args([
+            "--out",
+            out.to_str().unwrap(),
+            "--bin",
+            bin.to_str().unwrap(),
+        ])
+        .args(extra)
+        .env_remove("LCX_DB")
+        .env_remove("OUT");
+    if let Some(cache) = std::env::var_os("LCX_PEAK_CACHE") {
+        cmd.env("LCX_PEAK_CACHE", cache);
+    }
+    cmd.output().unwrap()
+}
+
+#[test]
+fn the_gpu_check_runs_every_step_on_the_cpu_and_writes_its_summary() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("gpu-out");
+    let run = gpu_check(&out, &["--dry-run-cpu", "--budget", "300"]);
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    // Every step ran to its end with exit 0, none was cut by the budget.
+    for step in [
+        "peak",
+        "forward",
+        "trainer",
+        "amp",
+        "amp-report",
+        "option-b",
+        "option-b-report",
+        "train",
+        "resume",
+    ] {
+        assert!(
+            summary.contains(&format!("| {step} | exit 0 |")),
+            "step {step} did not end with exit 0:\n{summary}"
+        );
+    }
+    assert!(summary.contains("Dry run on the CPU"), "{summary}");
+    // The experiments ran as their files are, the CUDA arms skipped by lcx
+    // and the CPU arms completed with the sizes the script gave them.
+    for (experiment, arm) in [("amp", "fp32-cpu"), ("option-b", "recursive")] {
+        assert!(
+            summary.contains(&format!("| {experiment} | {arm} | completed |")),
+            "{experiment}/{arm} not completed:\n{summary}"
+        );
+    }
+    for (experiment, arm) in [("amp", "amp-cuda"), ("option-b", "interleaved-cuda")] {
+        assert!(
+            summary.contains(&format!("| {experiment} | {arm} | skipped |")),
+            "{experiment}/{arm} not skipped:\n{summary}"
+        );
+    }
+    let amp_report = std::fs::read_to_string(out.join("05-amp-report.md")).unwrap();
+    assert!(amp_report.contains("INCONCLUSIVE"), "{amp_report}");
+    // The trainer bench timed both modes and said AMP ran in fp32 here.
+    let trainer = std::fs::read_to_string(out.join("trainer.jsonl")).unwrap();
+    assert!(
+        trainer.contains(r#""precision_requested":"amp""#),
+        "{trainer}"
+    );
+    assert!(!trainer.contains(r#""precision":"amp""#), "{trainer}");
+    // The train step evaluated (on the CPU) and the resume continued it.
+    let train = std::fs::read_to_string(out.join("train.jsonl")).unwrap();
+    assert!(train.contains("eval/random/games"), "{train}");
+    let resume = std::fs::read_to_string(out.join("resume.jsonl")).unwrap();
+    assert!(resume.contains(r#""iteration":3"#), "{resume}");
+    assert!(out.join("lcx-gpu.db").exists());
+    assert!(stdout.contains("preflight:"), "{stdout}");
+}
+
+#[test]
+fn the_gpu_check_refuses_bad_arguments_before_doing_anything() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("gpu-out");
+    for (args, says) in [
+        (&["--budget", "soon"][..], "--budget must be a whole number"),
+        (&["--budget", "10"][..], "too short"),
+        (&["--frobnicate"][..], "unknown argument '--frobnicate'"),
+    ] {
+        let run = gpu_check(&out, args);
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(!out.exists(), "{args:?} wrote {}", out.display());
+    }
+}
+
+#[test]
+fn the_gpu_check_without_a_gpu_stops_in_its_preflight() {
+    // Not a dry run, on a host without CUDA: one line, and no step after it.
+    if Command::new("nvidia-smi")
+        .arg("-L")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        eprintln!("skipped: this host has a GPU, so the preflight passes");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("gpu-out");
+    let run = gpu_check(&out, &["--budget", "60"]);
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert_eq!(run.status.code(), Some(1), "{stdout}");
+    let failed: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains("FAILED at preflight"))
+        .collect();
+    assert_eq!(failed.len(), 1, "{stdout}");
+    // Nothing after the preflight ran: no step wrote its file.
+    let written: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".md"))
+        .collect();
+    assert!(written.is_empty(), "{written:?}\n{stdout}");
+}
