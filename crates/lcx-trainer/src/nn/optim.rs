@@ -310,20 +310,10 @@ impl GradScaler {
 /// applied on the device (a factor of exactly 1 leaves a gradient as it was).
 fn clip_grad_norm_on_device(params: &[Tensor], max: f64) -> Result<(), TrainerError> {
     let _guard = tch::no_grad_guard();
-    let grads: Vec<Tensor> = params
-        .iter()
-        .map(Tensor::grad)
-        .filter(Tensor::defined)
-        .collect();
-    if grads.is_empty() {
+    let Some((grads, total)) = grads_and_norm(params)? else {
         return Ok(());
-    }
-    let norms = grads
-        .iter()
-        .map(|g| g.f_norm())
-        .collect::<Result<Vec<_>, _>>()?;
-    let coef = Tensor::f_stack(&norms, 0)?
-        .f_norm()?
+    };
+    let coef = total
         .f_add_scalar(1e-6)?
         .f_reciprocal()?
         .f_mul_scalar(max)?
@@ -468,22 +458,32 @@ pub fn step_on_device(
     scaler.update_where(&found_inf, &finite)
 }
 
-/// Scales the gradients down so that their global L2 norm is at most `max`.
-fn clip_grad_norm(params: &[Tensor], max: f64) -> Result<(), TrainerError> {
-    let _guard = tch::no_grad_guard();
+/// The parameters' defined gradients and their global L2 norm (a scalar
+/// on their device); `None` when no parameter has a gradient.
+fn grads_and_norm(params: &[Tensor]) -> Result<Option<(Vec<Tensor>, Tensor)>, TrainerError> {
     let grads: Vec<Tensor> = params
         .iter()
         .map(Tensor::grad)
         .filter(Tensor::defined)
         .collect();
     if grads.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
     let norms = grads
         .iter()
         .map(|g| g.f_norm())
         .collect::<Result<Vec<_>, _>>()?;
-    let total = f64::try_from(Tensor::f_stack(&norms, 0)?.f_norm()?)?;
+    let total = Tensor::f_stack(&norms, 0)?.f_norm()?;
+    Ok(Some((grads, total)))
+}
+
+/// Scales the gradients down so that their global L2 norm is at most `max`.
+fn clip_grad_norm(params: &[Tensor], max: f64) -> Result<(), TrainerError> {
+    let _guard = tch::no_grad_guard();
+    let Some((grads, total)) = grads_and_norm(params)? else {
+        return Ok(());
+    };
+    let total = f64::try_from(&total)?;
     let coef = max / (total + 1e-6);
     if coef < 1.0 {
         for mut g in grads {
