@@ -129,6 +129,8 @@ if [ $dry = 1 ]; then
                --set traversal.max_nodes_per_traversal=200)
     train_iters=2
     train_sets=(--set optimization.advantage_updates_per_iteration=4)
+    # The CPU reference arm too: here it is the one arm that runs.
+    amp_arms=fp32-cuda,amp-cuda,fp32-cpu
     amp_sets=(--set network.hidden_size=32 --set optimization.advantage_updates_per_iteration=2
               --set optimization.strategy_updates_per_iteration=2 --set optimization.advantage_batch_size=8
               --set optimization.strategy_batch_size=8)
@@ -139,9 +141,14 @@ else
     trainer_runs=$(scale 10 3)
     amp_iters=$(scale 12 4)
     optb_iters=$(scale 3 2)
-    optb_sets=()
+    # Half the file's traversals: its two CPU arms (the baseline and the
+    # gate's) must leave the CUDA arm, which runs last, time in its share.
+    optb_sets=(--set traversal.traversals_per_player=20)
     train_iters=$(scale 3 2)
     train_sets=(--set traversal.traversals_per_player=40)
+    # The CPU reference arm would train the default network on the host's
+    # cores for minutes: the two CUDA arms only.
+    amp_arms=fp32-cuda,amp-cuda
     amp_sets=()
     matmul=4096
 fi
@@ -182,8 +189,9 @@ step peak 5 "$lcx" bench peak --device "$device" --matmul-size "$matmul" --metri
 step forward 10 "$lcx" bench forward "${bench_sets[@]}" --device "$device" --batch-sizes "$forward_batches" --reps 5 --metrics-out "$out/forward.jsonl"
 step trainer 16 "$lcx" bench trainer "${bench_sets[@]}" --device "$device" --both --runs "$trainer_runs" --warmup 2 --metrics-out "$out/trainer.jsonl"
 # The experiment files as they are: their CUDA arms set the device
-# themselves; --arms picks those (and the CPU reference arm), the flags size them.
-step amp 22 "$lcx" run experiments/amp.toml --arms fp32-cuda,amp-cuda,fp32-cpu \
+# themselves; --arms picks those (and, in a dry run, the CPU reference arm),
+# the flags size them.
+step amp 22 "$lcx" run experiments/amp.toml --arms "$amp_arms" \
     --iterations "$amp_iters" --warmup 1 --repeats 1 --plain "${amp_sets[@]}"
 step amp-report 2 "$lcx" report amp
 step option-b 24 "$lcx" run experiments/option-b.toml --arms recursive,interleaved-workers,interleaved-cuda \
