@@ -18,7 +18,8 @@ pub struct Args {
     /// `main`, or a prefix of its commit sha).
     #[arg(long, value_name = "REV")]
     revision: Option<String>,
-    /// The metric (default: the gate's, else the first report column's).
+    /// The metric (default: the one `lcx report` leads with: the gate's,
+    /// else the first judged column's).
     #[arg(long)]
     metric: Option<String>,
     /// Minimum relative effect for a change marker.
@@ -52,13 +53,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let plan = build::stored_plan(latest).ok();
     let metric = match &args.metric {
         Some(m) => m.clone(),
-        None => plan
-            .as_ref()
-            .and_then(|p| p.gate.as_ref().map(|g| g.metric.clone()))
-            .or_else(|| {
-                plan.as_ref()
-                    .and_then(|p| p.columns.first().map(|c| c.metric.clone()))
-            })
+        // The report's own choice: for a command experiment without a gate
+        // or columns that is a metric its command printed, not the trainer's.
+        None => build::report_metric(&store, latest)
+            .map_err(user_or_not)?
             .unwrap_or_else(|| "time/iteration_seconds".into()),
     };
     if let Some(asked) = &args.metric {

@@ -313,6 +313,37 @@ fn query_stops_at_its_timeout_in_every_format() {
 }
 
 #[test]
+fn history_shows_by_default_the_metric_the_report_leads_with() {
+    // A command experiment without gate or columns whose command prints
+    // only its own metric: the report leads with `time_s`, and so must
+    // history, not the trainer's `time/iteration_seconds` (no data).
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("lcx.db");
+    let print = |v: &str| {
+        format!(
+            r#"i=1; while [ $i -le 4 ]; do echo "{{\"iteration\":$i,\"time_s\":{v}$i}}"; i=$((i+1)); done"#
+        )
+    };
+    let file = dir.path().join("own.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"own\"\nworkload = \"command\"\niterations = 4\n{}{}",
+            command_arm("a", &print("0.81")),
+            command_arm("b", &print("0.42"))
+        ),
+    )
+    .unwrap();
+    ok(&db, dir.path(), &["run", "--plain", file.to_str().unwrap()]);
+    let report = ok(&db, dir.path(), &["report"]);
+    assert!(report.contains("time_s"), "{report}");
+    let history = ok(&db, dir.path(), &["history", "own", "--arm", "a"]);
+    assert!(history.contains("time_s"), "{history}");
+    assert!(history.contains("0.81"), "{history}");
+    assert!(!history.contains("no data"), "{history}");
+}
+
+#[test]
 fn list_history_and_compare() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("lcx.db");

@@ -367,6 +367,16 @@ pub fn unjudged_reason(arm: &str, runs: &[Run], iterations: i64) -> Option<Strin
     ))
 }
 
+/// The metric `lcx report` leads with for `experiment` ([`primary_metric`]
+/// over the columns the report would show): `lcx history`'s default, so
+/// that the two speak of the same number.
+pub fn report_metric(store: &Store, experiment: &Experiment) -> Result<Option<String>, StoreError> {
+    let metric_names = store.metric_names_fast(experiment.id)?;
+    let plan = stored_plan(experiment).ok();
+    let columns = resolve_columns(experiment, plan.as_ref(), &metric_names);
+    Ok(primary_metric(plan.as_ref(), &columns))
+}
+
 /// Reads an experiment's rows and builds its report.
 pub fn load(store: &Store, experiment_id: i64, options: Options) -> Result<Report, StoreError> {
     let experiment = store
