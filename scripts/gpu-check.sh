@@ -220,9 +220,10 @@ fi
 
 # ---- summary.md --------------------------------------------------------------
 q() { "$lcx" query --format csv "$1" 2>/dev/null | tail -n +2; }
-jl() { # jl FILE KEY: the KEY values of a JSON-lines file, one per line
-    [ -f "$1" ] && grep -o "\"$2\":[^,}]*" "$1" | cut -d: -f2 | tr -d '"'
+jl() { # jl KEY [FILE]: the KEY values of JSON lines (FILE, else stdin), one per line
+    grep -o "\"$1\":[^,}]*" "${2:--}" 2>/dev/null | cut -d: -f2 | tr -d '"'
 }
+mode() { grep "\"precision_requested\":\"$1\"" "$out/trainer.jsonl" 2>/dev/null; } # bench trainer's lines of MODE
 mean() { awk '{ s += $1; n++ } END { if (n) printf "%.4g", s / n; else printf "-" }'; }
 {
     echo "# lcx GPU check, $(date -u +%Y-%m-%d)"
@@ -240,22 +241,22 @@ mean() { awk '{ s += $1; n++ } END { if (n) printf "%.4g", s / n; else printf "-
     echo
     echo "| measure | GFLOP/s |"
     echo "|---|---|"
-    echo "| host FP32 FMA peak, all cores | $(jl "$out/peak.jsonl" 'peak/fp32_gflops' | mean) |"
-    echo "| $device FP32 matmul ${matmul}² | $(jl "$out/peak.jsonl" 'peak/matmul_gflops' | mean) |"
-    echo "| $device half-precision matmul ${matmul}² | $(jl "$out/peak.jsonl" 'peak/matmul_half_gflops' | mean) |"
+    echo "| host FP32 FMA peak, all cores | $(jl 'peak/fp32_gflops' "$out/peak.jsonl" | mean) |"
+    echo "| $device FP32 matmul ${matmul}² | $(jl 'peak/matmul_gflops' "$out/peak.jsonl" | mean) |"
+    echo "| $device half-precision matmul ${matmul}² | $(jl 'peak/matmul_half_gflops' "$out/peak.jsonl" | mean) |"
     echo
     echo "## Training"
     echo
     echo "| measure | value |"
     echo "|---|---|"
-    echo "| bench trainer ms/step, fp32 | $(grep '"precision_requested":"fp32"' "$out/trainer.jsonl" 2>/dev/null | grep -o '"bench/ms_per_call":[^,}]*' | cut -d: -f2 | mean) |"
-    echo "| bench trainer ms/step, AMP requested | $(grep '"precision_requested":"amp"' "$out/trainer.jsonl" 2>/dev/null | grep -o '"bench/ms_per_call":[^,}]*' | cut -d: -f2 | mean) |"
-    echo "| precision the AMP steps ran in | $(grep '"precision_requested":"amp"' "$out/trainer.jsonl" 2>/dev/null | grep -o '"precision":"[a-z0-9]*"' | sort -u | cut -d'"' -f4 | tr '\n' ' ') |"
+    echo "| bench trainer ms/step, fp32 | $(mode fp32 | jl bench/ms_per_call | mean) |"
+    echo "| bench trainer ms/step, AMP requested | $(mode amp | jl bench/ms_per_call | mean) |"
+    echo "| precision the AMP steps ran in | $(mode amp | jl precision | sort -u | tr '\n' ' ') |"
     echo "| $(grep -h 'speedup' "$out"/*-trainer.md 2>/dev/null | tail -1 || echo 'speedup: -') | |"
-    echo "| AMP overflow (skipped) steps, train | $(jl "$out/train.jsonl" 'amp/overflow_steps' | awk '{s+=$1} END {print s+0}') |"
-    echo "| final loss scale, train | $(jl "$out/train.jsonl" 'amp/grad_scale' | tail -1) |"
-    echo "| training GFLOP/s, train (mean) | $(jl "$out/train.jsonl" 'perf/training_gflops' | mean) |"
-    echo "| GPU memory, train (max MiB) | $(jl "$out/train.jsonl" 'gpu/memory_used_mib' | sort -g | tail -1) |"
+    echo "| AMP overflow (skipped) steps, train | $(jl 'amp/overflow_steps' "$out/train.jsonl" | awk '{s+=$1} END {print s+0}') |"
+    echo "| final loss scale, train | $(jl 'amp/grad_scale' "$out/train.jsonl" | tail -1) |"
+    echo "| training GFLOP/s, train (mean) | $(jl 'perf/training_gflops' "$out/train.jsonl" | mean) |"
+    echo "| GPU memory, train (max MiB) | $(jl 'gpu/memory_used_mib' "$out/train.jsonl" | sort -g | tail -1) |"
     echo
     echo "## Experiments (means over measured iterations; the reports are in the step files)"
     echo

@@ -55,6 +55,30 @@ fn the_gpu_check_runs_every_step_on_the_cpu_and_writes_its_summary() {
         );
     }
     assert!(summary.contains("Dry run on the CPU"), "{summary}");
+    // The figures the summary reads out of the steps' JSON lines are there
+    // (a number, not "-" or nothing), for what a CPU can measure.
+    for row in [
+        "| host FP32 FMA peak, all cores | ",
+        "| cpu FP32 matmul 256² | ",
+        "| bench trainer ms/step, fp32 | ",
+        "| bench trainer ms/step, AMP requested | ",
+        "| training GFLOP/s, train (mean) | ",
+    ] {
+        let value = summary
+            .lines()
+            .find_map(|l| l.strip_prefix(row))
+            .unwrap_or_else(|| panic!("no row {row:?}:\n{summary}"));
+        let value = value.trim_end_matches(" |");
+        assert!(value.parse::<f64>().is_ok_and(|v| v > 0.0), "{row}{value}");
+    }
+    assert!(
+        summary.contains("| final loss scale, train | 1.0 |"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("| precision the AMP steps ran in | fp32 "),
+        "{summary}"
+    );
     // The experiments ran as their files are, the CUDA arms skipped by lcx
     // and the CPU arms completed with the sizes the script gave them.
     for (experiment, arm) in [("amp", "fp32-cpu"), ("option-b", "recursive")] {

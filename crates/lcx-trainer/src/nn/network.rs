@@ -163,6 +163,21 @@ impl Mlp {
         })
     }
 
+    /// A copy, on `device`, of the network whose variables are in `from`:
+    /// its own `VarStore` (returned beside it: it owns the tensors) and an
+    /// eager forward. The copy's first draw, overwritten at once, uses
+    /// `device`'s generator.
+    pub fn copy_on(
+        spec: MlpSpec,
+        from: &nn::VarStore,
+        device: tch::Device,
+    ) -> Result<(nn::VarStore, Self), TrainerError> {
+        let mut vs = nn::VarStore::new(device);
+        let net = Self::new(&vs.root(), spec)?;
+        vs.copy(from)?;
+        Ok((vs, net))
+    }
+
     /// Traces the forward into TorchScript (libtorch's tracer, one forward of
     /// a zero batch) and runs every later forward through it.
     pub fn trace(&mut self) -> Result<(), TrainerError> {

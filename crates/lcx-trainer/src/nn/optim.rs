@@ -82,9 +82,7 @@ impl AdamW {
         }
         Ok(())
     }
-}
 
-impl AdamW {
     /// [`AdamW::update`] where `ok` (a boolean scalar on the parameters'
     /// device) is true, and nothing (parameters, moments, step count) where
     /// it is false, decided on the device: the caller never reads `ok`
@@ -185,10 +183,7 @@ impl NetTrainer {
         let (vs, net) = if device == Device::Cpu {
             (cpu, cpu_net)
         } else {
-            let mut vs = VarStore::new(device);
-            let net = Mlp::new(&vs.root(), spec)?;
-            vs.copy(&cpu)?;
-            (vs, net)
+            Mlp::copy_on(spec, &cpu, device)?
         };
         let opt = AdamW::new(&vs.trainable_variables(), adam)?;
         Ok(Self { vs, net, opt })
@@ -286,9 +281,7 @@ impl GradScaler {
         )?;
         Ok(())
     }
-}
 
-impl GradScaler {
     /// [`GradScaler::update`] where `finite` (a boolean scalar on the
     /// device) holds; where it does not (the loss itself was not finite)
     /// the scale and its growth count stay as they were, as on the host

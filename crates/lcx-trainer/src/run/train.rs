@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
-use tch::nn::VarStore;
 use tch::{Device, Kind, Tensor};
 
 use crate::kernel::native_train::{Loss, NativeTrainer};
@@ -478,16 +477,6 @@ impl Trainer {
         })
     }
 
-    /// A copy of network `net` (0, 1: advantage; 2: strategy) on `device`:
-    /// its own variables and an eager forward. Drawing the copy's initial
-    /// values (overwritten at once) uses that device's generator.
-    fn net_copy_on(&self, net: usize, device: Device) -> Result<(VarStore, Mlp), TrainError> {
-        let mut vs = VarStore::new(device);
-        let mlp = Mlp::new(&vs.root(), self.spec)?;
-        vs.copy(&self.nets[net].vs).map_err(TrainerError::from)?;
-        Ok((vs, mlp))
-    }
-
     /// The device evaluation games run on (`evaluation.device`).
     pub fn eval_device(&self) -> Device {
         self.eval_device
@@ -590,13 +579,19 @@ impl Trainer {
             &mut self.strat_mem
         };
         let r = job.run(&mut self.nets[net], mem, &mut self.scaler, t)?;
+        Ok(self.record(net, &r))
+    }
+
+    /// Adds network `net`'s share of the iteration to the trainer's counts
+    /// (sequential and concurrent training alike) and returns its loss.
+    fn record(&mut self, net: usize, r: &NetResult) -> Option<f64> {
         self.nonfinite_losses += r.nonfinite;
         self.overflow_steps += r.overflow;
         self.queued_seconds += r.queued_seconds.unwrap_or(0.0);
         self.trained[net].0 += r.steps;
         self.trained[net].1 += r.rows;
         self.last_loss[net] = r.last;
-        Ok(r.loss)
+        r.loss
     }
 
     /// Trains the three networks, one after the other or at once (see
@@ -670,12 +665,7 @@ impl Trainer {
         let mut done = [0.0; 3];
         for (i, r) in results.into_iter().enumerate() {
             let (r, seconds) = r?;
-            self.nonfinite_losses += r.nonfinite;
-            self.overflow_steps += r.overflow;
-            self.trained[i].0 += r.steps;
-            self.trained[i].1 += r.rows;
-            self.last_loss[i] = r.last;
-            losses[i] = r.loss;
+            losses[i] = self.record(i, &r);
             done[i] = seconds;
         }
         Ok((losses, done[0].max(done[1]), done[2]))
@@ -782,7 +772,7 @@ impl Trainer {
         let eval_copy = if opponents.is_empty() || self.eval_device == self.device {
             None
         } else {
-            Some(self.net_copy_on(2, self.eval_device)?)
+            Some(Mlp::copy_on(self.spec, &self.nets[2].vs, self.eval_device)?)
         };
         let eval_net = eval_copy.as_ref().map_or(&self.nets[2].net, |c| &c.1);
         for opp in &opponents {
@@ -1019,7 +1009,7 @@ mod tests {
         assert_eq!(trainer.eval_device(), Device::Cpu);
         // Evaluating elsewhere plays a copy: the same greedy games as the
         // network itself.
-        let (_vs, copy) = trainer.net_copy_on(2, Device::Cpu).unwrap();
+        let (_vs, copy) = Mlp::copy_on(trainer.spec, &trainer.nets[2].vs, Device::Cpu).unwrap();
         let x = Tensor::randn([5, trainer.input_dim() as i64], (Kind::Float, Device::Cpu));
         let (a, b) = (
             trainer.nets[2].net.f_forward(&x).unwrap(),
