@@ -122,6 +122,7 @@ if [ $dry = 1 ]; then
     bench_sets=(--config configs/smoke.toml --set network.hidden_size=32)
     forward_batches=1,16
     trainer_runs=2
+    trainer_updates=2
     amp_iters=3
     optb_iters=2
     optb_sets=(--set traversal.traversals_per_player=2 --set optimization.advantage_updates_per_iteration=2
@@ -139,6 +140,9 @@ else
     bench_sets=(--config configs/default.toml)
     forward_batches=1,16,256,1024,4096
     trainer_runs=$(scale 10 3)
+    # A quarter of the default's 512 updates per network: the same steps,
+    # four times as many timed calls in the share (ms per step is the figure).
+    trainer_updates=128
     amp_iters=$(scale 12 4)
     optb_iters=$(scale 3 2)
     # Half the file's traversals: its two CPU arms (the baseline and the
@@ -149,7 +153,8 @@ else
     # The CPU reference arm would train the default network on the host's
     # cores for minutes: the two CUDA arms only.
     amp_arms=fp32-cuda,amp-cuda
-    amp_sets=()
+    amp_sets=(--set optimization.advantage_updates_per_iteration=$trainer_updates
+              --set optimization.strategy_updates_per_iteration=$trainer_updates)
     matmul=4096
 fi
 
@@ -187,7 +192,18 @@ step() {
 
 step peak 5 "$lcx" bench peak --device "$device" --matmul-size "$matmul" --metrics-out "$out/peak.jsonl"
 step forward 10 "$lcx" bench forward "${bench_sets[@]}" --device "$device" --batch-sizes "$forward_batches" --reps 5 --metrics-out "$out/forward.jsonl"
-step trainer 16 "$lcx" bench trainer "${bench_sets[@]}" --device "$device" --both --runs "$trainer_runs" --warmup 2 --metrics-out "$out/trainer.jsonl"
+trainer_sets=(--set optimization.advantage_updates_per_iteration=$trainer_updates
+              --set optimization.strategy_updates_per_iteration=$trainer_updates)
+step trainer 12 "$lcx" bench trainer "${bench_sets[@]}" "${trainer_sets[@]}" --device "$device" --both \
+    --runs "$trainer_runs" --warmup 2 --metrics-out "$out/trainer.jsonl"
+# fp32 again with the networks one after the other: what training them on
+# three threads at once (optimization.concurrent_networks) gains.
+step trainer-sequential 6 "$lcx" bench trainer "${bench_sets[@]}" "${trainer_sets[@]}" --device "$device" \
+    --set optimization.concurrent_networks=false --runs "$trainer_runs" --warmup 2 --metrics-out "$out/trainer-seq.jsonl"
+# The same seed's weights drawn for a CPU trainer: its digest must be the
+# one the step above printed for the device's.
+step weights-cpu 3 "$lcx" bench trainer "${bench_sets[@]}" --set optimization.advantage_updates_per_iteration=1 \
+    --set optimization.strategy_updates_per_iteration=1 --device cpu --runs 1 --warmup 0
 # The experiment files as they are: their CUDA arms set the device
 # themselves; --arms picks those (and, in a dry run, the CPU reference arm),
 # the flags size them.
@@ -223,8 +239,19 @@ q() { "$lcx" query --format csv "$1" 2>/dev/null | tail -n +2; }
 jl() { # jl KEY [FILE]: the KEY values of JSON lines (FILE, else stdin), one per line
     grep -o "\"$1\":[^,}]*" "${2:--}" 2>/dev/null | cut -d: -f2 | tr -d '"'
 }
-mode() { grep "\"precision_requested\":\"$1\"" "$out/trainer.jsonl" 2>/dev/null; } # bench trainer's lines of MODE
+mode() { grep "\"precision_requested\":\"$1\"" "${2:-$out/trainer.jsonl}" 2>/dev/null; } # bench trainer's lines of MODE [FILE]
 mean() { awk '{ s += $1; n++ } END { if (n) printf "%.4g", s / n; else printf "-" }'; }
+per_step() { awk -v k=$((3 * trainer_updates)) '{ printf "%.4g\n", $1 / k }'; } # ms per call -> ms per step
+digest() { grep -ho 'initial weights digest [0-9a-f]*' "$out"/*-"$1".md 2>/dev/null | awk '{ print $4 }' | tail -1; }
+dev_digest=$(digest trainer)
+cpu_digest=$(digest weights-cpu)
+if [ -z "$dev_digest" ] || [ -z "$cpu_digest" ]; then
+    weights="not compared: a step did not print its digest"
+elif [ "$dev_digest" = "$cpu_digest" ]; then
+    weights="the same ($dev_digest)"
+else
+    weights="DIFFER: $device $dev_digest, cpu $cpu_digest"
+fi
 {
     echo "# lcx GPU check, $(date -u +%Y-%m-%d)"
     echo
@@ -249,8 +276,10 @@ mean() { awk '{ s += $1; n++ } END { if (n) printf "%.4g", s / n; else printf "-
     echo
     echo "| measure | value |"
     echo "|---|---|"
-    echo "| bench trainer ms/step, fp32 | $(mode fp32 | jl bench/ms_per_call | mean) |"
-    echo "| bench trainer ms/step, AMP requested | $(mode amp | jl bench/ms_per_call | mean) |"
+    echo "| bench trainer ms/step, fp32, networks at once ($((3 * trainer_updates)) steps a call) | $(mode fp32 | jl bench/ms_per_call | per_step | mean) |"
+    echo "| bench trainer ms/step, fp32, networks one after the other | $(mode fp32 "$out/trainer-seq.jsonl" | jl bench/ms_per_call | per_step | mean) |"
+    echo "| bench trainer ms/step, AMP requested (one after the other: one grad scaler) | $(mode amp | jl bench/ms_per_call | per_step | mean) |"
+    echo "| initial weights, CPU and $device trainers of one seed | $weights |"
     echo "| precision the AMP steps ran in | $(mode amp | jl precision | sort -u | tr '\n' ' ') |"
     echo "| $(grep -h 'speedup' "$out"/*-trainer.md 2>/dev/null | tail -1 || echo 'speedup: -') | |"
     echo "| AMP overflow (skipped) steps, train | $(jl 'amp/overflow_steps' "$out/train.jsonl" | awk '{s+=$1} END {print s+0}') |"

@@ -42,6 +42,8 @@ fn the_gpu_check_runs_every_step_on_the_cpu_and_writes_its_summary() {
         "peak",
         "forward",
         "trainer",
+        "trainer-sequential",
+        "weights-cpu",
         "amp",
         "amp-report",
         "option-b",
@@ -60,17 +62,28 @@ fn the_gpu_check_runs_every_step_on_the_cpu_and_writes_its_summary() {
     for row in [
         "| host FP32 FMA peak, all cores | ",
         "| cpu FP32 matmul 256² | ",
-        "| bench trainer ms/step, fp32 | ",
-        "| bench trainer ms/step, AMP requested | ",
+        "| bench trainer ms/step, fp32, networks at once (6 steps a call) | ",
+        "| bench trainer ms/step, fp32, networks one after the other | ",
+        "| bench trainer ms/step, AMP requested ",
         "| training GFLOP/s, train (mean) | ",
     ] {
-        let value = summary
+        let line = summary
             .lines()
-            .find_map(|l| l.strip_prefix(row))
+            .find(|l| l.starts_with(row))
             .unwrap_or_else(|| panic!("no row {row:?}:\n{summary}"));
-        let value = value.trim_end_matches(" |");
-        assert!(value.parse::<f64>().is_ok_and(|v| v > 0.0), "{row}{value}");
+        let value = line
+            .trim_end_matches(" |")
+            .rsplit("| ")
+            .next()
+            .unwrap_or("");
+        assert!(value.parse::<f64>().is_ok_and(|v| v > 0.0), "{line}");
     }
+    // A CPU trainer and the device's (here the CPU again) drew the same
+    // initial weights for one seed.
+    assert!(
+        summary.contains("| initial weights, CPU and cpu trainers of one seed | the same ("),
+        "{summary}"
+    );
     assert!(
         summary.contains("| final loss scale, train | 1.0 |"),
         "{summary}"
@@ -93,7 +106,7 @@ fn the_gpu_check_runs_every_step_on_the_cpu_and_writes_its_summary() {
             "{experiment}/{arm} not skipped:\n{summary}"
         );
     }
-    let amp_report = std::fs::read_to_string(out.join("05-amp-report.md")).unwrap();
+    let amp_report = std::fs::read_to_string(out.join("07-amp-report.md")).unwrap();
     assert!(amp_report.contains("INCONCLUSIVE"), "{amp_report}");
     // The trainer bench timed both modes and said AMP ran in fp32 here.
     let trainer = std::fs::read_to_string(out.join("trainer.jsonl")).unwrap();

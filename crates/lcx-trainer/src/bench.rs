@@ -129,9 +129,43 @@ pub fn summarize(ms: &[f64]) -> (f64, f64, f64) {
     (mean, p50, p95)
 }
 
+/// A fingerprint of the three networks' weights (FNV-1a over their f32
+/// bits, read back to the host): equal on every device for one seed,
+/// because the weights are drawn on the CPU and copied (see
+/// `NetTrainer::new`). `lcx bench trainer` prints it, and the GPU check
+/// compares a CPU trainer's with a CUDA trainer's.
+pub fn weights_digest(trainer: &Trainer) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for w in crate::run::train::flat_parameters(&trainer.nets) {
+        for byte in w.to_bits().to_le_bytes() {
+            h = (h ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    format!("{h:016x}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The digest follows the weights: one seed, one digest (on every
+    /// device this machine has), another seed, another.
+    #[test]
+    fn the_weights_digest_is_the_seeds_on_every_device() {
+        let digest = |seed: u64, device: &str| {
+            let mut c = crate::smoke_config();
+            c.run.seed = seed;
+            c.run.device = device.parse().unwrap();
+            weights_digest(&synthetic_trainer(c, false).unwrap())
+        };
+        let cpu = digest(3, "cpu");
+        assert_eq!(cpu.len(), 16);
+        assert_ne!(cpu, digest(4, "cpu"));
+        if tch::Cuda::is_available() {
+            assert_eq!(cpu, digest(3, "cuda"));
+        }
+        assert_eq!(cpu, digest(3, "cpu"));
+    }
 
     #[test]
     fn synthetic_memories_are_full_and_a_call_trains() {

@@ -458,7 +458,7 @@ fn engine(args: EngineArgs) -> anyhow::Result<u8> {
 fn trainer(args: TrainerArgs) -> anyhow::Result<u8> {
     use lcx_core::bench::trainer::TrainerSample;
     use lcx_trainer::bench::{
-        summarize, synthetic_trainer, time_training_call, timed_training_call,
+        summarize, synthetic_trainer, time_training_call, timed_training_call, weights_digest,
     };
     if args.runs == 0 {
         return Err(bad_input(anyhow::anyhow!("--runs must be ≥ 1")));
@@ -485,8 +485,10 @@ fn trainer(args: TrainerArgs) -> anyhow::Result<u8> {
     };
     let mut rows = Vec::new();
     let mut iteration = 0;
+    let mut digest = String::new();
     for &(mode, amp) in modes {
         let mut t = synthetic_trainer(cfg.clone(), amp)?;
+        digest = weights_digest(&t);
         let backend = if t.trains_natively() {
             "lcx kernel"
         } else {
@@ -543,7 +545,7 @@ fn trainer(args: TrainerArgs) -> anyhow::Result<u8> {
         ]);
     }
     let mut text = format!(
-        "device {device:?}, {} runs after {} warm-up; per run: advantage {}×{} (both players) + strategy {}×{}\n{table}",
+        "device {device:?}, {} runs after {} warm-up; per run: advantage {}×{} (both players) + strategy {}×{}; initial weights digest {digest}\n{table}",
         args.runs, args.warmup, o.advantage_updates_per_iteration, o.advantage_batch_size,
         o.strategy_updates_per_iteration, o.strategy_batch_size,
     );

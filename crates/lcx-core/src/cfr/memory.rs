@@ -65,6 +65,15 @@ pub struct Batch {
 }
 
 impl Batch {
+    /// No rows, the buffers kept for reuse.
+    pub fn clear(&mut self) {
+        self.rows = 0;
+        self.states.clear();
+        self.targets.clear();
+        self.masks.clear();
+        self.iterations.clear();
+    }
+
     /// Legal mask of row `r` expanded to 0/1 floats.
     pub fn mask_row_f32(&self, r: usize) -> [f32; ACTIONS] {
         let mut out = [0.0; ACTIONS];
@@ -184,18 +193,23 @@ impl Reservoir {
     /// [`Reservoir::sample`] into `batch`, reusing its buffers: a training
     /// loop then allocates nothing per step (the same draws either way).
     pub fn sample_into(&mut self, n: usize, batch: &mut Batch) -> Result<(), MemoryError> {
+        batch.clear();
+        self.sample_append(n, batch)
+    }
+
+    /// One more draw of [`Reservoir::sample`], appended to the rows already
+    /// in `batch`: `steps` calls leave the rows of `steps` consecutive
+    /// [`Reservoir::sample_into`] batches end to end (the same draws in the
+    /// same order), which a GPU copies to the device in one transfer.
+    pub fn sample_append(&mut self, n: usize, batch: &mut Batch) -> Result<(), MemoryError> {
         if self.is_empty() {
             return Err(MemoryError::Empty);
         }
         let k = n.min(self.len());
         let len = self.len();
         let picks = index::sample(&mut self.rng, len, k);
-        batch.rows = k;
+        batch.rows += k;
         batch.dim = self.dim;
-        batch.states.clear();
-        batch.targets.clear();
-        batch.masks.clear();
-        batch.iterations.clear();
         batch.states.reserve(k * self.dim);
         batch.targets.reserve(k * ACTIONS);
         batch.masks.reserve(k);
@@ -297,6 +311,33 @@ mod tests {
         }
         let mut empty = Reservoir::new(3, 5, 1);
         assert_eq!(empty.sample_into(2, &mut reused), Err(MemoryError::Empty));
+    }
+
+    /// Appended draws lay the batches of consecutive `sample_into` calls
+    /// end to end: a GPU's one upload per chunk trains on the batches the
+    /// CPU path trains on.
+    #[test]
+    fn appended_draws_are_the_consecutive_batches_end_to_end() {
+        let mut a = Reservoir::new(3, 50, 9);
+        let mut b = Reservoir::new(3, 50, 9);
+        for i in 0..40 {
+            add(&mut a, i as f32, false);
+            add(&mut b, i as f32, false);
+        }
+        let mut end_to_end = Batch::default();
+        let mut expected = Batch::default();
+        for _ in 0..3 {
+            b.sample_append(16, &mut end_to_end).unwrap();
+            let one = a.sample(16).unwrap();
+            expected.rows += one.rows;
+            expected.dim = one.dim;
+            expected.states.extend(one.states);
+            expected.targets.extend(one.targets);
+            expected.masks.extend(one.masks);
+            expected.iterations.extend(one.iterations);
+        }
+        assert_eq!(end_to_end.rows, 48);
+        assert_eq!(end_to_end, expected);
     }
 
     #[test]

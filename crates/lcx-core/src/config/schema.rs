@@ -649,11 +649,11 @@ pub struct OptimizationConfig {
     pub weight_decay: f64,
     /// Global gradient-norm clip; 0 = off.
     pub grad_clip: f64,
-    /// lcx: on a CPU (without AMP) the two advantage networks and the
-    /// strategy network train at the same time, each on its own thread with
-    /// a third of the cores; `false` trains them one after the other with
-    /// every core, as the reference does. The steps of each network are the
-    /// same either way.
+    /// lcx: without AMP the two advantage networks and the strategy network
+    /// train at the same time, each on its own thread (on a CPU with a third
+    /// of the cores; on a GPU each thread queues its network's kernels);
+    /// `false` trains them one after the other, as the reference does. The
+    /// steps of each network are the same either way.
     pub concurrent_networks: bool,
     /// lcx: on a CPU with AVX2/FMA (fp32, ReLU, not traced) training steps
     /// run on lcx's own kernel (forward, backward, clipping and AdamW over

@@ -83,15 +83,19 @@ impl AdamW {
         Ok(())
     }
 
-    /// [`AdamW::update`] where `ok` (a boolean scalar on the parameters'
-    /// device) is true, and nothing (parameters, moments, step count) where
-    /// it is false, decided on the device: the caller never reads `ok`
-    /// back, so a step costs no synchronisation. `steps` counts the updates
-    /// taken (a double scalar on the device, from [`AdamW::device_steps`]);
-    /// the bias corrections follow it, as PyTorch's fused AdamW does.
-    pub(crate) fn update_where(
+    /// [`AdamW::update`] of the flat buffers `flat` from the flat gradient
+    /// `g`, where `ok` (a boolean scalar on their device) is true, and
+    /// nothing (parameters, moments, step count) where it is false, decided
+    /// on the device: the caller never reads `ok` back, so a step costs no
+    /// synchronisation, and one pass over the flat buffers launches the
+    /// same dozen kernels whatever the number of parameters. `steps` counts
+    /// the updates taken (a double scalar on the device, from
+    /// [`AdamW::device_steps`]); the bias corrections follow it, as
+    /// PyTorch's fused AdamW does.
+    fn update_flat_where(
         &mut self,
-        params: &[Tensor],
+        flat: &Flat,
+        g: &Tensor,
         ok: &Tensor,
         steps: &mut Tensor,
     ) -> Result<(), TrainerError> {
@@ -110,31 +114,29 @@ impl AdamW {
         // −1 / step_size = −bc₁ / lr, folded into the denominator as in
         // [`AdamW::update`].
         let neg_inv_step = bc1.f_mul_scalar(-1.0 / self.lr)?;
-        for (p, (m, v)) in params.iter().zip(self.moments.iter_mut()) {
-            let g = p.grad();
-            if !g.defined() {
-                continue;
-            }
-            let mut p = p.shallow_clone();
-            let decayed = if self.weight_decay != 0.0 {
-                p.f_mul_scalar(1.0 - self.lr * self.weight_decay)?
-            } else {
-                p.f_detach_copy()?
-            };
-            let m_new = m.f_lerp(&g, 1.0 - self.beta1)?;
-            let v_new = v
-                .f_mul_scalar(self.beta2)?
-                .f_addcmul(&g, &g.f_mul_scalar(1.0 - self.beta2)?)?;
-            let denom = v_new
-                .f_sqrt()?
-                .f_div(&bc2_sqrt)?
-                .f_add_scalar(self.eps)?
-                .f_mul(&neg_inv_step)?;
-            let p_new = decayed.f_addcdiv(&m_new, &denom)?;
-            m.f_copy_(&m_new.f_where_self(ok, m)?)?;
-            v.f_copy_(&v_new.f_where_self(ok, v)?)?;
-            p.f_copy_(&p_new.f_where_self(ok, &p)?)?;
-        }
+        let Flat {
+            params: mut p,
+            mut m,
+            mut v,
+        } = flat.handles();
+        let decayed = if self.weight_decay != 0.0 {
+            p.f_mul_scalar(1.0 - self.lr * self.weight_decay)?
+        } else {
+            p.f_detach_copy()?
+        };
+        let m_new = m.f_lerp(g, 1.0 - self.beta1)?;
+        let v_new = v
+            .f_mul_scalar(self.beta2)?
+            .f_addcmul(g, &g.f_mul_scalar(1.0 - self.beta2)?)?;
+        let denom = v_new
+            .f_sqrt()?
+            .f_div(&bc2_sqrt)?
+            .f_add_scalar(self.eps)?
+            .f_mul(&neg_inv_step)?;
+        let p_new = decayed.f_addcdiv(&m_new, &denom)?;
+        m.f_copy_(&m_new.f_where_self(ok, &m)?)?;
+        v.f_copy_(&v_new.f_where_self(ok, &v)?)?;
+        p.f_copy_(&p_new.f_where_self(ok, &p)?)?;
         Ok(())
     }
 
@@ -160,6 +162,34 @@ pub struct NetTrainer {
     pub vs: VarStore,
     pub net: Mlp,
     pub opt: AdamW,
+    /// Set by the first [`step_on_device`]: from then on the parameters and
+    /// the moments are views of these buffers.
+    flat: Option<Flat>,
+}
+
+/// A network's parameters and its AdamW moments, each laid end to end in one
+/// flat buffer that the per-parameter tensors (the VarStore's, the layers',
+/// `AdamW::moments`) are views of: an update of the buffer is an update of
+/// every parameter. A step on a GPU is bound by kernel launches, not by
+/// arithmetic (a few microseconds each against 85 µs of FP32 work for a
+/// default step on an H200), and per-parameter updates launch a dozen
+/// kernels per tensor; the flat buffers launch them once.
+#[derive(Debug)]
+struct Flat {
+    params: Tensor,
+    m: Tensor,
+    v: Tensor,
+}
+
+impl Flat {
+    /// Shallow clones: the same buffers.
+    fn handles(&self) -> Flat {
+        Flat {
+            params: self.params.shallow_clone(),
+            m: self.m.shallow_clone(),
+            v: self.v.shallow_clone(),
+        }
+    }
 }
 
 impl std::fmt::Debug for NetTrainer {
@@ -186,7 +216,56 @@ impl NetTrainer {
             Mlp::copy_on(spec, &cpu, device)?
         };
         let opt = AdamW::new(&vs.trainable_variables(), adam)?;
-        Ok(Self { vs, net, opt })
+        Ok(Self {
+            vs,
+            net,
+            opt,
+            flat: None,
+        })
+    }
+
+    /// Handles to the flat buffers ([`Flat`]), laid out on first use: the parameters
+    /// and moments are copied end to end (in [`NetTrainer::params`] order)
+    /// and each tensor then points into its buffer (`set_data` keeps every
+    /// handle to it, the layers' and the VarStore's, and its autograd
+    /// leaf). Checkpoints, the native kernel and the evaluation copy read
+    /// and write the per-parameter tensors in place, so they see the same
+    /// values either way.
+    fn flat(&mut self) -> Result<Flat, TrainerError> {
+        if let Some(flat) = &self.flat {
+            return Ok(flat.handles());
+        }
+        {
+            let _guard = tch::no_grad_guard();
+            let params = self.params();
+            let cat = |ts: Vec<&Tensor>| -> Result<Tensor, TrainerError> {
+                let rows = ts
+                    .iter()
+                    .map(|t| t.f_reshape([-1]))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(Tensor::f_cat(&rows, 0)?)
+            };
+            let flat = Flat {
+                params: cat(params.iter().collect())?,
+                m: cat(self.opt.moments.iter().map(|(m, _)| m).collect())?,
+                v: cat(self.opt.moments.iter().map(|(_, v)| v).collect())?,
+            };
+            let mut offset = 0;
+            for (mut p, (m, v)) in params.into_iter().zip(self.opt.moments.iter_mut()) {
+                let shape = p.size();
+                let n = p.numel() as i64;
+                let view = |buffer: &Tensor| -> Result<Tensor, TrainerError> {
+                    Ok(buffer.f_narrow(0, offset, n)?.f_view(shape.as_slice())?)
+                };
+                p.f_set_data(&view(&flat.params)?)?;
+                *m = view(&flat.m)?;
+                *v = view(&flat.v)?;
+                offset += n;
+            }
+            let handles = flat.handles();
+            self.flat = Some(flat);
+            Ok(handles)
+        }
     }
 
     pub fn forward(&self, xs: &Tensor) -> Result<Tensor, TrainerError> {
@@ -259,13 +338,21 @@ impl GradScaler {
     /// Divides every gradient by the scale in place and returns a one-element
     /// tensor that is 1.0 when any gradient held an inf or NaN.
     fn unscale(&self, params: &[Tensor]) -> Result<Tensor, TrainerError> {
+        let grads: Vec<Tensor> = params
+            .iter()
+            .map(Tensor::grad)
+            .filter(Tensor::defined)
+            .collect();
+        self.unscale_all(grads)
+    }
+
+    /// [`GradScaler::unscale`] of `grads` (tensors of the device's
+    /// gradients, such as one flat buffer).
+    fn unscale_all(&self, grads: Vec<Tensor>) -> Result<Tensor, TrainerError> {
         let mut found_inf = Tensor::f_zeros([1], (Kind::Float, self.scale.device()))?;
         let inv_scale = self.scale.f_reciprocal()?;
-        for p in params {
-            let mut grad = p.grad();
-            if grad.defined() {
-                grad.f_internal_amp_non_finite_check_and_unscale(&mut found_inf, &inv_scale)?;
-            }
+        for mut grad in grads {
+            grad.f_internal_amp_non_finite_check_and_unscale(&mut found_inf, &inv_scale)?;
         }
         Ok(found_inf)
     }
@@ -298,23 +385,34 @@ impl GradScaler {
     }
 }
 
-/// Scales the gradients down so that their global L2 norm is at most `max`,
-/// without reading the norm back: the factor min(1, max / (norm + 1e-6)) is
-/// applied on the device (a factor of exactly 1 leaves a gradient as it was).
-fn clip_grad_norm_on_device(params: &[Tensor], max: f64) -> Result<(), TrainerError> {
-    let _guard = tch::no_grad_guard();
-    let Some((grads, total)) = grads_and_norm(params)? else {
-        return Ok(());
-    };
-    let coef = total
+/// Scales the flat gradient `g` down so that its L2 norm (the global norm
+/// of the parameters' gradients) is at most `max`, without reading the norm
+/// back: the factor min(1, max / (norm + 1e-6)) is applied on the device (a
+/// factor of exactly 1 leaves the gradient as it was).
+fn clip_flat_on_device(g: &mut Tensor, max: f64) -> Result<(), TrainerError> {
+    let coef = g
+        .f_norm()?
         .f_add_scalar(1e-6)?
         .f_reciprocal()?
         .f_mul_scalar(max)?
         .f_clamp_max(1.0)?;
-    for mut g in grads {
-        let _ = g.f_mul_(&coef)?;
-    }
+    let _ = g.f_mul_(&coef)?;
     Ok(())
+}
+
+/// The gradients of `params` (one per parameter, from
+/// `Tensor::run_backward`) end to end in one flat tensor, in the layout of
+/// [`Flat`]; a parameter the loss did not reach gets zeros.
+fn flat_gradient(params: &[Tensor], grads: Vec<Tensor>) -> Result<Tensor, TrainerError> {
+    let rows = params
+        .iter()
+        .zip(grads)
+        .map(|(p, g)| {
+            let g = if g.defined() { g } else { p.f_zeros_like()? };
+            g.f_reshape([-1])
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Tensor::f_cat(&rows, 0)?)
 }
 
 /// The running sums of one network's steps, kept on its device: a step
@@ -392,9 +490,12 @@ impl DeviceTally {
 
 /// [`step`] without a read back to the host: the non-finite guard, the
 /// clipping factor and the scaler's skip are decided on the device, and
-/// the loss and the counts go into `tally`. The same updates as [`step`]
-/// (up to rounding in the last place), which a GPU would otherwise wait
-/// for two or three times a step.
+/// the loss and the counts go into `tally`. The gradients come back from
+/// the backward pass as tensors (nothing accumulates into `.grad`, so
+/// nothing is zeroed) and go end to end into one flat gradient, which the
+/// scaler, the clip and AdamW each treat with one set of kernels (see
+/// [`Flat`]). The same updates as [`step`] (up to float summation order),
+/// which a GPU would otherwise wait for two or three times a step.
 pub fn step_on_device(
     trainer: &mut NetTrainer,
     scaler: &mut GradScaler,
@@ -402,7 +503,6 @@ pub fn step_on_device(
     grad_clip: f64,
     tally: &mut DeviceTally,
 ) -> Result<(), TrainerError> {
-    trainer.zero_grad();
     tally.steps += 1;
     let value = loss.f_detach()?.f_to_kind(Kind::Double)?;
     let finite = value.f_isfinite()?;
@@ -420,34 +520,36 @@ pub fn step_on_device(
         tally.last.f_copy_(&last)?;
     }
     let params = trainer.params();
+    let flat = trainer.flat()?;
+    let root = if scaler.enabled {
+        loss.f_mul(&scaler.scale)?.f_sum(Kind::Float)?
+    } else {
+        loss.shallow_clone()
+    };
+    let grads = Tensor::f_run_backward(&[&root], &params, false, false)?;
+    let _guard = tch::no_grad_guard();
+    let mut g = flat_gradient(&params, grads)?;
     if !scaler.enabled {
-        loss.f_backward()?;
         if grad_clip > 0.0 {
-            clip_grad_norm_on_device(&params, grad_clip)?;
+            clip_flat_on_device(&mut g, grad_clip)?;
         }
         return trainer
             .opt
-            .update_where(&params, &finite, &mut tally.adam_steps);
+            .update_flat_where(&flat, &g, &finite, &mut tally.adam_steps);
     }
-    loss.f_mul(&scaler.scale)?
-        .f_sum(Kind::Float)?
-        .f_backward()?;
-    let found_inf = scaler.unscale(&params)?;
+    let found_inf = scaler.unscale_all(vec![g.shallow_clone()])?;
     if grad_clip > 0.0 {
-        clip_grad_norm_on_device(&params, grad_clip)?;
+        clip_flat_on_device(&mut g, grad_clip)?;
     }
     let clean = found_inf.f_eq(0.0)?.f_reshape([])?;
     let ok = finite.f_logical_and(&clean)?;
     trainer
         .opt
-        .update_where(&params, &ok, &mut tally.adam_steps)?;
-    {
-        let _guard = tch::no_grad_guard();
-        let overflowed = finite.f_logical_and(&clean.f_logical_not()?)?;
-        let _ = tally
-            .overflow
-            .f_add_(&overflowed.f_to_kind(Kind::Double)?)?;
-    }
+        .update_flat_where(&flat, &g, &ok, &mut tally.adam_steps)?;
+    let overflowed = finite.f_logical_and(&clean.f_logical_not()?)?;
+    let _ = tally
+        .overflow
+        .f_add_(&overflowed.f_to_kind(Kind::Double)?)?;
     scaler.update_where(&found_inf, &finite)
 }
 
@@ -881,6 +983,45 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// After the first device step the parameters, the layers' weights and
+    /// the moments are views of the flat buffers: what a checkpoint load
+    /// copies into a parameter is what the next flat update starts from,
+    /// and what the update writes is what the next forward uses.
+    #[test]
+    fn flat_buffers_are_the_parameters_and_the_moments() {
+        tch::manual_seed(5);
+        let x = Tensor::randn([3, 4], (Kind::Float, Device::Cpu));
+        let mut t = tiny();
+        let mut scaler = GradScaler::new(false, Device::Cpu).unwrap();
+        let mut tally = DeviceTally::new(&t, Device::Cpu).unwrap();
+        let loss = mse(&t, &x);
+        step_on_device(&mut t, &mut scaler, &loss, 0.0, &mut tally).unwrap();
+        let flat = t.flat().unwrap();
+        let _guard = tch::no_grad_guard();
+        for (i, (_, mut p)) in t.vs.variables().into_iter().enumerate() {
+            let _ = p.f_fill_(i as f64 + 1.0).unwrap();
+        }
+        for (m, v) in &mut t.opt.moments {
+            let _ = m.f_fill_(-1.0).unwrap();
+            let _ = v.f_fill_(-2.0).unwrap();
+        }
+        let total = flat.params.numel();
+        let numels: usize = t.params().iter().map(Tensor::numel).sum();
+        assert_eq!(total, numels);
+        let written = |b: &Tensor, value: f64| f64::try_from(b.eq(value).sum(Kind::Float)).unwrap();
+        assert_eq!(written(&flat.m, -1.0), total as f64);
+        assert_eq!(written(&flat.v, -2.0), total as f64);
+        let filled: f64 = (1..=t.params().len())
+            .map(|i| written(&flat.params, i as f64))
+            .sum();
+        assert_eq!(filled, total as f64);
+        // The forward reads the same storage: zeroing the flat parameters
+        // zeroes every output.
+        let _ = flat.params.shallow_clone().f_fill_(0.0).unwrap();
+        let out = t.forward(&x).unwrap();
+        assert_eq!(f64::try_from(out.abs().sum(Kind::Float)).unwrap(), 0.0);
     }
 
     #[test]

@@ -122,6 +122,8 @@ struct NetJob {
     native: bool,
     /// Tasks each of the kernel's GEMMs is split into.
     threads: usize,
+    /// On a GPU: host bytes of batches per upload ([`UPLOAD_BYTES`]).
+    upload_bytes: usize,
 }
 
 /// The FP32 work of one iteration, counted from what ran: the rows every
@@ -172,35 +174,67 @@ struct NetResult {
     queued_seconds: Option<f64>,
 }
 
+/// Host bytes of sampled rows one upload to a GPU carries at most: large
+/// enough that a transfer's fixed cost vanishes (64 steps of the default
+/// 1,024-row batches per upload), small enough to be no burden on the host.
+const UPLOAD_BYTES: usize = 64 << 20;
+
+/// The batches of `steps` consecutive steps (`rows` rows each) as tensors on
+/// the training device, stacked on a leading step axis: `x` [steps, rows,
+/// dim], `y` and the 0/1 legal mask `m` [steps, rows, ACTIONS], the
+/// samples' iterations `it` [steps, rows].
+struct Uploaded {
+    x: Tensor,
+    y: Tensor,
+    m: Tensor,
+    it: Tensor,
+}
+
+impl Uploaded {
+    /// Step `s`'s batch (views: no copy, no kernel).
+    fn step(&self, s: i64) -> Result<(Tensor, Tensor, Tensor, Tensor), TrainerError> {
+        Ok((
+            self.x.f_select(0, s)?,
+            self.y.f_select(0, s)?,
+            self.m.f_select(0, s)?,
+            self.it.f_select(0, s)?,
+        ))
+    }
+}
+
 impl NetJob {
-    fn batch_tensors(&self, b: &Batch) -> Result<(Tensor, Tensor, Tensor, Tensor), TrainerError> {
-        let rows = b.rows as i64;
-        let x =
-            self.onto_device(Tensor::f_from_slice(&b.states)?.f_view([rows, self.dim as i64])?)?;
-        let y =
-            self.onto_device(Tensor::f_from_slice(&b.targets)?.f_view([rows, ACTIONS as i64])?)?;
-        let mut mask = Vec::with_capacity(b.rows * ACTIONS);
-        for r in 0..b.rows {
-            mask.extend_from_slice(&b.mask_row_f32(r));
-        }
-        let m = self.onto_device(Tensor::f_from_slice(&mask)?.f_view([rows, ACTIONS as i64])?)?;
-        let its: Vec<i64> = b.iterations.iter().map(|&i| i64::from(i)).collect();
-        let it = self.onto_device(Tensor::f_from_slice(&its)?)?;
-        Ok((x, y, m, it))
+    /// `host`'s rows, `steps` batches of `rows` rows end to end, on the
+    /// training device: one transfer per tensor, the legal masks expanded
+    /// from their bits there. The copies are asynchronous from pageable
+    /// memory (CUDA stages such a copy before the call returns, so the host
+    /// buffers may go at once); pinning would cost a host copy of its own
+    /// and, through tch, a deprecated libtorch call per tensor.
+    fn upload(&self, host: &Batch, steps: usize, rows: usize) -> Result<Uploaded, TrainerError> {
+        let (s, r) = (steps as i64, rows as i64);
+        let to = |t: Tensor| -> Result<Tensor, TrainerError> {
+            let kind = t.kind();
+            Ok(t.f_to_device_(self.device, kind, true, false)?)
+        };
+        let x = to(Tensor::f_from_slice(&host.states)?.f_view([s, r, self.dim as i64])?)?;
+        let y = to(Tensor::f_from_slice(&host.targets)?.f_view([s, r, ACTIONS as i64])?)?;
+        // A mask holds ACTIONS (22) bits, so it fits an i32 as it is.
+        let bits: Vec<i32> = host.masks.iter().map(|&m| m as i32).collect();
+        let shifts = Tensor::f_arange(ACTIONS as i64, (Kind::Int, self.device))?;
+        let m = to(Tensor::f_from_slice(&bits)?.f_view([s, r, 1])?)?
+            .f_bitwise_right_shift(&shifts)?
+            .f_bitwise_and(1)?
+            .f_to_kind(Kind::Float)?;
+        let its: Vec<i64> = host.iterations.iter().map(|&i| i64::from(i)).collect();
+        let it = to(Tensor::f_from_slice(&its)?.f_view([s, r])?)?;
+        Ok(Uploaded { x, y, m, it })
     }
 
-    /// A host tensor on the training device. To a GPU it goes through
-    /// pinned (page-locked) memory, whose copy runs without the host
-    /// waiting for it; libtorch's pinned-memory allocator keeps the buffer
-    /// until the copy is done and then reuses it.
-    fn onto_device(&self, host: Tensor) -> Result<Tensor, TrainerError> {
-        if self.device == Device::Cpu {
-            return Ok(host);
-        }
-        let kind = host.kind();
-        Ok(host
-            .f_pin_memory(self.device)?
-            .f_to_device_(self.device, kind, true, false)?)
+    /// Steps whose batches one upload carries: as many as fit in
+    /// `upload_bytes`, at least one.
+    fn steps_per_upload(&self, rows: usize) -> usize {
+        // states, targets and an expanded mask in f32, the iteration in i64
+        let row_bytes = 4 * (self.dim + 2 * ACTIONS) + 8;
+        (self.upload_bytes / (rows.max(1) * row_bytes)).max(1)
     }
 
     /// `updates` steps on `trainer` from batches of `mem`.
@@ -231,24 +265,25 @@ impl NetJob {
             return self.run_resident(trainer, mem, scaler, t);
         }
         let mut tally = Tally::default();
+        let mut b = Batch::default();
         for _ in 0..self.updates {
-            let b = mem.sample(self.batch)?;
+            mem.sample_into(self.batch, &mut b)?;
             tally.rows += b.rows as u64;
-            let loss = self.loss(trainer, scaler, &b, t)?;
+            let batch = self.upload(&b, 1, b.rows)?.step(0)?;
+            let loss = self.loss(trainer, scaler, batch, t)?;
             tally.add(optim::step(trainer, scaler, &loss, self.grad_clip)?);
         }
         Ok(tally.result())
     }
 
-    /// The forward of batch `b` and its loss.
+    /// The forward of a batch (x, y, m, it) and its loss.
     fn loss(
         &self,
         trainer: &NetTrainer,
         scaler: &GradScaler,
-        b: &Batch,
+        (x, y, m, it): (Tensor, Tensor, Tensor, Tensor),
         t: u64,
     ) -> Result<Tensor, TrainError> {
-        let (x, y, m, it) = self.batch_tensors(b)?;
         let out = tch::autocast(scaler.enabled(), || trainer.forward(&x))?;
         Ok(if self.advantage {
             optim::advantage_loss(&out, &y, &m, &it, t, self.weighting)?
@@ -257,9 +292,11 @@ impl NetJob {
         })
     }
 
-    /// [`NetJob::run`] on a GPU: every step is queued without waiting for
-    /// the device (see [`optim::step_on_device`]), and the losses and
-    /// counts are read back once, after the last step.
+    /// [`NetJob::run`] on a GPU: the batches are drawn as on the CPU and go
+    /// to the device a chunk of steps at a time ([`NetJob::upload`]), every
+    /// step is queued without waiting for the device (see
+    /// [`optim::step_on_device`]), and the losses and counts are read back
+    /// once, after the last step.
     fn run_resident(
         &self,
         trainer: &mut NetTrainer,
@@ -269,14 +306,24 @@ impl NetJob {
     ) -> Result<NetResult, TrainError> {
         let start = Instant::now();
         let mut tally = optim::DeviceTally::new(trainer, self.device)?;
-        let mut rows = 0u64;
-        let mut b = Batch::default();
-        for _ in 0..self.updates {
-            mem.sample_into(self.batch, &mut b)?;
-            rows += b.rows as u64;
-            let loss = self.loss(trainer, scaler, &b, t)?;
-            optim::step_on_device(trainer, scaler, &loss, self.grad_clip, &mut tally)?;
+        let rows = self.batch.min(mem.len());
+        let per_upload = self.steps_per_upload(rows);
+        let mut host = Batch::default();
+        let mut left = self.updates as usize;
+        while left > 0 {
+            let steps = left.min(per_upload);
+            host.clear();
+            for _ in 0..steps {
+                mem.sample_append(self.batch, &mut host)?;
+            }
+            let batches = self.upload(&host, steps, rows)?;
+            for s in 0..steps {
+                let loss = self.loss(trainer, scaler, batches.step(s as i64)?, t)?;
+                optim::step_on_device(trainer, scaler, &loss, self.grad_clip, &mut tally)?;
+            }
+            left -= steps;
         }
+        let rows = (rows * self.updates as usize) as u64;
         let queued = start.elapsed().as_secs_f64();
         let v = tally.read(trainer)?;
         Ok(NetResult {
@@ -566,6 +613,7 @@ impl Trainer {
             device: self.device,
             native: o.native_training && self.device == Device::Cpu && !self.scaler.enabled(),
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            upload_bytes: UPLOAD_BYTES,
         }
     }
 
@@ -679,12 +727,13 @@ impl Trainer {
     }
 
     /// Whether the three networks train at once, each on its own thread:
-    /// `optimization.concurrent_networks` on a CPU without loss scaling (on
-    /// CUDA the device does the work; the grad scaler is shared state).
+    /// `optimization.concurrent_networks` without loss scaling (the three
+    /// networks share the grad scaler, whose scale each step reads and
+    /// writes). On a CPU each thread gets a third of the cores; on a GPU,
+    /// where a step is bound by the host's kernel launches, three threads
+    /// queue the three networks' kernels at once.
     pub fn trains_concurrently(&self) -> bool {
-        self.config.optimization.concurrent_networks
-            && self.device == Device::Cpu
-            && !self.scaler.enabled()
+        self.config.optimization.concurrent_networks && !self.scaler.enabled()
     }
 
     /// Runs iteration `self.iteration + 1` and returns its metrics (the
@@ -1117,6 +1166,79 @@ mod tests {
         }
         let worst = drift(&start, &one_by_one, &at_once);
         assert!(worst < 1e-4, "concurrent training drifted by {worst}");
+    }
+
+    /// The GPU's loop (batches uploaded a chunk of steps at a time, steps
+    /// decided on the device), run here on the CPU, trains on the batches
+    /// the host loop draws and takes the same steps: the same rows, losses
+    /// and weights up to float summation order.
+    #[test]
+    fn the_device_loop_takes_the_host_loops_steps() {
+        let mut c = smoke();
+        c.optimization.native_training = false;
+        c.optimization.concurrent_networks = false;
+        c.optimization.grad_clip = 0.5;
+        let mut trainer = Trainer::new(c).unwrap();
+        trainer.run_iteration().unwrap();
+        let mut job = trainer.net_job(0);
+        job.updates = 5;
+        // Two steps' batches per upload: chunks of 2, 2 and 1.
+        let rows = job.batch.min(trainer.adv_mem[0].len());
+        job.upload_bytes = 2 * rows * (4 * (job.dim + 2 * ACTIONS) + 8);
+        assert_eq!(job.steps_per_upload(rows), 2);
+        // The masks expanded from their bits on the device are the host's.
+        let mut b = trainer.adv_mem[0].clone().sample(rows).unwrap();
+        b.masks[0] = 0b11 | 1 << (ACTIONS - 1);
+        let (.., m, _) = job.upload(&b, 1, rows).unwrap().step(0).unwrap();
+        for r in 0..rows {
+            let row = Vec::<f32>::try_from(m.get(r as i64)).unwrap();
+            assert_eq!(row, b.mask_row_f32(r), "row {r}");
+        }
+        let net = &mut trainer.nets[0];
+        let saved = |n: &NetTrainer| -> (Vec<Tensor>, Vec<Tensor>, i64) {
+            let moments = n.opt.moments.iter().flat_map(|(m, v)| [m.copy(), v.copy()]);
+            (
+                n.params().iter().map(|p| p.detach().copy()).collect(),
+                moments.collect(),
+                n.opt.step,
+            )
+        };
+        let start = saved(net);
+        let mut mem = trainer.adv_mem[0].clone();
+        let mut scaler = GradScaler::new(false, Device::Cpu).unwrap();
+        let host = job.run(net, &mut mem, &mut scaler, 2).unwrap();
+        let after_host = saved(net);
+        {
+            let _guard = tch::no_grad_guard();
+            for (mut p, s) in net.params().into_iter().zip(&start.0) {
+                p.copy_(s);
+            }
+            let moments = net.opt.moments.iter_mut().flat_map(|(m, v)| [m, v]);
+            for (m, s) in moments.zip(&start.1) {
+                m.copy_(s);
+            }
+            net.opt.step = start.2;
+        }
+        let mut mem = trainer.adv_mem[0].clone();
+        let dev = job.run_resident(net, &mut mem, &mut scaler, 2).unwrap();
+        let after_dev = saved(net);
+        assert_eq!((dev.steps, dev.rows), (host.steps, host.rows));
+        assert_eq!(host.steps, 5);
+        let (a, b) = (host.loss.unwrap(), dev.loss.unwrap());
+        assert!(
+            (a - b).abs() <= 1e-5 * (1.0 + a.abs()),
+            "losses {a} and {b}"
+        );
+        assert_eq!(after_dev.2, after_host.2);
+        for (x, y) in after_host
+            .0
+            .iter()
+            .chain(&after_host.1)
+            .zip(after_dev.0.iter().chain(&after_dev.1))
+        {
+            let diff = f64::try_from((x - y).abs().max()).unwrap();
+            assert!(diff < 1e-5, "the device loop drifted by {diff}");
+        }
     }
 
     #[test]
