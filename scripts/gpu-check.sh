@@ -123,6 +123,7 @@ if [ $dry = 1 ]; then
     forward_batches=1,16
     trainer_runs=2
     trainer_updates=2
+    yardstick=(--device cpu --hidden 16 --batch 64 --rows 512 --steps 3)
     amp_iters=3
     optb_iters=2
     optb_sets=(--set traversal.traversals_per_player=2 --set optimization.advantage_updates_per_iteration=2
@@ -143,6 +144,7 @@ else
     # A quarter of the default's 512 updates per network: the same steps,
     # four times as many timed calls in the share (ms per step is the figure).
     trainer_updates=128
+    yardstick=()
     amp_iters=$(scale 12 4)
     optb_iters=$(scale 3 2)
     # Half the file's traversals: its two CPU arms (the baseline and the
@@ -204,6 +206,16 @@ step trainer-sequential 6 "$lcx" bench trainer "${bench_sets[@]}" "${trainer_set
 # one the step above printed for the device's.
 step weights-cpu 3 "$lcx" bench trainer "${bench_sets[@]}" --set optimization.advantage_updates_per_iteration=1 \
     --set optimization.strategy_updates_per_iteration=1 --device cpu --runs 1 --warmup 0
+# PyTorch's own eager step on the same network and batch, side by side
+# with lcx's (a dry run has no torch in python3: the provisioned .venv's).
+yardstick_py=$py
+[ $dry = 1 ] && yardstick_py="$root/.venv/bin/python"
+if [ -x "$(command -v "$yardstick_py")" ]; then
+    step torch-yardstick 6 "$yardstick_py" "$root/scripts/torch-step-yardstick.py" "${yardstick[@]}"
+else
+    say "== torch-yardstick: SKIPPED, no python with torch at $yardstick_py"
+    status_lines+=("| torch-yardstick | skipped: no python with torch | - |")
+fi
 # The experiment files as they are: their CUDA arms set the device
 # themselves; --arms picks those (and, in a dry run, the CPU reference arm),
 # the flags size them.
@@ -243,6 +255,7 @@ mode() { grep "\"precision_requested\":\"$1\"" "${2:-$out/trainer.jsonl}" 2>/dev
 mean() { awk '{ s += $1; n++ } END { if (n) printf "%.4g", s / n; else printf "-" }'; }
 per_step() { awk -v k=$((3 * trainer_updates)) '{ printf "%.4g\n", $1 / k }'; } # ms per call -> ms per step
 digest() { grep -ho 'initial weights digest [0-9a-f]*' "$out"/*-"$1".md 2>/dev/null | awk '{ print $4 }' | tail -1; }
+yard() { grep -ho "$1: [0-9.]* ms/step" "$out"/*-torch-yardstick.md 2>/dev/null | awk '{ print $(NF-1) }' | tail -1; }
 dev_digest=$(digest trainer)
 cpu_digest=$(digest weights-cpu)
 if [ -z "$dev_digest" ] || [ -z "$cpu_digest" ]; then
@@ -280,6 +293,9 @@ fi
     echo "| bench trainer ms/step, fp32, networks one after the other | $(mode fp32 "$out/trainer-seq.jsonl" | jl bench/ms_per_call | per_step | mean) |"
     echo "| bench trainer ms/step, AMP requested (one after the other: one grad scaler) | $(mode amp | jl bench/ms_per_call | per_step | mean) |"
     echo "| initial weights, CPU and $device trainers of one seed | $weights |"
+    echo "| PyTorch eager ms/step, same network and batch, fp32, fused AdamW | $(yard 'fp32, fused AdamW') |"
+    echo "| PyTorch eager ms/step, fp32, foreach AdamW | $(yard 'fp32, foreach AdamW') |"
+    echo "| PyTorch eager ms/step, AMP fp16, fused AdamW | $(yard 'AMP fp16, fused AdamW') |"
     echo "| precision the AMP steps ran in | $(mode amp | jl precision | sort -u | tr '\n' ' ') |"
     echo "| $(grep -h 'speedup' "$out"/*-trainer.md 2>/dev/null | tail -1 || echo 'speedup: -') | |"
     echo "| AMP overflow (skipped) steps, train | $(jl 'amp/overflow_steps' "$out/train.jsonl" | awk '{s+=$1} END {print s+0}') |"

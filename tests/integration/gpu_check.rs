@@ -44,6 +44,7 @@ fn the_gpu_check_runs_every_step_on_the_cpu_and_writes_its_summary() {
         "trainer",
         "trainer-sequential",
         "weights-cpu",
+        "torch-yardstick",
         "amp",
         "amp-report",
         "option-b",
@@ -66,6 +67,7 @@ fn the_gpu_check_runs_every_step_on_the_cpu_and_writes_its_summary() {
         "| bench trainer ms/step, fp32, networks one after the other | ",
         "| bench trainer ms/step, AMP requested ",
         "| training GFLOP/s, train (mean) | ",
+        "| PyTorch eager ms/step, same network and batch, fp32, fused AdamW | ",
     ] {
         let line = summary
             .lines()
@@ -106,7 +108,7 @@ fn the_gpu_check_runs_every_step_on_the_cpu_and_writes_its_summary() {
             "{experiment}/{arm} not skipped:\n{summary}"
         );
     }
-    let amp_report = std::fs::read_to_string(out.join("07-amp-report.md")).unwrap();
+    let amp_report = std::fs::read_to_string(out.join("08-amp-report.md")).unwrap();
     assert!(amp_report.contains("INCONCLUSIVE"), "{amp_report}");
     // The trainer bench timed both modes and said AMP ran in fp32 here.
     let trainer = std::fs::read_to_string(out.join("trainer.jsonl")).unwrap();

@@ -240,6 +240,20 @@ fn bench_trainer_names_the_training_backend() {
     assert!(default.contains(want), "{default}");
     let off = run(&["--set", "optimization.native_training=false"]);
     assert!(off.contains("| libtorch |"), "{off}");
+    // One seed draws one set of initial weights, whichever code trains
+    // them (and, in scripts/gpu-check.sh, whichever device); another seed
+    // draws others. In processes of their own: tests in one process share
+    // libtorch's global generator.
+    let digest = |text: &str| -> String {
+        let at = text.find("initial weights digest ").expect(text) + 23;
+        text[at..at + 16].to_string()
+    };
+    assert_eq!(digest(&default), digest(&off));
+    assert_ne!(
+        digest(&default),
+        digest(&run(&["--set", "run.seed=2"])),
+        "a second seed drew the same weights"
+    );
     // The path of a CPU without AVX2/FMA, taken on any CPU: the kernel
     // turned off, the same config trains with libtorch.
     let fallback = succeed(

@@ -7,6 +7,9 @@
 //! 2 ≈ 1.3 KB, so the three default 2 M-sample memories peak at ≈ 7.6 GB —
 //! within the ~8 GiB budget — and only grow as samples arrive.
 
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use rand::seq::index;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -51,6 +54,51 @@ pub struct Reservoir {
     /// Position of each slot in `first_open_slots` (u32::MAX = not there).
     first_open_pos: Vec<u32>,
     rng: ChaCha8Rng,
+    /// What changed since the last [`Reservoir::take_changes`].
+    log: ChangeLog,
+}
+
+/// One reservoir's identity, for a copy of its rows kept elsewhere (a GPU's
+/// mirror): every reservoir gets its own, and so does every clone, whose
+/// rows then go their own way.
+#[derive(Debug)]
+struct Instance(u64);
+
+impl Instance {
+    fn next() -> Instance {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Instance(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+/// The rows written since the log was last taken: those appended (from
+/// `synced_len` on) and the slots replaced below it. Past a quarter of the
+/// rows the replaced slots are no longer listed (`all`): a copy then takes
+/// every row, and a reservoir no copy follows keeps a bounded log.
+#[derive(Debug, Clone)]
+struct ChangeLog {
+    instance: Instance,
+    synced_len: usize,
+    replaced: Vec<u32>,
+    all: bool,
+}
+
+impl Clone for Instance {
+    fn clone(&self) -> Instance {
+        Instance::next()
+    }
+}
+
+/// What [`Reservoir::take_changes`] reports: the rows a copy that was in
+/// step at the previous call must take to be in step again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Changes {
+    /// The reservoir these changes belong to (see [`Reservoir::instance`]).
+    pub instance: u64,
+    /// Rows to copy as they are (appended, or every row after `all`).
+    pub appended: Range<usize>,
+    /// Slots below `appended.start` that were replaced, ascending, once each.
+    pub replaced: Vec<u32>,
 }
 
 /// A training batch copied out of memory (row-major).
@@ -101,7 +149,49 @@ impl Reservoir {
             first_open_slots: Vec::new(),
             first_open_pos: Vec::new(),
             rng: ChaCha8Rng::seed_from_u64(seed),
+            log: ChangeLog {
+                instance: Instance::next(),
+                synced_len: 0,
+                replaced: Vec::new(),
+                all: false,
+            },
         }
+    }
+
+    /// This reservoir's identity: unique in the process, and new for a
+    /// clone.
+    pub fn instance(&self) -> u64 {
+        self.log.instance.0
+    }
+
+    /// The rows written since the previous call (since creation at the
+    /// first), and a fresh log: a copy of the rows kept elsewhere stays in
+    /// step by taking these.
+    pub fn take_changes(&mut self) -> Changes {
+        let len = self.len();
+        let start = if self.log.all { 0 } else { self.log.synced_len };
+        let mut replaced = std::mem::take(&mut self.log.replaced);
+        replaced.retain(|&slot| (slot as usize) < start);
+        replaced.sort_unstable();
+        replaced.dedup();
+        self.log.synced_len = len;
+        self.log.all = false;
+        Changes {
+            instance: self.instance(),
+            appended: start..len,
+            replaced,
+        }
+    }
+
+    /// Rows `range`'s stored values, contiguous: (states, targets, masks,
+    /// iterations).
+    pub fn rows(&self, range: Range<usize>) -> (&[f32], &[f32], &[u32], &[u32]) {
+        (
+            &self.states[range.start * self.dim..range.end * self.dim],
+            &self.targets[range.start * ACTIONS..range.end * ACTIONS],
+            &self.masks[range.clone()],
+            &self.iterations[range],
+        )
     }
 
     pub fn len(&self) -> usize {
@@ -156,9 +246,22 @@ impl Reservoir {
                 self.iterations[slot] = s.iteration;
                 self.players[slot] = s.player;
                 self.set_first_open(slot, s.is_first_open);
+                self.log_replaced(slot);
             }
         }
         Ok(())
+    }
+
+    fn log_replaced(&mut self, slot: usize) {
+        if self.log.all || slot >= self.log.synced_len {
+            return;
+        }
+        if self.log.replaced.len() >= (self.len() / 4).max(16) {
+            self.log.all = true;
+            self.log.replaced = Vec::new();
+            return;
+        }
+        self.log.replaced.push(slot as u32);
     }
 
     fn set_first_open(&mut self, slot: usize, flag: bool) {
@@ -202,19 +305,36 @@ impl Reservoir {
     /// [`Reservoir::sample_into`] batches end to end (the same draws in the
     /// same order), which a GPU copies to the device in one transfer.
     pub fn sample_append(&mut self, n: usize, batch: &mut Batch) -> Result<(), MemoryError> {
+        let mut slots = Vec::new();
+        self.draw_slots(n, &mut slots)?;
+        self.gather_append(&slots, batch);
+        Ok(())
+    }
+
+    /// The slots one [`Reservoir::sample`] draw picks (min(n, len), without
+    /// replacement), appended to `slots`: the same draws as `sample_append`,
+    /// for a copy of the rows that gathers them itself.
+    pub fn draw_slots(&mut self, n: usize, slots: &mut Vec<u32>) -> Result<(), MemoryError> {
         if self.is_empty() {
             return Err(MemoryError::Empty);
         }
-        let k = n.min(self.len());
         let len = self.len();
-        let picks = index::sample(&mut self.rng, len, k);
+        let picks = index::sample(&mut self.rng, len, n.min(len));
+        slots.extend(picks.iter().map(|slot| slot as u32));
+        Ok(())
+    }
+
+    /// The rows of `slots` (each below `len`), appended to `batch`.
+    pub fn gather_append(&self, slots: &[u32], batch: &mut Batch) {
+        let k = slots.len();
         batch.rows += k;
         batch.dim = self.dim;
         batch.states.reserve(k * self.dim);
         batch.targets.reserve(k * ACTIONS);
         batch.masks.reserve(k);
         batch.iterations.reserve(k);
-        for slot in picks.iter() {
+        for &slot in slots {
+            let slot = slot as usize;
             batch
                 .states
                 .extend_from_slice(&self.states[slot * self.dim..(slot + 1) * self.dim]);
@@ -224,7 +344,6 @@ impl Reservoir {
             batch.masks.push(self.masks[slot]);
             batch.iterations.push(self.iterations[slot]);
         }
-        Ok(())
     }
 
     /// Slot `i`'s stored values (for tests and inspection).
@@ -338,6 +457,46 @@ mod tests {
         }
         assert_eq!(end_to_end.rows, 48);
         assert_eq!(end_to_end, expected);
+    }
+
+    /// A copy that applies every `take_changes` holds the reservoir's rows,
+    /// through appends, replacements (logged or, past the bound, all) and a
+    /// clone, which is a reservoir of its own.
+    #[test]
+    fn a_copy_taking_the_changes_stays_in_step() {
+        let mut m = Reservoir::new(3, 40, 5);
+        let mut copy: Vec<f32> = Vec::new();
+        let apply = |m: &mut Reservoir, copy: &mut Vec<f32>| {
+            let ch = m.take_changes();
+            copy.resize(m.len() * 3, f32::NAN);
+            let (states, ..) = m.rows(ch.appended.clone());
+            copy[ch.appended.start * 3..ch.appended.end * 3].copy_from_slice(states);
+            for &slot in &ch.replaced {
+                assert!((slot as usize) < ch.appended.start);
+                let (row, ..) = m.rows(slot as usize..slot as usize + 1);
+                copy[slot as usize * 3..slot as usize * 3 + 3].copy_from_slice(row);
+            }
+            ch
+        };
+        for round in 0..6 {
+            for i in 0..(10 + 2_000 * (round / 5)) {
+                add(&mut m, (100 * round + i) as f32, false);
+            }
+            let ch = apply(&mut m, &mut copy);
+            let (states, ..) = m.rows(0..m.len());
+            assert_eq!(copy, states, "round {round}");
+            let sorted = ch.replaced.windows(2).all(|w| w[0] < w[1]);
+            assert!(sorted, "round {round}: {:?}", ch.replaced);
+            if round == 5 {
+                // 2,000 replacements of 40 rows overflow the log: every row.
+                assert_eq!(ch.appended, 0..40);
+            }
+        }
+        let nothing = m.take_changes();
+        assert_eq!((nothing.appended.len(), nothing.replaced.len()), (0, 0));
+        let mut twin = m.clone();
+        assert_ne!(twin.instance(), m.instance());
+        assert_eq!(twin.take_changes().instance, twin.instance());
     }
 
     #[test]

@@ -346,6 +346,7 @@ fn read_memory(s: &mut Section) -> Read<MemoryConfig> {
     let c = MemoryConfig {
         advantage_capacity: s.int("advantage_capacity", d.advantage_capacity, 1)?,
         strategy_capacity: s.int("strategy_capacity", d.strategy_capacity, 1)?,
+        on_device: s.boolean("on_device", d.on_device)?,
     };
     s.finish()?;
     Ok(c)

@@ -687,6 +687,13 @@ pub struct MemoryConfig {
     /// Per player.
     pub advantage_capacity: u64,
     pub strategy_capacity: u64,
+    /// lcx: on a GPU, keep a copy of each memory in device memory (about
+    /// 1.4 KB a sample: 8.4 GB for the three default memories when full),
+    /// brought up to date with the samples each iteration added, and
+    /// gather every batch there; `false` copies each chunk of batches from
+    /// the host instead. The batches are the same either way. No effect on
+    /// a CPU.
+    pub on_device: bool,
 }
 
 impl Default for MemoryConfig {
@@ -694,6 +701,7 @@ impl Default for MemoryConfig {
         MemoryConfig {
             advantage_capacity: 2_000_000,
             strategy_capacity: 2_000_000,
+            on_device: true,
         }
     }
 }

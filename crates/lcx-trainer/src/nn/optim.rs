@@ -88,72 +88,98 @@ impl AdamW {
     /// nothing (parameters, moments, step count) where it is false, decided
     /// on the device: the caller never reads `ok` back, so a step costs no
     /// synchronisation, and one pass over the flat buffers launches the
-    /// same dozen kernels whatever the number of parameters. `steps` counts
-    /// the updates taken (a double scalar on the device, from
-    /// [`AdamW::device_steps`]); the bias corrections follow it, as
-    /// PyTorch's fused AdamW does.
+    /// same dozen kernels whatever the number of parameters. The step's
+    /// bias corrections come from `corrections` (see [`Corrections`]),
+    /// which counts the updates taken.
     fn update_flat_where(
-        &mut self,
+        &self,
         flat: &Flat,
         g: &Tensor,
         ok: &Tensor,
-        steps: &mut Tensor,
+        corrections: &mut Corrections,
     ) -> Result<(), TrainerError> {
         let _guard = tch::no_grad_guard();
-        let _ = steps.f_add_(&ok.f_to_kind(Kind::Double)?)?;
-        // 1 − βᵗ = 1 − exp(t·ln β), in double precision like the host path.
-        let bc = |beta: f64| -> Result<Tensor, TrainerError> {
-            Ok(steps
-                .f_mul_scalar(beta.ln())?
-                .f_exp()?
-                .f_neg()?
-                .f_add_scalar(1.0)?)
-        };
-        let bc1 = bc(self.beta1)?;
-        let bc2_sqrt = bc(self.beta2)?.f_sqrt()?;
-        // −1 / step_size = −bc₁ / lr, folded into the denominator as in
-        // [`AdamW::update`].
-        let neg_inv_step = bc1.f_mul_scalar(-1.0 / self.lr)?;
-        let Flat {
-            params: mut p,
-            mut m,
-            mut v,
-        } = flat.handles();
-        let decayed = if self.weight_decay != 0.0 {
-            p.f_mul_scalar(1.0 - self.lr * self.weight_decay)?
-        } else {
-            p.f_detach_copy()?
-        };
+        let (neg_inv_step, bc2_sqrt) = corrections.take(ok)?;
+        let Flat { params: p, m, v } = flat.handles();
         let m_new = m.f_lerp(g, 1.0 - self.beta1)?;
-        let v_new = v
-            .f_mul_scalar(self.beta2)?
-            .f_addcmul(g, &g.f_mul_scalar(1.0 - self.beta2)?)?;
+        // β₂v + (1−β₂)g² as one interpolation towards g².
+        let v_new = v.f_lerp(&g.f_square()?, 1.0 - self.beta2)?;
         let denom = v_new
             .f_sqrt()?
             .f_div(&bc2_sqrt)?
             .f_add_scalar(self.eps)?
             .f_mul(&neg_inv_step)?;
-        let p_new = decayed.f_addcdiv(&m_new, &denom)?;
-        m.f_copy_(&m_new.f_where_self(ok, &m)?)?;
-        v.f_copy_(&v_new.f_where_self(ok, &v)?)?;
-        p.f_copy_(&p_new.f_where_self(ok, &p)?)?;
+        let p_new = if self.weight_decay != 0.0 {
+            p.f_mul_scalar(1.0 - self.lr * self.weight_decay)?
+                .f_addcdiv(&m_new, &denom)?
+        } else {
+            p.f_addcdiv(&m_new, &denom)?
+        };
+        // Each buffer keeps its value where `ok` is false, written in place.
+        let _ = m_new.f_where_self_out(&m, ok, &m)?;
+        let _ = v_new.f_where_self_out(&v, ok, &v)?;
+        let _ = p_new.f_where_self_out(&p, ok, &p)?;
         Ok(())
     }
+}
 
-    /// The step count as a double scalar on `device`, for
-    /// [`AdamW::update_where`]; [`AdamW::set_steps`] brings it back.
-    pub(crate) fn device_steps(&self, device: Device) -> Result<Tensor, TrainerError> {
-        Ok(Tensor::f_full(
-            [],
-            self.step as f64,
-            (Kind::Double, device),
-        )?)
+/// AdamW's bias corrections for the updates of one network's steps on a
+/// device, worked out on the host for every count they can reach and looked
+/// up on the device by the count of updates taken (which only the device
+/// knows: a skipped step does not count). One lookup replaces the ten
+/// scalar kernels that would compute them from the count each step.
+pub(crate) struct Corrections {
+    /// Row j: (−bc₁/lr, √bc₂) after j more updates than `base`, in f64.
+    table: Tensor,
+    /// Updates taken in this run of steps (an i64 on the device, shape [1]).
+    taken: Tensor,
+    /// The optimiser's count before the first step.
+    base: i64,
+    /// Steps asked for so far, and the most the table holds.
+    steps: usize,
+    capacity: usize,
+}
+
+impl Corrections {
+    /// A table for up to `steps` updates after `opt`'s count, on `device`.
+    fn new(opt: &AdamW, steps: usize, device: Device) -> Result<Self, TrainerError> {
+        let mut rows = Vec::with_capacity(2 * (steps + 1));
+        for j in 0..=steps as i64 {
+            let t = (opt.step + j).max(1) as i32;
+            let bc1 = 1.0 - opt.beta1.powi(t);
+            let bc2 = 1.0 - opt.beta2.powi(t);
+            rows.extend([-bc1 / opt.lr, bc2.sqrt()]);
+        }
+        let table = Tensor::f_from_slice(&rows)?
+            .f_view([steps as i64 + 1, 2])?
+            .f_to_device(device)?;
+        Ok(Self {
+            table,
+            taken: Tensor::f_zeros([1], (Kind::Int64, device))?,
+            base: opt.step,
+            steps: 0,
+            capacity: steps,
+        })
     }
 
-    /// Takes the count [`AdamW::update_where`] advanced (one read back).
-    pub(crate) fn set_steps(&mut self, steps: &Tensor) -> Result<(), TrainerError> {
-        self.step = f64::try_from(steps)?.round() as i64;
-        Ok(())
+    /// Counts a step (an update where `ok`) and returns its corrections
+    /// (−1/step size, √bc₂) as double scalars on the device.
+    fn take(&mut self, ok: &Tensor) -> Result<(Tensor, Tensor), TrainerError> {
+        if self.steps == self.capacity {
+            return Err(TrainerError::BadShape(format!(
+                "more device steps than the {} the bias corrections were worked out for",
+                self.capacity
+            )));
+        }
+        self.steps += 1;
+        let _ = self.taken.f_add_(ok)?;
+        let row = self.table.f_index_select(0, &self.taken)?.f_select(0, 0)?;
+        Ok((row.f_select(0, 0)?, row.f_select(0, 1)?))
+    }
+
+    /// The optimiser's count after the steps (one read back).
+    fn count(&self) -> Result<i64, TrainerError> {
+        Ok(self.base + self.taken.f_int64_value(&[0])?)
     }
 }
 
@@ -377,10 +403,10 @@ impl GradScaler {
         let scale = self.scale.f_detach_copy()?;
         let tracker = self.growth_tracker.f_detach_copy()?;
         self.update(found_inf)?;
-        let kept = self.scale.f_where_self(finite, &scale)?;
-        self.scale.f_copy_(&kept)?;
-        let kept = self.growth_tracker.f_where_self(finite, &tracker)?;
-        self.growth_tracker.f_copy_(&kept)?;
+        let _ = self.scale.f_where_self_out(&self.scale, finite, &scale)?;
+        let _ = self
+            .growth_tracker
+            .f_where_self_out(&self.growth_tracker, finite, &tracker)?;
         Ok(())
     }
 }
@@ -390,13 +416,9 @@ impl GradScaler {
 /// back: the factor min(1, max / (norm + 1e-6)) is applied on the device (a
 /// factor of exactly 1 leaves the gradient as it was).
 fn clip_flat_on_device(g: &mut Tensor, max: f64) -> Result<(), TrainerError> {
-    let coef = g
-        .f_norm()?
-        .f_add_scalar(1e-6)?
-        .f_reciprocal()?
-        .f_mul_scalar(max)?
-        .f_clamp_max(1.0)?;
-    let _ = g.f_mul_(&coef)?;
+    // g · max / max(norm + 1e-6, max): the same factor, one kernel fewer.
+    let bound = g.f_norm()?.f_add_scalar(1e-6)?.f_clamp_min(max)?;
+    let _ = g.f_mul_scalar_(max)?.f_div_(&bound)?;
     Ok(())
 }
 
@@ -415,20 +437,18 @@ fn flat_gradient(params: &[Tensor], grads: Vec<Tensor>) -> Result<Tensor, Traine
     Ok(Tensor::f_cat(&rows, 0)?)
 }
 
-/// The running sums of one network's steps, kept on its device: a step
-/// adds to them without a read back, and [`DeviceTally::read`] reads them
-/// once (one synchronisation) when the network's steps of an iteration are
-/// done.
+/// What one network's steps on a device leave to read: each step's loss and
+/// (under AMP) its overflow flag stay on the device as the step made them,
+/// and [`DeviceTally::read`] brings them all back at once (one
+/// synchronisation) when the network's steps of an iteration are done. A
+/// step adds no kernel of its own for its bookkeeping.
 pub struct DeviceTally {
-    loss_sum: Tensor,
-    finite: Tensor,
-    nonfinite: Tensor,
-    overflow: Tensor,
-    /// The last finite loss (NaN before one).
-    last: Tensor,
-    /// AdamW updates taken, for the bias corrections.
-    adam_steps: Tensor,
-    steps: u64,
+    /// Per step: the loss (an f32 scalar, as computed).
+    losses: Vec<Tensor>,
+    /// Per step under AMP: the scaler's found-inf flag ([1], f32), counted
+    /// where the loss was finite.
+    found_inf: Vec<Tensor>,
+    corrections: Corrections,
 }
 
 /// What [`DeviceTally::read`] brings back.
@@ -445,53 +465,62 @@ pub struct TallyValues {
 }
 
 impl DeviceTally {
-    /// Empty sums on `trainer`'s device, its optimiser's step count taken over.
-    pub fn new(trainer: &NetTrainer, device: Device) -> Result<Self, TrainerError> {
-        let zero = || Tensor::f_zeros([], (Kind::Double, device));
+    /// A tally for up to `steps` steps of `trainer` on `device`, its
+    /// optimiser's step count taken over.
+    pub fn new(trainer: &NetTrainer, steps: usize, device: Device) -> Result<Self, TrainerError> {
         Ok(Self {
-            loss_sum: zero()?,
-            finite: zero()?,
-            nonfinite: zero()?,
-            overflow: zero()?,
-            last: Tensor::f_full([], f64::NAN, (Kind::Double, device))?,
-            adam_steps: trainer.opt.device_steps(device)?,
-            steps: 0,
+            losses: Vec::with_capacity(steps),
+            found_inf: Vec::new(),
+            corrections: Corrections::new(&trainer.opt, steps, device)?,
         })
     }
 
-    /// Reads the sums back (waits for the device) and hands the optimiser
-    /// its step count.
+    /// Reads the steps' values back (waits for the device), sums them in
+    /// f64 on the host, and hands the optimiser its step count.
     pub fn read(&self, trainer: &mut NetTrainer) -> Result<TallyValues, TrainerError> {
-        trainer.opt.set_steps(&self.adam_steps)?;
-        let values = Tensor::f_stack(
-            &[
-                self.loss_sum.shallow_clone(),
-                self.finite.shallow_clone(),
-                self.nonfinite.shallow_clone(),
-                self.overflow.shallow_clone(),
-                self.last.shallow_clone(),
-            ],
-            0,
-        )?
-        .f_to_device(Device::Cpu)?;
-        let mut v = [0f64; 5];
-        values.f_copy_data(&mut v, 5)?;
-        let [sum, finite, nonfinite, overflow, last] = v;
-        Ok(TallyValues {
-            mean_loss: if finite > 0.0 { sum / finite } else { f64::NAN },
-            last: last.is_finite().then_some(last),
-            finite: finite as u64,
-            nonfinite: nonfinite as u64,
-            overflow: overflow as u64,
-            steps: self.steps,
-        })
+        trainer.opt.step = self.corrections.count()?;
+        let host = |ts: &[Tensor]| -> Result<Vec<f64>, TrainerError> {
+            if ts.is_empty() {
+                return Ok(Vec::new());
+            }
+            let all = Tensor::f_stack(ts, 0)?
+                .f_to_kind(Kind::Double)?
+                .f_to_device(Device::Cpu)?
+                .f_reshape([-1])?;
+            Ok(Vec::<f64>::try_from(&all)?)
+        };
+        let losses = host(&self.losses)?;
+        let found_inf = host(&self.found_inf)?;
+        let mut v = TallyValues {
+            mean_loss: f64::NAN,
+            last: None,
+            finite: 0,
+            nonfinite: 0,
+            overflow: 0,
+            steps: losses.len() as u64,
+        };
+        let mut sum = 0.0;
+        for (i, &loss) in losses.iter().enumerate() {
+            if loss.is_finite() {
+                sum += loss;
+                v.finite += 1;
+                v.last = Some(loss);
+                v.overflow += u64::from(found_inf.get(i).is_some_and(|&f| f != 0.0));
+            } else {
+                v.nonfinite += 1;
+            }
+        }
+        if v.finite > 0 {
+            v.mean_loss = sum / v.finite as f64;
+        }
+        Ok(v)
     }
 }
 
 /// [`step`] without a read back to the host: the non-finite guard, the
 /// clipping factor and the scaler's skip are decided on the device, and
-/// the loss and the counts go into `tally`. The gradients come back from
-/// the backward pass as tensors (nothing accumulates into `.grad`, so
+/// the loss and the overflow flag go into `tally`. The gradients come back
+/// from the backward pass as tensors (nothing accumulates into `.grad`, so
 /// nothing is zeroed) and go end to end into one flat gradient, which the
 /// scaler, the clip and AdamW each treat with one set of kernels (see
 /// [`Flat`]). The same updates as [`step`] (up to float summation order),
@@ -503,22 +532,9 @@ pub fn step_on_device(
     grad_clip: f64,
     tally: &mut DeviceTally,
 ) -> Result<(), TrainerError> {
-    tally.steps += 1;
-    let value = loss.f_detach()?.f_to_kind(Kind::Double)?;
+    let value = loss.f_detach()?;
     let finite = value.f_isfinite()?;
-    {
-        let _guard = tch::no_grad_guard();
-        let zero = value.f_zeros_like()?;
-        let _ = tally
-            .loss_sum
-            .f_add_(&value.f_where_self(&finite, &zero)?)?;
-        let _ = tally.finite.f_add_(&finite.f_to_kind(Kind::Double)?)?;
-        let _ = tally
-            .nonfinite
-            .f_add_(&finite.f_logical_not()?.f_to_kind(Kind::Double)?)?;
-        let last = value.f_where_self(&finite, &tally.last)?;
-        tally.last.f_copy_(&last)?;
-    }
+    tally.losses.push(value);
     let params = trainer.params();
     let flat = trainer.flat()?;
     let root = if scaler.enabled {
@@ -535,22 +551,19 @@ pub fn step_on_device(
         }
         return trainer
             .opt
-            .update_flat_where(&flat, &g, &finite, &mut tally.adam_steps);
+            .update_flat_where(&flat, &g, &finite, &mut tally.corrections);
     }
     let found_inf = scaler.unscale_all(vec![g.shallow_clone()])?;
     if grad_clip > 0.0 {
         clip_flat_on_device(&mut g, grad_clip)?;
     }
-    let clean = found_inf.f_eq(0.0)?.f_reshape([])?;
-    let ok = finite.f_logical_and(&clean)?;
+    let ok = finite.f_logical_and(&found_inf.f_eq(0.0)?.f_reshape([])?)?;
     trainer
         .opt
-        .update_flat_where(&flat, &g, &ok, &mut tally.adam_steps)?;
-    let overflowed = finite.f_logical_and(&clean.f_logical_not()?)?;
-    let _ = tally
-        .overflow
-        .f_add_(&overflowed.f_to_kind(Kind::Double)?)?;
-    scaler.update_where(&found_inf, &finite)
+        .update_flat_where(&flat, &g, &ok, &mut tally.corrections)?;
+    scaler.update_where(&found_inf, &finite)?;
+    tally.found_inf.push(found_inf);
+    Ok(())
 }
 
 /// The parameters' defined gradients and their global L2 norm (a scalar
@@ -937,7 +950,7 @@ mod tests {
             let (mut host, mut dev) = tiny_pair();
             let mut host_scaler = GradScaler::new(amp, Device::Cpu).unwrap();
             let mut dev_scaler = GradScaler::new(amp, Device::Cpu).unwrap();
-            let mut tally = DeviceTally::new(&dev, Device::Cpu).unwrap();
+            let mut tally = DeviceTally::new(&dev, 8, Device::Cpu).unwrap();
             let (mut sum, mut finite, mut nonfinite, mut overflow, mut last) =
                 (0.0, 0u64, 0u64, 0u64, None);
             for case in 0..8 {
@@ -995,7 +1008,7 @@ mod tests {
         let x = Tensor::randn([3, 4], (Kind::Float, Device::Cpu));
         let mut t = tiny();
         let mut scaler = GradScaler::new(false, Device::Cpu).unwrap();
-        let mut tally = DeviceTally::new(&t, Device::Cpu).unwrap();
+        let mut tally = DeviceTally::new(&t, 1, Device::Cpu).unwrap();
         let loss = mse(&t, &x);
         step_on_device(&mut t, &mut scaler, &loss, 0.0, &mut tally).unwrap();
         let flat = t.flat().unwrap();

@@ -5,6 +5,7 @@
 
 pub mod checkpoint;
 pub mod eval;
+pub(crate) mod mirror;
 pub mod session;
 pub mod train;
 pub mod workers;

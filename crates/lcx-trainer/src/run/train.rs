@@ -14,6 +14,7 @@ use crate::nn::optim::{self, AdamWConfig, GradScaler, NetTrainer, Weighting};
 use crate::nn::policy::TorchPolicy;
 use crate::run::checkpoint::{self, CheckpointError, CheckpointMeta};
 use crate::run::eval::{self, EvalSpec};
+use crate::run::mirror::{self, DeviceMirror};
 use crate::{device, TrainerError};
 use lcx_core::cfr::memory::{Batch, Reservoir};
 use lcx_core::cfr::regret::{Fallback, ACTIONS};
@@ -122,8 +123,11 @@ struct NetJob {
     native: bool,
     /// Tasks each of the kernel's GEMMs is split into.
     threads: usize,
-    /// On a GPU: host bytes of batches per upload ([`UPLOAD_BYTES`]).
+    /// On a GPU: bytes of batches per chunk of steps ([`UPLOAD_BYTES`]).
     upload_bytes: usize,
+    /// On a GPU: gather the batches from the memory's device copy
+    /// (`memory.on_device`) rather than copy them from the host.
+    on_device: bool,
 }
 
 /// The FP32 work of one iteration, counted from what ran: the rows every
@@ -174,61 +178,12 @@ struct NetResult {
     queued_seconds: Option<f64>,
 }
 
-/// Host bytes of sampled rows one upload to a GPU carries at most: large
-/// enough that a transfer's fixed cost vanishes (64 steps of the default
-/// 1,024-row batches per upload), small enough to be no burden on the host.
+/// Bytes of the batches a GPU gathers (or is sent) at once: large enough
+/// that the per-chunk work vanishes (64 steps of the default 1,024-row
+/// batches), small enough to be no burden on either memory.
 const UPLOAD_BYTES: usize = 64 << 20;
 
-/// The batches of `steps` consecutive steps (`rows` rows each) as tensors on
-/// the training device, stacked on a leading step axis: `x` [steps, rows,
-/// dim], `y` and the 0/1 legal mask `m` [steps, rows, ACTIONS], the
-/// samples' iterations `it` [steps, rows].
-struct Uploaded {
-    x: Tensor,
-    y: Tensor,
-    m: Tensor,
-    it: Tensor,
-}
-
-impl Uploaded {
-    /// Step `s`'s batch (views: no copy, no kernel).
-    fn step(&self, s: i64) -> Result<(Tensor, Tensor, Tensor, Tensor), TrainerError> {
-        Ok((
-            self.x.f_select(0, s)?,
-            self.y.f_select(0, s)?,
-            self.m.f_select(0, s)?,
-            self.it.f_select(0, s)?,
-        ))
-    }
-}
-
 impl NetJob {
-    /// `host`'s rows, `steps` batches of `rows` rows end to end, on the
-    /// training device: one transfer per tensor, the legal masks expanded
-    /// from their bits there. The copies are asynchronous from pageable
-    /// memory (CUDA stages such a copy before the call returns, so the host
-    /// buffers may go at once); pinning would cost a host copy of its own
-    /// and, through tch, a deprecated libtorch call per tensor.
-    fn upload(&self, host: &Batch, steps: usize, rows: usize) -> Result<Uploaded, TrainerError> {
-        let (s, r) = (steps as i64, rows as i64);
-        let to = |t: Tensor| -> Result<Tensor, TrainerError> {
-            let kind = t.kind();
-            Ok(t.f_to_device_(self.device, kind, true, false)?)
-        };
-        let x = to(Tensor::f_from_slice(&host.states)?.f_view([s, r, self.dim as i64])?)?;
-        let y = to(Tensor::f_from_slice(&host.targets)?.f_view([s, r, ACTIONS as i64])?)?;
-        // A mask holds ACTIONS (22) bits, so it fits an i32 as it is.
-        let bits: Vec<i32> = host.masks.iter().map(|&m| m as i32).collect();
-        let shifts = Tensor::f_arange(ACTIONS as i64, (Kind::Int, self.device))?;
-        let m = to(Tensor::f_from_slice(&bits)?.f_view([s, r, 1])?)?
-            .f_bitwise_right_shift(&shifts)?
-            .f_bitwise_and(1)?
-            .f_to_kind(Kind::Float)?;
-        let its: Vec<i64> = host.iterations.iter().map(|&i| i64::from(i)).collect();
-        let it = to(Tensor::f_from_slice(&its)?.f_view([s, r])?)?;
-        Ok(Uploaded { x, y, m, it })
-    }
-
     /// Steps whose batches one upload carries: as many as fit in
     /// `upload_bytes`, at least one.
     fn steps_per_upload(&self, rows: usize) -> usize {
@@ -237,11 +192,13 @@ impl NetJob {
         (self.upload_bytes / (rows.max(1) * row_bytes)).max(1)
     }
 
-    /// `updates` steps on `trainer` from batches of `mem`.
+    /// `updates` steps on `trainer` from batches of `mem` (on a GPU with
+    /// `memory.on_device`, gathered from its copy `mirror`).
     fn run(
         &self,
         trainer: &mut NetTrainer,
         mem: &mut Reservoir,
+        mirror: &mut DeviceMirror,
         scaler: &mut GradScaler,
         t: u64,
     ) -> Result<NetResult, TrainError> {
@@ -262,14 +219,14 @@ impl NetJob {
             }
         }
         if self.device != Device::Cpu {
-            return self.run_resident(trainer, mem, scaler, t);
+            return self.run_resident(trainer, mem, mirror, scaler, t);
         }
         let mut tally = Tally::default();
         let mut b = Batch::default();
         for _ in 0..self.updates {
             mem.sample_into(self.batch, &mut b)?;
             tally.rows += b.rows as u64;
-            let batch = self.upload(&b, 1, b.rows)?.step(0)?;
+            let batch = mirror::upload_batches(&b, 1, b.rows, self.device)?.step(0)?;
             let loss = self.loss(trainer, scaler, batch, t)?;
             tally.add(optim::step(trainer, scaler, &loss, self.grad_clip)?);
         }
@@ -284,7 +241,13 @@ impl NetJob {
         (x, y, m, it): (Tensor, Tensor, Tensor, Tensor),
         t: u64,
     ) -> Result<Tensor, TrainError> {
-        let out = tch::autocast(scaler.enabled(), || trainer.forward(&x))?;
+        // tch's autocast goes through libtorch calls that 2.11 deprecates
+        // (two warnings a call on a GPU): only an AMP forward enters it.
+        let out = if scaler.enabled() {
+            tch::autocast(true, || trainer.forward(&x))?
+        } else {
+            trainer.forward(&x)?
+        };
         Ok(if self.advantage {
             optim::advantage_loss(&out, &y, &m, &it, t, self.weighting)?
         } else {
@@ -292,31 +255,45 @@ impl NetJob {
         })
     }
 
-    /// [`NetJob::run`] on a GPU: the batches are drawn as on the CPU and go
-    /// to the device a chunk of steps at a time ([`NetJob::upload`]), every
-    /// step is queued without waiting for the device (see
+    /// [`NetJob::run`] on a GPU: the batches are drawn as on the CPU, a
+    /// chunk of steps at a time, and gathered on the device from `mirror`
+    /// (`memory.on_device`) or copied there from the host; every step is
+    /// queued without waiting for the device (see
     /// [`optim::step_on_device`]), and the losses and counts are read back
     /// once, after the last step.
     fn run_resident(
         &self,
         trainer: &mut NetTrainer,
         mem: &mut Reservoir,
+        mirror: &mut DeviceMirror,
         scaler: &mut GradScaler,
         t: u64,
     ) -> Result<NetResult, TrainError> {
         let start = Instant::now();
-        let mut tally = optim::DeviceTally::new(trainer, self.device)?;
+        let mut tally = optim::DeviceTally::new(trainer, self.updates as usize, self.device)?;
         let rows = self.batch.min(mem.len());
         let per_upload = self.steps_per_upload(rows);
+        if self.on_device {
+            mirror.sync(mem)?;
+        }
         let mut host = Batch::default();
+        let mut slots = Vec::new();
         let mut left = self.updates as usize;
         while left > 0 {
             let steps = left.min(per_upload);
-            host.clear();
-            for _ in 0..steps {
-                mem.sample_append(self.batch, &mut host)?;
-            }
-            let batches = self.upload(&host, steps, rows)?;
+            let batches = if self.on_device {
+                slots.clear();
+                for _ in 0..steps {
+                    mem.draw_slots(self.batch, &mut slots)?;
+                }
+                mirror.gather(&slots, steps, rows)?
+            } else {
+                host.clear();
+                for _ in 0..steps {
+                    mem.sample_append(self.batch, &mut host)?;
+                }
+                mirror::upload_batches(&host, steps, rows, self.device)?
+            };
             for s in 0..steps {
                 let loss = self.loss(trainer, scaler, batches.step(s as i64)?, t)?;
                 optim::step_on_device(trainer, scaler, &loss, self.grad_clip, &mut tally)?;
@@ -434,6 +411,9 @@ pub struct Trainer {
     scaler: GradScaler,
     pub(crate) adv_mem: [Reservoir; 2],
     pub(crate) strat_mem: Reservoir,
+    /// On a GPU with `memory.on_device`: the memories' device copies
+    /// (adv0, adv1, strategy), empty until the first training.
+    mirrors: [DeviceMirror; 3],
     /// The last completed iteration (0 before the first).
     pub iteration: u64,
     nonfinite_losses: u64,
@@ -505,6 +485,11 @@ impl Trainer {
                 Reservoir::new(dim, adv_cap, mem_seed + 1),
             ],
             strat_mem: Reservoir::new(dim, config.memory.strategy_capacity as usize, mem_seed + 2),
+            mirrors: [
+                DeviceMirror::new(dim, device)?,
+                DeviceMirror::new(dim, device)?,
+                DeviceMirror::new(dim, device)?,
+            ],
             encoding,
             dim,
             device,
@@ -614,6 +599,7 @@ impl Trainer {
             native: o.native_training && self.device == Device::Cpu && !self.scaler.enabled(),
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             upload_bytes: UPLOAD_BYTES,
+            on_device: self.config.memory.on_device,
         }
     }
 
@@ -626,7 +612,13 @@ impl Trainer {
         } else {
             &mut self.strat_mem
         };
-        let r = job.run(&mut self.nets[net], mem, &mut self.scaler, t)?;
+        let r = job.run(
+            &mut self.nets[net],
+            mem,
+            &mut self.mirrors[net],
+            &mut self.scaler,
+            t,
+        )?;
         Ok(self.record(net, &r))
     }
 
@@ -679,12 +671,13 @@ impl Trainer {
         let _restore = crate::run::workers::RestoreTorchThreads(tch::get_num_threads());
         let [n0, n1, n2] = &mut self.nets;
         let [m0, m1] = &mut self.adv_mem;
-        let work = [(n0, m0), (n1, m1), (n2, &mut self.strat_mem)];
+        let [c0, c1, c2] = &mut self.mirrors;
+        let work = [(n0, m0, c0), (n1, m1, c1), (n2, &mut self.strat_mem, c2)];
         let results: Vec<Result<(NetResult, f64), TrainError>> = std::thread::scope(|scope| {
             let handles: Vec<_> = work
                 .into_iter()
                 .zip(jobs)
-                .map(|((net, mem), job)| {
+                .map(|((net, mem, mirror), job)| {
                     std::thread::Builder::new()
                         .name("lcx-train".into())
                         .spawn_scoped(scope, move || {
@@ -692,7 +685,7 @@ impl Trainer {
                             // AMP is off wherever this path runs, so a
                             // scaler of this thread's own is the identity.
                             let mut scaler = GradScaler::new(false, job.device)?;
-                            let r = job.run(net, mem, &mut scaler, t)?;
+                            let r = job.run(net, mem, mirror, &mut scaler, t)?;
                             Ok((r, start.elapsed().as_secs_f64()))
                         })
                 })
@@ -1168,10 +1161,11 @@ mod tests {
         assert!(worst < 1e-4, "concurrent training drifted by {worst}");
     }
 
-    /// The GPU's loop (batches uploaded a chunk of steps at a time, steps
-    /// decided on the device), run here on the CPU, trains on the batches
-    /// the host loop draws and takes the same steps: the same rows, losses
-    /// and weights up to float summation order.
+    /// The GPU's loop (batches gathered from the memory's device copy, or
+    /// copied from the host, a chunk of steps at a time; steps decided on
+    /// the device), run here on the CPU, trains on the batches the host
+    /// loop draws and takes the same steps: the same rows, losses and
+    /// weights up to float summation order.
     #[test]
     fn the_device_loop_takes_the_host_loops_steps() {
         let mut c = smoke();
@@ -1182,14 +1176,17 @@ mod tests {
         trainer.run_iteration().unwrap();
         let mut job = trainer.net_job(0);
         job.updates = 5;
-        // Two steps' batches per upload: chunks of 2, 2 and 1.
+        // Two steps' batches per chunk: chunks of 2, 2 and 1.
         let rows = job.batch.min(trainer.adv_mem[0].len());
         job.upload_bytes = 2 * rows * (4 * (job.dim + 2 * ACTIONS) + 8);
         assert_eq!(job.steps_per_upload(rows), 2);
         // The masks expanded from their bits on the device are the host's.
         let mut b = trainer.adv_mem[0].clone().sample(rows).unwrap();
         b.masks[0] = 0b11 | 1 << (ACTIONS - 1);
-        let (.., m, _) = job.upload(&b, 1, rows).unwrap().step(0).unwrap();
+        let (.., m, _) = mirror::upload_batches(&b, 1, rows, Device::Cpu)
+            .unwrap()
+            .step(0)
+            .unwrap();
         for r in 0..rows {
             let row = Vec::<f32>::try_from(m.get(r as i64)).unwrap();
             assert_eq!(row, b.mask_row_f32(r), "row {r}");
@@ -1204,11 +1201,7 @@ mod tests {
             )
         };
         let start = saved(net);
-        let mut mem = trainer.adv_mem[0].clone();
-        let mut scaler = GradScaler::new(false, Device::Cpu).unwrap();
-        let host = job.run(net, &mut mem, &mut scaler, 2).unwrap();
-        let after_host = saved(net);
-        {
+        let restore = |net: &mut NetTrainer| {
             let _guard = tch::no_grad_guard();
             for (mut p, s) in net.params().into_iter().zip(&start.0) {
                 p.copy_(s);
@@ -1218,26 +1211,38 @@ mod tests {
                 m.copy_(s);
             }
             net.opt.step = start.2;
-        }
+        };
+        let mut scaler = GradScaler::new(false, Device::Cpu).unwrap();
+        let mut unused = DeviceMirror::new(job.dim, Device::Cpu).unwrap();
         let mut mem = trainer.adv_mem[0].clone();
-        let dev = job.run_resident(net, &mut mem, &mut scaler, 2).unwrap();
-        let after_dev = saved(net);
-        assert_eq!((dev.steps, dev.rows), (host.steps, host.rows));
+        let host = job.run(net, &mut mem, &mut unused, &mut scaler, 2).unwrap();
+        let after_host = saved(net);
         assert_eq!(host.steps, 5);
-        let (a, b) = (host.loss.unwrap(), dev.loss.unwrap());
-        assert!(
-            (a - b).abs() <= 1e-5 * (1.0 + a.abs()),
-            "losses {a} and {b}"
-        );
-        assert_eq!(after_dev.2, after_host.2);
-        for (x, y) in after_host
-            .0
-            .iter()
-            .chain(&after_host.1)
-            .zip(after_dev.0.iter().chain(&after_dev.1))
-        {
-            let diff = f64::try_from((x - y).abs().max()).unwrap();
-            assert!(diff < 1e-5, "the device loop drifted by {diff}");
+        for on_device in [false, true] {
+            restore(net);
+            job.on_device = on_device;
+            let mut mem = trainer.adv_mem[0].clone();
+            let mut mirror = DeviceMirror::new(job.dim, Device::Cpu).unwrap();
+            let dev = job
+                .run_resident(net, &mut mem, &mut mirror, &mut scaler, 2)
+                .unwrap();
+            let after_dev = saved(net);
+            assert_eq!((dev.steps, dev.rows), (host.steps, host.rows));
+            let (a, b) = (host.loss.unwrap(), dev.loss.unwrap());
+            assert!(
+                (a - b).abs() <= 1e-5 * (1.0 + a.abs()),
+                "on_device {on_device}: losses {a} and {b}"
+            );
+            assert_eq!(after_dev.2, after_host.2);
+            let pairs = after_host
+                .0
+                .iter()
+                .chain(&after_host.1)
+                .zip(after_dev.0.iter().chain(&after_dev.1));
+            for (x, y) in pairs {
+                let diff = f64::try_from((x - y).abs().max()).unwrap();
+                assert!(diff < 1e-5, "on_device {on_device}: drifted by {diff}");
+            }
         }
     }
 

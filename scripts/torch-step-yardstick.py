@@ -1,0 +1,83 @@
+"""PyTorch's own training step on lcx's default network, as a yardstick for
+lcx's CUDA step: the same MLP (input → hidden × layers → 22, ReLU), batch,
+masked MSE loss, global-norm clip and AdamW, timed in eager PyTorch with its
+fused AdamW, with its foreach AdamW, and with AMP (autocast + GradScaler).
+
+    python3 scripts/torch-step-yardstick.py [--input 297] [--hidden 512]
+        [--layers 3] [--batch 1024] [--steps 300] [--device cuda]
+
+Prints one line per variant: ms per step (mean over --steps after a warm-up).
+"""
+import argparse
+import time
+
+import torch
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--input", type=int, default=297)
+    ap.add_argument("--hidden", type=int, default=512)
+    ap.add_argument("--layers", type=int, default=3)
+    ap.add_argument("--batch", type=int, default=1024)
+    ap.add_argument("--rows", type=int, default=131072)
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--device", default="cuda")
+    a = ap.parse_args()
+    dev = torch.device(a.device)
+    torch.manual_seed(1)
+    x_all = torch.randn(a.rows, a.input)
+    y_all = torch.randn(a.rows, 22) * 20
+    m_all = (torch.rand(a.rows, 22) < 0.75).float()
+
+    def net():
+        dims = [a.input] + [a.hidden] * a.layers
+        mods = []
+        for i, o in zip(dims, dims[1:]):
+            mods += [torch.nn.Linear(i, o), torch.nn.ReLU()]
+        mods.append(torch.nn.Linear(dims[-1], 22))
+        return torch.nn.Sequential(*mods).to(dev)
+
+    def run(label, fused, foreach, amp):
+        model = net()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=1e-4,
+                                fused=fused, foreach=foreach)
+        scaler = torch.amp.GradScaler(enabled=amp)
+
+        def step():
+            # Batches drawn on the host, as lcx draws them, then copied.
+            idx = torch.randint(0, a.rows, (a.batch,))
+            x = x_all[idx].to(dev, non_blocking=True)
+            y = y_all[idx].to(dev, non_blocking=True)
+            m = m_all[idx].to(dev, non_blocking=True)
+            with torch.autocast(dev.type, enabled=amp):
+                out = model(x)
+            loss = (((out.float() - y) ** 2) * m).sum() / m.sum().clamp_min(1)
+            opt.zero_grad(set_to_none=True)
+            scaler.scale(loss).backward()
+            scaler.unscale_(opt)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            scaler.step(opt)
+            scaler.update()
+
+        for _ in range(20):
+            step()
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(a.steps):
+            step()
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+        ms = (time.perf_counter() - t0) * 1e3 / a.steps
+        print(f"torch {torch.__version__} {label}: {ms:.3f} ms/step "
+              f"(batch {a.batch}, {a.input}→{a.hidden}×{a.layers}→22)", flush=True)
+
+    run("fp32, fused AdamW", True, None, False)
+    run("fp32, foreach AdamW", None, True, False)
+    if dev.type == "cuda":
+        run("AMP fp16, fused AdamW", True, None, True)
+
+
+if __name__ == "__main__":
+    main()
