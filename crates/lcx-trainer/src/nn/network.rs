@@ -241,6 +241,37 @@ impl Mlp {
             None => forward_layers(self.activation, xs, self.parameters()),
         }
     }
+
+    /// The forward in half precision, as CUDA autocast runs this network:
+    /// the batch, the weights and the biases cast to fp16 at every call (the
+    /// gradients flow back through the casts to the fp32 parameters), the
+    /// layers and activations in fp16, an fp16 result. lcx's AMP forward:
+    /// tch's `autocast` reaches libtorch through calls that 2.11 deprecates,
+    /// with a warning per call.
+    pub fn f_forward_half(&self, xs: &tch::Tensor) -> Result<tch::Tensor, tch::TchError> {
+        let half = |t: &tch::Tensor| t.f_to_kind(tch::Kind::Half);
+        let xs = half(xs)?;
+        match &self.traced {
+            Some(t) => {
+                let params = t.params.iter().map(half).collect::<Result<Vec<_>, _>>()?;
+                let mut inputs: Vec<&tch::Tensor> = Vec::with_capacity(1 + params.len());
+                inputs.push(&xs);
+                inputs.extend(params.iter());
+                t.module.forward_ts(&inputs)
+            }
+            None => {
+                let layers = self
+                    .parameters()
+                    .map(|(w, b)| Ok((half(w)?, b.map(half).transpose()?)))
+                    .collect::<Result<Vec<_>, tch::TchError>>()?;
+                forward_layers(
+                    self.activation,
+                    &xs,
+                    layers.iter().map(|(w, b)| (w, b.as_ref())),
+                )
+            }
+        }
+    }
 }
 
 fn activate(activation: Activation, h: &tch::Tensor) -> Result<tch::Tensor, tch::TchError> {
@@ -292,6 +323,43 @@ mod tests {
             num_layers: 3,
             outputs: 22,
             activation: Activation::Relu,
+        }
+    }
+
+    /// The half-precision forward is the fp32 forward to fp16's precision,
+    /// in fp16, eager and traced alike, and its gradient reaches the fp32
+    /// weights.
+    #[test]
+    fn the_half_forward_is_the_forward_in_fp16() {
+        let spec = MlpSpec {
+            input_dim: 6,
+            hidden_size: 16,
+            num_layers: 2,
+            outputs: 22,
+            activation: Activation::Relu,
+        };
+        let vs = VarStore::new(Device::Cpu);
+        let mut net = Mlp::new(&vs.root(), spec).unwrap();
+        let x = Tensor::randn([5, 6], (Kind::Float, Device::Cpu));
+        for traced in [false, true] {
+            if traced {
+                net.trace().unwrap();
+            }
+            let full = net.f_forward(&x).unwrap();
+            let half = net.f_forward_half(&x).unwrap();
+            assert_eq!(half.kind(), Kind::Half, "traced {traced}");
+            let diff = f64::try_from((half.to_kind(Kind::Float) - &full).abs().max()).unwrap();
+            let scale = f64::try_from(full.abs().max()).unwrap();
+            assert!(diff <= 1e-2 * scale.max(1.0), "traced {traced}: {diff}");
+            let w = &vs.trainable_variables()[0];
+            let grads = Tensor::run_backward(
+                &[half.to_kind(Kind::Float).sum(Kind::Float)],
+                &[w],
+                false,
+                false,
+            );
+            assert_eq!(grads[0].kind(), Kind::Float);
+            assert!(f64::try_from(grads[0].abs().sum(Kind::Float)).unwrap() > 0.0);
         }
     }
 

@@ -241,10 +241,9 @@ impl NetJob {
         (x, y, m, it): (Tensor, Tensor, Tensor, Tensor),
         t: u64,
     ) -> Result<Tensor, TrainError> {
-        // tch's autocast goes through libtorch calls that 2.11 deprecates
-        // (two warnings a call on a GPU): only an AMP forward enters it.
+        // AMP: the forward autocast would run (see `Mlp::f_forward_half`).
         let out = if scaler.enabled() {
-            tch::autocast(true, || trainer.forward(&x))?
+            trainer.net.f_forward_half(&x).map_err(TrainerError::from)?
         } else {
             trainer.forward(&x)?
         };
