@@ -29,7 +29,7 @@ fn gpu_check(out: &Path, extra: &[&str]) -> std::process::Output {
 fn the_gpu_check_runs_every_step_on_the_cpu_and_writes_its_summary() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("gpu-out");
-    let run = gpu_check(&out, &["--dry-run-cpu", "--budget", "300"]);
+    let run = gpu_check(&out, &["--dry-run-cpu", "--budget", "120"]);
     let stdout = String::from_utf8_lossy(&run.stdout);
     assert!(
         run.status.success(),
