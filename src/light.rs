@@ -12,34 +12,122 @@ use super::{
     bisect, cache, compare, config, history, list, play, query, report, run, system, time_process,
 };
 
-/// The torch-free subcommands.
+/// The torch-free subcommands. Every command of both binaries has a
+/// `display_order`: help lists them by how often a user reaches for them,
+/// the torch commands ([`TORCH_COMMANDS`]) among them.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run an experiment file (or `--resume` one), recording every iteration in SQLite.
+    #[command(display_order = 1)]
     Run(run::Args),
-    /// Find the first commit of good..bad whose arm is regressed against good.
-    Bisect(bisect::Args),
-    /// The builds of arms at code revisions: `cache list`, `cache prune`.
-    Cache(cache::Args),
-    /// Inspect trainer configs: `config show --config FILE [--set KEY=VALUE]...`.
-    Config(config::Args),
-    /// Play bot-vs-bot matches with alternating seats and summarise them.
-    Play(play::Args),
     /// Report an experiment: warm-up-excluded tables, verdicts, gate; `--archive`, `--check`.
+    #[command(display_order = 2)]
     Report(report::Args),
     /// One arm's results across every past experiment of a name.
+    #[command(display_order = 3)]
     History(history::Args),
     /// Two experiments (or `run:ID` runs) side by side on their shared arms.
+    #[command(display_order = 4)]
     Compare(compare::Args),
     /// The experiments in the database, newest first.
+    #[command(display_order = 5)]
     List(list::Args),
     /// Read-only SQL against the database (table, CSV or JSON).
+    #[command(display_order = 6)]
     Query(query::Args),
+    /// Inspect trainer configs: `config show --config FILE [--set KEY=VALUE]...`.
+    #[command(display_order = 9)]
+    Config(config::Args),
+    /// Play bot-vs-bot matches with alternating seats and summarise them.
+    #[command(display_order = 10)]
+    Play(play::Args),
     /// What on this machine affects measurements: `system show`, `system check`.
+    #[command(display_order = 11)]
     System(system::Args),
+    /// Find the first commit of good..bad whose arm is regressed against good.
+    #[command(display_order = 12)]
+    Bisect(bisect::Args),
+    /// The builds of arms at code revisions: `cache list`, `cache prune`.
+    #[command(display_order = 13)]
+    Cache(cache::Args),
     /// Time each run of a command (the child of a `timing = "process"` cell).
     #[command(hide = true)]
     TimeProcess(time_process::Args),
+}
+
+/// The top-level about text, the same in both binaries.
+pub const ABOUT: &str =
+    "Run A/B speed experiments on an embedded Deep CFR trainer and keep every number in SQLite";
+
+/// The help of `-V`/`--version`, the same in both binaries.
+pub const VERSION_HELP: &str =
+    "Print lcx's version, the torch version and whether CUDA is available";
+
+/// The commands only `lcx-torch` runs: (name, about, display order). Its
+/// parser takes their about text from here, and `lcx --help` lists them
+/// from here without loading libtorch.
+pub const TORCH_COMMANDS: [(&str, &str, usize); 3] = [
+    (
+        "train",
+        "Train the embedded Deep CFR trainer (one run; metrics per iteration)",
+        7,
+    ),
+    (
+        "bench",
+        "Micro-benchmarks: `bench forward`, `bench trainer`, `bench engine`, `bench peak`",
+        8,
+    ),
+    (
+        "version",
+        "Print lcx's version, the torch version and whether CUDA is available",
+        14,
+    ),
+];
+
+/// The top-level command as `lcx --help` shows it: the torch-free commands
+/// with their arguments, the torch ones by name and about text (their own
+/// help comes from `lcx-torch`). A test holds it to `lcx-torch --help`.
+pub fn top_level() -> clap::Command {
+    let mut cmd = clap::Command::new("lcx")
+        .bin_name("lcx")
+        .about(ABOUT)
+        .disable_version_flag(true)
+        .arg_required_else_help(true)
+        .arg(
+            clap::Arg::new("version")
+                .short('V')
+                .long("version")
+                .help(VERSION_HELP)
+                .action(clap::ArgAction::SetTrue),
+        );
+    // The enum's own doc comment would become the about text.
+    cmd = <Command as Subcommand>::augment_subcommands(cmd).about(ABOUT);
+    for (name, about, order) in TORCH_COMMANDS {
+        cmd = cmd.subcommand(clap::Command::new(name).about(about).display_order(order));
+    }
+    cmd
+}
+
+/// `lcx`, `lcx --help`, `lcx -h` and `lcx help` print the top-level help
+/// here, in milliseconds: `lcx-torch` would load libtorch first.
+fn top_level_help(args: &[OsString]) -> Option<u8> {
+    let asks = match args {
+        [] => true,
+        [one] => matches!(one.to_str(), Some("--help" | "-h" | "help")),
+        _ => false,
+    };
+    if !asks {
+        return None;
+    }
+    let mut argv = vec![OsString::from("lcx")];
+    argv.extend(args.iter().cloned());
+    match top_level().try_get_matches_from(argv) {
+        Ok(_) => None,
+        Err(err) => {
+            let _ = err.print();
+            Some(u8::try_from(err.exit_code()).unwrap_or(2))
+        }
+    }
 }
 
 impl Command {
@@ -83,6 +171,9 @@ pub fn is_light(args: &[OsString]) -> bool {
 /// when they do not.
 pub fn run() -> anyhow::Result<Option<u8>> {
     let args: Vec<OsString> = std::env::args_os().collect();
+    if let Some(code) = top_level_help(&args[1.min(args.len())..]) {
+        return Ok(Some(code));
+    }
     if !is_light(&args[1.min(args.len())..]) {
         return Ok(None);
     }
@@ -150,16 +241,16 @@ mod tests {
             derived,
             [
                 "run",
-                "bisect",
-                "cache",
-                "config",
-                "play",
                 "report",
                 "history",
                 "compare",
                 "list",
                 "query",
+                "config",
+                "play",
                 "system",
+                "bisect",
+                "cache",
                 "time-process"
             ]
         );
@@ -196,15 +287,15 @@ mod tests {
             found,
             [
                 "lcx run",
-                "lcx bisect",
-                "lcx cache list",
-                "lcx cache prune",
-                "lcx config show",
                 "lcx report",
                 "lcx history",
                 "lcx compare",
                 "lcx list",
-                "lcx query"
+                "lcx query",
+                "lcx config show",
+                "lcx bisect",
+                "lcx cache list",
+                "lcx cache prune"
             ]
         );
     }

@@ -1,7 +1,7 @@
-//! `lcx`: the command line users run. It runs the torch-free commands
-//! itself (`lcx_cli`) and hands the rest (train, bench, version, help) to
-//! `lcx-torch` beside it. This binary does not link libtorch, whose static
-//! initialisers alone take about 0.6 s.
+//! `lcx`: the command line users run. It runs the torch-free commands and
+//! the top-level help itself (`lcx_cli`) and hands the rest (train, bench,
+//! version and their help) to `lcx-torch` beside it. This binary does not
+//! link libtorch, whose static initialisers alone take about 0.6 s.
 use std::process::ExitCode;
 
 use lcx_cli::light;

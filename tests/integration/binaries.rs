@@ -56,3 +56,46 @@ fn a_missing_lcx_torch_is_named() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `lcx --help` (and `-h`, `help`, no arguments) is answered by `lcx`
+/// itself, without loading libtorch, and says what `lcx-torch` would:
+/// the same text, the same stream, the same exit code; it works without
+/// `lcx-torch` beside it.
+#[test]
+fn top_level_help_is_lcx_torchs_without_libtorch() {
+    let dir = tempfile::tempdir().unwrap();
+    let lone = dir.path().join("lcx");
+    std::fs::copy(LCX, &lone).unwrap();
+    for args in [&["--help"][..], &["-h"], &["help"], &[]] {
+        let light = Command::new(&lone).args(args).output().unwrap();
+        let torch = Command::new(env!("CARGO_BIN_EXE_lcx-torch"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(light.status.code(), torch.status.code(), "{args:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&light.stdout),
+            String::from_utf8_lossy(&torch.stdout),
+            "{args:?}"
+        );
+        assert_eq!(light.stderr, torch.stderr, "{args:?}");
+    }
+    let help = Command::new(&lone).arg("--help").output().unwrap();
+    let text = String::from_utf8_lossy(&help.stdout);
+    // Listed by use: the experiment commands first, train and bench among them.
+    let order: Vec<usize> = [
+        "  run ",
+        "  report ",
+        "  history ",
+        "  train ",
+        "  bench ",
+        "  version ",
+    ]
+    .iter()
+    .map(|name| {
+        text.find(name)
+            .unwrap_or_else(|| panic!("{name} missing:\n{text}"))
+    })
+    .collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{text}");
+}

@@ -15,15 +15,14 @@ mod version;
 #[command(
     name = "lcx",
     bin_name = "lcx",
-    about = "Run A/B speed experiments on an embedded Deep CFR trainer and keep every number in SQLite",
+    about = light::ABOUT,
     // `--version` is handled by hand: asking libtorch about CUDA is not free,
     // so it happens only when the version is really asked for.
     disable_version_flag = true,
     arg_required_else_help = true
 )]
 struct Cli {
-    /// Print lcx's version, the torch version and whether CUDA is available.
-    #[arg(short = 'V', long)]
+    #[arg(short = 'V', long, help = light::VERSION_HELP)]
     version: bool,
     #[command(subcommand)]
     command: Option<Command>,
@@ -31,11 +30,13 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Print lcx's version, the torch version and whether CUDA is available.
+    // About texts and places in the help: `light::TORCH_COMMANDS`, which
+    // `lcx --help` lists without loading libtorch.
+    #[command(about = light::TORCH_COMMANDS[2].1, display_order = light::TORCH_COMMANDS[2].2)]
     Version(version::Args),
-    /// Micro-benchmarks: `bench forward`, `bench engine`, `bench trainer`.
+    #[command(about = light::TORCH_COMMANDS[1].1, display_order = light::TORCH_COMMANDS[1].2)]
     Bench(bench::Args),
-    /// Train the embedded Deep CFR trainer (one run; metrics per iteration).
+    #[command(about = light::TORCH_COMMANDS[0].1, display_order = light::TORCH_COMMANDS[0].2)]
     Train(train::Args),
     #[command(flatten)]
     Light(light::Command),
