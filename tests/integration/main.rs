@@ -15,6 +15,7 @@ mod golden;
 mod gpu_check;
 mod host_lock;
 mod play;
+mod readme;
 mod reference;
 mod report;
 mod revisions;
