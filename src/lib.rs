@@ -16,6 +16,7 @@ mod compare;
 mod config;
 mod errors;
 mod history;
+mod init;
 pub mod light;
 mod list;
 mod play;

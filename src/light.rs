@@ -9,7 +9,8 @@ use std::ffi::OsString;
 use clap::{Parser, Subcommand};
 
 use super::{
-    bisect, cache, compare, config, history, list, play, query, report, run, system, time_process,
+    bisect, cache, compare, config, history, init, list, play, query, report, run, system,
+    time_process,
 };
 
 /// The torch-free subcommands. Every command of both binaries has a
@@ -17,6 +18,9 @@ use super::{
 /// the torch commands ([`TORCH_COMMANDS`]) among them.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Write a commented experiment file to start from: two commands, or two trainer arms.
+    #[command(display_order = 0)]
+    Init(init::Args),
     /// Run an experiment file (or `--resume` one), recording every iteration in SQLite.
     #[command(display_order = 1)]
     Run(run::Args),
@@ -134,6 +138,7 @@ impl Command {
     /// Runs the subcommand; returns the process exit code.
     pub fn run(self) -> anyhow::Result<u8> {
         match self {
+            Command::Init(args) => init::run(args),
             Command::Run(args) => run::run(args),
             Command::Bisect(args) => bisect::run(args),
             Command::Cache(args) => cache::run(args),
@@ -240,6 +245,7 @@ mod tests {
         assert_eq!(
             derived,
             [
+                "init",
                 "run",
                 "report",
                 "history",
