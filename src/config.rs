@@ -28,8 +28,10 @@ enum Action {
         /// (repeatable, applied in order; VALUE is TOML, `null` unsets).
         #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
-        /// Print the config a recorded cell ran (`lcx list` shows run ids);
-        /// pipe it into `lcx train --config -` to run that cell again.
+        /// Print the config a recorded cell ran; a report's "Reproduce"
+        /// section names each arm's run id, and `lcx query "SELECT id, arm,
+        /// repeat FROM runs WHERE experiment_id = N"` lists them all. Pipe it
+        /// into `lcx train --config -` to run that cell again.
         #[arg(long, value_name = "RUN_ID", conflicts_with_all = ["config", "sets"])]
         run: Option<i64>,
         #[command(flatten)]

@@ -9,8 +9,8 @@ use std::ffi::OsString;
 use clap::{Parser, Subcommand};
 
 use super::{
-    bisect, cache, compare, config, history, init, list, play, query, report, run, system,
-    time_process,
+    bisect, cache, compare, config, history, init, list, play, query, rename, report, rm, run,
+    system, time_process,
 };
 
 /// The torch-free subcommands. Every command of both binaries has a
@@ -39,20 +39,26 @@ pub enum Command {
     /// Read-only SQL against the database (table, CSV or JSON).
     #[command(display_order = 6)]
     Query(query::Args),
-    /// Inspect trainer configs: `config show --config FILE [--set KEY=VALUE]...`.
+    /// Remove experiments and all their rows (`--dry-run` says what would go).
     #[command(display_order = 9)]
+    Rm(rm::Args),
+    /// Give experiments another name (their history moves with them).
+    #[command(display_order = 10)]
+    Rename(rename::Args),
+    /// Inspect trainer configs: `config show --config FILE [--set KEY=VALUE]...`.
+    #[command(display_order = 11)]
     Config(config::Args),
     /// Play bot-vs-bot matches with alternating seats and summarise them.
-    #[command(display_order = 10)]
+    #[command(display_order = 12)]
     Play(play::Args),
     /// What on this machine affects measurements: `system show`, `system check`.
-    #[command(display_order = 11)]
+    #[command(display_order = 13)]
     System(system::Args),
     /// Find the first commit of good..bad whose arm is regressed against good.
-    #[command(display_order = 12)]
+    #[command(display_order = 14)]
     Bisect(bisect::Args),
     /// The builds of arms at code revisions: `cache list`, `cache prune`.
-    #[command(display_order = 13)]
+    #[command(display_order = 15)]
     Cache(cache::Args),
     /// Time each run of a command (the child of a `timing = "process"` cell).
     #[command(hide = true)]
@@ -84,7 +90,7 @@ pub const TORCH_COMMANDS: [(&str, &str, usize); 3] = [
     (
         "version",
         "Print lcx's version, the torch version and whether CUDA is available",
-        14,
+        16,
     ),
 ];
 
@@ -149,6 +155,8 @@ impl Command {
             Command::Compare(args) => compare::run(args),
             Command::List(args) => list::run(args),
             Command::Query(args) => query::run(args),
+            Command::Rm(args) => rm::run(args),
+            Command::Rename(args) => rename::run(args),
             Command::System(args) => system::run(args),
             Command::TimeProcess(args) => time_process::run(args),
         }
@@ -252,6 +260,8 @@ mod tests {
                 "compare",
                 "list",
                 "query",
+                "rm",
+                "rename",
                 "config",
                 "play",
                 "system",
@@ -298,6 +308,8 @@ mod tests {
                 "lcx compare",
                 "lcx list",
                 "lcx query",
+                "lcx rm",
+                "lcx rename",
                 "lcx config show",
                 "lcx bisect",
                 "lcx cache list",

@@ -58,6 +58,12 @@ pub(super) fn open_db(path: &Path) -> anyhow::Result<Store> {
     Store::open_read_only(path).map_err(user_or_not)
 }
 
+/// Opens an existing database to change it (`lcx rm`, `lcx rename`): never
+/// creates one; an older schema is migrated as `lcx run` would.
+pub(super) fn open_db_for_writing(path: &Path) -> anyhow::Result<Store> {
+    Store::open_existing(path).map_err(user_or_not)
+}
+
 /// Store errors the user can fix (a selector, a path, a schema, a query)
 /// exit 2; database failures exit 1.
 pub(super) fn user_or_not(err: StoreError) -> anyhow::Error {

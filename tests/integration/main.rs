@@ -14,6 +14,7 @@ mod faults;
 mod golden;
 mod gpu_check;
 mod host_lock;
+mod manage;
 mod play;
 mod readme;
 mod reference;

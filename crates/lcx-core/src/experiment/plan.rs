@@ -51,6 +51,7 @@ mod resolve;
 mod stored;
 
 pub use probe::Probe;
+pub use read::{check_name, MAX_NAME};
 pub use stored::{StoredPlanError, PLAN_VERSION};
 
 use read::*;

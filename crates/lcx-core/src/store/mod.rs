@@ -91,6 +91,8 @@ pub enum StoreError {
          them to that one"
     )]
     TakenOver { id: i64, by: String },
+    #[error("experiment {id} {holder}")]
+    StillRunning { id: i64, holder: String },
     #[error("applying migration {name}")]
     Migration {
         name: &'static str,

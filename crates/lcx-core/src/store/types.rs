@@ -22,6 +22,17 @@ pub enum ExperimentStatus {
     Detached,
 }
 
+/// What [`crate::store::Store::remove_experiments`] removed (or would).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Removal {
+    /// (id, name) of each experiment.
+    pub experiments: Vec<(i64, String)>,
+    /// Cells.
+    pub runs: i64,
+    /// Metric lines' values: numbers, texts and non-finite values.
+    pub metric_rows: i64,
+}
+
 /// Lifecycle of a run (cell) row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

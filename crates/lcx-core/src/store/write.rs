@@ -642,6 +642,112 @@ impl Store {
         Ok(())
     }
 
+    /// Removes experiments with every row that belongs to them (cells,
+    /// metric lines, text and non-finite values; recorded reports keep their
+    /// row without the experiment), in one transaction: all of them or none.
+    /// A `running` experiment whose runner is alive is refused
+    /// ([`StoreError::StillRunning`]); one whose runner cannot be checked
+    /// from here (another host, a detached Slurm run) only with `force`.
+    /// With `dry_run` nothing changes and the counts say what would go.
+    pub fn remove_experiments(
+        &mut self,
+        ids: &[i64],
+        force: bool,
+        dry_run: bool,
+    ) -> Result<Removal, StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut removal = Removal::default();
+        for &id in ids {
+            let (name, status, detached, pid, host, boot, ticks): (
+                String,
+                String,
+                Option<String>,
+                Option<i64>,
+                _,
+                _,
+                _,
+            ) = tx.query_row(
+                "SELECT name, status, detached_at, runner_pid, runner_host, runner_boot_id,
+                        runner_start_ticks
+                 FROM experiments WHERE id = ?1",
+                [id],
+                |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                        r.get(6)?,
+                    ))
+                },
+            )?;
+            if status == "running" {
+                let holder = super::read::runner_identity(pid, host, boot, ticks);
+                let liveness = holder.as_ref().map_or(Liveness::Unknown, |h| h.liveness());
+                let what = match (&holder, &detached) {
+                    (_, Some(_)) => Some("detached: its Slurm jobs may still run".to_string()),
+                    (Some(h), None) if liveness == Liveness::Alive => {
+                        return Err(StoreError::StillRunning {
+                            id,
+                            holder: format!("is being run by lcx {}", h.describe()),
+                        })
+                    }
+                    (Some(h), None) if liveness == Liveness::Unknown => Some(format!(
+                        "run by lcx {}, which cannot be checked from here",
+                        h.describe()
+                    )),
+                    (None, None) => Some("running, with no runner recorded".to_string()),
+                    _ => None,
+                };
+                if let (Some(what), false) = (what, force) {
+                    return Err(StoreError::StillRunning {
+                        id,
+                        holder: format!("is {what}; --force removes it anyway"),
+                    });
+                }
+            }
+            let count = |sql: &str| -> Result<i64, StoreError> {
+                Ok(tx.query_row(sql, [id], |r| r.get(0))?)
+            };
+            removal.runs += count("SELECT COUNT(*) FROM runs WHERE experiment_id = ?1")?;
+            removal.metric_rows += count(
+                "SELECT (SELECT COUNT(*) FROM metrics m JOIN runs r ON r.id = m.run_id
+                         WHERE r.experiment_id = ?1)
+                      + (SELECT COUNT(*) FROM metric_text m JOIN runs r ON r.id = m.run_id
+                         WHERE r.experiment_id = ?1)
+                      + (SELECT COUNT(*) FROM metric_nonfinite m JOIN runs r ON r.id = m.run_id
+                         WHERE r.experiment_id = ?1)",
+            )?;
+            removal.experiments.push((id, name));
+            tx.execute("DELETE FROM experiments WHERE id = ?1", [id])?;
+        }
+        if dry_run {
+            tx.rollback()?;
+        } else {
+            tx.commit()?;
+        }
+        Ok(removal)
+    }
+
+    /// Gives experiments another name (`lcx rename`), in one transaction.
+    pub fn rename_experiments(&mut self, ids: &[i64], name: &str) -> Result<(), StoreError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        for &id in ids {
+            tx.execute(
+                "UPDATE experiments SET name = ?1 WHERE id = ?2",
+                params![name, id],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
     /// Marks a cell `skipped` with the reason shown to the user.
     pub fn skip_run(&mut self, run_id: i64, reason: &str) -> Result<(), StoreError> {
         let sql = format!(

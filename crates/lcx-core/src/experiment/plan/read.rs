@@ -78,6 +78,26 @@ pub(super) const GATE_KEYS: &[&str] =
 /// job names and file names.
 pub const MAX_NAME: usize = 200;
 
+/// What an experiment name must be (a file's `name`, `lcx rename`'s new
+/// one): it goes into every cell's environment, Slurm job names and archive
+/// file names, so not empty, one line, and at most [`MAX_NAME`] characters.
+pub fn check_name(name: &str) -> Result<(), String> {
+    if name.trim().is_empty() {
+        return Err("must not be empty".into());
+    }
+    if let Some(c) = name.chars().find(|c| c.is_control()) {
+        return Err(format!(
+            "contains the control character {c:?}; it must be one line, as it is \
+             written into Slurm job scripts' option lines and cells' environments"
+        ));
+    }
+    let n = name.chars().count();
+    if n > MAX_NAME {
+        return Err(format!("is {n} characters long; at most {MAX_NAME}"));
+    }
+    Ok(())
+}
+
 /// A raw arm before matrix expansion and config resolution.
 #[derive(Clone)]
 pub(super) struct RawArm {
@@ -278,21 +298,7 @@ impl Reader<'_> {
         let name = self
             .read(at(t, "").string("name"))?
             .ok_or_else(|| self.err("name", "missing (every experiment needs a name)"))?;
-        if name.trim().is_empty() {
-            return Err(self.err("name", "must not be empty"));
-        }
-        // The name goes into every cell's environment, Slurm job names and
-        // archive file names: one line, and short enough for all of them.
-        self.one_line("name", &name)?;
-        if name.chars().count() > MAX_NAME {
-            return Err(self.err(
-                "name",
-                format!(
-                    "is {} characters long; at most {MAX_NAME}",
-                    name.chars().count()
-                ),
-            ));
-        }
+        check_name(&name).map_err(|m| self.err("name", m))?;
         let description = self
             .read(at(t, "").string("description"))?
             .unwrap_or_default();
