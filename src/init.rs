@@ -38,6 +38,7 @@ baseline = "before"
 name = "before"
 command = ["sleep", "0.05"]  # an array runs without a shell; a string runs through `sh -c`
 # env = { MY_FLAG = "0" }    # the arm's environment, on top of lcx's
+# timeout = "10m"            # past it the cell is killed and recorded failed (also a top-level key)
 
 [[arms]]
 name = "after"

@@ -1567,3 +1567,63 @@ fn a_phase_faster_than_the_ceiling_makes_the_runner_probe_again() {
         "{text}"
     );
 }
+
+/// A cell past its `timeout` is stopped with its process group and
+/// recorded `failed: timed out after …`; the run goes on to the next cell
+/// and ends in seconds, not when the hung command would have.
+#[test]
+fn a_cell_past_its_timeout_is_killed_and_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("pid");
+    let file = write(
+        dir.path(),
+        "hang.toml",
+        &format!(
+            "name = \"hang\"\nworkload = \"command\"\ntiming = \"process\"\niterations = 2\n\
+             timeout = \"30s\"\n\n[[arms]]\nname = \"quick\"\ncommand = [\"true\"]\n\n\
+             [[arms]]\nname = \"hung\"\ntimeout = \"1s\"\n\
+             command = [\"sh\", \"-c\", \"echo $$ > {}; exec sleep 60\"]\n",
+            pid_file.display()
+        ),
+    );
+    let db = dir.path().join("lcx.db");
+    let started = std::time::Instant::now();
+    let out = lcx()
+        .arg("run")
+        .arg(&file)
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        took < std::time::Duration::from_secs(30),
+        "the run waited {took:?}"
+    );
+    let store = Store::open_read_only(&db).unwrap();
+    let runs = store.runs(1).unwrap();
+    assert_eq!(runs[0].status, RunStatus::Completed);
+    assert_eq!(runs[1].status, RunStatus::Failed);
+    let error = runs[1].error.clone().unwrap_or_default();
+    assert!(error.starts_with("timed out after 1s"), "{error}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("ran past its timeout of 1s"), "{stderr}");
+    // The hung process went with its cell: gone, or a zombie left to init
+    // (a container's pid 1 may not reap it).
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
+    let state = stat
+        .rsplit(") ")
+        .next()
+        .and_then(|rest| rest.chars().next());
+    assert!(
+        matches!(state, None | Some('Z' | 'X')),
+        "pid {pid} still runs: {stat}"
+    );
+}

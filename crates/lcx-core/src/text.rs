@@ -20,3 +20,16 @@ pub fn markdown_table() -> comfy_table::Table {
     table.load_preset(comfy_table::presets::ASCII_MARKDOWN);
     table
 }
+
+/// A duration as an experiment file writes one: `2h`, `10m`, `90s`,
+/// `1.5s` (the largest unit that divides it).
+pub fn duration_words(d: std::time::Duration) -> String {
+    let s = d.as_secs_f64();
+    if s >= 3600.0 && s % 3600.0 == 0.0 {
+        format!("{}h", s / 3600.0)
+    } else if s >= 60.0 && s % 60.0 == 0.0 {
+        format!("{}m", s / 60.0)
+    } else {
+        format!("{}s", (s * 1000.0).round() / 1000.0)
+    }
+}

@@ -25,6 +25,7 @@
 //! | `build` | the build command of every command arm at a revision that has no `build` of its own |
 //! | `[matrix]` | key → list of values; one arm per combination (crossed with `[[arms]]` when both are given). A dotted key is a config `--set`, a key starting with `--` is a flag appended to `args`, `env.NAME` sets an environment variable, `revision` sets the arm's revision |
 //! | `[[columns]]` | report table columns: `metric`, `label`, `show` = `value` \| `speedup` \| `both`, `direction` = `lower` \| `higher` \| `none` (shown, never judged), `fold` = `mean` (of the post-warm-up iterations, default) \| `last` (each cell's last value: a final win rate) |
+//! | `timeout` | the longest one cell may run, `"90s"`, `"10m"`, `"2h"` or seconds: past it the runner kills the cell's process group (a Slurm cell's job is cancelled) and records it `failed: timed out after 10m`. Also an `[[arms]]` key (the arm's wins) |
 //! | `variable_iterations` | `true`: command arms may emit fewer lines than `iterations` (at least one); by default a cell that exits 0 with fewer lines is `failed`. Also an `[[arms]]` key |
 //! | `[[guard]]` | a metric that must not get worse: `metric`, `margin` (in its units), optional `direction`, `arm`, `baseline` (the arm it is compared with; default the experiment's), `fold` (as in `[[columns]]`; one fold per metric in a file); a failed guard fails `--check` even when the gate passes |
 //! | `[executor]` | `kind` = `local` (default) \| `slurm` (one job per cell; see `experiment::slurm`), and for Slurm `partition`, `account`, `qos`, `time`, `cpus_per_task`, `mem`, `gres`, `constraint`, `extra` (more sbatch flags), `placement` = `same-node` (default) \| `spread` \| `any`, `max_parallel` (cells in flight, default 1; above 1 every cell is submitted up front as that many dependency chains), `requeue` (false; true lets Slurm requeue a job and the cell start again) |
@@ -574,9 +575,19 @@ pub struct Arm {
     /// `None`: wherever the kernel schedules them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpus: Option<CpuSet>,
+    /// `timeout`: the longest one cell may run (seconds) before the runner
+    /// stops it and records it `failed: timed out after …`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<f64>,
 }
 
 impl Arm {
+    /// `timeout` as a duration.
+    pub fn timeout(&self) -> Option<std::time::Duration> {
+        self.timeout_seconds
+            .map(|s| std::time::Duration::from_secs_f64(s.max(0.0)))
+    }
+
     /// The resolved config that the child reads from its stdin: lcx
     /// workloads recorded since the child stopped re-reading the file
     /// (older stored plans name the file and their `set` list instead).

@@ -30,6 +30,7 @@ fn arm(name: &str, label: &str, set: &[&str]) -> Arm {
         revision: None,
         slurm: Default::default(),
         cpus: None,
+        timeout_seconds: None,
     }
 }
 

@@ -164,6 +164,7 @@ impl Reader<'_> {
                     )))
                 }
             };
+            let timeout = self.timeout(arm, &prefix)?;
             let variable = self.read(at(arm, &prefix).boolean("variable_iterations"))?;
             if variable.is_some() && workload.uses_config() {
                 return Err(self.err(
@@ -284,6 +285,7 @@ impl Reader<'_> {
                 variable_iterations: variable.unwrap_or(false),
                 variable_set: variable.is_some(),
                 timed,
+                timeout,
                 revision,
                 build,
                 slurm,

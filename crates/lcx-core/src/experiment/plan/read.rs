@@ -29,6 +29,7 @@ pub(super) const TOP_KEYS: &[&str] = &[
     "measurement",
     "timing",
     "host_lock",
+    "timeout",
 ];
 /// The `[executor]` keys that apply to the whole experiment (an arm may not
 /// give them); the rest are `ARM_EXECUTOR_KEYS`.
@@ -57,6 +58,7 @@ pub(super) const ARM_KEYS: &[&str] = &[
     "executor",
     "timing",
     "cpus",
+    "timeout",
 ];
 /// The `[executor]` keys an arm may give for its own cells.
 pub(super) const ARM_EXECUTOR_KEYS: &[&str] = &[
@@ -77,6 +79,23 @@ pub(super) const GATE_KEYS: &[&str] =
 /// The longest experiment name (characters): it travels in environments,
 /// job names and file names.
 pub const MAX_NAME: usize = 200;
+
+/// `"90s"`, `"10m"`, `"2h"`, `"1.5h"` or `"30"` (seconds) in seconds.
+pub(super) fn parse_duration(text: &str) -> Option<f64> {
+    let text = text.trim();
+    let (number, unit) = match text.char_indices().find(|(_, c)| c.is_ascii_alphabetic()) {
+        Some((at, _)) => (&text[..at], &text[at..]),
+        None => (text, "s"),
+    };
+    let scale = match unit {
+        "s" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => return None,
+    };
+    let value: f64 = number.trim().parse().ok()?;
+    Some(value * scale)
+}
 
 /// What an experiment name must be (a file's `name`, `lcx rename`'s new
 /// one): it goes into every cell's environment, Slurm job names and archive
@@ -116,6 +135,8 @@ pub(super) struct RawArm {
     /// `timing = "process"`: lcx times each run of the command (`None`:
     /// the arm did not say; the file's applies).
     pub(super) timed: Option<bool>,
+    /// `timeout` (`None`: the arm did not say; the file's applies).
+    pub(super) timeout: Option<f64>,
     /// `revision` (from the arm, the matrix or `--revision`).
     pub(super) revision: Option<String>,
     /// The arm's own `build` (else the file's).
@@ -488,8 +509,10 @@ impl Reader<'_> {
         }
         let mut raw_arms = self.arms(t, workload)?;
         let timed = self.timing(t, "", workload)?;
+        let timeout = self.timeout(t, "")?;
         for arm in raw_arms.iter_mut() {
             arm.timed = arm.timed.or(timed);
+            arm.timeout = arm.timeout.or(timeout);
         }
         if variable_iterations == Some(true) {
             for arm in raw_arms.iter_mut().filter(|a| !a.variable_set) {
@@ -1300,6 +1323,31 @@ impl Reader<'_> {
     /// `timing` in `table` (the file's top level or an arm): `"process"`
     /// (lcx times each run of the command) or `"lines"` (the command
     /// prints its own metric lines, the default). Command workloads only.
+    /// `timeout` of the file or an arm: how long one cell may run, as
+    /// `"90s"`, `"10m"`, `"2h"` or a number of seconds; in seconds.
+    pub(super) fn timeout(
+        &self,
+        table: &toml::Table,
+        prefix: &str,
+    ) -> Result<Option<f64>, PlanError> {
+        let key = format!("{prefix}timeout");
+        let expected = "expected a duration such as \"90s\", \"10m\" or \"2h\" (or a number of seconds) above 0";
+        let seconds = match table.get("timeout") {
+            None => return Ok(None),
+            Some(toml::Value::Integer(n)) => *n as f64,
+            Some(toml::Value::Float(x)) => *x,
+            Some(toml::Value::String(s)) => parse_duration(s)
+                .ok_or_else(|| self.err(key.clone(), format!("{expected}, found \"{s}\"")))?,
+            Some(other) => {
+                return Err(self.key_error(KeyError::wrong(key, expected, other)));
+            }
+        };
+        if !(seconds.is_finite() && seconds > 0.0) {
+            return Err(self.err(key, format!("{expected}, found {seconds}")));
+        }
+        Ok(Some(seconds))
+    }
+
     pub(super) fn timing(
         &self,
         table: &toml::Table,

@@ -112,6 +112,7 @@ impl Reader<'_> {
                 revision,
                 slurm: raw.slurm,
                 cpus: raw.cpus,
+                timeout_seconds: raw.timeout,
             });
         }
         let mut sets: Vec<String> = plan
@@ -163,6 +164,7 @@ impl Reader<'_> {
                 revision: Some(revision),
                 slurm: raw.slurm,
                 cpus: raw.cpus,
+                timeout_seconds: raw.timeout,
             });
         }
 
@@ -197,6 +199,7 @@ impl Reader<'_> {
             revision: None,
             slurm: raw.slurm,
             cpus: raw.cpus,
+            timeout_seconds: raw.timeout,
         })
     }
 }

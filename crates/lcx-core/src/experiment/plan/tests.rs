@@ -1176,3 +1176,36 @@ fn host_lock_is_on_unless_the_file_says_false() {
     stored.as_object_mut().unwrap().remove("host_lock");
     assert!(Plan::from_stored(&stored.to_string()).unwrap().host_lock);
 }
+
+/// `timeout`: the file's for every arm, an arm's own wins, in the forms a
+/// user writes; anything else names the key and what was expected.
+#[test]
+fn timeouts_come_from_the_file_or_the_arm() {
+    let text = COMMAND.replacen("warmup = 1\n", "warmup = 1\ntimeout = \"10m\"\n", 1);
+    let text = text.replacen("name = \"b\"\n", "name = \"b\"\ntimeout = 2.5\n", 1);
+    let p = plan(&text).unwrap();
+    assert_eq!(p.arms[0].timeout_seconds, Some(600.0));
+    assert_eq!(
+        p.arms[1].timeout(),
+        Some(std::time::Duration::from_millis(2500))
+    );
+    assert_eq!(Plan::from_stored(&p.to_json()).unwrap(), p);
+    assert_eq!(plan(COMMAND).unwrap().arms[0].timeout(), None);
+    for (form, seconds) in [
+        ("90s", 90.0),
+        ("10m", 600.0),
+        ("1.5h", 5400.0),
+        ("30", 30.0),
+    ] {
+        assert_eq!(read::parse_duration(form), Some(seconds), "{form}");
+    }
+    let bad = COMMAND.replacen("warmup = 1\n", "warmup = 1\ntimeout = \"soon\"\n", 1);
+    let e = error(&bad);
+    assert!(
+        e.contains("timeout") && e.contains("expected a duration"),
+        "{e}"
+    );
+    let zero = COMMAND.replacen("name = \"a\"\n", "name = \"a\"\ntimeout = 0\n", 1);
+    let e = error(&zero);
+    assert!(e.contains("timeout") && e.contains("above 0"), "{e}");
+}

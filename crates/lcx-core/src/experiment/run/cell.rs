@@ -261,6 +261,8 @@ pub(crate) struct Ending {
     /// The last non-empty line of its stderr.
     pub last_line: Option<String>,
     pub wall_seconds: f64,
+    /// The runner stopped it at its `timeout` (this long).
+    pub timed_out: Option<std::time::Duration>,
 }
 
 /// How a cell's end becomes its outcome. It completed only when its
@@ -275,6 +277,7 @@ pub(crate) fn outcome(plan: &Plan, arm: &Arm, ending: Ending) -> RunOutcome {
         stopped,
         last_line,
         wall_seconds,
+        timed_out,
     } = ending;
     let mut outcome = match end {
         Err(error) => RunOutcome {
@@ -298,6 +301,12 @@ pub(crate) fn outcome(plan: &Plan, arm: &Arm, ending: Ending) -> RunOutcome {
             let short = short_count(plan, arm, stored);
             let (status, error) = if success && short.is_none() {
                 (RunStatus::Completed, None)
+            } else if let Some(limit) = timed_out {
+                let limit = crate::text::duration_words(limit);
+                (
+                    RunStatus::Failed,
+                    Some(format!("timed out after {limit} ({how})")),
+                )
             } else if stopped {
                 // The runner stopped it: whatever the child made of SIGTERM,
                 // the cell did not run to its end.
@@ -402,6 +411,7 @@ mod tests {
             stopped: false,
             last_line: Some("boom".into()),
             wall_seconds: 1.5,
+            timed_out: None,
         }
     }
 

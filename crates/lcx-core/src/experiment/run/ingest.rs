@@ -176,6 +176,8 @@ pub(crate) struct Ingested {
     pub abandoned_pipe: bool,
     /// The store failed: the cell was killed and cannot be recorded.
     pub store_error: Option<StoreError>,
+    /// The cell ran past its `timeout` (this long) and was stopped.
+    pub timed_out: Option<Duration>,
 }
 
 /// Reads `launched`'s stream until the process ended and its stdout is
@@ -190,6 +192,7 @@ pub(crate) fn ingest(
     job_dir: Option<&Path>,
     reporter: &mut dyn Reporter,
     started: Instant,
+    timeout: Option<Duration>,
 ) -> Ingested {
     let Launched {
         rx, on_end, job, ..
@@ -209,11 +212,33 @@ pub(crate) fn ingest(
     let mut eof = false;
     let mut abandoned_pipe = false;
     let mut waiting: Option<Msg> = None;
+    let mut timed_out = None;
     while !(eof && exit.is_some()) {
+        // Past its timeout the cell is stopped (its process group: SIGTERM,
+        // SIGKILL after a grace), once; its exit then ends the loop.
+        if let Some(limit) = timeout.filter(|&l| exit.is_none() && started.elapsed() >= l) {
+            if timed_out.is_none() {
+                timed_out = Some(limit);
+                reporter.report(&Event::Warning {
+                    cell: &current,
+                    message: format!(
+                        "ran past its timeout of {}; stopping it",
+                        crate::text::duration_words(limit)
+                    ),
+                });
+                (launched.kill)();
+            }
+        }
         let msg = match waiting.take() {
             Some(msg) => msg,
             None => match &exit {
-                None => match rx.recv_timeout(CLAIM_POLL) {
+                None => match rx.recv_timeout(match timeout {
+                    // Wake for the timeout as well as for a takeover.
+                    Some(limit) if timed_out.is_none() => {
+                        CLAIM_POLL.min(limit.saturating_sub(started.elapsed()))
+                    }
+                    _ => CLAIM_POLL,
+                }) {
                     Ok(msg) => msg,
                     Err(RecvTimeoutError::Timeout) => {
                         // A silent cell still notices a takeover within
@@ -362,6 +387,7 @@ pub(crate) fn ingest(
         exit,
         abandoned_pipe,
         store_error,
+        timed_out,
     }
 }
 
@@ -447,6 +473,7 @@ mod tests {
             None,
             &mut rec,
             Instant::now(),
+            None,
         );
         assert!(got.store_error.is_none() && !got.abandoned_pipe);
         assert!(matches!(got.exit, Some((Ok(ref e), _)) if e.success));
@@ -502,6 +529,7 @@ mod tests {
             None,
             &mut rec,
             Instant::now(),
+            None,
         );
         assert_eq!((got.counts.stored, got.counts.duplicates), (3, 0));
         assert_eq!(values(&store, &info), [(1, 1.0), (2, 2.0), (3, 3.0)]);
@@ -522,6 +550,7 @@ mod tests {
             None,
             &mut rec,
             Instant::now(),
+            None,
         );
         assert!(got.abandoned_pipe);
         assert_eq!(got.counts.stored, 1);
@@ -548,6 +577,7 @@ mod tests {
             None,
             &mut rec,
             Instant::now(),
+            None,
         );
         assert_eq!(got.current.attempt, info.attempt + 1);
         assert_eq!(got.counts.stored, 1);

@@ -505,6 +505,7 @@ fn run_cell(
         job_dir.as_deref(),
         reporter,
         started,
+        arm.timeout(),
     );
     let Launched { stderr, finish, .. } = launched;
     let Ingested {
@@ -514,6 +515,7 @@ fn run_cell(
         exit,
         abandoned_pipe,
         store_error,
+        timed_out,
     } = ingested;
     finish();
     let cell_cpu = exit
@@ -573,6 +575,7 @@ fn run_cell(
             stopped: options.stop.is_stopped(),
             last_line,
             wall_seconds,
+            timed_out,
         },
     );
     outcome.stderr_tail = (!tail_text.is_empty()).then_some(tail_text);
