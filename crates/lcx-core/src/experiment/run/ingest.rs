@@ -163,6 +163,13 @@ fn take_line(
     }
 }
 
+/// When a cell started, and how long it may run (its arm's `timeout`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CellClock {
+    pub started: Instant,
+    pub timeout: Option<Duration>,
+}
+
 /// What reading a cell's stream to its end left.
 pub(crate) struct Ingested {
     pub counts: LineCounts,
@@ -191,9 +198,9 @@ pub(crate) fn ingest(
     stored_before: u64,
     job_dir: Option<&Path>,
     reporter: &mut dyn Reporter,
-    started: Instant,
-    timeout: Option<Duration>,
+    clock: CellClock,
 ) -> Ingested {
+    let CellClock { started, timeout } = clock;
     let Launched {
         rx, on_end, job, ..
     } = launched;
@@ -472,8 +479,10 @@ mod tests {
             0,
             None,
             &mut rec,
-            Instant::now(),
-            None,
+            CellClock {
+                started: Instant::now(),
+                timeout: None,
+            },
         );
         assert!(got.store_error.is_none() && !got.abandoned_pipe);
         assert!(matches!(got.exit, Some((Ok(ref e), _)) if e.success));
@@ -528,8 +537,10 @@ mod tests {
             2,
             None,
             &mut rec,
-            Instant::now(),
-            None,
+            CellClock {
+                started: Instant::now(),
+                timeout: None,
+            },
         );
         assert_eq!((got.counts.stored, got.counts.duplicates), (3, 0));
         assert_eq!(values(&store, &info), [(1, 1.0), (2, 2.0), (3, 3.0)]);
@@ -549,8 +560,10 @@ mod tests {
             0,
             None,
             &mut rec,
-            Instant::now(),
-            None,
+            CellClock {
+                started: Instant::now(),
+                timeout: None,
+            },
         );
         assert!(got.abandoned_pipe);
         assert_eq!(got.counts.stored, 1);
@@ -576,8 +589,10 @@ mod tests {
             0,
             None,
             &mut rec,
-            Instant::now(),
-            None,
+            CellClock {
+                started: Instant::now(),
+                timeout: None,
+            },
         );
         assert_eq!(got.current.attempt, info.attempt + 1);
         assert_eq!(got.counts.stored, 1);

@@ -12,7 +12,7 @@ use super::cell::{
 };
 use super::executor::Adopt;
 use super::executor::{Executor, Launched, Place};
-use super::ingest::{ingest, Ingested, STDOUT_GRACE};
+use super::ingest::{ingest, CellClock, Ingested, STDOUT_GRACE};
 use super::placement::Pinning;
 use super::record::finish_cell;
 use super::slurm::{adoptable, end_adopted, Slurm};
@@ -504,8 +504,10 @@ fn run_cell(
         stored_before,
         job_dir.as_deref(),
         reporter,
-        started,
-        arm.timeout(),
+        CellClock {
+            started,
+            timeout: arm.timeout(),
+        },
     );
     let Launched { stderr, finish, .. } = launched;
     let Ingested {
