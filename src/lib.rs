@@ -25,6 +25,7 @@ mod rename;
 mod report;
 mod rm;
 mod run;
+mod schema;
 mod system;
 mod time_process;
 

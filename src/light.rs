@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand};
 
 use super::{
     bisect, cache, compare, config, history, init, list, play, query, rename, report, rm, run,
-    system, time_process,
+    schema, system, time_process,
 };
 
 /// The torch-free subcommands. Every command of both binaries has a
@@ -42,6 +42,9 @@ pub enum Command {
     /// Remove experiments and all their rows (`--dry-run` says what would go).
     #[command(display_order = 9)]
     Rm(rm::Args),
+    /// Every key of an experiment file: type, default, workloads, meaning.
+    #[command(display_order = 16)]
+    Schema(schema::Args),
     /// Give experiments another name (their history moves with them).
     #[command(display_order = 10)]
     Rename(rename::Args),
@@ -90,7 +93,7 @@ pub const TORCH_COMMANDS: [(&str, &str, usize); 3] = [
     (
         "version",
         "Print lcx's version, the torch version and whether CUDA is available",
-        16,
+        17,
     ),
 ];
 
@@ -156,6 +159,7 @@ impl Command {
             Command::List(args) => list::run(args),
             Command::Query(args) => query::run(args),
             Command::Rm(args) => rm::run(args),
+            Command::Schema(args) => schema::run(args),
             Command::Rename(args) => rename::run(args),
             Command::System(args) => system::run(args),
             Command::TimeProcess(args) => time_process::run(args),
@@ -261,6 +265,7 @@ mod tests {
                 "list",
                 "query",
                 "rm",
+                "schema",
                 "rename",
                 "config",
                 "play",

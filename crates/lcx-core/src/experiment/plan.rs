@@ -6,30 +6,8 @@
 //! config are all checked here, and each error names the file, the key and
 //! (where there is one) the arm.
 //!
-//! Schema (all paths relative to the experiment file):
-//!
-//! | key | meaning |
-//! |---|---|
-//! | `name` | experiment name (required) |
-//! | `description`, `notes` | free text |
-//! | `workload` | `train` \| `bench-forward` \| `bench-trainer` \| `command` (required) |
-//! | `config` | trainer config file (lcx workloads; code defaults when absent) |
-//! | `iterations` | iterations (train), timed repetitions (bench), or expected lines (command); ≥ 1 |
-//! | `warmup` | leading iterations excluded from statistics (< iterations, default 0), or `"auto"`: detected per cell on the primary metric (MSER and a check of the first iterations against the rest) |
-//! | `repeats` | cells per arm (default 1), or `{ min, max, precision }`: interleaved rounds past `min` until every judged speedup's 95 % interval is within ±precision, or `max` |
-//! | `baseline` | arm the others are compared with (default: the first arm) |
-//! | `set` | `key=value` config overrides for every arm |
-//! | `order` | `interleaved` (A B A B, default) \| `sequential` (A A B B) |
-//! | `[[arms]]` | `name`, `label`, `set`, `requires = "cuda"`, `env` (table of strings), `args` (extra flags of lcx workloads, e.g. `["--amp"]`), `command` (command workload: array of strings, or a string run with `sh -c`), `revision` (a git revision or `worktree`: the arm runs that code, see `experiment::revision`), `build` (command arms at a revision: run once in the checkout), `executor` (a table of this arm's own sbatch options: `partition` … `extra`, replacing `[executor]`'s) |
-//! | `repository` | the git repository of `revision` arms (default: the one holding the experiment file) |
-//! | `build` | the build command of every command arm at a revision that has no `build` of its own |
-//! | `[matrix]` | key → list of values; one arm per combination (crossed with `[[arms]]` when both are given). A dotted key is a config `--set`, a key starting with `--` is a flag appended to `args`, `env.NAME` sets an environment variable, `revision` sets the arm's revision |
-//! | `[[columns]]` | report table columns: `metric`, `label`, `show` = `value` \| `speedup` \| `both`, `direction` = `lower` \| `higher` \| `none` (shown, never judged), `fold` = `mean` (of the post-warm-up iterations, default) \| `last` (each cell's last value: a final win rate) |
-//! | `timeout` | the longest one cell may run, `"90s"`, `"10m"`, `"2h"` or seconds: past it the runner kills the cell's process group (a Slurm cell's job is cancelled) and records it `failed: timed out after 10m`. Also an `[[arms]]` key (the arm's wins) |
-//! | `variable_iterations` | `true`: command arms may emit fewer lines than `iterations` (at least one); by default a cell that exits 0 with fewer lines is `failed`. Also an `[[arms]]` key |
-//! | `[[guard]]` | a metric that must not get worse: `metric`, `margin` (in its units), optional `direction`, `arm`, `baseline` (the arm it is compared with; default the experiment's), `fold` (as in `[[columns]]`; one fold per metric in a file); a failed guard fails `--check` even when the gate passes |
-//! | `[executor]` | `kind` = `local` (default) \| `slurm` (one job per cell; see `experiment::slurm`), and for Slurm `partition`, `account`, `qos`, `time`, `cpus_per_task`, `mem`, `gres`, `constraint`, `extra` (more sbatch flags), `placement` = `same-node` (default) \| `spread` \| `any`, `max_parallel` (cells in flight, default 1; above 1 every cell is submitted up front as that many dependency chains), `requeue` (false; true lets Slurm requeue a job and the cell start again) |
-//! | `[gate]` | decision rule for `lcx report --check`: `metric`, `min_speedup` (> 1: superiority; ≤ 1: non-inferiority margin) or `max_slowdown`, optional `min_effect` (minimum relative effect, e.g. 0.05) and `arm` (default: every non-baseline arm) |
+//! The keys, their types, defaults and meaning: [`keys::KEYS`] (printed by
+//! `lcx schema`, committed as docs/experiment-file.md).
 //!
 //! Command-line `--set` applies after the file's `set` and before the arm's;
 //! `--revision ARM=REV` replaces the arm's `revision`.
@@ -45,6 +23,7 @@ use crate::system::affinity::CpuSet;
 use crate::toml_read::{self, KeyError, Table};
 
 mod arms;
+pub mod keys;
 mod matrix;
 mod probe;
 mod read;

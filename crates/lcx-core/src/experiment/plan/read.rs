@@ -73,29 +73,19 @@ pub(super) const ARM_EXECUTOR_KEYS: &[&str] = &[
     "extra",
 ];
 pub(super) const COLUMN_KEYS: &[&str] = &["metric", "label", "show", "direction", "fold"];
+pub(super) const REPEATS_KEYS: &[&str] = &["min", "max", "precision"];
+pub(super) const MEASUREMENT_KEYS: &[&str] = &[
+    "max_foreign_cpu",
+    "rerun_contended",
+    "wait_for_quiet",
+    "pin",
+];
 pub(super) const GATE_KEYS: &[&str] =
     &["metric", "min_speedup", "max_slowdown", "min_effect", "arm"];
 
 /// The longest experiment name (characters): it travels in environments,
 /// job names and file names.
 pub const MAX_NAME: usize = 200;
-
-/// `"90s"`, `"10m"`, `"2h"`, `"1.5h"` or `"30"` (seconds) in seconds.
-pub(super) fn parse_duration(text: &str) -> Option<f64> {
-    let text = text.trim();
-    let (number, unit) = match text.char_indices().find(|(_, c)| c.is_ascii_alphabetic()) {
-        Some((at, _)) => (&text[..at], &text[at..]),
-        None => (text, "s"),
-    };
-    let scale = match unit {
-        "s" => 1.0,
-        "m" | "min" => 60.0,
-        "h" => 3600.0,
-        _ => return None,
-    };
-    let value: f64 = number.trim().parse().ok()?;
-    Some(value * scale)
-}
 
 /// What an experiment name must be (a file's `name`, `lcx rename`'s new
 /// one): it goes into every cell's environment, Slurm job names and archive
@@ -406,7 +396,7 @@ impl Reader<'_> {
             (Some(n), _) => (n, None),
             (None, repeats) => match repeats {
                 Some(toml::Value::Table(r)) => {
-                    self.check_keys(r, "repeats.", &["min", "max", "precision"])?;
+                    self.check_keys(r, "repeats.", REPEATS_KEYS)?;
                     let count = |key: &str| -> Result<u32, PlanError> {
                         match r.get(key) {
                             Some(toml::Value::Integer(n))
@@ -1018,16 +1008,7 @@ impl Reader<'_> {
                 )))
             }
         };
-        self.check_keys(
-            m,
-            "measurement.",
-            &[
-                "max_foreign_cpu",
-                "rerun_contended",
-                "wait_for_quiet",
-                "pin",
-            ],
-        )?;
+        self.check_keys(m, "measurement.", MEASUREMENT_KEYS)?;
         let max = self.read(at(m, "measurement.").number("max_foreign_cpu"))?;
         if max.is_some_and(|x| !(x > 0.0 && x.is_finite())) {
             return Err(self.err(
@@ -1332,16 +1313,11 @@ impl Reader<'_> {
     ) -> Result<Option<f64>, PlanError> {
         let key = format!("{prefix}timeout");
         let expected = "expected a duration such as \"90s\", \"10m\" or \"2h\" (or a number of seconds) above 0";
-        let seconds = match table.get("timeout") {
-            None => return Ok(None),
-            Some(toml::Value::Integer(n)) => *n as f64,
-            Some(toml::Value::Float(x)) => *x,
-            Some(toml::Value::String(s)) => parse_duration(s)
-                .ok_or_else(|| self.err(key.clone(), format!("{expected}, found \"{s}\"")))?,
-            Some(other) => {
-                return Err(self.key_error(KeyError::wrong(key, expected, other)));
-            }
+        let Some(value) = table.get("timeout") else {
+            return Ok(None);
         };
+        let seconds = seconds(value)
+            .ok_or_else(|| self.err(key.clone(), format!("{expected}, found {value}")))?;
         if !(seconds.is_finite() && seconds > 0.0) {
             return Err(self.err(key, format!("{expected}, found {seconds}")));
         }

@@ -1191,13 +1191,17 @@ fn timeouts_come_from_the_file_or_the_arm() {
     );
     assert_eq!(Plan::from_stored(&p.to_json()).unwrap(), p);
     assert_eq!(plan(COMMAND).unwrap().arms[0].timeout(), None);
-    for (form, seconds) in [
-        ("90s", 90.0),
-        ("10m", 600.0),
-        ("1.5h", 5400.0),
-        ("30", 30.0),
-    ] {
-        assert_eq!(read::parse_duration(form), Some(seconds), "{form}");
+    for (form, seconds) in [("\"90s\"", 90.0), ("\"1.5h\"", 5400.0), ("\"30\"", 30.0)] {
+        let text = COMMAND.replacen(
+            "warmup = 1\n",
+            &format!("warmup = 1\ntimeout = {form}\n"),
+            1,
+        );
+        assert_eq!(
+            plan(&text).unwrap().arms[0].timeout_seconds,
+            Some(seconds),
+            "{form}"
+        );
     }
     let bad = COMMAND.replacen("warmup = 1\n", "warmup = 1\ntimeout = \"soon\"\n", 1);
     let e = error(&bad);

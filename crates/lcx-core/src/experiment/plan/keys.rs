@@ -1,0 +1,228 @@
+//! The reference of the experiment file: every key the reader takes, with
+//! its type, default, the workloads it applies to and what it does. `lcx
+//! schema` prints it and `docs/experiment-file.md` is its output; a test
+//! holds it to the reader's own key lists, so a key cannot be read without
+//! being documented here, nor documented without being read.
+
+/// One key of the experiment file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct KeyDoc {
+    /// The table it sits in: `` (the top), `repeats`, `arms`,
+    /// `arms.executor`, `matrix`, `columns`, `gate`, `guard`, `executor`,
+    /// `measurement`.
+    pub table: &'static str,
+    pub key: &'static str,
+    /// TOML type(s).
+    pub kind: &'static str,
+    /// What applies when the key is absent.
+    pub default: &'static str,
+    /// The workloads that take it.
+    pub workloads: &'static str,
+    pub about: &'static str,
+}
+
+const ALL: &str = "all";
+const LCX: &str = "train, bench-forward, bench-trainer";
+const COMMAND: &str = "command";
+
+const fn key(
+    table: &'static str,
+    key: &'static str,
+    kind: &'static str,
+    default: &'static str,
+    workloads: &'static str,
+    about: &'static str,
+) -> KeyDoc {
+    KeyDoc {
+        table,
+        key,
+        kind,
+        default,
+        workloads,
+        about,
+    }
+}
+
+/// Every key, table by table, in the order a file usually gives them.
+pub const KEYS: &[KeyDoc] = &[
+    key("", "name", "string", "required", ALL, "The experiment's name: experiments of one name form a history (`lcx history`). One line, at most 200 characters."),
+    key("", "description", "string", "\"\"", ALL, "One line shown under the report's title."),
+    key("", "notes", "string", "\"\"", ALL, "Free text kept with the experiment and shown in its report."),
+    key("", "workload", "string", "required", ALL, "`command` (your own programs), `train` (the embedded trainer), `bench-forward` or `bench-trainer` (`lcx bench`)."),
+    key("", "config", "string (path)", "the code's defaults (benches: configs/default.toml)", LCX, "The trainer config every arm starts from, relative to this file."),
+    key("", "set", "array of `key=value` strings", "[]", LCX, "Config overrides for every arm (after `config`, before `--set` and the arm's own)."),
+    key("", "iterations", "integer ≥ 1", "required", ALL, "Iterations per cell: training iterations, timed bench repetitions, or the metric lines (runs, with `timing = \"process\"`) a command gives."),
+    key("", "warmup", "integer or `\"auto\"`", "0", ALL, "Leading iterations left out of every statistic; `\"auto\"` detects them per cell (MSER)."),
+    key("", "repeats", "integer ≥ 1, or a table", "1", ALL, "Cells per arm, the arms taking turns; a `[repeats]` table (`min`, `max`, `precision`) adds rounds until the speedups are precise enough."),
+    key("", "baseline", "string (an arm's name)", "the first arm", ALL, "The arm every other is compared with."),
+    key("", "order", "string", "`interleaved`", ALL, "`interleaved` (A B A B) or `sequential` (A A B B)."),
+    key("", "timing", "string", "`lines`", COMMAND, "`process`: lcx times each run of the command (process/wall_seconds, …); `lines`: the command prints its own JSON metric lines."),
+    key("", "variable_iterations", "boolean", "false", COMMAND, "Arms may print fewer lines than `iterations` (at least one) and still complete."),
+    key("", "timeout", "string (`\"90s\"`, `\"10m\"`, `\"2h\"`) or seconds", "none", ALL, "The longest one cell may run: past it its process group is killed and it is recorded failed (\"timed out after 10m\")."),
+    key("", "host_lock", "boolean", "true", ALL, "`false`: cells do not wait for other `lcx run`s measuring on this host."),
+    key("", "repository", "string (path)", "the repository holding this file", ALL, "The git repository of arms at a `revision`."),
+    key("", "build", "string (a shell command)", "none", COMMAND, "Run once in the checkout of every command arm at a revision without a `build` of its own."),
+    key("", "arms", "array of tables (`[[arms]]`)", "required, or `[matrix]`", ALL, "The arms compared; see the `arms` keys."),
+    key("", "matrix", "table", "none", ALL, "One arm per combination of values; see the `matrix` keys."),
+    key("", "columns", "array of tables (`[[columns]]`)", "every metric", ALL, "The report table's columns; see the `columns` keys."),
+    key("", "gate", "table", "none", ALL, "The rule `lcx report --check` judges; see the `gate` keys."),
+    key("", "guard", "array of tables (`[[guard]]`)", "none", ALL, "Metrics that must not get worse; see the `guard` keys."),
+    key("", "executor", "table", "`kind = \"local\"`", ALL, "Where cells run: locally or as Slurm jobs; see the `executor` keys."),
+    key("", "measurement", "table", "defaults below", ALL, "How a busy host is handled; see the `measurement` keys."),
+    key("repeats", "min", "integer ≥ 1", "required in the table", ALL, "Rounds always run."),
+    key("repeats", "max", "integer ≥ min", "required in the table", ALL, "Rounds at most."),
+    key("repeats", "precision", "number in (0, 1)", "required in the table", ALL, "Stop when every judged speedup's 95 % interval is within ± this fraction."),
+    key("arms", "name", "string", "required", ALL, "The arm's name (letters, digits, `-`, `_`, `.`)."),
+    key("arms", "label", "string", "the name", ALL, "What the report's Mode column shows."),
+    key("arms", "set", "array of `key=value` strings", "[]", LCX, "This arm's config overrides (last, after `--set`)."),
+    key("arms", "args", "array of strings", "[]", LCX, "Extra flags of the lcx workload, e.g. `[\"--amp\"]`; a command arm takes its arguments in `command`."),
+    key("arms", "command", "string or array of strings", "required", COMMAND, "The program: an array runs without a shell, a string through `sh -c`."),
+    key("arms", "env", "table of strings", "{}", ALL, "Environment variables of the arm's cells, on top of lcx's (`LCX_ITERATIONS`, `LCX_ARM`, …)."),
+    key("arms", "requires", "string", "none", ALL, "`cuda`: the arm's cells are skipped (and said so) where CUDA is absent."),
+    key("arms", "timing", "string", "the file's", COMMAND, "As the top-level `timing`, for this arm."),
+    key("arms", "variable_iterations", "boolean", "the file's", COMMAND, "As the top-level `variable_iterations`, for this arm."),
+    key("arms", "timeout", "string or seconds", "the file's", ALL, "As the top-level `timeout`, for this arm."),
+    key("arms", "revision", "string (a git revision or `worktree`)", "the code as it is", ALL, "The arm runs that revision's build (built once, cached)."),
+    key("arms", "build", "string (a shell command)", "the file's `build`", COMMAND, "Run once in the arm's checkout at its revision."),
+    key("arms", "cpus", "string (`\"0-3,6\"`)", "wherever the kernel schedules", ALL, "The CPUs the arm's cells are pinned to."),
+    key("arms", "executor", "table", "the file's `[executor]`", ALL, "This arm's own sbatch options; see the `arms.executor` keys."),
+    key("arms.executor", "partition", "string", "the file's", ALL, "sbatch `--partition`."),
+    key("arms.executor", "account", "string", "the file's", ALL, "sbatch `--account`."),
+    key("arms.executor", "qos", "string", "the file's", ALL, "sbatch `--qos`."),
+    key("arms.executor", "time", "string", "the file's", ALL, "sbatch `--time` (Slurm's own limit)."),
+    key("arms.executor", "cpus_per_task", "integer", "the file's", ALL, "sbatch `--cpus-per-task`."),
+    key("arms.executor", "mem", "string", "the file's", ALL, "sbatch `--mem`."),
+    key("arms.executor", "gres", "string", "the file's", ALL, "sbatch `--gres`, e.g. `gpu:1`."),
+    key("arms.executor", "constraint", "string", "the file's", ALL, "sbatch `--constraint`."),
+    key("arms.executor", "extra", "array of strings", "the file's", ALL, "More sbatch flags, as given."),
+    key("matrix", "KEY", "array of values", "none", ALL, "One arm per combination: a dotted key is a config `--set`, `--flag` is appended to `args`, `env.NAME` sets a variable, `revision` sets the arm's revision."),
+    key("columns", "metric", "string", "required", ALL, "The metric shown."),
+    key("columns", "label", "string", "the metric", ALL, "The column's header."),
+    key("columns", "show", "string", "`value`", ALL, "`value`, `speedup` or `both`."),
+    key("columns", "direction", "string", "the metric's (else `lower`)", ALL, "`lower`, `higher` (better) or `none` (shown, never judged)."),
+    key("columns", "fold", "string", "`mean`", ALL, "`mean` of the post-warm-up iterations, or `last` (each cell's last value)."),
+    key("gate", "metric", "string", "required", ALL, "The metric judged."),
+    key("gate", "min_speedup", "number > 0", "one of this or `max_slowdown`", ALL, "> 1: PASS when the arm is shown at least this much faster; ≤ 1: a non-inferiority margin."),
+    key("gate", "max_slowdown", "number ≥ 1", "one of this or `min_speedup`", ALL, "PASS when the arm is shown at most this much slower."),
+    key("gate", "min_effect", "number in [0, 1)", "0.05", ALL, "The smallest relative change a verdict counts."),
+    key("gate", "arm", "string", "every arm but the baseline", ALL, "The arm judged."),
+    key("guard", "metric", "string", "required", ALL, "The metric that must not get worse."),
+    key("guard", "margin", "number ≥ 0", "required", ALL, "How much worse it may get, in its own units."),
+    key("guard", "direction", "string", "the metric's", ALL, "`lower` or `higher` (better)."),
+    key("guard", "arm", "string", "every arm but the baseline", ALL, "The arm guarded."),
+    key("guard", "baseline", "string", "the experiment's baseline", ALL, "The arm it is compared with."),
+    key("guard", "fold", "string", "`mean`", ALL, "As in `[[columns]]`."),
+    key("guard", "paired", "boolean", "false", ALL, "Compare per-seed differences (cells of one repeat share a seed)."),
+    key("executor", "kind", "string", "`local`", ALL, "`local` or `slurm` (one job per cell)."),
+    key("executor", "max_parallel", "integer ≥ 1", "1", ALL, "Slurm cells in flight."),
+    key("executor", "placement", "string", "`same-node`", ALL, "`same-node`, `spread` or `any`: where a Slurm experiment's cells run."),
+    key("executor", "requeue", "boolean", "false", ALL, "Let Slurm requeue a job; the cell then starts again."),
+    key("executor", "partition", "string", "none", ALL, "sbatch `--partition` for every arm."),
+    key("executor", "account", "string", "none", ALL, "sbatch `--account`."),
+    key("executor", "qos", "string", "none", ALL, "sbatch `--qos`."),
+    key("executor", "time", "string", "none", ALL, "sbatch `--time`."),
+    key("executor", "cpus_per_task", "integer", "none", ALL, "sbatch `--cpus-per-task`."),
+    key("executor", "mem", "string", "none", ALL, "sbatch `--mem`."),
+    key("executor", "gres", "string", "none", ALL, "sbatch `--gres`."),
+    key("executor", "constraint", "string", "none", ALL, "sbatch `--constraint`."),
+    key("executor", "extra", "array of strings", "[]", ALL, "More sbatch flags."),
+    key("measurement", "max_foreign_cpu", "number > 0 (cores)", "0.5, or 10 % of the CPUs when less", ALL, "Foreign load above which a cell counts as contended."),
+    key("measurement", "rerun_contended", "integer ≥ 0", "0", ALL, "Run a contended cell again up to this many times."),
+    key("measurement", "wait_for_quiet", "string or seconds", "none", ALL, "Wait this long at most for a quiet host before each cell."),
+    key("measurement", "pin", "boolean", "false", ALL, "Pin every arm's cells to one set of CPUs chosen when the experiment is created."),
+];
+
+/// The reference as markdown: one table per TOML table.
+pub fn reference_markdown() -> String {
+    let mut out = String::from(
+        "# The experiment file\n\n\
+         Every key `lcx run` reads, generated from lcx's own reference (`lcx schema`);\n\
+         a key missing here is refused by the reader, and the test suite keeps the two\n\
+         equal. Paths are relative to the experiment file. `lcx init` writes a\n\
+         commented file to start from.\n",
+    );
+    let mut table = None;
+    for k in KEYS {
+        if table != Some(k.table) {
+            table = Some(k.table);
+            let title = match k.table {
+                "" => "Top level".to_string(),
+                "arms" => "`[[arms]]`".to_string(),
+                "columns" => "`[[columns]]`".to_string(),
+                "guard" => "`[[guard]]`".to_string(),
+                "arms.executor" => "`[arms.executor]` (an arm's own sbatch options)".to_string(),
+                other => format!("`[{other}]`"),
+            };
+            out.push_str(&format!(
+                "\n## {title}\n\n| key | type | default | workloads | what it does |\n|---|---|---|---|---|\n"
+            ));
+        }
+        let cell = |s: &str| s.replace('|', "\\|");
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} |\n",
+            k.key,
+            cell(k.kind),
+            cell(k.default),
+            k.workloads,
+            cell(k.about)
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::read::{
+        ARM_EXECUTOR_KEYS, ARM_KEYS, COLUMN_KEYS, EXPERIMENT_EXECUTOR_KEYS, GATE_KEYS, GUARD_KEYS,
+        MEASUREMENT_KEYS, REPEATS_KEYS, TOP_KEYS,
+    };
+    use super::*;
+
+    /// Every key the reader takes is in the reference, and every key of
+    /// the reference is one the reader takes, table by table.
+    #[test]
+    fn the_reference_has_exactly_the_keys_the_reader_takes() {
+        let executor: Vec<&str> = EXPERIMENT_EXECUTOR_KEYS
+            .iter()
+            .chain(ARM_EXECUTOR_KEYS)
+            .copied()
+            .collect();
+        let tables: [(&str, &[&str]); 9] = [
+            ("", TOP_KEYS),
+            ("repeats", REPEATS_KEYS),
+            ("arms", ARM_KEYS),
+            ("arms.executor", ARM_EXECUTOR_KEYS),
+            ("columns", COLUMN_KEYS),
+            ("gate", GATE_KEYS),
+            ("guard", GUARD_KEYS),
+            ("executor", &executor),
+            ("measurement", MEASUREMENT_KEYS),
+        ];
+        for (table, read) in tables {
+            let mut documented: Vec<&str> = KEYS
+                .iter()
+                .filter(|k| k.table == table)
+                .map(|k| k.key)
+                .collect();
+            let mut read = read.to_vec();
+            documented.sort_unstable();
+            read.sort_unstable();
+            assert_eq!(documented, read, "table `{table}`");
+        }
+        let known: Vec<&str> = tables.iter().map(|(t, _)| *t).chain(["matrix"]).collect();
+        for k in KEYS {
+            assert!(known.contains(&k.table), "unknown table {:?}", k.table);
+        }
+    }
+
+    /// The committed reference is what `lcx schema` prints.
+    #[test]
+    fn docs_experiment_file_is_the_generated_reference() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/experiment-file.md");
+        let committed = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            committed == reference_markdown(),
+            "docs/experiment-file.md is out of date: `lcx schema > docs/experiment-file.md`"
+        );
+    }
+}
