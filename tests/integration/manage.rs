@@ -5,7 +5,7 @@ use std::path::Path;
 
 use lcx_core::store::{RunnerIdentity, Store};
 
-use crate::support::{count, lcx, write};
+use crate::support::{count, lcx, succeed, write};
 
 /// A two-arm command experiment named `name`, run into `db`.
 fn run_experiment(dir: &Path, db: &Path, name: &str) {
@@ -18,18 +18,7 @@ fn run_experiment(dir: &Path, db: &Path, name: &str) {
              [[arms]]\nname = \"b\"\ncommand = [\"true\"]\n"
         ),
     );
-    let out = lcx()
-        .arg("run")
-        .arg(&file)
-        .arg("--db")
-        .arg(db)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeed(lcx().arg("run").arg(&file).arg("--db").arg(db));
 }
 
 /// Rows of every table that holds an experiment's data.
@@ -66,12 +55,7 @@ fn rm_removes_an_experiment_and_nothing_else_and_rename_moves_a_history() {
     );
     assert_eq!(rows(&db), before);
     // One experiment: its rows go, in every table; the others' stay.
-    let one = lcx_db(&db, &["rm", "1"]);
-    assert!(
-        one.status.success(),
-        "{}",
-        String::from_utf8_lossy(&one.stderr)
-    );
+    succeed(lcx().args(["rm", "1", "--db"]).arg(&db));
     let after = rows(&db);
     let per_experiment = (before[2] - before[3]) / 2;
     assert_eq!(after, [2, 4, before[2] - per_experiment, before[3]]);

@@ -7,6 +7,8 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
 
+use crate::support::{lcx, succeed, write};
+
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
@@ -191,37 +193,19 @@ fn quick_start_file() -> String {
 #[ignore = "needs a quiet host: scripts/test.sh runs it alone after the suite"]
 fn quiet_host_the_readme_quick_start_runs_and_its_gate_passes() {
     let dir = tempfile::tempdir().unwrap();
-    let file = crate::support::write(dir.path(), "quick.toml", &quick_start_file());
+    let file = write(dir.path(), "quick.toml", &quick_start_file());
     let db = dir.path().join("lcx.db");
-    let db = db.to_str().unwrap();
-    let run = crate::support::lcx()
-        .arg("run")
-        .arg(&file)
-        .args(["--db", db])
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let report = crate::support::lcx()
-        .args(["report", "--db", db])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&report.stdout);
+    succeed(lcx().arg("run").arg(&file).arg("--db").arg(&db));
+    let text = succeed(lcx().arg("report").arg("--db").arg(&db));
     assert!(text.contains("| after "), "{text}");
     assert!(text.contains("Verdict: PASS"), "{text}");
-    let check = crate::support::lcx()
-        .args(["report", "--check", "--db", db])
+    let check = lcx()
+        .args(["report", "--check", "--db"])
+        .arg(&db)
         .output()
         .unwrap();
-    assert_eq!(
-        check.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&check.stdout)
-    );
+    let said = String::from_utf8_lossy(&check.stdout);
+    assert_eq!(check.status.code(), Some(0), "{said}");
 }
 
 /// `lcx init` writes templates `lcx run` takes as they are, and never
@@ -233,51 +217,26 @@ fn init_writes_templates_that_run_and_overwrites_nothing() {
     let train = dir.path().join("train.toml");
     let db = dir.path().join("lcx.db");
     for (file, flag) in [(&command, "--command"), (&train, "--train")] {
-        let out = crate::support::lcx()
-            .args(["init", flag])
-            .arg(file)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        succeed(lcx().args(["init", flag]).arg(file));
     }
-    let run = crate::support::lcx()
-        .arg("run")
-        .arg(&command)
-        .args([
-            "--iterations",
-            "2",
-            "--warmup",
-            "0",
-            "--repeats",
-            "1",
-            "--db",
-        ])
-        .arg(&db)
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
+    let sized = ["--iterations", "2", "--warmup", "0", "--repeats", "1"];
+    succeed(
+        lcx()
+            .arg("run")
+            .arg(&command)
+            .args(sized)
+            .arg("--db")
+            .arg(&db),
     );
-    let dry = crate::support::lcx()
-        .arg("run")
-        .arg(&train)
-        .args(["--dry-run", "--db"])
-        .arg(&db)
-        .output()
-        .unwrap();
-    assert!(
-        dry.status.success(),
-        "{}",
-        String::from_utf8_lossy(&dry.stderr)
+    succeed(
+        lcx()
+            .arg("run")
+            .arg(&train)
+            .args(["--dry-run", "--db"])
+            .arg(&db),
     );
     let before = std::fs::read(&command).unwrap();
-    let again = crate::support::lcx()
+    let again = lcx()
         .args(["init", "--train"])
         .arg(&command)
         .output()

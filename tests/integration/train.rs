@@ -5,22 +5,12 @@ use std::process::Command;
 
 use lcx_core::metrics::Writers;
 
+use crate::support::succeed;
+
 fn lcx() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_lcx"));
     cmd.env("LCX_HOST_LOCK", crate::support::own_host_lock());
     cmd
-}
-
-/// Runs `cmd`, fails the test with its stderr unless it succeeded, and
-/// returns its stdout.
-fn succeed(cmd: &mut Command) -> String {
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
 }
 
 fn smoke() -> String {
