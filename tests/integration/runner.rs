@@ -1627,3 +1627,55 @@ fn a_cell_past_its_timeout_is_killed_and_recorded() {
         "pid {pid} still runs: {stat}"
     );
 }
+
+/// A command that ignores LCX_ITERATIONS and prints more lines than the
+/// plan's `iterations`: the cell is its first `iterations` lines, the rest
+/// are counted and said so (stderr, the report's Cells section); an arm
+/// with `variable_iterations = true` keeps them all.
+#[test]
+fn lines_past_iterations_are_counted_not_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let six = r#"for i in 1 2 3 4 5 6; do echo "{\"t\": $i}"; done"#;
+    let file = write(
+        dir.path(),
+        "extra.toml",
+        &format!(
+            "name = \"extra\"\nworkload = \"command\"\niterations = 3\n\n\
+             [[arms]]\nname = \"fixed\"\ncommand = {six:?}\n\n\
+             [[arms]]\nname = \"free\"\nvariable_iterations = true\ncommand = {six:?}\n"
+        ),
+    );
+    let db = dir.path().join("lcx.db");
+    let out = lcx()
+        .arg("run")
+        .arg(&file)
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("past the 3 asked for"), "{stderr}");
+    let store = Store::open_read_only(&db).unwrap();
+    let stored = |arm: &str| {
+        count(
+            &store,
+            &format!(
+                "SELECT COUNT(*) FROM metrics m JOIN runs r ON r.id = m.run_id WHERE r.arm = '{arm}'"
+            ),
+        )
+    };
+    assert_eq!((stored("fixed"), stored("free")), (3, 6));
+    let extra = |arm: &str| {
+        count(
+            &store,
+            &format!("SELECT extra_lines FROM runs WHERE arm = '{arm}'"),
+        )
+    };
+    assert_eq!((extra("fixed"), extra("free")), (3, 0));
+    let runs = store.runs(1).unwrap();
+    assert!(runs.iter().all(|r| r.status == RunStatus::Completed));
+    let report = report_text(&db);
+    assert!(report.contains("Lines past iterations"), "{report}");
+    assert!(report.contains("read `LCX_ITERATIONS`"), "{report}");
+}

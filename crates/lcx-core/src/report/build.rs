@@ -1612,6 +1612,7 @@ pub fn assemble(input: Input, options: Options) -> Report {
                 malformed: r.problems.malformed,
                 nonfinite_values: r.problems.nonfinite,
                 overlong: r.problems.overlong,
+                extra: r.problems.extra,
                 nonfinite,
             }
         })

@@ -212,6 +212,8 @@ pub struct LineNote {
     pub malformed: i64,
     pub nonfinite_values: i64,
     pub overlong: i64,
+    /// Metric lines past `iterations`, not stored.
+    pub extra: i64,
     /// `loss/strategy: NaN at iterations 3, 4`, one entry per metric.
     pub nonfinite: Vec<String>,
 }

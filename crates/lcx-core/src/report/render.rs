@@ -742,8 +742,10 @@ pub fn render_markdown(report: &Report) -> String {
             out,
             "{} of {} cells printed output that is not in the statistics: lines that are \
              not valid metric JSON, lines over the 1 MiB cap (both kept in the cell's \
-             `stderr_tail`), and non-finite values (kept in `metric_nonfinite`, never \
-             averaged).\n",
+             `stderr_tail`), non-finite values (kept in `metric_nonfinite`, never \
+             averaged), and metric lines past the `iterations` asked for (counted, not \
+             stored: the command should read `LCX_ITERATIONS`, or its arm say \
+             `variable_iterations = true`).\n",
             report.line_problems.len(),
             report.total_cells
         );
@@ -755,6 +757,7 @@ pub fn render_markdown(report: &Report) -> String {
             "Malformed lines",
             "Overlong lines",
             "Non-finite values",
+            "Lines past iterations",
         ]);
         for p in &report.line_problems {
             t.add_row(vec![
@@ -764,6 +767,7 @@ pub fn render_markdown(report: &Report) -> String {
                 p.malformed.to_string(),
                 p.overlong.to_string(),
                 p.nonfinite_values.to_string(),
+                p.extra.to_string(),
             ]);
         }
         let _ = writeln!(out, "{t}\n");
@@ -1068,13 +1072,14 @@ mod tests {
             malformed: 2,
             nonfinite_values: 3,
             overlong: 1,
+            extra: 4,
             nonfinite: vec![
                 "loss/strategy: NaN at iterations 3, 4; Infinity at iteration 5".into(),
             ],
         });
         let md = render_markdown(&report);
         let cells = &md[md.find("## Cells").unwrap()..md.find("## Reproduce").unwrap()];
-        assert!(cells.contains("| 7   | interleaved | 1      | 2               | 1              | 3                 |"), "{cells}");
+        assert!(cells.contains("| 7   | interleaved | 1      | 2               | 1              | 3                 | 4                     |"), "{cells}");
         assert!(
             cells.contains("- run 7 (`interleaved` #1): loss/strategy: NaN at iterations 3, 4; Infinity at iteration 5"),
             "{cells}"

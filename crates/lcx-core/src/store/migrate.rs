@@ -61,6 +61,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0011_host_peaks.sql",
         include_str!("../../../../migrations/0011_host_peaks.sql"),
     ),
+    (
+        "0012_extra_lines.sql",
+        include_str!("../../../../migrations/0012_extra_lines.sql"),
+    ),
 ];
 
 /// The schema version this lcx writes.

@@ -322,6 +322,9 @@ pub struct LineProblems {
     pub nonfinite: i64,
     /// Lines over the runner's line cap (their head is kept in the tail).
     pub overlong: i64,
+    /// Metric lines past the plan's `iterations`, not stored (an arm
+    /// without `variable_iterations`).
+    pub extra: i64,
 }
 
 impl LineProblems {

@@ -331,7 +331,8 @@ impl Store {
                 attempt = CASE WHEN status = 'pending' THEN attempt ELSE attempt + 1 END,
                 status = 'running', skip_reason = NULL, exit_code = NULL, signal = NULL,
                 error = NULL, stderr_tail = NULL, iterations_done = 0,
-                malformed_lines = 0, nonfinite_values = 0, overlong_lines = 0, warmup = NULL,
+                malformed_lines = 0, nonfinite_values = 0, overlong_lines = 0, extra_lines = 0,
+                warmup = NULL,
                 started_at = {NOW}, finished_at = NULL, wall_seconds = NULL,
                 host = NULL, slurm_job = NULL, slurm_dir = NULL, slurm_run = NULL,
                 node_json = NULL, db_wait_seconds = NULL, cpu_seconds = NULL,
@@ -436,7 +437,7 @@ impl Store {
             "UPDATE runs SET status = ?1, exit_code = ?2, signal = ?3, error = ?4,
                 stderr_tail = ?5, wall_seconds = ?6, finished_at = {NOW},
                 malformed_lines = ?8, nonfinite_values = ?9, overlong_lines = ?10,
-                db_wait_seconds = ?11
+                db_wait_seconds = ?11, extra_lines = ?12
              WHERE id = ?7"
         );
         self.write(
@@ -453,6 +454,7 @@ impl Store {
                 outcome.problems.nonfinite,
                 outcome.problems.overlong,
                 outcome.db_wait_seconds,
+                outcome.problems.extra,
             ],
         )?;
         Ok(())

@@ -23,6 +23,9 @@ pub struct CellInfo {
     pub cells: usize,
     /// Expected iterations (the plan's `iterations`).
     pub iterations: u32,
+    /// The arm may print any number of lines (`variable_iterations`);
+    /// otherwise lines past `iterations` are counted, not stored.
+    pub variable_iterations: bool,
     pub attempt: i64,
 }
 
@@ -39,6 +42,7 @@ impl CellInfo {
             position,
             cells,
             iterations: plan.iterations,
+            variable_iterations: arm.variable_iterations,
             attempt: run.attempt,
         }
     }
@@ -512,6 +516,7 @@ mod tests {
             position: 1,
             cells: 1,
             iterations: 3,
+            variable_iterations: false,
             attempt: 1,
         };
         let env = process_env(&plan, &plan.arms[0], &info, Some(Path::new("runs/x")));

@@ -172,6 +172,7 @@ mod tests {
             position: 1,
             cells: 1,
             iterations: 3,
+            variable_iterations: false,
             attempt: 1,
         }
     }

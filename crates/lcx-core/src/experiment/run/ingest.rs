@@ -139,6 +139,23 @@ fn take_line(
         } => {
             counts.json_lines += 1;
             let iteration = iteration.unwrap_or(counts.json_lines as i64);
+            if !info.variable_iterations && iteration > i64::from(info.iterations) {
+                // A command that does not read LCX_ITERATIONS: the cell is
+                // the first `iterations` lines, as its report says.
+                counts.problems.extra += 1;
+                if counts.problems.extra == 1 {
+                    reporter.report(&Event::Warning {
+                        cell: info,
+                        message: format!(
+                            "printed a metric line for iteration {iteration}, past the {} \
+                             asked for: such lines are counted, not stored (read \
+                             LCX_ITERATIONS, or set variable_iterations = true)",
+                            info.iterations
+                        ),
+                    });
+                }
+                return;
+            }
             if !nonfinite.is_empty() {
                 if counts.problems.nonfinite == 0 {
                     let (name, value) = &nonfinite[0];

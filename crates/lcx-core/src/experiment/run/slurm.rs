@@ -474,6 +474,7 @@ mod tests {
             position: 1,
             cells: 1,
             iterations: 1,
+            variable_iterations: false,
             attempt: 3,
         };
         let dir = slurm.job_dir(&info, None).unwrap().unwrap();
