@@ -25,6 +25,7 @@ use crate::bad_input;
 const EXIT_NOT_REGRESSED: u8 = 1;
 
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Example:\n  lcx bisect --good v0.1 --bad HEAD experiments/revisions.toml")]
 pub struct Args {
     /// A revision where the arm is fast.
     #[arg(long, value_name = "REV")]

@@ -13,6 +13,7 @@ const CACHE_DB_HELP: &str = "The database whose folder holds the cache (`.lcx/re
      `LCX_REVISION_CACHE` names another folder";
 
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  lcx cache list\n  lcx cache prune")]
 pub struct Args {
     #[command(subcommand)]
     action: Action,

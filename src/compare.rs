@@ -11,6 +11,7 @@ use super::report::{open_db, user_or_not};
 use crate::args::DbArgs;
 
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Example:\n  lcx compare 3 7")]
 pub struct Args {
     /// The reference: an experiment id, name or `latest`, or `run:ID`.
     a: String,

@@ -11,6 +11,9 @@ use crate::args::DbArgs;
 use crate::bad_input;
 
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  lcx config show --config configs/default.toml --set traversal.scheduler=interleaved\n  lcx config show --run 12        (pipe it into `lcx train --config -`)"
+)]
 pub struct Args {
     #[command(subcommand)]
     action: Action,

@@ -8,6 +8,7 @@ use super::report::{open_db, user_or_not};
 use crate::args::DbArgs;
 
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Example:\n  lcx history option-b --arm interleaved-workers")]
 pub struct Args {
     /// The experiment name (as in the file's `name`).
     name: String,

@@ -11,6 +11,7 @@ pub enum Format {
 }
 
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Example:\n  lcx list -n 10")]
 pub struct Args {
     /// Show at most this many experiments.
     #[arg(long, short = 'n')]

@@ -21,6 +21,7 @@ enum Format {
 }
 
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Example:\n  lcx play --p0 heuristic-balanced --p1 random --games 100")]
 pub struct Args {
     /// First bot (random, discard-only, heuristic-balanced, heuristic-aggressive,
     /// heuristic-cautious, heuristic-noisy); seat 0 in even games, seat 1 in odd ones.

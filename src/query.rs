@@ -22,6 +22,7 @@ pub enum Format {
 }
 
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Example:\n  lcx query 'SELECT name, status FROM experiments' --format csv")]
 pub struct Args {
     /// One SQL statement (read-only), e.g. "SELECT * FROM arm_metric_stats".
     sql: String,

@@ -19,6 +19,9 @@ pub enum Format {
 }
 
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  lcx report                      the latest experiment\n  lcx report option-b --archive   a dated report with plots under archive/\n  lcx report --check              in CI: exit 0 PASS, 1 FAIL, 3 undecided"
+)]
 pub struct Args {
     /// Which experiment: an id, an experiment name (its latest run) or `latest`.
     #[arg(default_value = "latest", value_name = "ID|NAME|latest")]

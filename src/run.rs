@@ -18,6 +18,9 @@ use crate::args::DbArgs;
 const EXIT_INTERRUPTED: u8 = 130;
 
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  lcx run experiments/option-b.toml\n  lcx run quick.toml --iterations 20 --repeats 3\n  lcx run --command 'sleep 0.05' --command 'sleep 0.06'\n  lcx run --resume latest"
+)]
 pub struct Args {
     /// The experiment file (TOML).
     #[arg(

@@ -14,6 +14,7 @@ use lcx_core::system::Root;
 const SAMPLE: Duration = Duration::from_secs(1);
 
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  lcx system show\n  lcx system check")]
 pub struct Args {
     #[command(subcommand)]
     command: Sub,

@@ -12,6 +12,9 @@ use lcx_core::text::markdown_table;
 use lcx_trainer::{device, probe::ForwardProbe};
 
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  lcx bench trainer --both\n  lcx bench forward --batch-sizes 1,64,1024\n  lcx bench peak"
+)]
 pub struct Args {
     #[command(subcommand)]
     which: Which,

@@ -71,7 +71,68 @@ fn main() -> ExitCode {
 
 #[cfg(test)]
 mod tests {
-    use clap::CommandFactory;
+    use clap::{CommandFactory, Parser};
+
+    /// A line's words as a shell splits them (single quotes group), up to
+    /// a run of two spaces (the comment that follows an example).
+    fn words(line: &str) -> Vec<String> {
+        let line = line.trim_start();
+        let code = line.split("  ").next().unwrap_or(line);
+        let mut out = Vec::new();
+        let mut word = String::new();
+        let mut quoted = false;
+        for c in code.chars() {
+            match c {
+                '\'' => quoted = !quoted,
+                ' ' if !quoted => {
+                    if !word.is_empty() {
+                        out.push(std::mem::take(&mut word));
+                    }
+                }
+                _ => word.push(c),
+            }
+        }
+        if !word.is_empty() {
+            out.push(word);
+        }
+        out
+    }
+
+    /// Every command's help ends with an example, and every example is a
+    /// command line this parser takes.
+    #[test]
+    fn every_command_has_an_example_that_parses() {
+        let cli = super::Cli::command();
+        let mut examples = 0;
+        for sub in cli.get_subcommands().filter(|c| !c.is_hide_set()) {
+            if sub.get_name() == "help" {
+                continue;
+            }
+            let after = sub
+                .get_after_help()
+                .map(|h| h.to_string())
+                .unwrap_or_default();
+            assert!(
+                after.starts_with("Example"),
+                "`lcx {}` has no example",
+                sub.get_name()
+            );
+            for line in after.lines().filter(|l| l.trim_start().starts_with("lcx ")) {
+                // `a && b`, `a | b`: each lcx command on its own.
+                let all = words(line);
+                for argv in all.split(|w| w == "&&" || w == "|") {
+                    if argv.first().map(String::as_str) != Some("lcx") {
+                        continue;
+                    }
+                    if let Err(e) = super::Cli::try_parse_from(argv) {
+                        panic!("`{line}` does not parse: {e}");
+                    }
+                    examples += 1;
+                }
+            }
+        }
+        assert!(examples >= 20, "{examples} examples");
+    }
 
     #[test]
     fn every_command_is_listed_once() {

@@ -6,6 +6,9 @@ use lcx_cli::{bad_input, metrics_sink};
 use lcx_trainer::run::session::{self, SessionOptions};
 
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Example:\n  lcx train --config configs/smoke.toml --set run.max_iterations=2"
+)]
 pub struct Args {
     /// Trainer config (TOML) [default: the code defaults].
     #[arg(long)]

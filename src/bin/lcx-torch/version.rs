@@ -6,6 +6,7 @@ use lcx_core::experiment::fingerprint::TorchFacts;
 use lcx_trainer::device;
 
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Example:\n  lcx version --json")]
 pub struct Args {
     /// Print the facts as one JSON object (the fingerprint's torch fields).
     #[arg(long)]
