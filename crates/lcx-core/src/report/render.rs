@@ -139,8 +139,27 @@ fn trim_number(x: f64) -> String {
     t.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-/// `mean ± sd`, both at the mean's precision and scale (`17.6k ± 0.4k`);
-/// the mean alone for one value or a constant (`40`, never `40 ± 0.00`).
+/// A spread (sd, standard error) printed beside a value shown with `d`
+/// decimals: at those decimals, or, where it would round to zero there,
+/// with just enough decimals for its first significant digit (`0.0004`,
+/// never `0.000` or `4.0e-4`). One rule for every ± lcx prints.
+pub fn spread(x: f64, d: usize) -> String {
+    let shown = 0.5 * 10f64.powi(-(d as i32));
+    if x.is_finite() && x > 0.0 && x < shown {
+        // The fewest decimals at which it rounds to a digit other than 0
+        // (0.00096 shows as 0.001, 0.00021 as 0.0002).
+        let first = (-x.log10()).ceil().max(0.0) as usize;
+        let d = (first.saturating_sub(1)..=first)
+            .find(|&k| (x * 10f64.powi(k as i32)).round() >= 1.0)
+            .unwrap_or(first);
+        return format!("{x:.d$}");
+    }
+    format!("{x:.d$}")
+}
+
+/// `mean ± sd`, both at the mean's precision and scale (`17.6k ± 0.4k`),
+/// the sd as [`spread`] prints it; the mean alone for one value or a
+/// constant (`40`, never `40 ± 0.00`).
 pub fn mean_sd(s: &Summary) -> String {
     if s.n < 2 || s.sd == 0.0 {
         return num(s.mean);
@@ -149,8 +168,8 @@ pub fn mean_sd(s: &Summary) -> String {
         return t;
     }
     let (div, m, d, suffix) = layout(s.mean);
-    let sd = s.sd / div;
-    format!("{m:.d$}{suffix} ± {sd:.d$}{suffix}")
+    let sd = spread(s.sd / div, d);
+    format!("{m:.d$}{suffix} ± {sd}{suffix}")
 }
 
 /// `3.20× ± 0.10`.
@@ -161,11 +180,8 @@ pub fn speedup_text(s: &Speedup) -> String {
         r if r >= 9.995 => 1,
         _ => 2,
     };
-    if s.se.is_finite() && s.se > 0.0 && s.se < 0.5 * 10f64.powi(-(d as i32)) {
-        // Keep one significant digit rather than printing "± 0.00".
-        format!("{:.d$}× ± {:.1e}", s.ratio, s.se)
-    } else if s.se.is_finite() && s.se > 0.0 {
-        format!("{:.d$}× ± {:.d$}", s.ratio, s.se)
+    if s.se.is_finite() && s.se > 0.0 {
+        format!("{:.d$}× ± {}", s.ratio, spread(s.se, d))
     } else {
         format!("{:.d$}×", s.ratio)
     }
@@ -1118,7 +1134,10 @@ mod tests {
         };
         assert_eq!(speedup_text(&sp(3.18, 0.12)), "3.18× ± 0.12");
         assert_eq!(speedup_text(&sp(23.05, 1.32)), "23.1× ± 1.3");
-        assert_eq!(speedup_text(&sp(23.05, 0.02)), "23.1× ± 2.0e-2");
+        assert_eq!(speedup_text(&sp(23.05, 0.02)), "23.1× ± 0.02");
+        assert_eq!(speedup_text(&sp(1.0, 0.00029)), "1.00× ± 0.0003");
+        assert_eq!(spread(0.00096, 2), "0.001");
+        assert_eq!(spread(0.0, 2), "0.00");
         assert_eq!(speedup_text(&sp(123.4, 4.0)), "123× ± 4");
         let summary = |n, mean, sd| Summary {
             n,
@@ -1133,6 +1152,8 @@ mod tests {
         assert_eq!(mean_sd(&summary(8, 17_612.0, 421.0)), "17.6k ± 0.4k");
         assert_eq!(mean_sd(&summary(8, 4.0, 0.066)), "4.00 ± 0.07");
         assert_eq!(mean_sd(&summary(8, 1145.3, 94.2)), "1145 ± 94");
+        // A spread below the mean's last digit keeps one digit of its own.
+        assert_eq!(mean_sd(&summary(8, 0.811, 0.00021)), "0.811 ± 0.0002");
         assert_eq!(p_text(0.0001), "p < 0.001");
         assert_eq!(p_text(0.0345), "p = 0.035");
         assert_eq!(counted(1, "line"), "1 line");
