@@ -22,7 +22,7 @@ pub struct Args {
 }
 
 /// Two commands timed by lcx itself, a gate on the second.
-pub const COMMAND_TEMPLATE: &str = r#"# An lcx experiment of two commands (`lcx init --command`).
+const COMMAND_TEMPLATE: &str = r#"# An lcx experiment of two commands (`lcx init --command`).
 # Run it with `lcx run FILE`, read it with `lcx report`; in CI,
 # `lcx report --check` exits 0 when the gate passes, 1 when it fails,
 # 3 when the data shows neither (or a cell failed).
@@ -52,7 +52,7 @@ min_speedup = 1.2
 "#;
 
 /// Two trainer arms that differ in one setting.
-pub const TRAIN_TEMPLATE: &str = r#"# An lcx experiment of the embedded trainer (`lcx init --train`): two arms
+const TRAIN_TEMPLATE: &str = r#"# An lcx experiment of the embedded trainer (`lcx init --train`): two arms
 # that differ in one setting, each a few short iterations.
 # Run it with `lcx run FILE`, read it with `lcx report`; the keys the arms
 # set are listed by `lcx config show`.

@@ -305,9 +305,8 @@ impl Reservoir {
     /// [`Reservoir::sample_into`] batches end to end (the same draws in the
     /// same order), which a GPU copies to the device in one transfer.
     pub fn sample_append(&mut self, n: usize, batch: &mut Batch) -> Result<(), MemoryError> {
-        let mut slots = Vec::new();
-        self.draw_slots(n, &mut slots)?;
-        self.gather_append(&slots, batch);
+        let picks = self.draw(n)?;
+        self.gather(picks.iter(), batch);
         Ok(())
     }
 
@@ -315,17 +314,26 @@ impl Reservoir {
     /// replacement), appended to `slots`: the same draws as `sample_append`,
     /// for a copy of the rows that gathers them itself.
     pub fn draw_slots(&mut self, n: usize, slots: &mut Vec<u32>) -> Result<(), MemoryError> {
-        if self.is_empty() {
-            return Err(MemoryError::Empty);
-        }
-        let len = self.len();
-        let picks = index::sample(&mut self.rng, len, n.min(len));
-        slots.extend(picks.iter().map(|slot| slot as u32));
+        slots.extend(self.draw(n)?.iter().map(|slot| slot as u32));
         Ok(())
     }
 
     /// The rows of `slots` (each below `len`), appended to `batch`.
     pub fn gather_append(&self, slots: &[u32], batch: &mut Batch) {
+        self.gather(slots.iter().map(|&slot| slot as usize), batch);
+    }
+
+    /// One draw of min(n, len) distinct slots.
+    fn draw(&mut self, n: usize) -> Result<index::IndexVec, MemoryError> {
+        if self.is_empty() {
+            return Err(MemoryError::Empty);
+        }
+        let len = self.len();
+        Ok(index::sample(&mut self.rng, len, n.min(len)))
+    }
+
+    /// The rows of `slots`, appended to `batch`.
+    fn gather(&self, slots: impl ExactSizeIterator<Item = usize>, batch: &mut Batch) {
         let k = slots.len();
         batch.rows += k;
         batch.dim = self.dim;
@@ -333,8 +341,7 @@ impl Reservoir {
         batch.targets.reserve(k * ACTIONS);
         batch.masks.reserve(k);
         batch.iterations.reserve(k);
-        for &slot in slots {
-            let slot = slot as usize;
+        for slot in slots {
             batch
                 .states
                 .extend_from_slice(&self.states[slot * self.dim..(slot + 1) * self.dim]);

@@ -687,30 +687,37 @@ impl Store {
                     ))
                 },
             )?;
-            if status == "running" {
-                let holder = super::read::runner_identity(pid, host, boot, ticks);
-                let liveness = holder.as_ref().map_or(Liveness::Unknown, |h| h.liveness());
-                let what = match (&holder, &detached) {
-                    (_, Some(_)) => Some("detached: its Slurm jobs may still run".to_string()),
-                    (Some(h), None) if liveness == Liveness::Alive => {
+            let holder = super::read::runner_identity(pid, host, boot, ticks);
+            // The status readers see (`lcx list`): a gone runner's `running`
+            // row is abandoned, one left to its Slurm jobs detached.
+            let what = match super::read::effective_status(
+                status.parse()?,
+                holder.as_ref(),
+                detached.is_some(),
+            ) {
+                ExperimentStatus::Running => match &holder {
+                    Some(h) if h.liveness() == Liveness::Alive => {
                         return Err(StoreError::StillRunning {
                             id,
                             holder: format!("is being run by lcx {}", h.describe()),
                         })
                     }
-                    (Some(h), None) if liveness == Liveness::Unknown => Some(format!(
+                    Some(h) => Some(format!(
                         "run by lcx {}, which cannot be checked from here",
                         h.describe()
                     )),
-                    (None, None) => Some("running, with no runner recorded".to_string()),
-                    _ => None,
-                };
-                if let (Some(what), false) = (what, force) {
-                    return Err(StoreError::StillRunning {
-                        id,
-                        holder: format!("is {what}; --force removes it anyway"),
-                    });
+                    None => Some("running, with no runner recorded".to_string()),
+                },
+                ExperimentStatus::Detached => {
+                    Some("detached: its Slurm jobs may still run".to_string())
                 }
+                _ => None,
+            };
+            if let (Some(what), false) = (what, force) {
+                return Err(StoreError::StillRunning {
+                    id,
+                    holder: format!("is {what}; --force removes it anyway"),
+                });
             }
             let count = |sql: &str| -> Result<i64, StoreError> {
                 Ok(tx.query_row(sql, [id], |r| r.get(0))?)

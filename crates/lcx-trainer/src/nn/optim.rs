@@ -261,37 +261,33 @@ impl NetTrainer {
         if let Some(flat) = &self.flat {
             return Ok(flat.handles());
         }
-        {
-            let _guard = tch::no_grad_guard();
-            let params = self.params();
-            let cat = |ts: Vec<&Tensor>| -> Result<Tensor, TrainerError> {
-                let rows = ts
-                    .iter()
-                    .map(|t| t.f_reshape([-1]))
-                    .collect::<Result<Vec<_>, _>>()?;
-                Ok(Tensor::f_cat(&rows, 0)?)
+        let _guard = tch::no_grad_guard();
+        let params = self.params();
+        let cat = |ts: Vec<&Tensor>| -> Result<Tensor, TrainerError> {
+            let rows = ts
+                .iter()
+                .map(|t| t.f_reshape([-1]))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(Tensor::f_cat(&rows, 0)?)
+        };
+        let flat = Flat {
+            params: cat(params.iter().collect())?,
+            m: cat(self.opt.moments.iter().map(|(m, _)| m).collect())?,
+            v: cat(self.opt.moments.iter().map(|(_, v)| v).collect())?,
+        };
+        let mut offset = 0;
+        for (mut p, (m, v)) in params.into_iter().zip(self.opt.moments.iter_mut()) {
+            let shape = p.size();
+            let n = p.numel() as i64;
+            let view = |buffer: &Tensor| -> Result<Tensor, TrainerError> {
+                Ok(buffer.f_narrow(0, offset, n)?.f_view(shape.as_slice())?)
             };
-            let flat = Flat {
-                params: cat(params.iter().collect())?,
-                m: cat(self.opt.moments.iter().map(|(m, _)| m).collect())?,
-                v: cat(self.opt.moments.iter().map(|(_, v)| v).collect())?,
-            };
-            let mut offset = 0;
-            for (mut p, (m, v)) in params.into_iter().zip(self.opt.moments.iter_mut()) {
-                let shape = p.size();
-                let n = p.numel() as i64;
-                let view = |buffer: &Tensor| -> Result<Tensor, TrainerError> {
-                    Ok(buffer.f_narrow(0, offset, n)?.f_view(shape.as_slice())?)
-                };
-                p.f_set_data(&view(&flat.params)?)?;
-                *m = view(&flat.m)?;
-                *v = view(&flat.v)?;
-                offset += n;
-            }
-            let handles = flat.handles();
-            self.flat = Some(flat);
-            Ok(handles)
+            p.f_set_data(&view(&flat.params)?)?;
+            *m = view(&flat.m)?;
+            *v = view(&flat.v)?;
+            offset += n;
         }
+        Ok(self.flat.insert(flat).handles())
     }
 
     pub fn forward(&self, xs: &Tensor) -> Result<Tensor, TrainerError> {
@@ -413,10 +409,10 @@ impl GradScaler {
 
 /// Scales the flat gradient `g` down so that its L2 norm (the global norm
 /// of the parameters' gradients) is at most `max`, without reading the norm
-/// back: the factor min(1, max / (norm + 1e-6)) is applied on the device (a
-/// factor of exactly 1 leaves the gradient as it was).
+/// back: the factor min(1, max / (norm + 1e-6)) is applied on the device,
+/// as a multiplication by `max` and a division by max(norm + 1e-6, max)
+/// (below the bound that is ×max/max, which may move a gradient by an ulp).
 fn clip_flat_on_device(g: &mut Tensor, max: f64) -> Result<(), TrainerError> {
-    // g · max / max(norm + 1e-6, max): the same factor, one kernel fewer.
     let bound = g.f_norm()?.f_add_scalar(1e-6)?.f_clamp_min(max)?;
     let _ = g.f_mul_scalar_(max)?.f_div_(&bound)?;
     Ok(())

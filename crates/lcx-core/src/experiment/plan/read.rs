@@ -87,6 +87,16 @@ pub(super) const GATE_KEYS: &[&str] =
 /// job names and file names.
 pub const MAX_NAME: usize = 200;
 
+/// Why `value` cannot go into a Slurm option line or a cell's environment:
+/// a control character (a line break, say); `None` when it can.
+fn not_one_line(value: &str) -> Option<String> {
+    let c = value.chars().find(|c| c.is_control())?;
+    Some(format!(
+        "contains the control character {c:?}; it must be one line, as it is \
+         written into Slurm job scripts' option lines and cells' environments"
+    ))
+}
+
 /// What an experiment name must be (a file's `name`, `lcx rename`'s new
 /// one): it goes into every cell's environment, Slurm job names and archive
 /// file names, so not empty, one line, and at most [`MAX_NAME`] characters.
@@ -94,11 +104,8 @@ pub fn check_name(name: &str) -> Result<(), String> {
     if name.trim().is_empty() {
         return Err("must not be empty".into());
     }
-    if let Some(c) = name.chars().find(|c| c.is_control()) {
-        return Err(format!(
-            "contains the control character {c:?}; it must be one line, as it is \
-             written into Slurm job scripts' option lines and cells' environments"
-        ));
+    if let Some(problem) = not_one_line(name) {
+        return Err(problem);
     }
     let n = name.chars().count();
     if n > MAX_NAME {
@@ -197,16 +204,10 @@ impl Reader<'_> {
     /// A value written into a job script's `#SBATCH` lines (an option, the
     /// job name): one line, or it could end the line and run as a command.
     pub(super) fn one_line(&self, key: impl Into<String>, value: &str) -> Result<(), PlanError> {
-        if let Some(c) = value.chars().find(|c| c.is_control()) {
-            return Err(self.err(
-                key,
-                format!(
-                    "contains the control character {c:?}; it must be one line, as it is \
-                     written into Slurm job scripts' option lines and cells' environments"
-                ),
-            ));
+        match not_one_line(value) {
+            Some(problem) => Err(self.err(key, problem)),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     pub(super) fn revision_text(&self, key: &str, value: &str) -> Result<String, PlanError> {

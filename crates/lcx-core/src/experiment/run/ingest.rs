@@ -238,8 +238,9 @@ pub(crate) fn ingest(
     let mut waiting: Option<Msg> = None;
     let mut timed_out = None;
     while !(eof && exit.is_some()) {
-        // Past its timeout the cell is stopped (its process group: SIGTERM,
-        // SIGKILL after a grace), once; its exit then ends the loop.
+        // Past its timeout the cell is stopped, once, as a failing store
+        // stops it (`kill`: SIGKILL to a local cell's process group, scancel
+        // for a Slurm job); its exit then ends the loop.
         if let Some(limit) = timeout.filter(|&l| exit.is_none() && started.elapsed() >= l) {
             if timed_out.is_none() {
                 timed_out = Some(limit);
