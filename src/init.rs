@@ -39,6 +39,9 @@ name = "before"
 command = ["sleep", "0.05"]  # an array runs without a shell; a string runs through `sh -c`
 # env = { MY_FLAG = "0" }    # the arm's environment, on top of lcx's
 # timeout = "10m"            # past it the cell is killed and recorded failed (also a top-level key)
+# setup = "make"             # once before the arm's first cell, outside every timing (also top-level)
+# prepare = "sync"           # before each cell, outside its timing
+# cleanup = "make clean"     # once after the run's last cell
 
 [[arms]]
 name = "after"

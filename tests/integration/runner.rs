@@ -1679,3 +1679,116 @@ fn lines_past_iterations_are_counted_not_stored() {
     assert!(report.contains("Lines past iterations"), "{report}");
     assert!(report.contains("read `LCX_ITERATIONS`"), "{report}");
 }
+
+/// `setup` runs once per arm before its first cell, `prepare` before each
+/// cell, `cleanup` once per arm at the end, each outside the cell (the
+/// log shows the order); a failing setup fails its arm's cells with the
+/// hook's own words, the other arm completes, and its cleanup still runs.
+#[test]
+fn hooks_run_around_the_cells_and_a_failed_setup_fails_its_arm() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let file = write(
+        dir.path(),
+        "hooks.toml",
+        &format!(
+            "name = \"hooks\"\nworkload = \"command\"\ntiming = \"process\"\niterations = 1\n\
+             repeats = 2\n\
+             setup = \"echo setup $LCX_ARM >> {log}\"\n\
+             prepare = \"echo prepare $LCX_ARM $LCX_REPEAT >> {log}\"\n\
+             cleanup = [\"sh\", \"-c\", \"echo cleanup $LCX_ARM $LCX_HOOK >> {log}\"]\n\n\
+             [[arms]]\nname = \"a\"\ncommand = \"echo cell $LCX_ARM $LCX_REPEAT >> {log}\"\n\n\
+             [[arms]]\nname = \"b\"\nsetup = \"echo setup b >> {log}; echo no disk left >&2; exit 3\"\n\
+             command = \"echo cell $LCX_ARM >> {log}\"\n",
+            log = log.display()
+        ),
+    );
+    let db = dir.path().join("lcx.db");
+    let out = lcx()
+        .arg("run")
+        .arg(&file)
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "setup a",
+            "prepare a 1",
+            "cell a 1",
+            "setup b",
+            "prepare a 2",
+            "cell a 2",
+            "cleanup a cleanup",
+            "cleanup b cleanup",
+        ],
+        "{stderr}"
+    );
+    let store = Store::open_read_only(&db).unwrap();
+    let runs = store.runs(1).unwrap();
+    let status = |arm: &str| -> Vec<RunStatus> {
+        runs.iter()
+            .filter(|r| r.arm == arm)
+            .map(|r| r.status)
+            .collect()
+    };
+    assert_eq!(status("a"), [RunStatus::Completed; 2]);
+    assert_eq!(status("b"), [RunStatus::Failed; 2]);
+    for run in runs.iter().filter(|r| r.arm == "b") {
+        let error = run.error.clone().unwrap_or_default();
+        assert!(
+            error.starts_with("setup `echo setup b")
+                && error.ends_with("exited with exit code 3: no disk left"),
+            "{error}"
+        );
+    }
+}
+
+/// A failing `prepare` fails that cell alone; a failing `cleanup` is a
+/// warning and leaves the cells' records as they were.
+#[test]
+fn a_failed_prepare_fails_its_cell_and_a_failed_cleanup_warns() {
+    let dir = tempfile::tempdir().unwrap();
+    let flag = dir.path().join("second");
+    let file = write(
+        dir.path(),
+        "prep.toml",
+        &format!(
+            "name = \"prep\"\nworkload = \"command\"\ntiming = \"process\"\niterations = 1\n\
+             repeats = 2\n\n[[arms]]\nname = \"a\"\ncommand = [\"true\"]\n\
+             prepare = \"test $LCX_REPEAT = 1\"\ncleanup = \"echo cannot unmount >&2; false\"\n\
+             setup = \"touch {}\"\n",
+            flag.display()
+        ),
+    );
+    let db = dir.path().join("lcx.db");
+    let out = lcx()
+        .arg("run")
+        .arg(&file)
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(flag.exists());
+    assert!(
+        stderr.contains(
+            "cleanup `echo cannot unmount >&2; false` exited with exit code 1: cannot unmount"
+        ),
+        "{stderr}"
+    );
+    let store = Store::open_read_only(&db).unwrap();
+    let runs = store.runs(1).unwrap();
+    assert_eq!(runs[0].status, RunStatus::Completed);
+    assert_eq!(runs[1].status, RunStatus::Failed);
+    assert_eq!(
+        runs[1].error.as_deref(),
+        Some("prepare `test $LCX_REPEAT = 1` exited with exit code 1")
+    );
+}

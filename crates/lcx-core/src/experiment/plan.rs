@@ -558,6 +558,69 @@ pub struct Arm {
     /// stops it and records it `failed: timed out after …`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_seconds: Option<f64>,
+    /// `setup`, `prepare`, `cleanup`: commands run around the arm's cells,
+    /// outside every cell's recorded time.
+    #[serde(default, skip_serializing_if = "Hooks::is_empty")]
+    pub hooks: Hooks,
+}
+
+/// An arm's commands around its cells, in the manner of hyperfine's
+/// `--setup`/`--prepare`/`--cleanup`: each an argv (a string in the file
+/// runs through `sh -c`), run on the runner's host, in the arm's working
+/// directory and environment, never inside a cell's timed region.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Hooks {
+    /// Once, before the arm's first cell of an `lcx run` (or `--resume`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<Vec<String>>,
+    /// Before each of the arm's cells, after the host lock is taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prepare: Option<Vec<String>>,
+    /// Once, after the last cell of the run, for every arm that had a cell
+    /// in it (a failed setup may have left half its work).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cleanup: Option<Vec<String>>,
+}
+
+impl Hooks {
+    /// The file's keys, in the order they run.
+    pub const KEYS: [&'static str; 3] = ["setup", "prepare", "cleanup"];
+
+    pub fn is_empty(&self) -> bool {
+        self.setup.is_none() && self.prepare.is_none() && self.cleanup.is_none()
+    }
+
+    /// The hook of one key of [`Hooks::KEYS`].
+    pub fn get(&self, key: &str) -> Option<&Vec<String>> {
+        match key {
+            "setup" => self.setup.as_ref(),
+            "prepare" => self.prepare.as_ref(),
+            "cleanup" => self.cleanup.as_ref(),
+            _ => None,
+        }
+    }
+
+    fn slot(&mut self, key: &str) -> Option<&mut Option<Vec<String>>> {
+        match key {
+            "setup" => Some(&mut self.setup),
+            "prepare" => Some(&mut self.prepare),
+            "cleanup" => Some(&mut self.cleanup),
+            _ => None,
+        }
+    }
+
+    /// Each hook this arm does not give taken from `file` (the file's
+    /// top-level hooks apply to every arm without its own).
+    pub fn or(mut self, file: &Hooks) -> Hooks {
+        for key in Hooks::KEYS {
+            if let Some(slot) = self.slot(key) {
+                if slot.is_none() {
+                    *slot = file.get(key).cloned();
+                }
+            }
+        }
+        self
+    }
 }
 
 impl Arm {

@@ -13,8 +13,7 @@ use crate::store::{Experiment, Run, RunStatus, Store, StoreError};
 
 use super::model::*;
 use super::stats::{
-    compare, direction_for, replicates, Decision, Direction, GateTest, Summary, Verdict,
-    VerdictRule,
+    compare, direction_for, Decision, Direction, GateTest, Summary, Verdict, VerdictRule,
 };
 
 /// Knobs of a report that come from the command line.
@@ -1087,34 +1086,9 @@ fn environment(e: &Experiment, plan: Option<&Plan>, runs: &[Run]) -> Vec<(String
 
 /// Pools per-run moments into one summary (median from SQL).
 fn pooled(moments: &[&RunMoments], median: Option<f64>) -> Option<Summary> {
-    let n: i64 = moments.iter().map(|m| m.n).sum();
-    if n <= 0 {
-        return None;
-    }
-    let sum: f64 = moments.iter().map(|m| m.sum).sum();
-    let sum_sq: f64 = moments.iter().map(|m| m.sum_sq).sum();
-    let min = moments.iter().map(|m| m.min).fold(f64::INFINITY, f64::min);
-    let max = moments
-        .iter()
-        .map(|m| m.max)
-        .fold(f64::NEG_INFINITY, f64::max);
-    let mut s = Summary::from_moments(n as usize, sum, sum_sq, min, max)?;
+    let mut s = super::moments::shown_summary(moments)?;
     s.median = median;
     Some(s)
-}
-
-/// The summary the test uses: the pooled one for a single run, the
-/// distribution of run means for several (each repeat one replicate).
-fn replicate_summary(moments: &[&RunMoments], pooled: &Summary) -> (Summary, usize, &'static str) {
-    if moments.len() <= 1 {
-        return (*pooled, pooled.n, "iterations");
-    }
-    let means: Vec<Vec<f64>> = moments.iter().map(|m| vec![m.mean()]).collect();
-    let values = replicates(&means);
-    match Summary::from_values(&values) {
-        Some(s) => (s, values.len(), "repeats"),
-        None => (*pooled, pooled.n, "iterations"),
-    }
 }
 
 /// Builds the report from rows; pure.
@@ -1180,11 +1154,11 @@ pub fn assemble(input: Input, options: Options) -> Report {
                 .find(|(a, n, _)| a == arm && n == metric)
                 .map(|(_, _, v)| *v);
             let pooled = pooled(&with_data, median);
-            let (replicate, replicates, unit) = match &pooled {
-                Some(p) => {
-                    let (s, k, u) = replicate_summary(&with_data, p);
-                    (Some(s), k, u)
-                }
+            let (replicate, replicates, unit) = match super::moments::replicate_summary(&with_data)
+            {
+                // One cell: its iterations, the pooled summary (with its median).
+                Some((s, k, "iterations")) => (pooled.or(Some(s)), k, "iterations"),
+                Some((s, k, u)) => (Some(s), k, u),
                 None => (None, 0, "iterations"),
             };
             stats.insert(

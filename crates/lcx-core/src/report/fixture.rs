@@ -31,6 +31,7 @@ fn arm(name: &str, label: &str, set: &[&str]) -> Arm {
         slurm: Default::default(),
         cpus: None,
         timeout_seconds: None,
+        hooks: Default::default(),
     }
 }
 

@@ -12,6 +12,7 @@ use crate::store::{Experiment, Fingerprint};
 use crate::text::markdown_table;
 
 use super::model::Report;
+use super::moments::{replicate_summary, shown_summary, SPREAD_LEGEND};
 use super::render::{mean_sd, p_text, speedup_text};
 use super::stats::{compare, Comparison, Direction, Summary, Verdict, VerdictRule};
 
@@ -50,20 +51,6 @@ pub fn fingerprint_summary(f: &Fingerprint) -> String {
         f.hostname.clone().unwrap_or_else(|| "unknown host".into())
     } else {
         parts.join(", ")
-    }
-}
-
-/// The replicate summary of some runs' moments: iterations for one run,
-/// run means for several.
-pub fn replicate_summary(moments: &[&RunMoments]) -> Option<Summary> {
-    let with: Vec<&&RunMoments> = moments.iter().filter(|m| m.n > 0).collect();
-    match with.as_slice() {
-        [] => None,
-        [one] => Summary::from_moments(one.n as usize, one.sum, one.sum_sq, one.min, one.max),
-        many => {
-            let means: Vec<f64> = many.iter().map(|m| m.mean()).collect();
-            Summary::from_values(&means)
-        }
     }
 }
 
@@ -111,7 +98,11 @@ pub struct HistoryRow {
     pub commit: String,
     pub fingerprint: String,
     pub runs: usize,
+    /// What the row shows: [`shown_summary`], as the report does.
     pub summary: Option<Summary>,
+    /// What its change is tested on: [`replicate_summary`].
+    #[serde(skip)]
+    replicate: Option<Summary>,
     /// Against the previous row of this arm with the same fingerprint.
     pub change: Option<Comparison>,
     /// Id of that previous experiment.
@@ -301,17 +292,18 @@ pub fn history_rows(
                 .filter(|r| r.status == "completed")
                 .filter_map(|r| r.moments.as_ref())
                 .collect();
-            let summary = replicate_summary(&counted);
+            let summary = shown_summary(&counted);
+            let replicate = replicate_summary(&counted).map(|(s, _, _)| s);
             let slot = (arm.to_string(), host_key.clone(), setup.clone());
             let prev = last.iter().find(|(k, _)| *k == slot).map(|(_, v)| *v);
-            let (change, compared_with) = match (&prev, &summary) {
+            let (change, compared_with) = match (&prev, &replicate) {
                 (Some((id, p)), Some(s)) => match direction {
                     Some(d) => (Some(compare(p, s, d, rule)), Some(*id)),
                     None => (None, Some(*id)),
                 },
                 _ => (None, None),
             };
-            if let Some(s) = summary {
+            if let Some(s) = replicate {
                 last.retain(|(k, _)| *k != slot);
                 last.push((slot, (e.id, s)));
             }
@@ -342,6 +334,7 @@ pub fn history_rows(
                 fingerprint: fingerprint_summary(&e.fingerprint),
                 runs: counted.len(),
                 summary,
+                replicate,
                 change,
                 compared_with,
             });
@@ -360,11 +353,11 @@ pub fn history_rows(
             .filter(|&i| {
                 rows[i].arm == arm && rows[i].fingerprint_key == key && rows[i].setup == setup
             })
-            .filter(|&i| rows[i].summary.is_some())
+            .filter(|&i| rows[i].replicate.is_some())
             .collect();
         let means: Vec<f64> = idx
             .iter()
-            .filter_map(|&i| rows[i].summary.map(|s| s.mean))
+            .filter_map(|&i| rows[i].replicate.map(|s| s.mean))
             .collect();
         for (at, rel) in step_changes(&means, rule.min_effect) {
             let row = &mut rows[idx[at]];
@@ -458,16 +451,16 @@ pub fn render_history(metric: &str, rows: &[HistoryRow]) -> String {
         ]);
     }
     let mut out = t.to_string();
-    out.push_str(
-        "\n\nWarm-up-excluded mean ± spread (sd over iterations for one run, over repeat \
-         means for several). Change vs previous: the difference from the previous \
-         experiment of the same arm on the same fingerprint and set-up, with Welch's p, \
-         never marked on its own; a row on another host, resolved config, command or \
-         iteration count than the arm's previous one starts a new series. Step, the only \
-         change marked (up or down arrow): where the arm's level on one fingerprint and \
-         set-up shifts, by the piecewise-constant fit that minimises squared error plus \
-         3 σ² ln n per segment, keeping steps of at least the minimum effect.\n",
-    );
+    out.push_str(&format!(
+        "\n\nWarm-up-excluded mean; {SPREAD_LEGEND}. Change vs previous: the difference \
+             from the previous experiment of the same arm on the same fingerprint and set-up \
+             (tested on each repeat's mean when there are several), with Welch's p, never \
+             marked on its own; a row on another host, resolved config, command or iteration \
+             count than the arm's previous one starts a new series. Step, the only change \
+             marked (up or down arrow): where the arm's level on one fingerprint and set-up \
+             shifts, by the piecewise-constant fit that minimises squared error plus 3 σ² ln \
+             n per segment, keeping steps of at least the minimum effect.\n"
+    ));
     out
 }
 
@@ -567,7 +560,10 @@ pub fn render_compare(
         out.push_str("No shared arm and metric to compare.\n");
     } else {
         let _ = writeln!(out, "{t}");
-        out.push_str("\nWarm-up-excluded mean ± sd. B vs A is a speedup (> 1: B is better).\n");
+        let _ = writeln!(
+            out,
+            "\nWarm-up-excluded mean; {SPREAD_LEGEND}. B vs A is a speedup (> 1: B is better)."
+        );
     }
     for w in warnings {
         let _ = writeln!(out, "Warning: {w}");

@@ -5,8 +5,48 @@
 
 use std::collections::BTreeMap;
 
+use super::stats::{replicates, Summary};
 use crate::store::report_read::{CellSeries, HistoryRun, RunMoments};
 use crate::store::{Store, StoreError};
+
+/// The summary behind every `mean ± sd` lcx prints (report, history,
+/// compare): every post-warm-up iteration of the given cells, pooled over
+/// their repeats. [`SPREAD_LEGEND`] says so in each.
+pub fn shown_summary(moments: &[&RunMoments]) -> Option<Summary> {
+    let n: i64 = moments.iter().map(|m| m.n).sum();
+    if n <= 0 {
+        return None;
+    }
+    let sum: f64 = moments.iter().map(|m| m.sum).sum();
+    let sum_sq: f64 = moments.iter().map(|m| m.sum_sq).sum();
+    let min = moments.iter().map(|m| m.min).fold(f64::INFINITY, f64::min);
+    let max = moments
+        .iter()
+        .map(|m| m.max)
+        .fold(f64::NEG_INFINITY, f64::max);
+    Summary::from_moments(n as usize, sum, sum_sq, min, max)
+}
+
+/// What the tests (verdicts, gates, history's changes) take as the
+/// replicates of some cells: each iteration with one cell, each cell's
+/// mean with several; with the count and its unit (`iterations` or
+/// `repeats`).
+pub fn replicate_summary(moments: &[&RunMoments]) -> Option<(Summary, usize, &'static str)> {
+    let with: Vec<&RunMoments> = moments.iter().copied().filter(|m| m.n > 0).collect();
+    if with.len() > 1 {
+        let means: Vec<Vec<f64>> = with.iter().map(|m| vec![m.mean()]).collect();
+        let values = replicates(&means);
+        if let Some(s) = Summary::from_values(&values) {
+            return Some((s, values.len(), "repeats"));
+        }
+    }
+    shown_summary(&with).map(|s| (s, s.n, "iterations"))
+}
+
+/// The one sentence that says what a ± beside a mean is, wherever lcx
+/// prints one.
+pub const SPREAD_LEGEND: &str = "± is the standard deviation of every post-warm-up \
+    iteration of the cells shown, pooled over their repeats";
 
 /// What a report needs from the metric rows of some cells.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -8,6 +8,7 @@ pub use crate::text::counted;
 use std::fmt::Write as _;
 
 use super::model::{ColumnKind, Report};
+use super::moments::SPREAD_LEGEND;
 use super::stats::{equivalence_band, Comparison, Direction, GateTest, Speedup, Summary, Verdict};
 use crate::text::markdown_table;
 
@@ -609,7 +610,7 @@ pub fn render_markdown(report: &Report) -> String {
         };
         let _ = writeln!(
             out,
-            "Warm-up-excluded means ({excluded}) ± standard deviation; \
+            "Warm-up-excluded means ({excluded}); {SPREAD_LEGEND}; in the tests \
              {unit}. Speedup = baseline mean / arm mean (arm / baseline for \
              higher-is-better metrics), so > 1 is better; ± is its standard error.{finals}\n"
         );

@@ -210,36 +210,8 @@ impl Reader<'_> {
                     )))
                 }
             };
-            let command = match arm.get("command") {
-                None => None,
-                Some(toml::Value::String(s)) if s.trim().is_empty() => {
-                    return Err(self.err(format!("{prefix}command"), "must not be empty"))
-                }
-                Some(toml::Value::String(s)) => {
-                    self.no_nul(format!("{prefix}command"), s)?;
-                    Some(vec!["sh".to_string(), "-c".to_string(), s.clone()])
-                }
-                Some(toml::Value::Array(_)) => {
-                    let argv = self.read(at(arm, &prefix).strings("command"))?;
-                    for (i, a) in argv.iter().enumerate() {
-                        self.no_nul(format!("{prefix}command[{i}]"), a)?;
-                    }
-                    if argv.first().is_none_or(|p| p.is_empty()) {
-                        return Err(self.err(
-                            format!("{prefix}command"),
-                            "must name a program (a non-empty array whose first entry is the program)",
-                        ));
-                    }
-                    Some(argv)
-                }
-                Some(other) => {
-                    return Err(self.key_error(KeyError::wrong(
-                        format!("{prefix}command"),
-                        "an array of strings or a shell string",
-                        other,
-                    )))
-                }
-            };
+            let command = self.argv(arm, &prefix, "command")?;
+            let hooks = self.hooks(arm, &prefix)?;
             match workload {
                 Workload::Command => {
                     if command.is_none() {
@@ -286,6 +258,7 @@ impl Reader<'_> {
                 variable_set: variable.is_some(),
                 timed,
                 timeout,
+                hooks,
                 revision,
                 build,
                 slurm,

@@ -30,6 +30,9 @@ pub(super) const TOP_KEYS: &[&str] = &[
     "timing",
     "host_lock",
     "timeout",
+    "setup",
+    "prepare",
+    "cleanup",
 ];
 /// The `[executor]` keys that apply to the whole experiment (an arm may not
 /// give them); the rest are `ARM_EXECUTOR_KEYS`.
@@ -59,6 +62,9 @@ pub(super) const ARM_KEYS: &[&str] = &[
     "timing",
     "cpus",
     "timeout",
+    "setup",
+    "prepare",
+    "cleanup",
 ];
 /// The `[executor]` keys an arm may give for its own cells.
 pub(super) const ARM_EXECUTOR_KEYS: &[&str] = &[
@@ -134,6 +140,8 @@ pub(super) struct RawArm {
     pub(super) timed: Option<bool>,
     /// `timeout` (`None`: the arm did not say; the file's applies).
     pub(super) timeout: Option<f64>,
+    /// `setup`, `prepare`, `cleanup` (each `None`: the file's applies).
+    pub(super) hooks: Hooks,
     /// `revision` (from the arm, the matrix or `--revision`).
     pub(super) revision: Option<String>,
     /// The arm's own `build` (else the file's).
@@ -501,9 +509,11 @@ impl Reader<'_> {
         let mut raw_arms = self.arms(t, workload)?;
         let timed = self.timing(t, "", workload)?;
         let timeout = self.timeout(t, "")?;
+        let hooks = self.hooks(t, "")?;
         for arm in raw_arms.iter_mut() {
             arm.timed = arm.timed.or(timed);
             arm.timeout = arm.timeout.or(timeout);
+            arm.hooks = std::mem::take(&mut arm.hooks).or(&hooks);
         }
         if variable_iterations == Some(true) {
             for arm in raw_arms.iter_mut().filter(|a| !a.variable_set) {
@@ -703,6 +713,24 @@ impl Reader<'_> {
             }
         }
         if let Executor::Slurm(_) = &executor {
+            // A hook runs where the runner runs; a Slurm cell runs on a node
+            // it does not reach, so a `prepare` there would prepare nothing.
+            let file_hook = Hooks::KEYS.into_iter().find(|k| t.contains_key(*k));
+            let arm_hook = || {
+                arms.iter().find_map(|a| {
+                    Hooks::KEYS
+                        .into_iter()
+                        .find(|k| a.hooks.get(k).is_some())
+                        .map(|k| format!("{}.{k}", a.key))
+                })
+            };
+            if let Some(key) = file_hook.map(str::to_string).or_else(arm_hook) {
+                return Err(self.err(
+                    key,
+                    "setup/prepare/cleanup run on the runner's host, and Slurm cells run on \
+                     the cluster's nodes; run the step in the command itself (or in `build`)",
+                ));
+            }
             let pinned = arms.iter().find(|a| a.cpus.is_some());
             if let Some(arm) = pinned {
                 return Err(self.err(
@@ -1302,9 +1330,60 @@ fn seconds(v: &toml::Value) -> Option<f64> {
 }
 
 impl Reader<'_> {
-    /// `timing` in `table` (the file's top level or an arm): `"process"`
-    /// (lcx times each run of the command) or `"lines"` (the command
-    /// prints its own metric lines, the default). Command workloads only.
+    /// `setup`, `prepare` and `cleanup` of the file or an arm: each a
+    /// command, an array run without a shell or a string through `sh -c`.
+    pub(super) fn hooks(&self, table: &toml::Table, prefix: &str) -> Result<Hooks, PlanError> {
+        let mut hooks = Hooks::default();
+        for key in Hooks::KEYS {
+            let argv = self.argv(table, prefix, key)?;
+            match key {
+                "setup" => hooks.setup = argv,
+                "prepare" => hooks.prepare = argv,
+                _ => hooks.cleanup = argv,
+            }
+        }
+        Ok(hooks)
+    }
+
+    /// A command-valued key (`command`, a hook) as an argv: a string runs
+    /// through `sh -c`, an array as it is (its first entry the program).
+    pub(super) fn argv(
+        &self,
+        table: &toml::Table,
+        prefix: &str,
+        key: &str,
+    ) -> Result<Option<Vec<String>>, PlanError> {
+        let path = format!("{prefix}{key}");
+        match table.get(key) {
+            None => Ok(None),
+            Some(toml::Value::String(s)) if s.trim().is_empty() => {
+                Err(self.err(path, "must not be empty"))
+            }
+            Some(toml::Value::String(s)) => {
+                self.no_nul(path, s)?;
+                Ok(Some(vec!["sh".to_string(), "-c".to_string(), s.clone()]))
+            }
+            Some(toml::Value::Array(_)) => {
+                let argv = self.read(at(table, prefix).strings(key))?;
+                for (i, a) in argv.iter().enumerate() {
+                    self.no_nul(format!("{path}[{i}]"), a)?;
+                }
+                if argv.first().is_none_or(|p| p.is_empty()) {
+                    return Err(self.err(
+                        path,
+                        "must name a program (a non-empty array whose first entry is the program)",
+                    ));
+                }
+                Ok(Some(argv))
+            }
+            Some(other) => Err(self.key_error(KeyError::wrong(
+                path,
+                "an array of strings or a shell string",
+                other,
+            ))),
+        }
+    }
+
     /// `timeout` of the file or an arm: how long one cell may run, as
     /// `"90s"`, `"10m"`, `"2h"` or a number of seconds; in seconds.
     pub(super) fn timeout(
@@ -1325,6 +1404,9 @@ impl Reader<'_> {
         Ok(Some(seconds))
     }
 
+    /// `timing` in `table` (the file's top level or an arm): `"process"`
+    /// (lcx times each run of the command) or `"lines"` (the command
+    /// prints its own metric lines, the default). Command workloads only.
     pub(super) fn timing(
         &self,
         table: &toml::Table,

@@ -113,6 +113,7 @@ impl Reader<'_> {
                 slurm: raw.slurm,
                 cpus: raw.cpus,
                 timeout_seconds: raw.timeout,
+                hooks: raw.hooks.clone(),
             });
         }
         let mut sets: Vec<String> = plan
@@ -165,6 +166,7 @@ impl Reader<'_> {
                 slurm: raw.slurm,
                 cpus: raw.cpus,
                 timeout_seconds: raw.timeout,
+                hooks: raw.hooks.clone(),
             });
         }
 
@@ -200,6 +202,7 @@ impl Reader<'_> {
             slurm: raw.slurm,
             cpus: raw.cpus,
             timeout_seconds: raw.timeout,
+            hooks: raw.hooks.clone(),
         })
     }
 }

@@ -1213,3 +1213,49 @@ fn timeouts_come_from_the_file_or_the_arm() {
     let e = error(&zero);
     assert!(e.contains("timeout") && e.contains("above 0"), "{e}");
 }
+
+#[test]
+fn hooks_come_from_the_arm_else_the_file() {
+    let p = plan(&format!(
+        "setup = \"make\"\nprepare = [\"sync\"]\n{COMMAND}cleanup = \"rm -f x\"\n"
+    ))
+    .unwrap();
+    // The file's `cleanup` above sits in the last arm's table: that arm's.
+    let sh = |s: &str| Some(vec!["sh".to_string(), "-c".to_string(), s.to_string()]);
+    assert_eq!(p.arms[0].hooks.setup, sh("make"));
+    assert_eq!(p.arms[0].hooks.prepare, Some(vec!["sync".to_string()]));
+    assert_eq!(p.arms[0].hooks.cleanup, None);
+    assert_eq!(p.arms[1].hooks.cleanup, sh("rm -f x"));
+    assert_eq!(p.arms[1].hooks.setup, sh("make"));
+    // Stored and read back with the plan (a `--resume` runs the same hooks).
+    let stored = Plan::from_stored(&p.to_json()).unwrap();
+    assert_eq!(stored.arms, p.arms);
+}
+
+#[test]
+fn a_bad_hook_names_its_key() {
+    let e = error(&format!("{COMMAND}prepare = \"  \"\n"));
+    assert!(
+        e.contains("arms[1] (`b`).prepare") && e.contains("must not be empty"),
+        "{e}"
+    );
+    let e = error(&format!("setup = 3\n{COMMAND}"));
+    assert!(
+        e.contains("setup") && e.contains("an array of strings or a shell string"),
+        "{e}"
+    );
+    let e = error(&format!("cleanup = []\n{COMMAND}"));
+    assert!(
+        e.contains("cleanup") && e.contains("must name a program"),
+        "{e}"
+    );
+}
+
+#[test]
+fn hooks_are_refused_with_slurm() {
+    let slurm = "[executor]\nkind = \"slurm\"\n";
+    let e = error(&format!("prepare = \"sync\"\n{COMMAND}{slurm}"));
+    assert!(e.contains("prepare") && e.contains("runner's host"), "{e}");
+    let e = error(&format!("{COMMAND}setup = \"make\"\n{slurm}"));
+    assert!(e.contains("arms[1] (`b`).setup"), "{e}");
+}

@@ -7,6 +7,7 @@
 //!   how its output comes back, as one stream of [`executor::Msg`]s;
 //! - [`line`] and [`ingest`]: stdout lines become metric rows, committed
 //!   as they arrive;
+//! - [`hooks`]: an arm's setup, prepare and cleanup around its cells;
 //! - [`cell`]: what a cell is and how its end becomes an outcome;
 //! - [`record`]: the experiment and its cells in the store.
 //!
@@ -23,6 +24,7 @@ use crate::store::{Store, StoreError};
 
 pub mod cell;
 pub mod executor;
+mod hooks;
 pub mod ingest;
 pub mod line;
 pub mod local;

@@ -12,6 +12,7 @@ use super::cell::{
 };
 use super::executor::Adopt;
 use super::executor::{Executor, Launched, Place};
+use super::hooks::ArmHooks;
 use super::ingest::{ingest, CellClock, Ingested, STDOUT_GRACE};
 use super::placement::Pinning;
 use super::record::finish_cell;
@@ -114,6 +115,7 @@ pub fn run(
     let rounds: Vec<i64> = todo.iter().map(|(_, r)| r.repeat).collect();
     let mut enough: Option<String> = None;
     let mut cells_left = todo.into_iter().enumerate();
+    let mut hooks = ArmHooks::new(plan, &options.stop);
     for (position, (arm_index, run)) in cells_left.by_ref() {
         if options.stop.is_stopped() || failed_fast {
             // This cell is not run: an adopted job of it is cancelled below.
@@ -171,6 +173,24 @@ pub fn run(
             },
             None => None,
         };
+        // Setup and prepare, under the host lock, before the cell's clock.
+        if let Err(why) = hooks.before_cell(arm_index, &info) {
+            if options.stop.is_stopped() {
+                // Stopped inside a hook: the cell did not start.
+                break;
+            }
+            info.attempt = store.start_run(run.id)?;
+            reporter.report(&Event::CellStarted { cell: &info });
+            let outcome = unstarted(why, 0.0);
+            store.finish_run(run.id, &outcome)?;
+            reporter.report(&Event::CellFinished {
+                cell: &info,
+                outcome: &outcome,
+                lines: 0,
+            });
+            failed_fast |= options.fail_fast;
+            continue;
+        }
         if adopt.is_none() {
             // A job an earlier coordinator left running (it was killed, its
             // login node went away) must not run beside the new attempt.
@@ -235,8 +255,10 @@ pub fn run(
             executor.as_ref(),
             local_node.as_ref(),
             host_lock.as_mut(),
+            &mut hooks,
         )?;
     }
+    hooks.finish(&mut |cell, message| reporter.report(&Event::Warning { cell, message }));
 
     // The experiment's status comes from all its cells, including those an
     // earlier invocation ran.
@@ -262,7 +284,7 @@ pub fn run(
 /// rerun attempt records why it ran.
 #[expect(
     clippy::too_many_arguments,
-    reason = "the schedule's context that `run_cell` needs, and the host lock"
+    reason = "the schedule's context that `run_cell` needs, the host lock and the hooks"
 )]
 fn rerun_contended(
     store: &mut Store,
@@ -273,6 +295,7 @@ fn rerun_contended(
     executor: &dyn Executor,
     node: Option<&crate::store::NodeInfo>,
     mut host_lock: Option<&mut HostLock>,
+    hooks: &mut ArmHooks<'_>,
 ) -> Result<(), RunnerError> {
     for round in 1..=plan.measurement.rerun_contended {
         let runs = store.runs(experiment_id)?;
@@ -333,6 +356,14 @@ fn rerun_contended(
                 },
                 None => None,
             };
+            if let Err(why) = hooks.before_cell(arm_index, &info) {
+                // The completed attempt stands; the rerun did not happen.
+                reporter.report(&Event::Warning {
+                    cell: &info,
+                    message: format!("not rerun: {why}"),
+                });
+                continue;
+            }
             info.attempt = store.start_run(run.id)?;
             store.set_run_rerun_note(run.id, &note)?;
             reporter.report(&Event::Warning {

@@ -84,6 +84,13 @@ impl StopSignal {
         }
     }
 
+    /// Like [`StopSignal::set_child`], but a stop that came before does not
+    /// reach the new child: a cleanup the stopped run still owes runs, and
+    /// only a further Ctrl-C stops it.
+    pub(crate) fn set_child_after_stop(&self, group: i32) {
+        self.child_group.store(group, Ordering::SeqCst);
+    }
+
     pub(crate) fn clear_child(&self) {
         self.child_group.store(0, Ordering::SeqCst);
     }
