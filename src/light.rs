@@ -9,8 +9,8 @@ use std::ffi::OsString;
 use clap::{Parser, Subcommand};
 
 use super::{
-    bisect, cache, compare, config, history, init, list, play, query, rename, report, rm, run,
-    schema, system, time_process,
+    bisect, cache, compare, config, export, history, init, list, play, publish, query, rename,
+    report, rm, run, schema, system, time_process,
 };
 
 /// The torch-free subcommands. Every command of both binaries has a
@@ -34,34 +34,40 @@ pub enum Command {
     #[command(display_order = 4)]
     Compare(compare::Args),
     /// The experiments in the database, newest first.
-    #[command(display_order = 5)]
+    #[command(display_order = 6)]
     List(list::Args),
     /// Read-only SQL against the database (table, CSV or JSON).
-    #[command(display_order = 6)]
+    #[command(display_order = 7)]
     Query(query::Args),
+    /// Write a static site of every experiment and every metric's history.
+    #[command(display_order = 5)]
+    Publish(publish::Args),
+    /// Every stored value with its cell and warm-up flag, as CSV or JSON Lines.
+    #[command(display_order = 8)]
+    Export(export::Args),
     /// Remove experiments and all their rows (`--dry-run` says what would go).
-    #[command(display_order = 9)]
+    #[command(display_order = 11)]
     Rm(rm::Args),
     /// Every key of an experiment file: type, default, workloads, meaning.
-    #[command(display_order = 16)]
+    #[command(display_order = 18)]
     Schema(schema::Args),
     /// Give experiments another name (their history moves with them).
-    #[command(display_order = 10)]
+    #[command(display_order = 12)]
     Rename(rename::Args),
     /// Inspect trainer configs: `config show --config FILE [--set KEY=VALUE]...`.
-    #[command(display_order = 11)]
+    #[command(display_order = 13)]
     Config(config::Args),
     /// Play bot-vs-bot matches with alternating seats and summarise them.
-    #[command(display_order = 12)]
+    #[command(display_order = 14)]
     Play(play::Args),
     /// What on this machine affects measurements: `system show`, `system check`.
-    #[command(display_order = 13)]
+    #[command(display_order = 15)]
     System(system::Args),
     /// Find the first commit of good..bad whose arm is regressed against good.
-    #[command(display_order = 14)]
+    #[command(display_order = 16)]
     Bisect(bisect::Args),
     /// The builds of arms at code revisions: `cache list`, `cache prune`.
-    #[command(display_order = 15)]
+    #[command(display_order = 17)]
     Cache(cache::Args),
     /// Time each run of a command (the child of a `timing = "process"` cell).
     #[command(hide = true)]
@@ -83,17 +89,17 @@ pub const TORCH_COMMANDS: [(&str, &str, usize); 3] = [
     (
         "train",
         "Train the embedded Deep CFR trainer (one run; metrics per iteration)",
-        7,
+        9,
     ),
     (
         "bench",
         "Micro-benchmarks: `bench forward`, `bench trainer`, `bench engine`, `bench peak`",
-        8,
+        10,
     ),
     (
         "version",
         "Print lcx's version, the torch version and whether CUDA is available",
-        17,
+        19,
     ),
 ];
 
@@ -159,6 +165,8 @@ impl Command {
             Command::List(args) => list::run(args),
             Command::Query(args) => query::run(args),
             Command::Rm(args) => rm::run(args),
+            Command::Publish(args) => publish::run(args),
+            Command::Export(args) => export::run(args),
             Command::Schema(args) => schema::run(args),
             Command::Rename(args) => rename::run(args),
             Command::System(args) => system::run(args),
@@ -264,6 +272,8 @@ mod tests {
                 "compare",
                 "list",
                 "query",
+                "publish",
+                "export",
                 "rm",
                 "schema",
                 "rename",
@@ -313,6 +323,8 @@ mod tests {
                 "lcx compare",
                 "lcx list",
                 "lcx query",
+                "lcx publish",
+                "lcx export",
                 "lcx rm",
                 "lcx rename",
                 "lcx config show",

@@ -16,6 +16,7 @@ mod gpu_check;
 mod host_lock;
 mod manage;
 mod play;
+mod publish;
 mod readme;
 mod reference;
 mod report;

@@ -14,6 +14,7 @@ pub mod encoding;
 pub mod experiment;
 pub mod game;
 pub mod metrics;
+pub mod publish;
 pub mod report;
 pub mod session;
 pub mod store;

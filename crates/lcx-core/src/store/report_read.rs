@@ -494,3 +494,65 @@ mod tests {
         assert!(store.query("SELECT COUNT(*) FROM runs").is_ok());
     }
 }
+
+/// One stored value as `lcx export` writes it: enough to redo any
+/// statistic without re-implementing the warm-up rule.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ExportRow {
+    pub experiment_id: i64,
+    pub experiment: String,
+    pub run_id: i64,
+    pub arm: String,
+    pub repeat: i64,
+    /// The cell's status (`completed`, `failed`, …): the reports judge
+    /// completed cells only.
+    pub status: String,
+    pub iteration: i64,
+    pub metric: String,
+    pub value: f64,
+    /// Within the cell's warm-up (its detected one under `warmup = "auto"`,
+    /// else the file's): left out of every statistic lcx prints.
+    pub warmup: bool,
+}
+
+impl Store {
+    /// Every live stored value of the experiments `ids` (all when empty),
+    /// in experiment, plan, repeat, metric and iteration order, handed to
+    /// `visit` one by one (memory stays flat however many there are) until
+    /// it returns `false`.
+    pub fn for_each_export_row(
+        &self,
+        ids: &[i64],
+        mut visit: impl FnMut(&ExportRow) -> bool,
+    ) -> Result<(), StoreError> {
+        let mut st = self.conn.prepare(
+            "SELECT e.id, e.name, r.id, r.arm, r.repeat, r.status, m.iteration, m.name, m.value, \
+                    m.iteration <= COALESCE(r.warmup, e.warmup) \
+             FROM experiments e \
+             JOIN runs r ON r.experiment_id = e.id \
+             JOIN metrics m ON m.run_id = r.id AND m.superseded = 0 \
+             WHERE (?1 = 0 OR e.id IN (SELECT value FROM json_each(?2))) \
+             ORDER BY e.id, r.arm_index, r.repeat, r.id, m.name, m.iteration",
+        )?;
+        let list = serde_json::to_string(ids).unwrap_or_else(|_| "[]".into());
+        let mut rows = st.query(rusqlite::params![ids.len() as i64, list])?;
+        while let Some(r) = rows.next()? {
+            let row = ExportRow {
+                experiment_id: r.get(0)?,
+                experiment: r.get(1)?,
+                run_id: r.get(2)?,
+                arm: r.get(3)?,
+                repeat: r.get(4)?,
+                status: r.get(5)?,
+                iteration: r.get(6)?,
+                metric: r.get(7)?,
+                value: r.get(8)?,
+                warmup: r.get(9)?,
+            };
+            if !visit(&row) {
+                break;
+            }
+        }
+        Ok(())
+    }
+}

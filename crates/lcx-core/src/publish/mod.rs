@@ -1,0 +1,427 @@
+//! `lcx publish DIR`: the database as a static site, in the manner of
+//! asv's `publish`: an index of every experiment, a page per experiment
+//! (its report, plots, the file as run, its diff against the previous run
+//! of its name) and a page per (name, arm, metric) with its history and
+//! change points. Every link is relative and every script and style is in
+//! `DIR`, so the folder opens from the file system, any static host or a
+//! CI artifact, and asks the network for nothing.
+//!
+//! Incremental: `DIR/.lcx-site.json` keeps each page's signature (what
+//! its content depends on: the experiment's row and cells, its neighbours,
+//! the lcx version); a page whose signature did not change is neither
+//! rebuilt nor rewritten, and pages of removed experiments are deleted.
+//! The pages are pure functions (`pages.rs`, `chart.rs`, `html.rs`); this
+//! file reads the store and writes the files.
+
+mod assets;
+mod chart;
+mod html;
+mod pages;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+pub use pages::IndexRow;
+
+use crate::report::archive::{plot_metrics, plots_for};
+use crate::report::build::{self, counted_runs, stored_plan};
+use crate::report::history::{self, compare_reports, render_compare, render_history};
+use crate::report::model::Report;
+use crate::report::plots::PlotError;
+use crate::report::render::render_markdown;
+use crate::report::stats::VerdictRule;
+use crate::store::{Experiment, Run, Store, StoreError};
+
+/// The manifest's name in the site's folder; its presence marks the
+/// folder as a site lcx may rewrite.
+pub const MANIFEST: &str = ".lcx-site.json";
+/// Bumped when pages change shape, so an older site is rebuilt whole.
+const SITE_FORMAT: u32 = 1;
+
+/// Why a site could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum PublishError {
+    #[error(
+        "{} is not empty and holds no lcx site ({MANIFEST}); publish into a new or empty \
+         folder, or one an earlier `lcx publish` wrote",
+        .0.display()
+    )]
+    NotASite(PathBuf),
+    #[error("writing {}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Plot(#[from] PlotError),
+}
+
+impl PublishError {
+    /// The user named a folder lcx must not write into (exit 2).
+    pub fn is_user_input(&self) -> bool {
+        matches!(self, PublishError::NotASite(_))
+    }
+}
+
+/// What a publish did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Published {
+    pub experiments: usize,
+    pub histories: usize,
+    /// Files written (new or changed).
+    pub written: usize,
+    /// Pages whose signature had not changed: not rebuilt.
+    pub kept: usize,
+    /// Files of pages that no longer exist, deleted.
+    pub removed: usize,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Manifest {
+    format: u32,
+    lcx: String,
+    /// Experiment id → its page's signature, index row and files.
+    experiments: BTreeMap<i64, Entry>,
+    /// History page → its signature.
+    histories: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Entry {
+    signature: String,
+    row: IndexRow,
+    files: Vec<String>,
+}
+
+impl Manifest {
+    /// The folder's manifest; an empty one (everything rebuilt) when it is
+    /// missing, unreadable or of another format or lcx version.
+    fn read(dir: &Path) -> Manifest {
+        std::fs::read_to_string(dir.join(MANIFEST))
+            .ok()
+            .and_then(|t| serde_json::from_str::<Manifest>(&t).ok())
+            .filter(|m| m.format == SITE_FORMAT && m.lcx == env!("CARGO_PKG_VERSION"))
+            .unwrap_or_default()
+    }
+}
+
+/// Writes files, leaving one whose content is already what it would be.
+struct Writer<'a> {
+    dir: &'a Path,
+    written: usize,
+}
+
+impl Writer<'_> {
+    fn put(&mut self, rel: &str, text: &str) -> Result<(), PublishError> {
+        let path = self.dir.join(rel);
+        if std::fs::read(&path).is_ok_and(|old| old == text.as_bytes()) {
+            return Ok(());
+        }
+        let io = |source| PublishError::Io {
+            path: path.clone(),
+            source,
+        };
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(io)?;
+        }
+        // A reader (a browser, a web server) never sees half a page.
+        let tmp = path.with_extension("tmp~");
+        std::fs::write(&tmp, text).map_err(io)?;
+        std::fs::rename(&tmp, &path).map_err(io)?;
+        self.written += 1;
+        Ok(())
+    }
+}
+
+/// Writes the site of every experiment in `store` into `dir` (created if
+/// missing). `dir` must be new, empty, or a site an earlier publish wrote.
+pub fn publish(store: &Store, dir: &Path) -> Result<Published, PublishError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| PublishError::Io { path, source }
+    };
+    if dir.exists() && !dir.join(MANIFEST).exists() {
+        let mut entries = std::fs::read_dir(dir).map_err(io(dir))?;
+        if entries.next().is_some() {
+            return Err(PublishError::NotASite(dir.to_path_buf()));
+        }
+    }
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let old = Manifest::read(dir);
+    let mut new = Manifest {
+        format: SITE_FORMAT,
+        lcx: env!("CARGO_PKG_VERSION").to_string(),
+        ..Manifest::default()
+    };
+    let mut out = Writer { dir, written: 0 };
+    let mut done = Published::default();
+    out.put("assets/site.css", assets::CSS)?;
+    out.put("assets/site.js", assets::JS)?;
+
+    let mut experiments = store.experiments(None)?;
+    experiments.reverse(); // oldest first: a page's previous run is built before it
+    let statuses: HashMap<i64, String> = store
+        .experiment_list(None)?
+        .into_iter()
+        .map(|r| (r.id, r.status))
+        .collect();
+    let mut by_name: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+    for e in &experiments {
+        by_name.entry(e.name.clone()).or_default().push(e.id);
+    }
+    let neighbours = |e: &Experiment| {
+        let ids = &by_name[&e.name];
+        let at = ids.iter().position(|i| *i == e.id).unwrap_or(0);
+        (at.checked_sub(1).map(|k| ids[k]), ids.get(at + 1).copied())
+    };
+    let rule = VerdictRule {
+        alpha: 0.05,
+        min_effect: 0.05,
+    };
+    // The last report built per name: the next run of it diffs against it.
+    let mut last_report: HashMap<String, Report> = HashMap::new();
+    for e in &experiments {
+        let runs = store.runs(e.id)?;
+        let (previous, next) = neighbours(e);
+        let status = statuses.get(&e.id).cloned().unwrap_or_default();
+        let signature = experiment_signature(e, &status, &runs, previous, next);
+        let page = format!("e/{}.html", e.id);
+        if let Some(entry) = old
+            .experiments
+            .get(&e.id)
+            .filter(|o| o.signature == signature && o.files.iter().all(|f| dir.join(f).exists()))
+        {
+            new.experiments.insert(e.id, entry.clone());
+            last_report.remove(&e.name);
+            done.kept += 1;
+            continue;
+        }
+        let report = build::load(store, e.id, build::Options::default())?;
+        let series = store.iteration_series(e.id, &counted_runs(&runs), &plot_metrics(&report))?;
+        let plots = plots_for(&report, &series)?;
+        let mut linked = report.clone();
+        let mut files = vec![page.clone()];
+        linked.plots = Vec::new();
+        for (title, suffix, svg) in &plots {
+            let name = format!("{}-{suffix}.svg", e.id);
+            out.put(&format!("e/{name}"), svg)?;
+            files.push(format!("e/{name}"));
+            linked.plots.push((title.clone(), name));
+        }
+        let row = IndexRow::of(
+            &report,
+            revision(e),
+            history::fingerprint_summary(&e.fingerprint),
+        );
+        let previous_report = match (previous, last_report.remove(&e.name)) {
+            (Some(p), Some(r)) if r.experiment.id == p => Some(r),
+            (Some(p), _) => Some(build::load(store, p, build::Options::default())?),
+            (None, _) => None,
+        };
+        let diff_markdown = previous_report.as_ref().map(|prev| {
+            let rows = compare_reports(prev, &report, rule);
+            render_compare(
+                &format!("#{}", prev.experiment.id),
+                &format!("#{}", e.id),
+                &rows,
+                &[],
+            )
+        });
+        let histories = history_links(&row, &e.name);
+        let html = pages::experiment_page(&pages::ExperimentPage {
+            row: &row,
+            report_markdown: &render_markdown(&linked),
+            file_path: &e.file_path,
+            file_text: &e.file_text,
+            previous,
+            next,
+            diff_markdown,
+            histories,
+        });
+        out.put(&page, &html)?;
+        new.experiments.insert(
+            e.id,
+            Entry {
+                signature,
+                row,
+                files,
+            },
+        );
+        last_report.insert(e.name.clone(), report);
+    }
+    done.experiments = new.experiments.len();
+
+    // One history page per (name, arm, metric) that any report of the name
+    // showed: every experiment page's history links lead somewhere.
+    for (name, ids) in &by_name {
+        let name_signature: Vec<&str> = ids
+            .iter()
+            .filter_map(|id| new.experiments.get(id).map(|e| e.signature.as_str()))
+            .collect();
+        let mut pairs: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for row in ids
+            .iter()
+            .filter_map(|id| new.experiments.get(id))
+            .map(|e| &e.row)
+        {
+            for metric in &row.metrics {
+                let arms = pairs.entry(metric.clone()).or_default();
+                for arm in &row.arms {
+                    if !arms.contains(arm) {
+                        arms.push(arm.clone());
+                    }
+                }
+            }
+        }
+        let named: Vec<Experiment> = experiments
+            .iter()
+            .filter(|e| &e.name == name)
+            .cloned()
+            .collect();
+        let plan = named.last().and_then(|e| stored_plan(e).ok());
+        for (metric, arms) in &pairs {
+            let mut moments: Option<Vec<crate::store::report_read::HistoryRun>> = None;
+            for arm in arms {
+                let rel = history_path(name, arm, metric);
+                let signature = crate::experiment::plan::sha256_hex(
+                    serde_json::json!([SITE_FORMAT, name_signature, arm, metric])
+                        .to_string()
+                        .as_bytes(),
+                );
+                done.histories += 1;
+                if old.histories.get(&rel) == Some(&signature) && dir.join(&rel).exists() {
+                    new.histories.insert(rel, signature);
+                    done.kept += 1;
+                    continue;
+                }
+                let all = match &mut moments {
+                    Some(m) => m,
+                    None => {
+                        let mut runs = store.history_runs(name, None, None)?;
+                        crate::report::moments::history_moments(store, &mut runs, metric)?;
+                        moments.insert(runs)
+                    }
+                };
+                let runs: Vec<_> = all.iter().filter(|r| &r.arm == arm).cloned().collect();
+                let (direction, _) = build::metric_direction(plan.as_ref(), metric);
+                let judged = (!build::is_descriptive(plan.as_ref(), metric)).then_some(direction);
+                let rows = history::history_rows(&named, &runs, judged, rule);
+                let svg = chart::history_svg(metric, &rows, &|id| format!("../e/{id}.html"));
+                let html =
+                    pages::history_page(name, arm, metric, &svg, &render_history(metric, &rows));
+                out.put(&rel, &html)?;
+                new.histories.insert(rel, signature);
+            }
+        }
+    }
+
+    // Newest first, as `lcx list`.
+    let rows: Vec<IndexRow> = new
+        .experiments
+        .values()
+        .rev()
+        .map(|e| e.row.clone())
+        .collect();
+    out.put("index.html", &pages::index_page(&rows))?;
+
+    // Pages of experiments removed since (`lcx rm`) and of histories gone.
+    let keep: BTreeSet<&String> = new
+        .experiments
+        .values()
+        .flat_map(|e| e.files.iter())
+        .chain(new.histories.keys())
+        .collect();
+    let stale = old
+        .experiments
+        .values()
+        .flat_map(|e| e.files.iter())
+        .chain(old.histories.keys())
+        .filter(|f| !keep.contains(f));
+    for f in stale {
+        if std::fs::remove_file(dir.join(f)).is_ok() {
+            done.removed += 1;
+        }
+    }
+    let manifest = serde_json::to_string_pretty(&new).unwrap_or_default();
+    out.put(MANIFEST, &manifest)?;
+    done.written = out.written;
+    Ok(done)
+}
+
+/// What an experiment's page depends on, hashed.
+fn experiment_signature(
+    e: &Experiment,
+    status: &str,
+    runs: &[Run],
+    previous: Option<i64>,
+    next: Option<i64>,
+) -> String {
+    let cells: Vec<_> = runs
+        .iter()
+        .map(|r| {
+            serde_json::json!([
+                r.id,
+                r.status.as_str(),
+                r.attempt,
+                r.iterations_done,
+                r.finished_at,
+                r.error,
+                r.warmup,
+                r.problems.malformed,
+            ])
+        })
+        .collect();
+    let text = serde_json::json!([
+        SITE_FORMAT,
+        e.id,
+        e.name,
+        status,
+        e.finished_at,
+        e.file_sha256,
+        previous,
+        next,
+        cells
+    ])
+    .to_string();
+    crate::experiment::plan::sha256_hex(text.as_bytes())
+}
+
+fn revision(e: &Experiment) -> String {
+    match (&e.git_commit, e.git_dirty) {
+        (Some(c), Some(true)) => format!("{}+dirty", c.chars().take(10).collect::<String>()),
+        (Some(c), _) => c.chars().take(10).collect(),
+        (None, _) => "—".into(),
+    }
+}
+
+/// `h/<name>--<arm>--<metric>-<hash>.html`: readable, and distinct for
+/// names that slug alike.
+fn history_path(name: &str, arm: &str, metric: &str) -> String {
+    use crate::report::archive::slugify;
+    let hash = crate::experiment::plan::sha256_hex(
+        serde_json::json!([name, arm, metric])
+            .to_string()
+            .as_bytes(),
+    );
+    format!(
+        "h/{}--{}--{}-{}.html",
+        slugify(name),
+        slugify(arm),
+        slugify(metric),
+        &hash[..8]
+    )
+}
+
+fn history_links(row: &IndexRow, name: &str) -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    for metric in &row.metrics {
+        for arm in &row.arms {
+            out.push((arm.clone(), metric.clone(), history_path(name, arm, metric)));
+        }
+    }
+    out
+}

@@ -1,0 +1,102 @@
+//! `lcx export`: every stored value with its cell, status and warm-up
+//! flag, as CSV or JSON, for pandas, polars or R.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use crate::args::DbArgs;
+use crate::report::{open_db, user_or_not};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Csv,
+    /// One JSON object per line (JSON Lines).
+    Json,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  lcx export --format csv > values.csv\n  lcx export option-b --format json -o option-b.jsonl\n\nColumns: experiment_id, experiment, run_id, arm, repeat, status, iteration, metric, value, warmup.\nThe reports use rows of completed cells with warmup = false."
+)]
+pub struct Args {
+    /// Experiment ids, `latest`, or names (every experiment of that name);
+    /// every experiment when none is given.
+    experiments: Vec<String>,
+    #[arg(long, value_enum, default_value = "csv")]
+    format: Format,
+    /// Write here instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    output: Option<PathBuf>,
+    #[command(flatten)]
+    db: DbArgs,
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    let store = open_db(&args.db)?;
+    let ids = crate::rename::resolve_all(&store, &args.experiments)?;
+    let sink: Box<dyn Write> =
+        match &args.output {
+            Some(path) => Box::new(std::fs::File::create(path).map_err(|e| {
+                crate::bad_input(anyhow::anyhow!("--output {}: {e}", path.display()))
+            })?),
+            None => Box::new(std::io::stdout().lock()),
+        };
+    let mut out = std::io::BufWriter::new(sink);
+    let mut failed: Option<std::io::Error> = None;
+    let mut keep = |r: std::io::Result<()>| match r {
+        Ok(()) => true,
+        Err(e) => {
+            failed = Some(e);
+            false
+        }
+    };
+    if args.format == Format::Csv {
+        let header =
+            "experiment_id,experiment,run_id,arm,repeat,status,iteration,metric,value,warmup";
+        keep(writeln!(out, "{header}"));
+    }
+    store
+        .for_each_export_row(&ids, |row| {
+            let line = match args.format {
+                Format::Csv => writeln!(
+                    out,
+                    "{},{},{},{},{},{},{},{},{},{}",
+                    row.experiment_id,
+                    csv(&row.experiment),
+                    row.run_id,
+                    csv(&row.arm),
+                    row.repeat,
+                    row.status,
+                    row.iteration,
+                    csv(&row.metric),
+                    row.value,
+                    row.warmup
+                ),
+                Format::Json => {
+                    writeln!(out, "{}", serde_json::to_string(row).unwrap_or_default())
+                }
+            };
+            keep(line)
+        })
+        .map_err(user_or_not)?;
+    if failed.is_none() {
+        if let Err(e) = out.flush() {
+            failed = Some(e);
+        }
+    }
+    match failed {
+        // `lcx export | head` ends quietly, as Unix tools do.
+        Some(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
+        Some(e) => Err(anyhow::Error::new(e).context("writing the export")),
+        None => Ok(0),
+    }
+}
+
+/// A CSV field: quoted when it holds a comma, quote or line break.
+fn csv(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}

@@ -1,0 +1,132 @@
+//! `lcx publish` and `lcx export` on a database lcx recorded: what lands
+//! in the site's folder, what a second publish rewrites, what a removed
+//! experiment leaves, and the export's warm-up flags. (The site in a real
+//! browser: tests/browser/.)
+
+use crate::support::{lcx, succeed, write};
+
+/// Two runs of one experiment (iterations 1 and 2 of 4 are warm-up).
+fn recorded(dir: &std::path::Path) -> std::path::PathBuf {
+    let file = write(
+        dir,
+        "pub.toml",
+        "name = \"pub\"\nworkload = \"command\"\niterations = 4\nwarmup = 2\n\n\
+         [[arms]]\nname = \"a\"\ncommand = 'for i in 1 2 3 4; do echo \"{\\\"t\\\": $i}\"; done'\n\n\
+         [[arms]]\nname = \"b\"\ncommand = 'for i in 1 2 3 4; do echo \"{\\\"t\\\": 0.5}\"; done'\n",
+    );
+    let db = dir.join("lcx.db");
+    for _ in 0..2 {
+        succeed(lcx().arg("run").arg(&file).arg("--db").arg(&db));
+    }
+    db
+}
+
+#[test]
+fn publish_writes_a_site_and_a_second_one_only_what_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = recorded(dir.path());
+    let site = dir.path().join("site");
+    let out = succeed(lcx().arg("publish").arg(&site).arg("--db").arg(&db));
+    assert!(
+        out.contains("published 2 experiment(s) and 2 history page(s)"),
+        "{out}"
+    );
+    let index = std::fs::read_to_string(site.join("index.html")).unwrap();
+    assert!(index.contains("href=\"e/1.html\"") && index.contains("href=\"e/2.html\""));
+    let second = std::fs::read_to_string(site.join("e/2.html")).unwrap();
+    // Its previous run, the diff against it, the file as run, history links.
+    assert!(second.contains("href=\"1.html\""), "{second}");
+    assert!(second.contains("id=\"diff\""));
+    assert!(second.contains("name = &quot;pub&quot;"));
+    assert!(second.contains("../h/pub--a--t-"));
+    for path in ["assets/site.css", "assets/site.js", ".lcx-site.json"] {
+        assert!(site.join(path).exists(), "{path}");
+    }
+    // Nothing outside the folder: no http(s) reference in any page.
+    for entry in walk(&site) {
+        let text = std::fs::read_to_string(&entry).unwrap_or_default();
+        assert!(
+            !text.contains("src=\"http") && !text.contains("href=\"http"),
+            "{}",
+            entry.display()
+        );
+    }
+
+    let again = succeed(lcx().arg("publish").arg(&site).arg("--db").arg(&db));
+    assert!(
+        again.contains(" 0 file(s) written, 4 page(s) unchanged"),
+        "{again}"
+    );
+
+    // A removed experiment's pages go; the other's page changes (no next).
+    succeed(lcx().args(["rm", "2", "--db"]).arg(&db));
+    let after = succeed(lcx().arg("publish").arg(&site).arg("--db").arg(&db));
+    assert!(!site.join("e/2.html").exists(), "{after}");
+    assert!(after.contains("removed"), "{after}");
+    let index = std::fs::read_to_string(site.join("index.html")).unwrap();
+    assert!(!index.contains("href=\"e/2.html\""));
+}
+
+#[test]
+fn publish_refuses_a_folder_that_is_not_its_site() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = recorded(dir.path());
+    let site = dir.path().join("mine");
+    std::fs::create_dir(&site).unwrap();
+    std::fs::write(site.join("notes.txt"), "keep me").unwrap();
+    let out = lcx()
+        .arg("publish")
+        .arg(&site)
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("holds no lcx site"), "{stderr}");
+    assert_eq!(std::fs::read_dir(&site).unwrap().count(), 1);
+}
+
+#[test]
+fn export_flags_the_warm_up_and_the_cells_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = recorded(dir.path());
+    let csv = succeed(lcx().args(["export", "1", "--db"]).arg(&db));
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(
+        lines[0],
+        "experiment_id,experiment,run_id,arm,repeat,status,iteration,metric,value,warmup"
+    );
+    assert_eq!(lines.len(), 1 + 2 * 4, "{csv}");
+    assert_eq!(lines[1], "1,pub,1,a,1,completed,1,t,1,true");
+    assert_eq!(lines[3], "1,pub,1,a,1,completed,3,t,3,false");
+    // The mean of the rows left is the report's: arm a 3.5.
+    let kept: Vec<f64> = lines[1..]
+        .iter()
+        .filter(|l| l.contains(",a,") && l.ends_with("false"))
+        .map(|l| l.split(',').nth(8).unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(kept.iter().sum::<f64>() / kept.len() as f64, 3.5);
+    let json = succeed(
+        lcx()
+            .args(["export", "pub", "--format", "json", "--db"])
+            .arg(&db),
+    );
+    assert_eq!(json.lines().count(), 2 * 2 * 4);
+    let first: serde_json::Value = serde_json::from_str(json.lines().next().unwrap()).unwrap();
+    assert_eq!(first["warmup"], serde_json::Value::Bool(true));
+    assert_eq!(first["metric"], "t");
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
