@@ -80,7 +80,7 @@ pub const ABOUT: &str =
 
 /// The help of `-V`/`--version`, the same in both binaries.
 pub const VERSION_HELP: &str =
-    "Print lcx's version, the torch version and whether CUDA is available";
+    "Print lcx's version (`lcx version --verbose` adds torch's and whether CUDA is available)";
 
 /// The commands only `lcx-torch` runs: (name, about, display order). Its
 /// parser takes their about text from here, and `lcx --help` lists them
@@ -98,7 +98,7 @@ pub const TORCH_COMMANDS: [(&str, &str, usize); 3] = [
     ),
     (
         "version",
-        "Print lcx's version, the torch version and whether CUDA is available",
+        "Print lcx's version; `--verbose`: the torch version and CUDA too, `--json`: as JSON",
         19,
     ),
 ];
@@ -125,6 +125,20 @@ pub fn top_level() -> clap::Command {
         cmd = cmd.subcommand(clap::Command::new(name).about(about).display_order(order));
     }
     cmd
+}
+
+/// `lcx --version`, `lcx -V` and `lcx version` print the version here, in
+/// milliseconds and without `lcx-torch` (the quick start builds `lcx`
+/// alone); what libtorch says (`version --verbose`, `--json`) is
+/// `lcx-torch`'s to answer.
+fn short_version(args: &[OsString]) -> Option<u8> {
+    match args {
+        [one] if matches!(one.to_str(), Some("--version" | "-V" | "version")) => {
+            println!("lcx {}", env!("CARGO_PKG_VERSION"));
+            Some(0)
+        }
+        _ => None,
+    }
 }
 
 /// `lcx`, `lcx --help`, `lcx -h` and `lcx help` print the top-level help
@@ -196,10 +210,11 @@ pub fn is_light(args: &[OsString]) -> bool {
 /// when they do not.
 pub fn run() -> anyhow::Result<Option<u8>> {
     let args: Vec<OsString> = std::env::args_os().collect();
-    if let Some(code) = top_level_help(&args[1.min(args.len())..]) {
+    let rest = &args[1.min(args.len())..];
+    if let Some(code) = short_version(rest).or_else(|| top_level_help(rest)) {
         return Ok(Some(code));
     }
-    if !is_light(&args[1.min(args.len())..]) {
+    if !is_light(rest) {
         return Ok(None);
     }
     Cli::parse_from(args).command.run().map(Some)

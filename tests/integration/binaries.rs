@@ -19,7 +19,10 @@ fn lcx_itself_does_not_link_libtorch() {
 
 #[test]
 fn torch_commands_go_through_lcx_torch() {
-    let out = Command::new(LCX).arg("--version").output().unwrap();
+    let out = Command::new(LCX)
+        .args(["version", "--verbose"])
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("torch 2.11"), "{text}");
@@ -45,7 +48,29 @@ fn a_missing_lcx_torch_is_named() {
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("lcx-torch is missing"), "{err}");
-    // The torch-free commands still work on their own.
+    // The version and the torch-free commands work on their own; the bare
+    // version is one line, whichever binary prints it.
+    let short = format!("lcx {}\n", env!("CARGO_PKG_VERSION"));
+    for args in [&["--version"][..], &["-V"], &["version"]] {
+        let out = Command::new(&lone).args(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), short, "{args:?}");
+        let out = Command::new(env!("CARGO_BIN_EXE_lcx-torch"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            short,
+            "lcx-torch {args:?}"
+        );
+    }
+    let out = Command::new(&lone)
+        .args(["version", "--verbose"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("lcx-torch is missing"));
     let out = Command::new(&lone)
         .args(["play", "--p0", "random", "--p1", "random", "--games", "2"])
         .output()

@@ -16,8 +16,8 @@ mod version;
     name = "lcx",
     bin_name = "lcx",
     about = light::ABOUT,
-    // `--version` is handled by hand: asking libtorch about CUDA is not free,
-    // so it happens only when the version is really asked for.
+    // `--version` is handled by hand, as `lcx` handles it: the short line,
+    // libtorch's facts only for `version --verbose` or `--json`.
     disable_version_flag = true,
     arg_required_else_help = true
 )]
@@ -47,7 +47,8 @@ enum Command {
 fn run() -> anyhow::Result<u8> {
     let cli = Cli::parse();
     let Some(command) = cli.command else {
-        println!("lcx {}", version::long_version());
+        // `--version`: the same line `lcx` prints without this binary.
+        println!("lcx {}", env!("CARGO_PKG_VERSION"));
         return Ok(0);
     };
     match command {

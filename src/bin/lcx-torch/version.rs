@@ -1,13 +1,18 @@
-//! `lcx version [--json]` and `lcx --version`: lcx's own version plus what
-//! libtorch reports at run time. `--json` is how a runner (which never
-//! loads libtorch) learns it for an experiment's fingerprint.
+//! `lcx version [--verbose|--json]` and `lcx --version`: lcx's own version,
+//! with `--verbose` what libtorch reports at run time. `--json` is how a
+//! runner (which never loads libtorch) learns it for an experiment's
+//! fingerprint. (`lcx` itself answers the bare forms without starting this
+//! binary: `light::short_version`.)
 
 use lcx_core::experiment::fingerprint::TorchFacts;
 use lcx_trainer::device;
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Example:\n  lcx version --json")]
+#[command(after_help = "Examples:\n  lcx version --verbose\n  lcx version --json")]
 pub struct Args {
+    /// Also the torch version and whether CUDA is available (loads libtorch).
+    #[arg(short, long, conflicts_with = "json")]
+    verbose: bool,
     /// Print the facts as one JSON object (the fingerprint's torch fields).
     #[arg(long)]
     json: bool,
@@ -16,8 +21,10 @@ pub struct Args {
 pub fn run(args: &Args) -> anyhow::Result<u8> {
     if args.json {
         println!("{}", serde_json::to_string(&facts())?);
-    } else {
+    } else if args.verbose {
         println!("lcx {}", long_version());
+    } else {
+        println!("lcx {}", env!("CARGO_PKG_VERSION"));
     }
     Ok(0)
 }
@@ -42,7 +49,7 @@ fn facts() -> TorchFacts {
 }
 
 /// "0.1.0 (torch 2.11.0+cu130, CUDA available: no)".
-pub fn long_version() -> String {
+fn long_version() -> String {
     let facts = facts();
     let cuda = if facts.cuda_available {
         format!("yes, {} device(s)", facts.cuda_devices)

@@ -848,20 +848,24 @@ fn install_lcx(
             std::fs::copy(&from, &to).map_err(io(format!("copying {}", from.display())))?;
         }
     }
-    let version = Command::new(bin.join("lcx"))
-        .arg("--version")
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .and_then(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .next()
-                .map(|l| l.trim().to_string())
-        });
-    Ok(version)
+    // The torch version belongs in the provenance: `version --verbose` says
+    // it; revisions from before that flag say it in `--version`.
+    let ask = |args: &[&str]| {
+        Command::new(bin.join("lcx"))
+            .args(args)
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .and_then(|o| {
+                String::from_utf8_lossy(&o.stdout)
+                    .lines()
+                    .next()
+                    .map(|l| l.trim().to_string())
+            })
+    };
+    Ok(ask(&["version", "--verbose"]).or_else(|| ask(&["--version"])))
 }
 
 /// Puts the working tree's uncommitted changes into the checkout.
