@@ -8,6 +8,7 @@
 )]
 
 mod architecture;
+mod bench_scripts;
 mod binaries;
 mod config;
 mod faults;

@@ -1,0 +1,57 @@
+//! The benchmark scripts at toy sizes, so that the scripts behind the
+//! README's figures cannot rot between the runs that produce them. Their
+//! timings are not looked at: only that every row came out.
+
+use std::path::Path;
+use std::process::Command;
+
+fn script(name: &str, args: &[&str]) -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut cmd = Command::new("bash");
+    cmd.arg(root.join("scripts").join(name))
+        .args(args)
+        .env_remove("LCX_DB");
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{name}: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+#[test]
+fn the_scaling_script_measures_every_row() {
+    let table = script("bench-scaling.sh", &["--quick", env!("CARGO_BIN_EXE_lcx")]);
+    for row in [
+        "| start-up | `lcx --version` | ",
+        "| start-up | `lcx --help` | ",
+        "| per cell | `lcx run` of one cell printing one line | ",
+        "| per cell | each further cell (5 cells: ",
+        "| per line | ingesting 20000 lines of two metrics | ",
+        "| report | `lcx report` over 100000 rows | ",
+        "| trainer | traversal with 1 worker(s), 2 traversals per player | ",
+        "| trainer | traversal with 2 worker(s), 2 traversals per player | ",
+        "| trainer | training at batch 16 (256 rows per network) | ",
+        "| trainer | training at batch 64 (256 rows per network) | ",
+    ] {
+        assert!(table.contains(row), "no `{row}` in\n{table}");
+    }
+    assert!(
+        table.contains(" GFLOP/s, ") && table.contains(" nodes/s |"),
+        "{table}"
+    );
+}
+
+#[test]
+fn the_publish_benchmark_publishes_three_times() {
+    let table = script("bench-publish.sh", &["10", env!("CARGO_BIN_EXE_lcx")]);
+    assert!(table.contains("generated 10 experiments"), "{table}");
+    assert!(
+        table.contains("| again, nothing changed | ")
+            && table.contains(" 0 file(s) written, 30 page(s) unchanged"),
+        "{table}"
+    );
+    assert!(table.contains("| after one more experiment | "), "{table}");
+}
