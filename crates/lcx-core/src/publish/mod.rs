@@ -214,7 +214,7 @@ pub fn publish(store: &Store, dir: &Path) -> Result<Published, PublishError> {
         }
         let row = IndexRow::of(
             &report,
-            revision(e),
+            history::commit_label(e),
             history::fingerprint_summary(&e.fingerprint),
         );
         let previous_report = match (previous, last_report.remove(&e.name)) {
@@ -388,14 +388,6 @@ fn experiment_signature(
     ])
     .to_string();
     crate::experiment::plan::sha256_hex(text.as_bytes())
-}
-
-fn revision(e: &Experiment) -> String {
-    match (&e.git_commit, e.git_dirty) {
-        (Some(c), Some(true)) => format!("{}+dirty", c.chars().take(10).collect::<String>()),
-        (Some(c), _) => c.chars().take(10).collect(),
-        (None, _) => "—".into(),
-    }
 }
 
 /// `h/<name>--<arm>--<metric>-<hash>.html`: readable, and distinct for

@@ -326,11 +326,7 @@ pub fn history_rows(
                 experiment_id: e.id,
                 date: e.created_at.get(..10).unwrap_or(&e.created_at).to_string(),
                 arm: arm.to_string(),
-                commit: match (&e.git_commit, e.git_dirty) {
-                    (Some(c), Some(true)) => format!("{}+dirty", short(c)),
-                    (Some(c), _) => short(c),
-                    (None, _) => "—".into(),
-                },
+                commit: commit_label(e),
                 fingerprint: fingerprint_summary(&e.fingerprint),
                 runs: counted.len(),
                 summary,
@@ -376,6 +372,16 @@ pub fn history_rows(
 
 fn short(commit: &str) -> String {
     commit.chars().take(10).collect()
+}
+
+/// An experiment's commit as history and the published index show it:
+/// ten characters, `+dirty` for a dirty tree, `—` when none was recorded.
+pub(crate) fn commit_label(e: &Experiment) -> String {
+    match (&e.git_commit, e.git_dirty) {
+        (Some(c), Some(true)) => format!("{}+dirty", short(c)),
+        (Some(c), _) => short(c),
+        (None, _) => "—".into(),
+    }
 }
 
 /// The mark of a step: only the step rule marks a change, never one

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use super::cell::{unstarted, CellInfo, Event, Reporter};
 use super::RunnerError;
 use crate::experiment::plan::Plan;
 use crate::store::{
@@ -131,6 +132,26 @@ pub(crate) fn finish_cell(
         store.set_run_warmup(run_id, warmup as i64)?;
     }
     Ok(())
+}
+
+/// Records the end of a cell whose process never started (the executor
+/// refused it, its setup or prepare failed) and reports it; returns the
+/// outcome recorded.
+pub(crate) fn finish_unstarted(
+    store: &mut Store,
+    reporter: &mut dyn Reporter,
+    info: &CellInfo,
+    error: String,
+    wall_seconds: f64,
+) -> Result<RunOutcome, StoreError> {
+    let outcome = unstarted(error, wall_seconds);
+    store.finish_run(info.run_id, &outcome)?;
+    reporter.report(&Event::CellFinished {
+        cell: info,
+        outcome: &outcome,
+        lines: 0,
+    });
+    Ok(outcome)
 }
 
 #[cfg(test)]

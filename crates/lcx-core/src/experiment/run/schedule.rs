@@ -7,15 +7,14 @@
 use std::time::{Duration, Instant};
 
 use super::cell::{
-    cell_program, outcome, summary, train_dir, unstarted, Cell, CellInfo, Ending, Event, Reporter,
-    Summary,
+    cell_program, outcome, summary, train_dir, Cell, CellInfo, Ending, Event, Reporter, Summary,
 };
 use super::executor::Adopt;
 use super::executor::{Executor, Launched, Place};
 use super::hooks::ArmHooks;
 use super::ingest::{ingest, CellClock, Ingested, STDOUT_GRACE};
 use super::placement::Pinning;
-use super::record::finish_cell;
+use super::record::{finish_cell, finish_unstarted};
 use super::slurm::{adoptable, end_adopted, Slurm};
 use super::watch::{self, HostWatch};
 use super::{RunnerError, RunnerOptions};
@@ -181,13 +180,7 @@ pub fn run(
             }
             info.attempt = store.start_run(run.id)?;
             reporter.report(&Event::CellStarted { cell: &info });
-            let outcome = unstarted(why, 0.0);
-            store.finish_run(run.id, &outcome)?;
-            reporter.report(&Event::CellFinished {
-                cell: &info,
-                outcome: &outcome,
-                lines: 0,
-            });
+            finish_unstarted(store, reporter, &info, why, 0.0)?;
             failed_fast |= options.fail_fast;
             continue;
         }
@@ -503,14 +496,8 @@ fn run_cell(
     let launched = match launched {
         Ok(launched) => launched,
         Err(error) => {
-            let outcome = unstarted(error, started.elapsed().as_secs_f64());
-            store.finish_run(info.run_id, &outcome)?;
-            reporter.report(&Event::CellFinished {
-                cell: info,
-                outcome: &outcome,
-                lines: 0,
-            });
-            return Ok(outcome);
+            let wall = started.elapsed().as_secs_f64();
+            return Ok(finish_unstarted(store, reporter, info, error, wall)?);
         }
     };
     store.set_run_placement(

@@ -12,12 +12,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::cell::{
-    cell_program, count, process_env, train_dir, unstarted, Cell, CellInfo, End, Event, Reporter,
-    Summary,
+    cell_program, count, process_env, train_dir, Cell, CellInfo, End, Event, Reporter, Summary,
 };
 use super::executor::{Adopt, Executor, Launched, Msg, Place, StderrSource, CHANNEL_LINES};
 use super::output;
 use super::placement::Pinning;
+use super::record::finish_unstarted;
 use super::{RunnerError, RunnerOptions};
 use crate::experiment::plan::{Plan, Requirement, SlurmOptions};
 use crate::experiment::slurm as client;
@@ -226,13 +226,7 @@ impl<'a> Slurm<'a> {
                     }
                 }
                 Err(error) => {
-                    let outcome = unstarted(error, 0.0);
-                    store.finish_run(run.id, &outcome)?;
-                    reporter.report(&Event::CellFinished {
-                        cell: &info,
-                        outcome: &outcome,
-                        lines: 0,
-                    });
+                    finish_unstarted(store, reporter, &info, error, 0.0)?;
                 }
             }
         }
