@@ -4,6 +4,8 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+use lcx_core::report::render::csv_field as csv;
+
 use crate::args::DbArgs;
 use crate::report::{open_db, user_or_not};
 
@@ -89,14 +91,5 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         Some(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
         Some(e) => Err(anyhow::Error::new(e).context("writing the export")),
         None => Ok(0),
-    }
-}
-
-/// A CSV field: quoted when it holds a comma, quote or line break.
-fn csv(text: &str) -> String {
-    if text.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", text.replace('"', "\"\""))
-    } else {
-        text.to_string()
     }
 }
