@@ -58,6 +58,22 @@ fn publish_writes_a_site_and_a_second_one_only_what_changed() {
         "{again}"
     );
 
+    // The previous run changed (as a resume changes it: a value, its
+    // finish): the next run's page diffs against it, so it is rebuilt too.
+    let before = std::fs::read_to_string(site.join("e/2.html")).unwrap();
+    {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute_batch(
+            "UPDATE metrics SET value = value * 10 WHERE run_id IN
+               (SELECT id FROM runs WHERE experiment_id = 1 AND arm = 'a');
+             UPDATE experiments SET finished_at = '2030-01-01T00:00:00.000Z' WHERE id = 1;",
+        )
+        .unwrap();
+    }
+    succeed(lcx().arg("publish").arg(&site).arg("--db").arg(&db));
+    let after_resume = std::fs::read_to_string(site.join("e/2.html")).unwrap();
+    assert_ne!(after_resume, before, "the next run's diff was left stale");
+
     // A removed experiment's pages go; the other's page changes (no next).
     succeed(lcx().args(["rm", "2", "--db"]).arg(&db));
     let after = succeed(lcx().arg("publish").arg(&site).arg("--db").arg(&db));

@@ -188,7 +188,12 @@ pub fn publish(store: &Store, dir: &Path) -> Result<Published, PublishError> {
         let runs = store.runs(e.id)?;
         let (previous, next) = neighbours(e);
         let status = statuses.get(&e.id).cloned().unwrap_or_default();
-        let signature = experiment_signature(e, &status, &runs, previous, next);
+        // The previous run's own signature, not only its id: its page's
+        // content (a resumed run, say) is this page's diff.
+        let previous_signature = previous
+            .and_then(|p| new.experiments.get(&p))
+            .map(|p| p.signature.clone());
+        let signature = experiment_signature(e, &status, &runs, previous, previous_signature, next);
         let page = format!("e/{}.html", e.id);
         if let Some(entry) = old
             .experiments
@@ -358,6 +363,7 @@ fn experiment_signature(
     status: &str,
     runs: &[Run],
     previous: Option<i64>,
+    previous_signature: Option<String>,
     next: Option<i64>,
 ) -> String {
     let cells: Vec<_> = runs
@@ -383,6 +389,7 @@ fn experiment_signature(
         e.finished_at,
         e.file_sha256,
         previous,
+        previous_signature,
         next,
         cells
     ])

@@ -81,13 +81,50 @@ impl<'a> Panels<'a> {
     }
 }
 
+/// How the kernel finds the left operand `A` (`rows × k`, the reduction
+/// index second) in the slice it is given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Left {
+    /// Row-major: `A[r][i]` at `r·k + i`.
+    Rows,
+    /// `A` in row panels (see [`to_row_panels`]: strips of 16 columns, one
+    /// after the other): `A[r][i]` at `((i / 16)·rows + r)·16 + i % 16`.
+    /// Training's input-gradient GEMM reads the gradient `g` so, as the
+    /// GEMM before it wrote it.
+    Strips,
+    /// `Aᵀ` in row panels: `A[r][i]` at `((r / 16)·k + i)·16 + r % 16`.
+    /// Training's weight-gradient GEMM reads `gᵀ` so: the same buffer as
+    /// [`Left::Strips`] reads `g` from, with no transpose in between (one
+    /// used to take about 6 % of a step at batch 1,024).
+    StripsT,
+}
+
 /// The layout of `Layer::pack_rows(rows, cols, m)`'s panels: the row-major
 /// `rows × cols` `m` cut into strips of 16 columns (zero-padded), one
 /// after the other.
 pub(super) fn to_row_panels(m: &[f32], rows: usize, cols: usize) -> Vec<f32> {
-    let mut layer = Layer::default();
-    layer.pack_rows(rows, cols, m);
-    layer.panels
+    let mut panels = vec![0.0; cols.div_ceil(PANEL) * PANEL * rows];
+    pack_row_panels(m, rows, cols, &mut panels);
+    panels
+}
+
+/// Writes [`to_row_panels`]`(m, rows, cols)` into `dst` (already that
+/// long), padding columns included.
+pub(super) fn pack_row_panels(m: &[f32], rows: usize, cols: usize, dst: &mut [f32]) {
+    assert!(m.len() == rows * cols && dst.len() == cols.div_ceil(PANEL) * PANEL * rows);
+    for (p, panel) in dst.chunks_exact_mut(rows * PANEL).enumerate() {
+        let (c0, c1) = (p * PANEL, ((p + 1) * PANEL).min(cols));
+        for (d, row) in panel.chunks_exact_mut(PANEL).zip(m.chunks_exact(cols)) {
+            match <&[f32; PANEL]>::try_from(&row[c0..c1]) {
+                // A fixed-size copy: two vector moves, not a memcpy call.
+                Ok(full) => d.copy_from_slice(full),
+                Err(_) => {
+                    d[..c1 - c0].copy_from_slice(&row[c0..c1]);
+                    d[c1 - c0..].fill(0.0);
+                }
+            }
+        }
+    }
 }
 
 /// The inverse of [`to_row_panels`] (padding dropped).
@@ -104,7 +141,12 @@ pub(super) fn from_row_panels(panels: &[f32], rows: usize, cols: usize) -> Vec<f
 }
 
 impl Layer {
-    fn view(&self) -> Panels<'_> {
+    /// The packed operand, in the layout the field's comment gives.
+    pub(super) fn panels(&self) -> &[f32] {
+        &self.panels
+    }
+
+    pub(super) fn view(&self) -> Panels<'_> {
         Panels {
             inputs: self.inputs,
             outputs: self.outputs,
@@ -175,19 +217,8 @@ impl Layer {
     /// Packs `P = m` for a row-major `[inputs][outputs]` `m` (reduction
     /// index first) with a zero bias, reusing the buffers.
     pub(super) fn pack_rows(&mut self, inputs: usize, outputs: usize, m: &[f32]) {
-        assert_eq!(m.len(), inputs * outputs);
         self.reset(inputs, outputs);
-        for p in 0..outputs.div_ceil(PANEL) {
-            let (c0, c1) = (p * PANEL, ((p + 1) * PANEL).min(outputs));
-            let panel = &mut self.panels[p * inputs * PANEL..(p + 1) * inputs * PANEL];
-            for (dst, row) in panel.chunks_exact_mut(PANEL).zip(m.chunks_exact(outputs)) {
-                match <&[f32; PANEL]>::try_from(&row[c0..c1]) {
-                    // A fixed-size copy: two vector moves, not a memcpy call.
-                    Ok(full) => dst.copy_from_slice(full),
-                    Err(_) => dst[..c1 - c0].copy_from_slice(&row[c0..c1]),
-                }
-            }
-        }
+        pack_row_panels(m, inputs, outputs, &mut self.panels);
         self.bias.fill(0.0);
     }
 
@@ -463,29 +494,28 @@ impl NativeMlp {
 
 /// `y = x P + b` (then ReLU) for `rows` rows, in the calling thread.
 pub(super) fn dense(layer: &Layer, x: &[f32], rows: usize, y: &mut [f32], relu: bool) {
-    dense_threads_packed(layer, x, rows, y, None, relu, 1)
+    dense_general(
+        layer.view(),
+        Left::Rows,
+        x,
+        rows,
+        Some(y),
+        Extras::default(),
+        relu,
+        1,
+    )
 }
 
 /// [`dense`] with the panels (groups of 16 output columns) shared out over
-/// `threads` tasks on the current rayon pool. Every output element is
-/// computed exactly as by [`dense`], so the result is the same to the bit.
-pub(super) fn dense_threads(
-    layer: Panels<'_>,
-    x: &[f32],
-    rows: usize,
-    y: &mut [f32],
-    relu: bool,
-    threads: usize,
-) {
-    dense_general(layer, x, rows, Some(y), None, None, relu, threads)
-}
-
-/// [`dense_threads`] that also writes its output, packed, into `packed`:
+/// `threads` tasks on the current rayon pool, which also writes its output,
+/// packed, into `packed`:
 /// the panels a [`Layer`] of `rows` inputs and `layer.outputs` outputs
 /// would hold after `pack_rows(rows, outputs, y)` (set up with
 /// [`Layer::prepare_rows`]). Training's weight-gradient GEMM reads a
 /// layer's input in that form; the micro-kernel stores it from the same
-/// registers, instead of a second pass copying it out of `y`.
+/// registers, instead of a second pass copying it out of `y`. Every output
+/// element is computed exactly as by [`dense`], so the result is the same
+/// to the bit.
 pub(super) fn dense_threads_packed(
     layer: &Layer,
     x: &[f32],
@@ -499,37 +529,69 @@ pub(super) fn dense_threads_packed(
         assert!(p.inputs == rows && p.outputs == layer.outputs);
         &mut p.panels[..]
     });
-    dense_general(layer.view(), x, rows, Some(y), packed, None, relu, threads)
-}
-
-/// `x P + b` (no ReLU) written only in row panels (see
-/// [`to_row_panels`]: `packed` holds `rows × 16` floats per panel of
-/// `layer`), adding up the squares of what it writes: `sums[p]` becomes
-/// Σ y² over panel `p`, padding included, taken from the kernel's
-/// registers as the values are stored. Training's weight-gradient GEMMs
-/// use it: their output is the gradient in the layout the weights are
-/// kept in, and the sums give the gradient norm, which otherwise needed a
-/// pass of its own over every gradient. Each panel's sum runs in a fixed
-/// order (row blocks in turn), so it does not depend on `threads`.
-pub(super) fn dense_threads_sum_squares(
-    layer: &Layer,
-    x: &[f32],
-    rows: usize,
-    packed: &mut [f32],
-    sums: &mut [f64],
-    threads: usize,
-) {
-    sums.fill(0.0);
+    let extras = Extras {
+        packed,
+        ..Extras::default()
+    };
     dense_general(
         layer.view(),
+        Left::Rows,
         x,
         rows,
-        None,
-        Some(packed),
-        Some(sums),
-        false,
+        Some(y),
+        extras,
+        relu,
         threads,
     )
+}
+
+/// What the kernel writes besides (or instead of) the row-major output,
+/// each `None` when not wanted. Every slice is per panel of the layer, in
+/// the panels' order, so tasks that share the panels out write disjoint
+/// parts.
+#[derive(Default)]
+pub(super) struct Extras<'a> {
+    /// The output in row panels (see [`to_row_panels`]): `rows × 16`
+    /// floats per panel.
+    pub packed: Option<&'a mut [f32]>,
+    /// One f64 per panel: Σ y² over the panel's outputs, padding included,
+    /// taken from the kernel's registers as the values are stored.
+    pub squares: Option<&'a mut [f64]>,
+    /// A ReLU's output in `packed`'s layout: each output is zeroed where
+    /// the unit was off (its value here not positive; NaN counts as on)
+    /// before it is stored or summed. Training's input gradient passes
+    /// through the layer below's ReLU so, in the same registers, rather
+    /// than in a pass of its own.
+    pub mask: Option<&'a [f32]>,
+    /// 16 floats per panel: each column's outputs added up in row order
+    /// (in f32, onto what is there): the bias gradient of the layer below,
+    /// which otherwise took another pass over the input gradient.
+    pub column_sums: Option<&'a mut [f32]>,
+}
+
+/// `A P + b` (no ReLU) for the `rows × layer.inputs` `A` that `x` holds
+/// in the layout `left`, written only in row panels (`extras.packed`, which
+/// must be set), with the other [`Extras`] asked for. Training's backward
+/// GEMMs use it: the weight gradient comes out in the layout the weights
+/// are kept in, with the squares for the gradient norm (which otherwise
+/// needed a pass of its own over every gradient), and the input gradient
+/// comes out masked by the ReLU below, in the layout both GEMMs of the
+/// layer below read, with its column sums for that layer's bias gradient.
+/// Each panel's sums run in a fixed order (row blocks in turn), so they do
+/// not depend on `threads`.
+pub(super) fn dense_into_panels(
+    layer: Panels<'_>,
+    left: Left,
+    x: &[f32],
+    rows: usize,
+    extras: Extras<'_>,
+    threads: usize,
+) {
+    assert!(
+        extras.packed.is_some(),
+        "dense_into_panels writes packed outputs"
+    );
+    dense_general(layer, left, x, rows, None, extras, false, threads)
 }
 
 #[expect(
@@ -538,15 +600,23 @@ pub(super) fn dense_threads_sum_squares(
 )]
 fn dense_general(
     layer: Panels<'_>,
+    left: Left,
     x: &[f32],
     rows: usize,
     y: Option<&mut [f32]>,
-    packed: Option<&mut [f32]>,
-    sums: Option<&mut [f64]>,
+    extras: Extras<'_>,
     relu: bool,
     threads: usize,
 ) {
-    assert_eq!(x.len(), rows * layer.inputs);
+    let k = layer.inputs;
+    assert_eq!(
+        x.len(),
+        match left {
+            Left::Rows => rows * k,
+            Left::Strips => k.div_ceil(PANEL) * PANEL * rows,
+            Left::StripsT => rows.div_ceil(PANEL) * PANEL * k,
+        }
+    );
     // The AVX2 code below must never run on a CPU without it; the check is
     // a cached flag.
     assert!(supported(), "lcx's kernel needs AVX2 and FMA");
@@ -558,30 +628,52 @@ fn dense_general(
         }
         None => std::ptr::null_mut(),
     };
-    let packed = match packed {
+    let packed = match extras.packed {
         Some(p) => {
             assert_eq!(p.len(), panels * rows * PANEL);
             p.as_mut_ptr()
         }
         None => std::ptr::null_mut(),
     };
-    let sums = match sums {
+    let sums = match extras.squares {
         Some(s) => {
             assert_eq!(s.len(), panels);
+            s.fill(0.0);
             s.as_mut_ptr()
+        }
+        None => std::ptr::null_mut(),
+    };
+    let mask = match extras.mask {
+        Some(m) => {
+            assert_eq!(m.len(), panels * rows * PANEL);
+            m.as_ptr()
+        }
+        None => std::ptr::null(),
+    };
+    let column_sums = match extras.column_sums {
+        Some(c) => {
+            assert_eq!(c.len(), panels * PANEL);
+            c.as_mut_ptr()
         }
         None => std::ptr::null_mut(),
     };
     #[cfg(target_arch = "x86_64")]
     {
-        let out = Out { y, packed, sums };
+        let out = Out {
+            y,
+            packed,
+            sums,
+            mask,
+            column_sums,
+        };
         let layer = &layer;
         if threads <= 1 || panels < 2 {
             // SAFETY: AVX2 and FMA were checked above, as were the slice
             // lengths: `y` (when not null) holds `rows × outputs` floats,
-            // `packed` (when not null) `rows × 16` per panel, and `sums`
-            // (when not null) one f64 per panel.
-            unsafe { dense_avx2(layer, x, rows, &out, relu, 0..panels) };
+            // `packed` and `mask` (when not null) `rows × 16` per panel,
+            // `sums` (when not null) one f64 per panel and `column_sums`
+            // (when not null) 16 floats per panel.
+            unsafe { dense_avx2(layer, left, x, rows, &out, relu, 0..panels) };
             return;
         }
         let tasks = threads.min(panels);
@@ -592,7 +684,7 @@ fn dense_general(
                 s.spawn(move |_| {
                     // SAFETY: as above; the tasks' panel ranges are
                     // disjoint, so no two write the same element or sum.
-                    unsafe { dense_avx2(layer, x, rows, out, relu, range) }
+                    unsafe { dense_avx2(layer, left, x, rows, out, relu, range) }
                 });
             }
         });
@@ -603,8 +695,13 @@ fn dense_general(
     {
         let _ = (threads, panels);
         assert!(
-            !y.is_null() && packed.is_null() && sums.is_null(),
-            "packed outputs and sums need the AVX2 kernel"
+            !y.is_null()
+                && packed.is_null()
+                && sums.is_null()
+                && mask.is_null()
+                && column_sums.is_null()
+                && left == Left::Rows,
+            "packed operands, packed outputs and sums need the AVX2 kernel"
         );
         // SAFETY: `y` came from a slice of this length just above.
         let y = unsafe { std::slice::from_raw_parts_mut(y, rows * layer.outputs) };
@@ -613,17 +710,18 @@ fn dense_general(
 }
 
 /// Where [`dense_avx2`] writes, each pointer null when not wanted: the
-/// row-major output, the same values in panel order (see
-/// [`dense_threads_packed`]) and one sum of squares per panel (see
-/// [`dense_threads_sum_squares`]).
+/// row-major output and the [`Extras`].
 #[cfg(target_arch = "x86_64")]
 struct Out {
     y: *mut f32,
     packed: *mut f32,
     sums: *mut f64,
+    mask: *const f32,
+    column_sums: *mut f32,
 }
 
-// SAFETY: tasks sharing an `Out` write disjoint panels' columns and sums.
+// SAFETY: tasks sharing an `Out` write disjoint panels' columns and sums,
+// and only read `mask`.
 #[cfg(target_arch = "x86_64")]
 unsafe impl Sync for Out {}
 
@@ -662,7 +760,9 @@ fn row_blocks(rows: usize) -> impl Iterator<Item = (usize, usize)> {
 }
 
 /// # Safety
-/// The CPU must support AVX2 and FMA; `x.len() == rows · layer.inputs`,
+/// The CPU must support AVX2 and FMA; `x` holds the `rows × layer.inputs`
+/// left operand in the layout `left` (its length checked by
+/// [`dense_general`]),
 /// `out.y` is null or points at `rows · layer.outputs` writable floats,
 /// `out.packed` is null or points at `rows · 16` floats per panel,
 /// `out.sums` is null or points at one f64 per panel, and `panels` lies
@@ -671,6 +771,7 @@ fn row_blocks(rows: usize) -> impl Iterator<Item = (usize, usize)> {
 #[target_feature(enable = "avx2,fma")]
 unsafe fn dense_avx2(
     layer: &Panels<'_>,
+    left: Left,
     x: &[f32],
     rows: usize,
     out: &Out,
@@ -678,6 +779,18 @@ unsafe fn dense_avx2(
     panels: std::ops::Range<usize>,
 ) {
     let (k, n) = (layer.inputs, layer.outputs);
+    // Where row `r`'s first k step is, and how the k steps run: `KS`
+    // floats apart in runs of `run`, and `jump` floats from one run's
+    // start to the next's.
+    let (run, jump) = match left {
+        Left::Rows | Left::StripsT => (k.max(1), 0),
+        Left::Strips => (PANEL, rows * PANEL),
+    };
+    let row_start = |r: usize| match left {
+        Left::Rows => r * k,
+        Left::Strips => r * PANEL,
+        Left::StripsT => (r / PANEL * k) * PANEL + r % PANEL,
+    };
     // Rows go in chunks small enough for their inputs to stay in L2 while
     // every panel passes over them: a batch of 256 rows of 512 floats is
     // all of this CPU's 512 KB L2, and walking each panel over all of it
@@ -692,23 +805,42 @@ unsafe fn dense_avx2(
                 let start = chunk + start;
                 let t = Tile {
                     k,
-                    x: x.as_ptr().add(start * k),
+                    a: std::array::from_fn(|r| x.as_ptr().add(row_start(start + r.min(len - 1)))),
+                    run,
+                    jump,
                     panel,
                     bias,
                     y: offset(out.y, start * n + p * PANEL),
                     ldy: n,
                     packed: offset(out.packed, (p * rows + start) * PANEL),
                     sum: offset(out.sums, p),
+                    mask: if out.mask.is_null() {
+                        out.mask
+                    } else {
+                        out.mask.add((p * rows + start) * PANEL)
+                    },
+                    column_sums: offset(out.column_sums, p * PANEL),
                     cols,
                     relu,
                 };
-                match len {
-                    1 => micro::<1>(&t),
-                    2 => micro::<2>(&t),
-                    3 => micro::<3>(&t),
-                    4 => micro::<4>(&t),
-                    5 => micro::<5>(&t),
-                    _ => micro::<6>(&t),
+                if left == Left::StripsT {
+                    match len {
+                        1 => micro::<1, PANEL>(&t),
+                        2 => micro::<2, PANEL>(&t),
+                        3 => micro::<3, PANEL>(&t),
+                        4 => micro::<4, PANEL>(&t),
+                        5 => micro::<5, PANEL>(&t),
+                        _ => micro::<6, PANEL>(&t),
+                    }
+                } else {
+                    match len {
+                        1 => micro::<1, 1>(&t),
+                        2 => micro::<2, 1>(&t),
+                        3 => micro::<3, 1>(&t),
+                        4 => micro::<4, 1>(&t),
+                        5 => micro::<5, 1>(&t),
+                        _ => micro::<6, 1>(&t),
+                    }
                 }
             }
         }
@@ -732,7 +864,14 @@ unsafe fn offset<T>(p: *mut T, count: usize) -> *mut T {
 #[cfg(target_arch = "x86_64")]
 struct Tile {
     k: usize,
-    x: *const f32,
+    /// Where each row's first k step is (only the first `MR` are read).
+    a: [*const f32; MAX_ROWS],
+    /// K steps in a run (consecutive ones `KS` floats apart) and floats
+    /// from one run's start to the next's: all K in one run for
+    /// [`Left::Rows`] and [`Left::StripsT`], runs of 16 for
+    /// [`Left::Strips`].
+    run: usize,
+    jump: usize,
     panel: *const f32,
     bias: *const f32,
     /// Null, or where the `MR` output rows go (stride `ldy`).
@@ -745,21 +884,29 @@ struct Tile {
     /// Null, or the panel's sum of squares, which the tile's outputs are
     /// added to (padding columns included: zero for finite inputs).
     sum: *mut f64,
+    /// Null, or the ReLU output that masks the `MR` rows, in `packed`'s
+    /// layout.
+    mask: *const f32,
+    /// Null, or the panel's 16 column sums, which the tile's rows are
+    /// added to in order.
+    column_sums: *mut f32,
     cols: usize,
     relu: bool,
 }
 
 /// # Safety
-/// AVX2 and FMA; `t.x` points at `MR` rows of `t.k` floats, `t.panel` at
-/// `t.k × 16` floats, `t.bias` at 16 floats, and `t.y` is null or points
-/// at `MR` rows (stride `t.ldy`) with `t.cols` writable floats each.
+/// AVX2 and FMA; each of `t.a`'s first `MR` pointers, walked as `t.run`
+/// and `t.jump` say with `KS` floats between k steps, reads `t.k` floats
+/// of its row; `t.panel` points at `t.k × 16` floats, `t.bias` at 16
+/// floats, and `t.y` is null or points at `MR` rows (stride `t.ldy`) with
+/// `t.cols` writable floats each.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 #[inline]
-unsafe fn micro<const MR: usize>(t: &Tile) {
+unsafe fn micro<const MR: usize, const KS: usize>(t: &Tile) {
     use std::arch::x86_64::*;
     let mut acc = [[_mm256_setzero_ps(); 2]; MR];
-    let rows: [*const f32; MR] = std::array::from_fn(|r| t.x.add(r * t.k));
+    let mut rows: [*const f32; MR] = std::array::from_fn(|r| t.a[r]);
     let mut w = t.panel;
     // One k step: two panel loads, MR broadcasts, 2·MR FMAs. Unrolled four
     // times so the loop's own instructions stay off the front end's path
@@ -770,30 +917,46 @@ unsafe fn micro<const MR: usize>(t: &Tile) {
             let w0 = _mm256_loadu_ps($w);
             let w1 = _mm256_loadu_ps($w.add(8));
             for (a, x) in acc.iter_mut().zip(rows) {
-                let xv = _mm256_broadcast_ss(&*x.add($i));
+                let xv = _mm256_broadcast_ss(&*x.add($i * KS));
                 a[0] = _mm256_fmadd_ps(xv, w0, a[0]);
                 a[1] = _mm256_fmadd_ps(xv, w1, a[1]);
             }
         }};
     }
-    let mut i = 0;
-    while i + 4 <= t.k {
-        step!(i, w);
-        step!(i + 1, w.add(PANEL));
-        step!(i + 2, w.add(2 * PANEL));
-        step!(i + 3, w.add(3 * PANEL));
-        w = w.add(4 * PANEL);
-        i += 4;
-    }
-    while i < t.k {
-        step!(i, w);
-        w = w.add(PANEL);
-        i += 1;
+    let mut done = 0;
+    while done < t.k {
+        let steps = t.run.min(t.k - done);
+        let mut i = 0;
+        while i + 4 <= steps {
+            step!(i, w);
+            step!(i + 1, w.add(PANEL));
+            step!(i + 2, w.add(2 * PANEL));
+            step!(i + 3, w.add(3 * PANEL));
+            w = w.add(4 * PANEL);
+            i += 4;
+        }
+        while i < steps {
+            step!(i, w);
+            w = w.add(PANEL);
+            i += 1;
+        }
+        done += steps;
+        if done < t.k {
+            rows = rows.map(|x| x.add(t.jump));
+        }
     }
     let b0 = _mm256_loadu_ps(t.bias);
     let b1 = _mm256_loadu_ps(t.bias.add(8));
     let zero = _mm256_setzero_ps();
     let mut squares = zero;
+    let (mut column0, mut column1) = if t.column_sums.is_null() {
+        (zero, zero)
+    } else {
+        (
+            _mm256_loadu_ps(t.column_sums),
+            _mm256_loadu_ps(t.column_sums.add(8)),
+        )
+    };
     for (r, a) in acc.iter().enumerate() {
         let mut v0 = _mm256_add_ps(a[0], b0);
         let mut v1 = _mm256_add_ps(a[1], b1);
@@ -804,6 +967,18 @@ unsafe fn micro<const MR: usize>(t: &Tile) {
             // the training step's non-finite check.
             v0 = _mm256_max_ps(zero, v0);
             v1 = _mm256_max_ps(zero, v1);
+        }
+        if !t.mask.is_null() {
+            // All ones where the unit was off (a ≤ 0; false for NaN).
+            let m = t.mask.add(r * PANEL);
+            let off0 = _mm256_cmp_ps::<_CMP_LE_OQ>(_mm256_loadu_ps(m), zero);
+            let off1 = _mm256_cmp_ps::<_CMP_LE_OQ>(_mm256_loadu_ps(m.add(8)), zero);
+            v0 = _mm256_andnot_ps(off0, v0);
+            v1 = _mm256_andnot_ps(off1, v1);
+        }
+        if !t.column_sums.is_null() {
+            column0 = _mm256_add_ps(column0, v0);
+            column1 = _mm256_add_ps(column1, v1);
         }
         if !t.packed.is_null() {
             _mm256_storeu_ps(t.packed.add(r * PANEL), v0);
@@ -828,6 +1003,10 @@ unsafe fn micro<const MR: usize>(t: &Tile) {
             _mm256_storeu_ps(tmp.as_mut_ptr().add(8), v1);
             std::ptr::copy_nonoverlapping(tmp.as_ptr(), dst, t.cols);
         }
+    }
+    if !t.column_sums.is_null() {
+        _mm256_storeu_ps(t.column_sums, column0);
+        _mm256_storeu_ps(t.column_sums.add(8), column1);
     }
     if !t.sum.is_null() {
         // At most 12 squares per lane in f32, then f64 from here on.
@@ -1001,7 +1180,12 @@ pub(crate) mod tests {
         for threads in [1, 3] {
             let mut packed = vec![f32::NAN; 3 * rows * PANEL];
             let mut sums = vec![f64::NAN; 3];
-            dense_threads_sum_squares(&layer, &x, rows, &mut packed, &mut sums, threads);
+            let extras = Extras {
+                packed: Some(&mut packed),
+                squares: Some(&mut sums),
+                ..Extras::default()
+            };
+            dense_into_panels(layer.view(), Left::Rows, &x, rows, extras, threads);
             let mut plain = vec![0.0f32; rows * outputs];
             dense(&layer, &x, rows, &mut plain, false);
             assert_eq!(packed, to_row_panels(&plain, rows, outputs));
@@ -1023,13 +1207,81 @@ pub(crate) mod tests {
                 assert_eq!(sums, sums_one_task);
             }
         }
+        // The left operand read from row panels, or from the row panels of
+        // its transpose, gives the same bits as read by rows: the same
+        // FMA chains in the same k order. 61 rows and 37 inputs leave
+        // partial strips on both sides.
+        let mut by_rows = vec![0.0f32; 3 * rows * PANEL];
+        let extras = Extras {
+            packed: Some(&mut by_rows),
+            ..Extras::default()
+        };
+        dense_into_panels(layer.view(), Left::Rows, &x, rows, extras, 1);
+        let strips = to_row_panels(&x, rows, inputs);
+        let mut xt = vec![0.0f32; rows * inputs];
+        transpose(&x, rows, inputs, &mut xt, rows);
+        let strips_t = to_row_panels(&xt, inputs, rows);
+        for threads in [1, 3] {
+            for (left, a) in [(Left::Strips, &strips), (Left::StripsT, &strips_t)] {
+                let mut got = vec![f32::NAN; 3 * rows * PANEL];
+                let extras = Extras {
+                    packed: Some(&mut got),
+                    ..Extras::default()
+                };
+                dense_into_panels(layer.view(), left, a, rows, extras, threads);
+                assert_eq!(got, by_rows, "{left:?}, {threads} threads");
+            }
+        }
+        // Masked by a ReLU's output (off where it is ≤ 0, on where it is
+        // NaN), with column sums added in row order onto what was there:
+        // the masked values, and the sums a loop over the rows gives, to
+        // the bit, on one task or several.
+        let relu_out: Vec<f32> = (0..3 * rows * PANEL)
+            .map(|i| match i % 7 {
+                0 => 0.0,
+                1 => -1.0,
+                2 => f32::NAN,
+                _ => 0.5,
+            })
+            .collect();
+        let want: Vec<f32> = by_rows
+            .iter()
+            .zip(&relu_out)
+            .map(|(&v, &a)| if a <= 0.0 { 0.0 } else { v })
+            .collect();
+        let mut want_sums = vec![0.25f32; 3 * PANEL];
+        for (p, strip) in want.chunks_exact(rows * PANEL).enumerate() {
+            for row in strip.chunks_exact(PANEL) {
+                for (s, &v) in want_sums[p * PANEL..(p + 1) * PANEL].iter_mut().zip(row) {
+                    *s += v;
+                }
+            }
+        }
+        for threads in [1, 3] {
+            let mut got = vec![f32::NAN; 3 * rows * PANEL];
+            let mut sums = vec![0.25f32; 3 * PANEL];
+            let extras = Extras {
+                packed: Some(&mut got),
+                mask: Some(&relu_out),
+                column_sums: Some(&mut sums),
+                ..Extras::default()
+            };
+            dense_into_panels(layer.view(), Left::Strips, &strips, rows, extras, threads);
+            assert_eq!(got, want, "{threads} threads");
+            assert_eq!(sums, want_sums, "{threads} threads");
+        }
         // An output whose square overflows f32 makes its panel's sum
         // infinite (training takes that as a non-finite gradient norm).
         let mut huge = x.clone();
         huge[3] = 1e30;
         let mut packed = vec![0.0f32; 3 * rows * PANEL];
         let mut sums = vec![0.0; 3];
-        dense_threads_sum_squares(&layer, &huge, rows, &mut packed, &mut sums, 1);
+        let extras = Extras {
+            packed: Some(&mut packed),
+            squares: Some(&mut sums),
+            ..Extras::default()
+        };
+        dense_into_panels(layer.view(), Left::Rows, &huge, rows, extras, 1);
         assert!(sums.iter().all(|s| s.is_infinite()), "{sums:?}");
         // Whole 16 × 16 tiles (the AVX2 path) and partial ones, into a
         // destination with and without padding between its rows.

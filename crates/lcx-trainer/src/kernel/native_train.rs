@@ -23,8 +23,8 @@
 use tch::{Device, Kind, Tensor};
 
 use crate::kernel::native::{
-    self, dense_threads, dense_threads_packed, dense_threads_sum_squares, from_row_panels,
-    tensor_values, to_row_panels, Layer, Panels, PANEL,
+    self, dense_into_panels, dense_threads_packed, from_row_panels, pack_row_panels, tensor_values,
+    to_row_panels, Extras, Layer, Left, Panels, PANEL,
 };
 use crate::nn::network::Activation;
 use crate::nn::optim::{NetTrainer, StepOutcome, Weighting};
@@ -132,11 +132,12 @@ pub struct NativeTrainer {
     acts: Vec<Vec<f32>>,
     grad: Vec<f32>,
     grad_next: Vec<f32>,
-    transposed: Vec<f32>,
     /// Σ g² over every weight gradient of the last backward pass, added up
     /// by the weight-gradient GEMMs as they store (one slot per panel).
     weight_squares: f64,
     panel_squares: Vec<f64>,
+    /// The input-gradient GEMM's column sums: the bias gradient below.
+    column_sums: Vec<f32>,
     /// Per layer, the packed operands of its forward (`Wᵀ` and the bias)
     /// and weight-gradient (the layer's input) GEMMs, kept apart so that
     /// each keeps its shape (and zero padding) across steps. The input
@@ -247,9 +248,9 @@ impl NativeTrainer {
             threads: threads.max(1),
             grad: Vec::new(),
             grad_next: Vec::new(),
-            transposed: Vec::new(),
             weight_squares: 0.0,
             panel_squares: Vec::new(),
+            column_sums: Vec::new(),
             zero_bias: vec![0.0; widest.div_ceil(PANEL) * PANEL],
         }))
     }
@@ -359,52 +360,77 @@ impl NativeTrainer {
     }
 
     /// Gradients of every parameter from `self.grad` (the loss's gradient
-    /// with respect to the logits).
+    /// with respect to the logits, row-major).
+    ///
+    /// The gradient flowing down is kept in row panels (see
+    /// [`native::to_row_panels`]), the one layout both GEMMs of a layer
+    /// read it in: the input gradient reads `g` from it ([`Left::Strips`])
+    /// and writes the next `g` in it, and the weight gradient reads `gᵀ`
+    /// from the same buffer ([`Left::StripsT`]), so no pass transposes it.
+    /// The input-gradient GEMM also applies the ReLU below and adds up the
+    /// bias gradient below as it stores.
     fn backward(&mut self, x: &[f32], rows: usize) {
         self.weight_squares = 0.0;
-        for l in (0..self.dims.len()).rev() {
-            let (inputs, outputs) = self.dims[l];
-            let input = if l == 0 { x } else { &self.acts[l - 1][..] };
-            let g = &self.grad;
-            // Bias: the column sums of g.
-            let gb = &mut self.biases[l].grad;
-            gb.fill(0.0);
-            for row in g.chunks_exact(outputs) {
-                for (s, &v) in gb.iter_mut().zip(row) {
+        let top = self.dims.len() - 1;
+        let last = self.dims[top].1;
+        self.grad_next
+            .resize(last.div_ceil(PANEL) * PANEL * rows, 0.0);
+        pack_row_panels(&self.grad, rows, last, &mut self.grad_next);
+        std::mem::swap(&mut self.grad, &mut self.grad_next);
+        // The top layer's bias gradient: the column sums of the loss
+        // gradient, a strip at a time, rows in order.
+        let gb = &mut self.biases[top].grad;
+        gb.fill(0.0);
+        for (s, strip) in self.grad.chunks_exact(rows * PANEL).enumerate() {
+            let sums = &mut gb[s * PANEL..((s + 1) * PANEL).min(last)];
+            for row in strip.chunks_exact(PANEL) {
+                for (s, &v) in sums.iter_mut().zip(row) {
                     *s += v;
                 }
             }
+        }
+        for l in (0..self.dims.len()).rev() {
+            let (inputs, outputs) = self.dims[l];
+            let g = &self.grad;
             // Weight: gᵀ (outputs × rows) times the layer's input (rows ×
-            // inputs); the micro-kernel reads its left operand by rows, and
-            // writes the gradient in the weights' row panels.
-            self.transposed.resize(outputs * rows, 0.0);
-            native::transpose(g, rows, outputs, &mut self.transposed, rows);
+            // inputs), written in the weights' row panels.
             let [_, dw] = &mut self.packs[l];
             if l == 0 {
                 // The batch itself; deeper layers' inputs were packed by the
                 // forward.
-                dw.pack_rows(rows, inputs, input);
+                dw.pack_rows(rows, inputs, x);
             }
             self.panel_squares.resize(inputs.div_ceil(PANEL), 0.0);
-            dense_threads_sum_squares(
-                dw,
-                &self.transposed,
-                outputs,
-                &mut self.weights[l].grad,
-                &mut self.panel_squares,
-                self.threads,
-            );
+            let extras = Extras {
+                packed: Some(&mut self.weights[l].grad),
+                squares: Some(&mut self.panel_squares),
+                ..Extras::default()
+            };
+            dense_into_panels(dw.view(), Left::StripsT, g, outputs, extras, self.threads);
             self.weight_squares += self.panel_squares.iter().sum::<f64>();
             if l == 0 {
                 break;
             }
-            // Input: g W (rows × inputs), through the previous ReLU (its
-            // output is zero exactly where the unit was off). `W` is kept
-            // in the kernel's packed form already.
-            self.grad_next.resize(rows * inputs, 0.0);
+            // Input: g W (rows × inputs), through the ReLU below (its
+            // output, which the forward kept in row panels for this
+            // layer's weight gradient, is zero exactly where the unit was
+            // off), and the bias gradient below from the same registers.
+            // `W` is kept in the kernel's packed form already.
+            self.grad_next
+                .resize(inputs.div_ceil(PANEL) * PANEL * rows, 0.0);
+            self.column_sums.clear();
+            self.column_sums.resize(inputs.div_ceil(PANEL) * PANEL, 0.0);
             let w = Panels::new(outputs, inputs, &self.weights[l].value, &self.zero_bias);
-            dense_threads(w, g, rows, &mut self.grad_next, false, self.threads);
-            relu_backward(&mut self.grad_next, input);
+            let extras = Extras {
+                packed: Some(&mut self.grad_next),
+                mask: Some(self.packs[l][1].panels()),
+                column_sums: Some(&mut self.column_sums),
+                ..Extras::default()
+            };
+            dense_into_panels(w, Left::Strips, g, rows, extras, self.threads);
+            self.biases[l - 1]
+                .grad
+                .copy_from_slice(&self.column_sums[..inputs]);
             std::mem::swap(&mut self.grad, &mut self.grad_next);
         }
     }
@@ -574,52 +600,6 @@ unsafe fn adamw_avx2<const SCALED: bool>(c: &AdamCoefs, scale: f32, b: Block<'_>
     adamw_slices::<SCALED>(c, scale, b)
 }
 
-/// Zeroes `d` wherever the ReLU's output `a` is not positive (the unit was
-/// off), on AVX2 where there is one.
-fn relu_backward(d: &mut [f32], a: &[f32]) {
-    assert_eq!(d.len(), a.len());
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a `NativeTrainer` exists only where `native::supported()`
-    // found AVX2 (see `load`).
-    unsafe {
-        relu_backward_avx2(d, a)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    relu_backward_lanes(d, a)
-}
-
-#[inline(always)]
-fn relu_backward_lanes(d: &mut [f32], a: &[f32]) {
-    for (d, &a) in d.iter_mut().zip(a) {
-        // A select rather than a conditional store: it vectorises.
-        *d = if a <= 0.0 { 0.0 } else { *d };
-    }
-}
-
-/// [`relu_backward_lanes`] in AVX2 intrinsics: the pass runs on every
-/// hidden layer of every step. Written out because the compiler turns the
-/// select into a masked store (`vmaskmovps`), which is slow on AMD's
-/// cores: the pass took 2% of a training step that way against 1.3% in the
-/// baseline build's SSE code.
-///
-/// # Safety
-/// The CPU must support AVX2; `d` and `a` have the same length.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn relu_backward_avx2(d: &mut [f32], a: &[f32]) {
-    use std::arch::x86_64::*;
-    let n = d.len().min(a.len());
-    let body = n - n % 8;
-    let zero = _mm256_setzero_ps();
-    for i in (0..body).step_by(8) {
-        let dp = d.as_mut_ptr().add(i);
-        // All ones where a ≤ 0 (false for NaN, as in the scalar code).
-        let off = _mm256_cmp_ps::<_CMP_LE_OQ>(_mm256_loadu_ps(a.as_ptr().add(i)), zero);
-        _mm256_storeu_ps(dp, _mm256_andnot_ps(off, _mm256_loadu_ps(dp)));
-    }
-    relu_backward_lanes(&mut d[body..n], &a[body..n]);
-}
-
 /// `Σ v²`, added up in f64. Only the bias gradients (a few thousand
 /// values per step) come here: the weight gradients' squares are summed by
 /// their GEMMs (see [`NativeTrainer::backward`]).
@@ -776,21 +756,6 @@ mod tests {
                 (got - exact).abs() <= 1e-6 * exact.max(1.0),
                 "n = {n}: {got} vs {exact}"
             );
-        }
-    }
-
-    #[test]
-    fn relu_backward_zeroes_exactly_where_the_unit_was_off() {
-        if !crate::kernel::native::tests::kernel_here(
-            "relu_backward_zeroes_exactly_where_the_unit_was_off",
-        ) {
-            return;
-        }
-        let a: Vec<f32> = (0..37).map(|i| (i % 5) as f32 - 2.0).collect();
-        let mut d: Vec<f32> = (0..37).map(|i| i as f32 + 0.5).collect();
-        relu_backward(&mut d, &a);
-        for (i, (&d, &a)) in d.iter().zip(&a).enumerate() {
-            assert_eq!(d, if a > 0.0 { i as f32 + 0.5 } else { 0.0 }, "element {i}");
         }
     }
 

@@ -6,6 +6,7 @@
 pub mod checkpoint;
 pub mod eval;
 pub(crate) mod mirror;
+mod rotate;
 pub mod session;
 pub mod train;
 pub mod workers;

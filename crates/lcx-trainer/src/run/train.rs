@@ -158,6 +158,11 @@ impl Work {
     }
 }
 
+/// What [`Trainer::train_networks`] returns: the losses (adv0, adv1,
+/// strategy) and the seconds until the advantage networks and the strategy
+/// network were done.
+type Trained = ([Option<f64>; 3], f64, f64);
+
 /// What [`NetJob::run`] returns.
 #[derive(Debug, Clone, Copy)]
 struct NetResult {
@@ -176,6 +181,21 @@ struct NetResult {
     /// On a GPU: the seconds until the host had queued every step, before
     /// waiting for the device to finish them.
     queued_seconds: Option<f64>,
+}
+
+impl NetResult {
+    /// No step taken: an empty memory, or no update asked for.
+    fn untrained() -> Self {
+        NetResult {
+            loss: None,
+            last: None,
+            nonfinite: 0,
+            overflow: 0,
+            steps: 0,
+            rows: 0,
+            queued_seconds: None,
+        }
+    }
 }
 
 /// Bytes of the batches a GPU gathers (or is sent) at once: large enough
@@ -203,15 +223,7 @@ impl NetJob {
         t: u64,
     ) -> Result<NetResult, TrainError> {
         if mem.is_empty() || self.updates == 0 {
-            return Ok(NetResult {
-                loss: None,
-                last: None,
-                nonfinite: 0,
-                overflow: 0,
-                steps: 0,
-                rows: 0,
-                queued_seconds: None,
-            });
+            return Ok(NetResult::untrained());
         }
         if self.native {
             if let Some(native) = NativeTrainer::load(trainer, self.threads)? {
@@ -317,41 +329,94 @@ impl NetJob {
     /// with the state written back into `trainer`'s tensors at the end.
     fn run_native(
         &self,
-        mut native: NativeTrainer,
+        native: NativeTrainer,
         trainer: &mut NetTrainer,
         mem: &mut Reservoir,
         t: u64,
     ) -> Result<NetResult, TrainError> {
-        let loss = if self.advantage {
-            Loss::Advantage
-        } else {
-            Loss::Strategy
-        };
-        let mut tally = Tally::default();
-        let mut failure = None;
-        let mut b = Batch::default();
-        for _ in 0..self.updates {
-            let step = mem
-                .sample_into(self.batch, &mut b)
-                .map_err(TrainError::from)
-                .and_then(|()| Ok(native.step(&b, loss, self.weighting, t, self.grad_clip)?));
-            match step {
-                Ok(outcome) => {
-                    tally.rows += b.rows as u64;
-                    tally.add(outcome);
-                }
-                Err(e) => {
-                    failure = Some(e);
-                    break;
-                }
+        let mut run = NativeRun::new(*self, native, trainer, mem);
+        while run.left > 0 {
+            run.step(t);
+        }
+        run.finish()
+    }
+}
+
+/// One network's steps on lcx's kernel, taken one at a time so that any
+/// free thread can take the next (see [`Trainer::train_rotating`]).
+struct NativeRun<'a> {
+    job: NetJob,
+    loss: Loss,
+    native: NativeTrainer,
+    trainer: &'a mut NetTrainer,
+    mem: &'a mut Reservoir,
+    batch: Batch,
+    tally: Tally,
+    /// Steps still to take (0 after a failure).
+    left: u32,
+    failure: Option<TrainError>,
+}
+
+impl<'a> NativeRun<'a> {
+    fn new(
+        job: NetJob,
+        native: NativeTrainer,
+        trainer: &'a mut NetTrainer,
+        mem: &'a mut Reservoir,
+    ) -> Self {
+        NativeRun {
+            loss: if job.advantage {
+                Loss::Advantage
+            } else {
+                Loss::Strategy
+            },
+            left: if mem.is_empty() { 0 } else { job.updates },
+            job,
+            native,
+            trainer,
+            mem,
+            batch: Batch::default(),
+            tally: Tally::default(),
+            failure: None,
+        }
+    }
+
+    /// Rows still to train on.
+    fn work_left(&self) -> u64 {
+        u64::from(self.left) * self.job.batch as u64
+    }
+
+    fn step(&mut self, t: u64) {
+        let j = &self.job;
+        let b = &mut self.batch;
+        let native = &mut self.native;
+        let step = self
+            .mem
+            .sample_into(j.batch, b)
+            .map_err(TrainError::from)
+            .and_then(|()| Ok(native.step(b, self.loss, j.weighting, t, j.grad_clip)?));
+        match step {
+            Ok(outcome) => {
+                self.tally.rows += b.rows as u64;
+                self.tally.add(outcome);
+                self.left -= 1;
+            }
+            Err(e) => {
+                self.failure = Some(e);
+                self.left = 0;
             }
         }
-        // The steps taken so far are kept even when one failed, as on the
-        // libtorch path (which updates the tensors in place).
-        native.store(trainer)?;
-        match failure {
+    }
+
+    /// Writes the parameters back and reports the steps. The steps taken
+    /// are kept even when one failed, as on the libtorch path (which
+    /// updates the tensors in place).
+    fn finish(self) -> Result<NetResult, TrainError> {
+        self.native.store(self.trainer)?;
+        match self.failure {
             Some(e) => Err(e),
-            None => Ok(tally.result()),
+            None if self.tally.steps == 0 => Ok(NetResult::untrained()),
+            None => Ok(self.tally.result()),
         }
     }
 }
@@ -637,10 +702,13 @@ impl Trainer {
     /// [`Trainer::trains_concurrently`]); returns the losses (adv0, adv1,
     /// strategy) and the seconds until the advantage networks and the
     /// strategy network were done, each counted from the phase's start.
-    pub(crate) fn train_networks(
-        &mut self,
-        t: u64,
-    ) -> Result<([Option<f64>; 3], f64, f64), TrainError> {
+    pub(crate) fn train_networks(&mut self, t: u64) -> Result<Trained, TrainError> {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        self.train_networks_on(t, cpus)
+    }
+
+    /// [`Trainer::train_networks`] as on a host of `cpus` cores.
+    fn train_networks_on(&mut self, t: u64, cpus: usize) -> Result<Trained, TrainError> {
         let start = Instant::now();
         if !self.trains_concurrently() {
             let a0 = self.train_net(0, t)?;
@@ -656,7 +724,11 @@ impl Trainer {
                 strat_start.elapsed().as_secs_f64(),
             ));
         }
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if cpus < 3 {
+            if let Some(done) = self.train_rotating(t, cpus, start)? {
+                return Ok(done);
+            }
+        }
         // Each network's steps are a chain of small GEMMs (256 × 512 ×
         // 512 at the default sizes); split over all cores they spend much of
         // their time in synchronisation (libtorch's OpenMP barriers, or
@@ -709,6 +781,54 @@ impl Trainer {
             done[i] = seconds;
         }
         Ok((losses, done[0].max(done[1]), done[2]))
+    }
+
+    /// [`Trainer::train_networks`] on fewer cores than networks, where all
+    /// three train on lcx's kernel: `cpus` threads take the networks'
+    /// steps in turn (see [`crate::run::rotate`]), each GEMM on the thread
+    /// that runs its step. `None` (nothing trained) where the kernel does
+    /// not apply.
+    fn train_rotating(
+        &mut self,
+        t: u64,
+        cpus: usize,
+        start: Instant,
+    ) -> Result<Option<Trained>, TrainError> {
+        let jobs = [0, 1, 2].map(|i| NetJob {
+            threads: 1,
+            ..self.net_job(i)
+        });
+        if !jobs.iter().all(|j| j.native) {
+            return Ok(None);
+        }
+        let [n0, n1, n2] = &mut self.nets;
+        let [m0, m1] = &mut self.adv_mem;
+        let mut runs = Vec::with_capacity(3);
+        for ((net, mem), job) in [(n0, m0), (n1, m1), (n2, &mut self.strat_mem)]
+            .into_iter()
+            .zip(jobs)
+        {
+            match NativeTrainer::load(net, 1)? {
+                Some(native) => runs.push(NativeRun::new(job, native, net, mem)),
+                // Nothing has changed yet: the threads of the general path
+                // take all three.
+                None => return Ok(None),
+            }
+        }
+        let runs =
+            crate::run::rotate::rotate(runs, cpus, start, NativeRun::work_left, |run| run.step(t))
+                .map_err(TrainError::Unsupported)?;
+        let mut results = Vec::with_capacity(3);
+        for (run, seconds) in runs {
+            results.push((run.finish(), seconds));
+        }
+        let mut losses = [None; 3];
+        let mut done = [0.0; 3];
+        for (i, (r, seconds)) in results.into_iter().enumerate() {
+            losses[i] = self.record(i, &r?);
+            done[i] = seconds;
+        }
+        Ok(Some((losses, done[0].max(done[1]), done[2])))
     }
 
     /// Whether training steps run on lcx's kernel
@@ -1158,6 +1278,37 @@ mod tests {
         }
         let worst = drift(&start, &one_by_one, &at_once);
         assert!(worst < 1e-4, "concurrent training drifted by {worst}");
+    }
+
+    /// On fewer cores than networks the threads take the networks' steps in
+    /// turn (decision 0021); each network still takes its own steps in
+    /// order on the single-task kernel, so the weights are those of one
+    /// thread per network, to the bit.
+    #[test]
+    fn rotating_steps_train_like_one_thread_per_network() {
+        if !crate::kernel::native::tests::kernel_here(
+            "rotating_steps_train_like_one_thread_per_network",
+        ) {
+            return;
+        }
+        for cpus in [2, 1] {
+            let mut threads = Trainer::new(smoke()).unwrap();
+            let mut rotating = Trainer::new(smoke()).unwrap();
+            let start = same_start(&threads, &mut rotating);
+            // Memories filled alike by one iteration each.
+            threads.run_iteration().unwrap();
+            rotating.run_iteration().unwrap();
+            assert_eq!(
+                flat_parameters(&threads.nets),
+                flat_parameters(&rotating.nets)
+            );
+            let t = threads.iteration;
+            let (a, ..) = threads.train_networks_on(t, 3).unwrap();
+            let (b, ..) = rotating.train_networks_on(t, cpus).unwrap();
+            assert!(a[0].is_some() && a[2].is_some(), "{a:?}");
+            assert_eq!(a, b, "losses on {cpus} core(s)");
+            assert_eq!(drift(&start, &threads, &rotating), 0.0, "{cpus} core(s)");
+        }
     }
 
     /// The GPU's loop (batches gathered from the memory's device copy, or
