@@ -221,13 +221,30 @@ fn bench_trainer_names_the_training_backend() {
     let kernel = is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma");
     #[cfg(not(target_arch = "x86_64"))]
     let kernel = false;
+    #[cfg(target_arch = "x86_64")]
+    let wide = kernel && is_x86_feature_detected!("avx512f");
+    #[cfg(not(target_arch = "x86_64"))]
+    let wide = false;
     let default = run(&[]);
+    let want = match (kernel, wide) {
+        (true, true) => "| lcx kernel, avx512f |",
+        (true, false) => "| lcx kernel, avx2-fma |",
+        _ => "| libtorch |",
+    };
+    assert!(default.contains(want), "{default}");
+    // Held to AVX2, the kernel says so.
+    let narrow = succeed(
+        lcx()
+            .args(["bench", "trainer", "--config", &smoke()])
+            .args(["--runs", "1", "--warmup", "0", "--set", "run.device=cpu"])
+            .env("LCX_NATIVE_KERNEL", "avx2"),
+    );
     let want = if kernel {
-        "| lcx kernel |"
+        "| lcx kernel, avx2-fma |"
     } else {
         "| libtorch |"
     };
-    assert!(default.contains(want), "{default}");
+    assert!(narrow.contains(want), "{narrow}");
     let off = run(&["--set", "optimization.native_training=false"]);
     assert!(off.contains("| libtorch |"), "{off}");
     // One seed draws one set of initial weights, whichever code trains
@@ -282,7 +299,7 @@ fn bench_trainer_names_the_training_backend() {
     assert!(off.contains("libtorch, "), "{off}");
     if kernel {
         let on = forward(false);
-        assert!(on.contains("lcx AVX2 kernel"), "{on}");
+        assert!(on.contains("lcx kernel, avx"), "{on}");
     }
 }
 

@@ -344,7 +344,10 @@ fn forward(args: ForwardArgs) -> anyhow::Result<u8> {
     let (intra, _) = device::torch_threads();
     let backend = if probe.is_native() {
         // The kernel is single-threaded: a traversal worker runs one.
-        "lcx AVX2 kernel (network.native_forward), 1 thread".to_string()
+        format!(
+            "lcx kernel, {} (network.native_forward), 1 thread",
+            lcx_trainer::kernel::native::kernel_isa().unwrap_or("?")
+        )
     } else {
         format!("libtorch, {intra} intra-op thread(s)")
     };
@@ -492,10 +495,11 @@ fn trainer(args: TrainerArgs) -> anyhow::Result<u8> {
     for &(mode, amp) in modes {
         let mut t = synthetic_trainer(cfg.clone(), amp)?;
         digest = weights_digest(&t);
-        let backend = if t.trains_natively() {
-            "lcx kernel"
-        } else {
-            "libtorch"
+        // The kernel's width too: the same host trains at two speeds
+        // with and without LCX_NATIVE_KERNEL=avx2.
+        let backend = match lcx_trainer::kernel::native::kernel_isa() {
+            Some(isa) if t.trains_natively() => format!("lcx kernel, {isa}"),
+            _ => "libtorch".to_string(),
         };
         if amp && t.amp_falls_back_to_fp32() {
             eprintln!("note: AMP needs CUDA; the amp mode on {device:?} trains in fp32");

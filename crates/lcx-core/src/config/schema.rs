@@ -495,9 +495,10 @@ pub struct NetworkConfig {
     /// lcx: run the networks eagerly or as traced TorchScript.
     pub jit: JitMode,
     /// lcx: traversal forwards on the CPU (single rows of the recursive
-    /// scheduler, batches of the interleaved one) run lcx's own AVX2 kernel
-    /// instead of libtorch, where it applies (ReLU, eager, f32, a CPU with
-    /// AVX2/FMA); `false` keeps libtorch. Read from `native_single_row` in
+    /// scheduler, batches of the interleaved one) run lcx's own kernel
+    /// (AVX2, or AVX-512 where the CPU has it) instead of libtorch, where it
+    /// applies (ReLU, eager, f32, a CPU with AVX2/FMA); `false` keeps
+    /// libtorch. Read from `native_single_row` in
     /// older files.
     pub native_forward: bool,
 }

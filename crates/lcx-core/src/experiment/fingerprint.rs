@@ -95,12 +95,19 @@ pub struct KnownCeiling {
 pub fn known_ceiling(mut store: Option<&mut Store>, refresh: bool) -> KnownCeiling {
     let key = HostKey::here();
     let file = cache::file_path();
+    // A ceiling probed at another width (one cached before lcx probed
+    // AVX-512) is not this host's ceiling: it is probed again, and the new
+    // probe replaces it.
+    let isa = crate::bench::peak::Isa::here().name();
     let (in_file, in_db) = match &key {
         Some(key) => (
-            file.as_deref().and_then(|p| cache::load(p, key)),
+            file.as_deref()
+                .and_then(|p| cache::load(p, key))
+                .filter(|c| c.isa == isa),
             store
                 .as_deref()
-                .and_then(|s| s.host_peak(key).ok().flatten()),
+                .and_then(|s| s.host_peak(key).ok().flatten())
+                .filter(|c| c.isa == isa),
         ),
         None => (None, None),
     };
@@ -132,7 +139,7 @@ pub fn known_ceiling(mut store: Option<&mut Store>, refresh: bool) -> KnownCeili
     // other one just wrote instead of probing beside it.
     let _probing = file.as_deref().and_then(cache::probe_lock);
     if let (false, Some(path), Some(key)) = (refresh, &file, &key) {
-        if let Some(c) = cache::load(path, key) {
+        if let Some(c) = cache::load(path, key).filter(|c| c.isa == isa) {
             if let Some(s) = store.as_deref_mut() {
                 let _ = s.save_host_peak(&c);
             }

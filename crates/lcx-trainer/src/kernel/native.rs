@@ -12,6 +12,9 @@
 //! micro-kernel (12 accumulators, two weight loads and six broadcasts per
 //! 12 FMAs) walks each panel for every block of up to six rows. The panel
 //! (K×16 floats, 32 KB at K = 512) stays in L1/L2 across the row blocks.
+//! Where the CPU has AVX-512F, an 8×48 micro-kernel ([`micro512`]: three
+//! panels at once, one 16-lane register per panel and row) does the same
+//! arithmetic at twice the width (see [`wide`]).
 //!
 //! Every output element is one FMA chain over k = 0..K in order, whatever
 //! the batch size or the row's place in the batch, so a row gives the same
@@ -32,6 +35,10 @@ pub(super) const PANEL: usize = 16;
 /// Rows per micro-kernel call: 6 rows × 2 registers = 12 accumulators,
 /// plus two weight registers and one broadcast, fit AVX2's 16 registers.
 const MAX_ROWS: usize = 6;
+/// Rows per wide micro-kernel call and panels it takes at once: 8 rows × 3
+/// registers = 24 accumulators of AVX-512's 32 registers.
+const WIDE_ROWS: usize = 8;
+const WIDE_GROUP: usize = 3;
 /// Rows per cache chunk in [`dense_avx2`]: 48 rows of 512 inputs are 96 KB.
 const CHUNK_ROWS: usize = 8 * MAX_ROWS;
 
@@ -388,6 +395,43 @@ pub fn supported() -> bool {
     })
 }
 
+/// Whether the GEMMs run 512-bit wide: the CPU has AVX-512F and
+/// `LCX_NATIVE_KERNEL=avx2` did not hold the kernel to AVX2 (which is how
+/// a benchmark compares the two widths on one host). Both widths compute
+/// every output with the same FMA chain and every sum in the same order,
+/// so they give the same bits (a test holds them to it); the wide one does
+/// twice the FLOPs per instruction. Read once per process.
+pub fn wide() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| {
+        let narrow = std::env::var_os("LCX_NATIVE_KERNEL").is_some_and(|v| v == "avx2");
+        supported() && cpu_has_avx512() && !narrow
+    })
+}
+
+/// The instruction set the kernel runs with here, for a report's
+/// provenance: `avx512f`, `avx2-fma`, or `None` where libtorch runs.
+pub fn kernel_isa() -> Option<&'static str> {
+    if !supported() {
+        None
+    } else if wide() {
+        Some("avx512f")
+    } else {
+        Some("avx2-fma")
+    }
+}
+
+fn cpu_has_avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 fn cpu_has_kernel_isa() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
@@ -608,7 +652,28 @@ fn dense_general(
     relu: bool,
     threads: usize,
 ) {
+    dense_on(layer, left, x, rows, y, extras, relu, threads, wide())
+}
+
+/// [`dense_general`] at the width `wide` says (true: AVX-512, which the
+/// CPU must have), so that tests can run both widths in one process.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the kernel's operands; a struct would be built and torn down per call on the hot path"
+)]
+fn dense_on(
+    layer: Panels<'_>,
+    left: Left,
+    x: &[f32],
+    rows: usize,
+    y: Option<&mut [f32]>,
+    extras: Extras<'_>,
+    relu: bool,
+    threads: usize,
+    wide: bool,
+) {
     let k = layer.inputs;
+    assert!(!wide || cpu_has_avx512(), "the wide kernel needs AVX-512F");
     assert_eq!(
         x.len(),
         match left {
@@ -673,18 +738,24 @@ fn dense_general(
             // `packed` and `mask` (when not null) `rows × 16` per panel,
             // `sums` (when not null) one f64 per panel and `column_sums`
             // (when not null) 16 floats per panel.
-            unsafe { dense_avx2(layer, left, x, rows, &out, relu, 0..panels) };
+            unsafe { dense_x86(layer, left, x, rows, &out, relu, 0..panels, wide) };
             return;
         }
+        // The wide kernel takes panels three at a time, so each task gets
+        // a multiple of three where it can.
         let tasks = threads.min(panels);
+        let unit = if wide { WIDE_GROUP } else { 1 };
+        let units = panels.div_ceil(unit);
+        let tasks = tasks.min(units);
         rayon::scope(|s| {
             for t in 0..tasks {
-                let range = panels * t / tasks..panels * (t + 1) / tasks;
+                let range = (units * t / tasks * unit).min(panels)
+                    ..(units * (t + 1) / tasks * unit).min(panels);
                 let out = &out;
                 s.spawn(move |_| {
                     // SAFETY: as above; the tasks' panel ranges are
                     // disjoint, so no two write the same element or sum.
-                    unsafe { dense_avx2(layer, left, x, rows, out, relu, range) }
+                    unsafe { dense_x86(layer, left, x, rows, out, relu, range, wide) }
                 });
             }
         });
@@ -693,7 +764,7 @@ fn dense_general(
     // portable path can only fill `y`.
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let _ = (threads, panels);
+        let _ = (threads, panels, wide);
         assert!(
             !y.is_null()
                 && packed.is_null()
@@ -748,8 +819,8 @@ fn dense_portable(layer: Panels<'_>, x: &[f32], rows: usize, y: &mut [f32], relu
 
 /// The rows `0..rows` cut into blocks of at most [`MAX_ROWS`], as even as
 /// possible (26 rows → 6, 5, 5, 5, 5), so no block is a thin remainder.
-fn row_blocks(rows: usize) -> impl Iterator<Item = (usize, usize)> {
-    let blocks = rows.div_ceil(MAX_ROWS);
+fn row_blocks(rows: usize, max: usize) -> impl Iterator<Item = (usize, usize)> {
+    let blocks = rows.div_ceil(max);
     let (base, extra) = (rows / blocks.max(1), rows % blocks.max(1));
     (0..blocks).scan(0, move |start, i| {
         let len = base + usize::from(i < extra);
@@ -759,14 +830,34 @@ fn row_blocks(rows: usize) -> impl Iterator<Item = (usize, usize)> {
     })
 }
 
+/// The kernel at the width `wide` asks for (see [`dense_on`]).
+///
 /// # Safety
-/// The CPU must support AVX2 and FMA; `x` holds the `rows × layer.inputs`
-/// left operand in the layout `left` (its length checked by
-/// [`dense_general`]),
-/// `out.y` is null or points at `rows · layer.outputs` writable floats,
-/// `out.packed` is null or points at `rows · 16` floats per panel,
-/// `out.sums` is null or points at one f64 per panel, and `panels` lies
-/// within `0..layer.panel_count()`.
+/// As [`walk_tiles`]; for `wide`, the CPU must support AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the kernel's operands, passed through"
+)]
+unsafe fn dense_x86(
+    layer: &Panels<'_>,
+    left: Left,
+    x: &[f32],
+    rows: usize,
+    out: &Out,
+    relu: bool,
+    panels: std::ops::Range<usize>,
+    wide: bool,
+) {
+    if wide {
+        dense_avx512(layer, left, x, rows, out, relu, panels)
+    } else {
+        dense_avx2(layer, left, x, rows, out, relu, panels)
+    }
+}
+
+/// # Safety
+/// As [`walk_tiles`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn dense_avx2(
@@ -777,6 +868,123 @@ unsafe fn dense_avx2(
     out: &Out,
     relu: bool,
     panels: std::ops::Range<usize>,
+) {
+    walk_tiles(
+        layer,
+        left,
+        x,
+        rows,
+        out,
+        relu,
+        panels,
+        1,
+        MAX_ROWS,
+        |t, len, _| {
+            if left == Left::StripsT {
+                match len {
+                    1 => micro::<1, PANEL>(t),
+                    2 => micro::<2, PANEL>(t),
+                    3 => micro::<3, PANEL>(t),
+                    4 => micro::<4, PANEL>(t),
+                    5 => micro::<5, PANEL>(t),
+                    _ => micro::<6, PANEL>(t),
+                }
+            } else {
+                match len {
+                    1 => micro::<1, 1>(t),
+                    2 => micro::<2, 1>(t),
+                    3 => micro::<3, 1>(t),
+                    4 => micro::<4, 1>(t),
+                    5 => micro::<5, 1>(t),
+                    _ => micro::<6, 1>(t),
+                }
+            }
+        },
+    )
+}
+
+/// # Safety
+/// As [`walk_tiles`], and the CPU must support AVX-512F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn dense_avx512(
+    layer: &Panels<'_>,
+    left: Left,
+    x: &[f32],
+    rows: usize,
+    out: &Out,
+    relu: bool,
+    panels: std::ops::Range<usize>,
+) {
+    // Three panels per tile: 8 rows × 3 registers of 16 lanes are 24
+    // accumulators, each FMA twice an AVX2 one's work, with three panel
+    // loads and eight broadcasts per 24 FMAs. One panel per register row
+    // would need a broadcast per FMA; on the 2-core Xeon lcx is tuned on,
+    // 8 × 3 ran a single-threaded 512 × 512 × 1,024 GEMM at about 84 % of
+    // the AVX-512 FMA peak, 6 × 2 at about 78 % and 8 × 2 at 81 %.
+    macro_rules! rows {
+        ($ks:expr, $np:expr, $t:expr, $len:expr) => {
+            match $len {
+                1 => micro512::<1, $ks, $np>($t),
+                2 => micro512::<2, $ks, $np>($t),
+                3 => micro512::<3, $ks, $np>($t),
+                4 => micro512::<4, $ks, $np>($t),
+                5 => micro512::<5, $ks, $np>($t),
+                6 => micro512::<6, $ks, $np>($t),
+                7 => micro512::<7, $ks, $np>($t),
+                _ => micro512::<8, $ks, $np>($t),
+            }
+        };
+    }
+    walk_tiles(
+        layer,
+        left,
+        x,
+        rows,
+        out,
+        relu,
+        panels,
+        WIDE_GROUP,
+        WIDE_ROWS,
+        |t, len, np| match (left == Left::StripsT, np) {
+            (true, 1) => rows!(PANEL, 1, t, len),
+            (true, 2) => rows!(PANEL, 2, t, len),
+            (true, _) => rows!(PANEL, 3, t, len),
+            (false, 1) => rows!(1, 1, t, len),
+            (false, 2) => rows!(1, 2, t, len),
+            (false, _) => rows!(1, 3, t, len),
+        },
+    )
+}
+
+/// Cuts the GEMM into tiles (up to [`MAX_ROWS`] rows against up to
+/// `group` panels) and hands each to `micro(tile, rows, panels)`.
+///
+/// # Safety
+/// `micro` must be a micro-kernel the CPU supports; `x` holds the
+/// `rows × layer.inputs` left operand in the layout `left` (its length
+/// checked by [`dense_on`]),
+/// `out.y` is null or points at `rows · layer.outputs` writable floats,
+/// `out.packed` is null or points at `rows · 16` floats per panel,
+/// `out.sums` is null or points at one f64 per panel, and `panels` lies
+/// within `0..layer.panel_count()`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the kernel's operands, passed through"
+)]
+unsafe fn walk_tiles(
+    layer: &Panels<'_>,
+    left: Left,
+    x: &[f32],
+    rows: usize,
+    out: &Out,
+    relu: bool,
+    panels: std::ops::Range<usize>,
+    group: usize,
+    max_rows: usize,
+    mut micro: impl FnMut(&Tile, usize, usize),
 ) {
     let (k, n) = (layer.inputs, layer.outputs);
     // Where row `r`'s first k step is, and how the k steps run: `KS`
@@ -797,11 +1005,12 @@ unsafe fn dense_avx2(
     // streamed it from L3 once per panel.
     for chunk in (0..rows).step_by(CHUNK_ROWS) {
         let chunk_rows = CHUNK_ROWS.min(rows - chunk);
-        for p in panels.clone() {
+        for p in panels.clone().step_by(group) {
+            let np = group.min(panels.end - p);
             let panel = layer.panels.as_ptr().add(p * k * PANEL);
             let bias = layer.bias.as_ptr().add(p * PANEL);
-            let cols = PANEL.min(n - p * PANEL);
-            for (start, len) in row_blocks(chunk_rows) {
+            let cols = (np * PANEL).min(n - p * PANEL);
+            for (start, len) in row_blocks(chunk_rows, max_rows) {
                 let start = chunk + start;
                 let t = Tile {
                     k,
@@ -820,28 +1029,11 @@ unsafe fn dense_avx2(
                         out.mask.add((p * rows + start) * PANEL)
                     },
                     column_sums: offset(out.column_sums, p * PANEL),
+                    panel_stride: rows * PANEL,
                     cols,
                     relu,
                 };
-                if left == Left::StripsT {
-                    match len {
-                        1 => micro::<1, PANEL>(&t),
-                        2 => micro::<2, PANEL>(&t),
-                        3 => micro::<3, PANEL>(&t),
-                        4 => micro::<4, PANEL>(&t),
-                        5 => micro::<5, PANEL>(&t),
-                        _ => micro::<6, PANEL>(&t),
-                    }
-                } else {
-                    match len {
-                        1 => micro::<1, 1>(&t),
-                        2 => micro::<2, 1>(&t),
-                        3 => micro::<3, 1>(&t),
-                        4 => micro::<4, 1>(&t),
-                        5 => micro::<5, 1>(&t),
-                        _ => micro::<6, 1>(&t),
-                    }
-                }
+                micro(&t, len, np);
             }
         }
     }
@@ -865,7 +1057,7 @@ unsafe fn offset<T>(p: *mut T, count: usize) -> *mut T {
 struct Tile {
     k: usize,
     /// Where each row's first k step is (only the first `MR` are read).
-    a: [*const f32; MAX_ROWS],
+    a: [*const f32; WIDE_ROWS],
     /// K steps in a run (consecutive ones `KS` floats apart) and floats
     /// from one run's start to the next's: all K in one run for
     /// [`Left::Rows`] and [`Left::StripsT`], runs of 16 for
@@ -890,8 +1082,53 @@ struct Tile {
     /// Null, or the panel's 16 column sums, which the tile's rows are
     /// added to in order.
     column_sums: *mut f32,
+    /// Floats from one panel's `packed` and `mask` rows to the next
+    /// panel's (the wide kernel's second panel).
+    panel_stride: usize,
+    /// Real output columns in the tile's panels (at most 16 per panel).
     cols: usize,
     relu: bool,
+}
+
+/// `$body!(r)` for each `r` in `0..$mr` (`$mr` at most 8), each `r` a
+/// literal, so that an epilogue indexes its accumulator array only by
+/// constants. Written as a loop over the rows, an epilogue too long for
+/// LLVM to unroll kept the accumulators in memory, and the k loop stored
+/// each one after every FMA: the kernel ran at the store port's pace, a
+/// third below its own.
+#[cfg(target_arch = "x86_64")]
+macro_rules! for_rows {
+    ($mr:expr, $body:ident) => {
+        for_rows!(@ $mr, $body; 0 1 2 3 4 5 6 7)
+    };
+    (@ $mr:expr, $body:ident; $($r:literal)*) => {
+        $(if $r < $mr {
+            $body!($r);
+        })*
+    };
+}
+
+/// The sum of squares of one output row of a panel, given as its two
+/// 8-lane halves: each lane's two squares in f32 (`lo² + hi²`, one
+/// rounding each), then the eight lane sums in f64 in a fixed order. Both
+/// kernels add each row's sum to the panel's f64 total in row order, so
+/// the total does not depend on how rows are blocked into tiles, on the
+/// vector width, or on the thread count. Expands inside a function with
+/// AVX enabled and `std::arch::x86_64::*` in scope.
+#[cfg(target_arch = "x86_64")]
+macro_rules! row_squares {
+    ($lo:expr, $hi:expr) => {{
+        let sq = _mm256_fmadd_ps($hi, $hi, _mm256_mul_ps($lo, $lo));
+        let quads = _mm256_add_pd(
+            _mm256_cvtps_pd(_mm256_castps256_ps128(sq)),
+            _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(sq)),
+        );
+        let pairs = _mm_add_pd(
+            _mm256_castpd256_pd128(quads),
+            _mm256_extractf128_pd::<1>(quads),
+        );
+        _mm_cvtsd_f64(pairs) + _mm_cvtsd_f64(_mm_unpackhi_pd(pairs, pairs))
+    }};
 }
 
 /// # Safety
@@ -948,7 +1185,7 @@ unsafe fn micro<const MR: usize, const KS: usize>(t: &Tile) {
     let b0 = _mm256_loadu_ps(t.bias);
     let b1 = _mm256_loadu_ps(t.bias.add(8));
     let zero = _mm256_setzero_ps();
-    let mut squares = zero;
+    let mut squares = if t.sum.is_null() { 0.0 } else { *t.sum };
     let (mut column0, mut column1) = if t.column_sums.is_null() {
         (zero, zero)
     } else {
@@ -957,62 +1194,202 @@ unsafe fn micro<const MR: usize, const KS: usize>(t: &Tile) {
             _mm256_loadu_ps(t.column_sums.add(8)),
         )
     };
-    for (r, a) in acc.iter().enumerate() {
-        let mut v0 = _mm256_add_ps(a[0], b0);
-        let mut v1 = _mm256_add_ps(a[1], b1);
-        if t.relu {
-            // Zero first: max_ps returns its second operand when either is
-            // NaN, so a NaN propagates (as through libtorch's ReLU) instead
-            // of turning into 0 and hiding a broken input or weight from
-            // the training step's non-finite check.
-            v0 = _mm256_max_ps(zero, v0);
-            v1 = _mm256_max_ps(zero, v1);
-        }
-        if !t.mask.is_null() {
-            // All ones where the unit was off (a ≤ 0; false for NaN).
-            let m = t.mask.add(r * PANEL);
-            let off0 = _mm256_cmp_ps::<_CMP_LE_OQ>(_mm256_loadu_ps(m), zero);
-            let off1 = _mm256_cmp_ps::<_CMP_LE_OQ>(_mm256_loadu_ps(m.add(8)), zero);
-            v0 = _mm256_andnot_ps(off0, v0);
-            v1 = _mm256_andnot_ps(off1, v1);
-        }
-        if !t.column_sums.is_null() {
-            column0 = _mm256_add_ps(column0, v0);
-            column1 = _mm256_add_ps(column1, v1);
-        }
-        if !t.packed.is_null() {
-            _mm256_storeu_ps(t.packed.add(r * PANEL), v0);
-            _mm256_storeu_ps(t.packed.add(r * PANEL + 8), v1);
-        }
-        if !t.sum.is_null() {
-            squares = _mm256_fmadd_ps(v0, v0, squares);
-            squares = _mm256_fmadd_ps(v1, v1, squares);
-        }
-        if t.y.is_null() {
-            continue;
-        }
-        let dst = t.y.add(r * t.ldy);
-        if t.cols == PANEL {
-            _mm256_storeu_ps(dst, v0);
-            _mm256_storeu_ps(dst.add(8), v1);
-        } else {
-            // The last panel of a layer whose width is not a multiple of
-            // 16: write only the real columns.
-            let mut tmp = [0.0f32; PANEL];
-            _mm256_storeu_ps(tmp.as_mut_ptr(), v0);
-            _mm256_storeu_ps(tmp.as_mut_ptr().add(8), v1);
-            std::ptr::copy_nonoverlapping(tmp.as_ptr(), dst, t.cols);
-        }
+    macro_rules! row {
+        ($r:literal) => {{
+            let r: usize = $r;
+            let a = acc[r];
+            let mut v0 = _mm256_add_ps(a[0], b0);
+            let mut v1 = _mm256_add_ps(a[1], b1);
+            if t.relu {
+                // Zero first: max_ps returns its second operand when either is
+                // NaN, so a NaN propagates (as through libtorch's ReLU) instead
+                // of turning into 0 and hiding a broken input or weight from
+                // the training step's non-finite check.
+                v0 = _mm256_max_ps(zero, v0);
+                v1 = _mm256_max_ps(zero, v1);
+            }
+            if !t.mask.is_null() {
+                // All ones where the unit was off (a ≤ 0; false for NaN).
+                let m = t.mask.add(r * PANEL);
+                let off0 = _mm256_cmp_ps::<_CMP_LE_OQ>(_mm256_loadu_ps(m), zero);
+                let off1 = _mm256_cmp_ps::<_CMP_LE_OQ>(_mm256_loadu_ps(m.add(8)), zero);
+                v0 = _mm256_andnot_ps(off0, v0);
+                v1 = _mm256_andnot_ps(off1, v1);
+            }
+            if !t.column_sums.is_null() {
+                column0 = _mm256_add_ps(column0, v0);
+                column1 = _mm256_add_ps(column1, v1);
+            }
+            if !t.packed.is_null() {
+                _mm256_storeu_ps(t.packed.add(r * PANEL), v0);
+                _mm256_storeu_ps(t.packed.add(r * PANEL + 8), v1);
+            }
+            if !t.sum.is_null() {
+                squares += row_squares!(v0, v1);
+            }
+            if !t.y.is_null() {
+                let dst = t.y.add(r * t.ldy);
+                if t.cols == PANEL {
+                    _mm256_storeu_ps(dst, v0);
+                    _mm256_storeu_ps(dst.add(8), v1);
+                } else {
+                    // The last panel of a layer whose width is not a multiple
+                    // of 16: write only the real columns.
+                    let mut tmp = [0.0f32; PANEL];
+                    _mm256_storeu_ps(tmp.as_mut_ptr(), v0);
+                    _mm256_storeu_ps(tmp.as_mut_ptr().add(8), v1);
+                    std::ptr::copy_nonoverlapping(tmp.as_ptr(), dst, t.cols);
+                }
+            }
+        }};
     }
+    for_rows!(MR, row);
     if !t.column_sums.is_null() {
         _mm256_storeu_ps(t.column_sums, column0);
         _mm256_storeu_ps(t.column_sums.add(8), column1);
     }
     if !t.sum.is_null() {
-        // At most 12 squares per lane in f32, then f64 from here on.
-        let mut lanes = [0.0f32; 8];
-        _mm256_storeu_ps(lanes.as_mut_ptr(), squares);
-        *t.sum += lanes.iter().map(|&l| f64::from(l)).sum::<f64>();
+        *t.sum = squares;
+    }
+}
+
+/// [`micro`] 16 lanes wide, over `NP` (1 to 3) adjacent panels: the same
+/// FMA chain per output, the same epilogue and the same order of every
+/// sum (the squares go through 8-lane halves in the AVX2 kernel's order),
+/// so its bits are [`micro`]'s.
+///
+/// # Safety
+/// AVX-512F, and [`micro`]'s conditions for each of the `NP` panels
+/// (`t.panel` then holds `NP` panels of `t.k × 16` floats back to back,
+/// `t.bias` `NP × 16` floats, and `t.y`'s rows `t.cols` writable floats).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+#[inline]
+unsafe fn micro512<const MR: usize, const KS: usize, const NP: usize>(t: &Tile) {
+    use std::arch::x86_64::*;
+    // One accumulator array per panel, indexed only by constants and the
+    // row: with `[[__m512; NP]; MR]` indexed by a panel loop, LLVM kept
+    // the accumulators on the stack and stored one after every FMA, which
+    // held the kernel to the store port's pace (about a third of peak).
+    let mut acc0 = [_mm512_setzero_ps(); MR];
+    let mut acc1 = [_mm512_setzero_ps(); MR];
+    let mut acc2 = [_mm512_setzero_ps(); MR];
+    let mut rows: [*const f32; MR] = std::array::from_fn(|r| t.a[r]);
+    let mut w = t.panel;
+    // Floats from a k step in one panel to the same step in the next.
+    let next = t.k * PANEL;
+    macro_rules! step {
+        ($i:expr, $w:expr) => {{
+            let w0 = _mm512_loadu_ps($w);
+            let w1 = if NP >= 2 {
+                _mm512_loadu_ps($w.add(next))
+            } else {
+                w0
+            };
+            let w2 = if NP >= 3 {
+                _mm512_loadu_ps($w.add(2 * next))
+            } else {
+                w0
+            };
+            for r in 0..MR {
+                let xv = _mm512_set1_ps(*rows[r].add($i * KS));
+                acc0[r] = _mm512_fmadd_ps(xv, w0, acc0[r]);
+                if NP >= 2 {
+                    acc1[r] = _mm512_fmadd_ps(xv, w1, acc1[r]);
+                }
+                if NP >= 3 {
+                    acc2[r] = _mm512_fmadd_ps(xv, w2, acc2[r]);
+                }
+            }
+        }};
+    }
+    let mut done = 0;
+    while done < t.k {
+        let steps = t.run.min(t.k - done);
+        let mut i = 0;
+        while i + 4 <= steps {
+            step!(i, w);
+            step!(i + 1, w.add(PANEL));
+            step!(i + 2, w.add(2 * PANEL));
+            step!(i + 3, w.add(3 * PANEL));
+            w = w.add(4 * PANEL);
+            i += 4;
+        }
+        while i < steps {
+            step!(i, w);
+            w = w.add(PANEL);
+            i += 1;
+        }
+        done += steps;
+        if done < t.k {
+            rows = rows.map(|x| x.add(t.jump));
+        }
+    }
+    let zero = _mm512_setzero_ps();
+    // The epilogue of panel `$j` (a constant) from its accumulators.
+    macro_rules! finish {
+        ($j:expr, $acc:expr) => {{
+            let j: usize = $j;
+            let bias = _mm512_loadu_ps(t.bias.add(j * PANEL));
+            let mut squares = if t.sum.is_null() { 0.0 } else { *t.sum.add(j) };
+            let mut column = if t.column_sums.is_null() {
+                zero
+            } else {
+                _mm512_loadu_ps(t.column_sums.add(j * PANEL))
+            };
+            let cols = t.cols.saturating_sub(j * PANEL).min(PANEL);
+            macro_rules! row {
+                ($r:literal) => {{
+                    let r: usize = $r;
+                    let mut v = _mm512_add_ps($acc[r], bias);
+                    if t.relu {
+                        // As in `micro`: a NaN stays NaN.
+                        v = _mm512_max_ps(zero, v);
+                    }
+                    if !t.mask.is_null() {
+                        let m = t.mask.add(j * t.panel_stride + r * PANEL);
+                        let off = _mm512_cmp_ps_mask::<_CMP_LE_OQ>(_mm512_loadu_ps(m), zero);
+                        v = _mm512_maskz_mov_ps(!off, v);
+                    }
+                    if !t.column_sums.is_null() {
+                        column = _mm512_add_ps(column, v);
+                    }
+                    if !t.packed.is_null() {
+                        _mm512_storeu_ps(t.packed.add(j * t.panel_stride + r * PANEL), v);
+                    }
+                    if !t.sum.is_null() {
+                        // Through 8-lane halves, as in `micro`.
+                        let lo = _mm512_castps512_ps256(v);
+                        let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v)));
+                        squares += row_squares!(lo, hi);
+                    }
+                    if !t.y.is_null() && cols > 0 {
+                        let dst = t.y.add(r * t.ldy + j * PANEL);
+                        if cols == PANEL {
+                            _mm512_storeu_ps(dst, v);
+                        } else {
+                            // The last panel of a layer whose width is not a
+                            // multiple of 16: write only the real columns.
+                            _mm512_mask_storeu_ps(dst, ((1u32 << cols) - 1) as __mmask16, v);
+                        }
+                    }
+                }};
+            }
+            for_rows!(MR, row);
+            if !t.column_sums.is_null() {
+                _mm512_storeu_ps(t.column_sums.add(j * PANEL), column);
+            }
+            if !t.sum.is_null() {
+                *t.sum.add(j) = squares;
+            }
+        }};
+    }
+    finish!(0, acc0);
+    if NP >= 2 {
+        finish!(1, acc1);
+    }
+    if NP >= 3 {
+        finish!(2, acc2);
     }
 }
 
@@ -1073,7 +1450,7 @@ pub(crate) mod tests {
     #[test]
     fn row_blocks_are_even_and_cover_every_row() {
         for rows in 0..100 {
-            let blocks: Vec<_> = row_blocks(rows).collect();
+            let blocks: Vec<_> = row_blocks(rows, MAX_ROWS).collect();
             assert_eq!(blocks.iter().map(|b| b.1).sum::<usize>(), rows);
             assert_eq!(blocks.len(), rows.div_ceil(MAX_ROWS));
             let mut next = 0;
@@ -1091,7 +1468,7 @@ pub(crate) mod tests {
             }
         }
         assert_eq!(
-            row_blocks(26).map(|b| b.1).collect::<Vec<_>>(),
+            row_blocks(26, MAX_ROWS).map(|b| b.1).collect::<Vec<_>>(),
             [6, 5, 5, 5, 5]
         );
     }
@@ -1136,6 +1513,89 @@ pub(crate) mod tests {
     /// what packing that output afterwards gives (padding included), on one
     /// task or several; `transpose` and `pack_weights` agree with the
     /// element-by-element definition.
+    /// The AVX-512 kernel gives the AVX2 kernel's bits, and neither
+    /// depends on the thread count: every output, packed output, sum of
+    /// squares and column sum, for each layout of the left operand, with
+    /// ReLU and a mask, partial last panels, odd panel counts (the wide
+    /// kernel's lone panel) and row counts that block differently at 6 and
+    /// 8 rows per tile.
+    #[test]
+    fn both_widths_give_the_same_bits() {
+        if !kernel_here("both_widths_give_the_same_bits") {
+            return;
+        }
+        if !cpu_has_avx512() {
+            eprintln!("both_widths_give_the_same_bits: SKIPPED, no AVX-512F on this CPU");
+            return;
+        }
+        let value = |i: usize, m: usize| ((i * 7919 + m) % 211) as f32 / 100.0 - 1.0;
+        for (rows, k, n) in [
+            (1, 37, 22),
+            (7, 64, 40),
+            (53, 130, 77),
+            (100, 33, 16),
+            (17, 512, 96),
+        ] {
+            let x: Vec<f32> = (0..rows * k).map(|i| value(i, 1)).collect();
+            let w: Vec<f32> = (0..n * k).map(|i| value(i, 2)).collect();
+            let b: Vec<f32> = (0..n).map(|i| value(i, 3)).collect();
+            let m: Vec<f32> = (0..rows * n).map(|i| value(i, 4)).collect();
+            let layer = Layer::pack(k, n, &w, &b);
+            let panels = n.div_ceil(PANEL);
+            let mask = to_row_panels(&m, rows, n);
+            let mut xt = vec![0.0; rows * k];
+            transpose(&x, rows, k, &mut xt, rows);
+            let lefts = [
+                (Left::Rows, x.clone()),
+                (Left::Strips, to_row_panels(&x, rows, k)),
+                (Left::StripsT, to_row_panels(&xt, k, rows)),
+            ];
+            for (left, operand) in &lefts {
+                let mut first: Option<Vec<Vec<u64>>> = None;
+                for wide in [false, true] {
+                    for threads in [1, 2, 3] {
+                        let mut y = vec![f32::NAN; rows * n];
+                        let mut packed = vec![f32::NAN; panels * rows * PANEL];
+                        let mut squares = vec![f64::NAN; panels];
+                        let mut columns = vec![0.25f32; panels * PANEL];
+                        let extras = Extras {
+                            packed: Some(&mut packed),
+                            squares: Some(&mut squares),
+                            mask: Some(&mask),
+                            column_sums: Some(&mut columns),
+                        };
+                        dense_on(
+                            layer.view(),
+                            *left,
+                            operand,
+                            rows,
+                            Some(&mut y),
+                            extras,
+                            true,
+                            threads,
+                            wide,
+                        );
+                        let bits32 = |v: &[f32]| v.iter().map(|f| u64::from(f.to_bits())).collect();
+                        let got: Vec<Vec<u64>> = vec![
+                            bits32(&y),
+                            bits32(&packed),
+                            squares.iter().map(|f| f.to_bits()).collect(),
+                            bits32(&columns),
+                        ];
+                        assert!(squares.iter().all(|s| s.is_finite()));
+                        match &first {
+                            None => first = Some(got),
+                            Some(want) => assert!(
+                                &got == want,
+                                "{rows}×{k}×{n} {left:?}: wide {wide}, {threads} threads differ"
+                            ),
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn packed_outputs_and_packings_match_their_definitions() {
         if !kernel_here("packed_outputs_and_packings_match_their_definitions") {

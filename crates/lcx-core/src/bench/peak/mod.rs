@@ -1,9 +1,12 @@
 //! `lcx bench peak`: what this machine can do, as the ceiling that the
 //! trainer's per-phase GFLOP/s are read against.
 //!
-//! - FP32 throughput: a loop of independent fused multiply-adds on 8-wide
-//!   AVX2 registers (the instruction set lcx's CPU kernels use), on one core
-//!   and on every core at once; a scalar loop where AVX2/FMA is missing.
+//! - FP32 throughput: a loop of independent fused multiply-adds on the
+//!   widest registers the CPU has (16-wide AVX-512, else 8-wide AVX2: the
+//!   widths lcx's CPU kernel runs at), on one core and on every core at
+//!   once; a scalar loop where neither is there. The ceiling is the
+//!   hardware's, so holding the kernel to AVX2 (`LCX_NATIVE_KERNEL=avx2`)
+//!   does not lower it.
 //! - Memory bandwidth: a streaming triad `a[i] = b[i] + s * c[i]` over
 //!   arrays larger than any cache, on every core.
 //!
@@ -22,7 +25,7 @@ pub mod cache;
 /// The measured ceiling.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct Peak {
-    /// `avx2-fma` or `scalar`.
+    /// `avx512f`, `avx2-fma` or `scalar` (see [`Isa`]).
     pub isa: &'static str,
     /// Threads of the all-core measurements.
     pub threads: usize,
@@ -154,6 +157,27 @@ fn fma_flops(reps: u64, width: u64) -> f64 {
     (reps * LANES as u64 * width * 2) as f64
 }
 
+/// # Safety
+/// The CPU must support AVX-512F (checked by the caller).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn fma_block_avx512(reps: u64, seed: f32) -> f32 {
+    use std::arch::x86_64::*;
+    let a = _mm512_set1_ps(0.999_999);
+    let b = _mm512_set1_ps(1e-7);
+    let mut acc = [_mm512_set1_ps(seed); LANES];
+    for _ in 0..reps {
+        for x in acc.iter_mut() {
+            *x = _mm512_fmadd_ps(*x, a, b);
+        }
+    }
+    let mut sum = _mm512_setzero_ps();
+    for x in acc {
+        sum = _mm512_add_ps(sum, x);
+    }
+    _mm512_reduce_add_ps(sum)
+}
+
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 /// # Safety
@@ -199,16 +223,65 @@ pub fn has_avx2_fma() -> bool {
     }
 }
 
-/// Runs `reps` repetitions of the FMA loop; returns the FLOPs done.
-fn fma_work(reps: u64, avx2: bool) -> f64 {
-    #[cfg(target_arch = "x86_64")]
-    if avx2 {
-        // SAFETY: the caller checked AVX2 and FMA with has_avx2_fma().
-        let r = unsafe { fma_block_avx2(reps, 1.0) };
-        std::hint::black_box(r);
-        return fma_flops(reps, 8);
+/// The widest FMA the probe (and lcx's CPU kernel) can use here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Isa {
+    Avx512,
+    Avx2,
+    Scalar,
+}
+
+impl Isa {
+    /// This CPU's.
+    pub fn here() -> Isa {
+        #[cfg(target_arch = "x86_64")]
+        if has_avx2_fma() && is_x86_feature_detected!("avx512f") {
+            return Isa::Avx512;
+        }
+        if has_avx2_fma() {
+            Isa::Avx2
+        } else {
+            Isa::Scalar
+        }
     }
-    let _ = avx2;
+
+    /// The name a [`Peak`] and a cached ceiling carry.
+    pub fn name(self) -> &'static str {
+        match self {
+            Isa::Avx512 => "avx512f",
+            Isa::Avx2 => "avx2-fma",
+            Isa::Scalar => "scalar",
+        }
+    }
+
+    /// f32 lanes per FMA.
+    pub fn lanes(self) -> u64 {
+        match self {
+            Isa::Avx512 => 16,
+            Isa::Avx2 => 8,
+            Isa::Scalar => 1,
+        }
+    }
+}
+
+/// Runs `reps` repetitions of the FMA loop; returns the FLOPs done.
+fn fma_work(reps: u64, isa: Isa) -> f64 {
+    #[cfg(target_arch = "x86_64")]
+    match isa {
+        Isa::Avx512 => {
+            // SAFETY: `Isa::here()` detected AVX-512F.
+            std::hint::black_box(unsafe { fma_block_avx512(reps, 1.0) });
+            return fma_flops(reps, isa.lanes());
+        }
+        Isa::Avx2 => {
+            // SAFETY: `Isa::here()` detected AVX2 and FMA.
+            std::hint::black_box(unsafe { fma_block_avx2(reps, 1.0) });
+            return fma_flops(reps, isa.lanes());
+        }
+        Isa::Scalar => {}
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = isa;
     std::hint::black_box(fma_block_scalar(reps, 1.0));
     fma_flops(reps, 1)
 }
@@ -226,9 +299,9 @@ fn thread_cpu_seconds() -> f64 {
 
 /// One try: `threads` threads running the FMA loop together for `per_try`;
 /// its rate is all threads' FLOPs over its wall time.
-fn fma_try(threads: usize, avx2: bool, per_try: Duration) -> Try {
+fn fma_try(threads: usize, isa: Isa, per_try: Duration) -> Try {
     // One block is about a millisecond; blocks run until the time is up.
-    let block = if avx2 { 200_000 } else { 50_000 };
+    let block = if isa == Isa::Scalar { 50_000 } else { 200_000 };
     let start = Instant::now();
     let results: Vec<(f64, ThreadTime)> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
@@ -237,7 +310,7 @@ fn fma_try(threads: usize, avx2: bool, per_try: Duration) -> Try {
                     let (wall0, cpu0) = (Instant::now(), thread_cpu_seconds());
                     let mut done = 0.0;
                     while start.elapsed() < per_try {
-                        done += fma_work(block, avx2);
+                        done += fma_work(block, isa);
                     }
                     let cpu_seconds = thread_cpu_seconds() - cpu0;
                     let time = ThreadTime {
@@ -267,7 +340,7 @@ fn fma_try(threads: usize, avx2: bool, per_try: Duration) -> Try {
 /// tries either way), then reduces them; `core` as in [`disturbance`].
 fn fma_series(
     threads: usize,
-    avx2: bool,
+    isa: Isa,
     per_try: Duration,
     want: usize,
     budget: Duration,
@@ -276,7 +349,7 @@ fn fma_series(
     let start = Instant::now();
     let mut tries = Vec::new();
     loop {
-        tries.push(fma_try(threads, avx2, per_try));
+        tries.push(fma_try(threads, isa, per_try));
         let clean = tries
             .iter()
             .filter(|t| disturbance(t, core).is_none())
@@ -329,13 +402,13 @@ pub const TRIES: usize = 5;
 /// disturbed tries for up to three times as long.
 pub fn measure() -> Peak {
     let start = Instant::now();
-    let avx2 = has_avx2_fma();
+    let isa = Isa::here();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let series = |threads: usize, ms: u64, core: Option<f64>| {
         let per_try = Duration::from_millis(ms);
         fma_series(
             threads,
-            avx2,
+            isa,
             per_try,
             TRIES,
             per_try * 3 * TRIES as u32,
@@ -355,7 +428,7 @@ pub fn measure() -> Peak {
     // 3 × 32 MiB: past the last-level cache of the machines lcx runs on.
     let stream = stream_gbytes(threads, 8 << 20, 3);
     Peak {
-        isa: if avx2 { "avx2-fma" } else { "scalar" },
+        isa: isa.name(),
         threads,
         gflops_core: core.best,
         gflops: all.best,
@@ -393,10 +466,15 @@ pub fn reported_clock_ghz() -> Option<(f64, &'static str)> {
 }
 
 /// The most FP32 GFLOP/s `threads` threads could do at `clock_ghz`: FMA
-/// units per core (2 on x86-64 cores with AVX2) × lanes (8, or 1 scalar) ×
-/// 2 operations per FMA × clock.
+/// units per core (2 on x86-64 cores with AVX2 or AVX-512: server parts
+/// with one 512-bit unit make this twice what they can do) × lanes (16, 8,
+/// or 1 scalar) × 2 operations per FMA × clock.
 pub fn theoretical_gflops(threads: usize, clock_ghz: f64, isa: &str) -> f64 {
-    let lanes = if isa == "avx2-fma" { 8.0 } else { 1.0 };
+    let lanes = match isa {
+        "avx512f" => 16.0,
+        "avx2-fma" => 8.0,
+        _ => 1.0,
+    };
     threads as f64 * 2.0 * lanes * 2.0 * clock_ghz
 }
 
@@ -424,6 +502,11 @@ mod tests {
             // SAFETY: checked just above.
             let v = unsafe { fma_block_avx2(1000, 1.0) };
             assert!((v - 96.0 * x).abs() < 1e-2, "{v} vs {}", 96.0 * x);
+        }
+        if Isa::here() == Isa::Avx512 {
+            // SAFETY: detected just above.
+            let v = unsafe { fma_block_avx512(1000, 1.0) };
+            assert!((v - 192.0 * x).abs() < 2e-2, "{v} vs {}", 192.0 * x);
         }
     }
 
@@ -477,7 +560,7 @@ mod tests {
 
     #[test]
     fn a_real_try_reports_each_threads_cpu_and_wall_time() {
-        let t = fma_try(2, has_avx2_fma(), Duration::from_millis(20));
+        let t = fma_try(2, Isa::here(), Duration::from_millis(20));
         assert_eq!(t.threads.len(), 2);
         for th in &t.threads {
             assert!(th.gflops_per_cpu_second > 0.0, "{th:?}");
