@@ -25,6 +25,7 @@
 //! A [`NativeMlp`] exists only where it computes the eager network: CPU,
 //! f32, ReLU, not traced, and a CPU with AVX2 and FMA.
 
+use lcx_core::bench::peak::Isa;
 use tch::{Device, Kind};
 
 use crate::nn::network::{Activation, Mlp};
@@ -412,24 +413,12 @@ pub fn wide() -> bool {
 /// The instruction set the kernel runs with here, for a report's
 /// provenance: `avx512f`, `avx2-fma`, or `None` where libtorch runs.
 pub fn kernel_isa() -> Option<&'static str> {
-    if !supported() {
-        None
-    } else if wide() {
-        Some("avx512f")
-    } else {
-        Some("avx2-fma")
-    }
+    supported().then(|| if wide() { Isa::Avx512 } else { Isa::Avx2 }.name())
 }
 
+/// AVX-512F (with AVX2 and FMA): the width the peak probe detects too.
 fn cpu_has_avx512() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::is_x86_feature_detected!("avx512f")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    Isa::here() == Isa::Avx512
 }
 
 fn cpu_has_kernel_isa() -> bool {
@@ -743,10 +732,9 @@ fn dense_on(
         }
         // The wide kernel takes panels three at a time, so each task gets
         // a multiple of three where it can.
-        let tasks = threads.min(panels);
         let unit = if wide { WIDE_GROUP } else { 1 };
         let units = panels.div_ceil(unit);
-        let tasks = tasks.min(units);
+        let tasks = threads.min(units);
         rayon::scope(|s| {
             for t in 0..tasks {
                 let range = (units * t / tasks * unit).min(panels)
@@ -957,7 +945,7 @@ unsafe fn dense_avx512(
     )
 }
 
-/// Cuts the GEMM into tiles (up to [`MAX_ROWS`] rows against up to
+/// Cuts the GEMM into tiles (up to `max_rows` rows against up to
 /// `group` panels) and hands each to `micro(tile, rows, panels)`.
 ///
 /// # Safety
@@ -1083,7 +1071,7 @@ struct Tile {
     /// added to in order.
     column_sums: *mut f32,
     /// Floats from one panel's `packed` and `mask` rows to the next
-    /// panel's (the wide kernel's second panel).
+    /// panel's (the wide kernel's tiles span up to three panels).
     panel_stride: usize,
     /// Real output columns in the tile's panels (at most 16 per panel).
     cols: usize,
@@ -1509,10 +1497,6 @@ pub(crate) mod tests {
         }
     }
 
-    /// The packed copy the kernel stores alongside its output is exactly
-    /// what packing that output afterwards gives (padding included), on one
-    /// task or several; `transpose` and `pack_weights` agree with the
-    /// element-by-element definition.
     /// The AVX-512 kernel gives the AVX2 kernel's bits, and neither
     /// depends on the thread count: every output, packed output, sum of
     /// squares and column sum, for each layout of the left operand, with
@@ -1596,6 +1580,10 @@ pub(crate) mod tests {
         }
     }
 
+    /// The packed copy the kernel stores alongside its output is exactly
+    /// what packing that output afterwards gives (padding included), on one
+    /// task or several; `transpose` and `pack_weights` agree with the
+    /// element-by-element definition.
     #[test]
     fn packed_outputs_and_packings_match_their_definitions() {
         if !kernel_here("packed_outputs_and_packings_match_their_definitions") {
