@@ -279,6 +279,37 @@ fn bench_trainer_names_the_training_backend() {
             .arg(dir.path()),
     );
     assert_eq!(iterations(&trained), vec![1]);
+    // Each metric line names what its steps ran on: libtorch there, lcx's
+    // kernel at its width otherwise.
+    let kernel_of = |jsonl: &str| -> Vec<String> {
+        jsonl
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).expect(l);
+                v["training_kernel"].as_str().expect(l).to_string()
+            })
+            .collect()
+    };
+    assert_eq!(kernel_of(&trained), vec!["libtorch"]);
+    let trained_by = |env: Option<&str>| {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cmd = train_smoke();
+        if let Some(width) = env {
+            cmd.env("LCX_NATIVE_KERNEL", width);
+        }
+        kernel_of(&succeed(
+            cmd.args(["--metrics-out", "-", "--runs-dir"])
+                .arg(dir.path()),
+        ))
+    };
+    let widest = match (kernel, wide) {
+        (true, true) => "lcx avx512f",
+        (true, false) => "lcx avx2-fma",
+        _ => "libtorch",
+    };
+    assert_eq!(trained_by(None), vec![widest]);
+    let narrow = if kernel { "lcx avx2-fma" } else { "libtorch" };
+    assert_eq!(trained_by(Some("avx2")), vec![narrow]);
     // The forwards of that run: libtorch's with the kernel off, the
     // kernel's otherwise (where the CPU has it).
     let forward = |off: bool| {
@@ -338,6 +369,13 @@ fn an_amp_cell_on_the_cpu_is_one_mode_and_labelled_fp32() {
     let report = succeed(lcx().args(["report", "amp", "--db", db]));
     assert!(
         report.contains("AMP (AMP requested, ran fp32: no CUDA)"),
+        "{report}"
+    );
+    // Both arms' steps ran on the same code, whichever this CPU gives.
+    assert!(
+        ["lcx avx512f", "lcx avx2-fma", "libtorch"]
+            .iter()
+            .any(|k| report.contains(&format!("Training ran on {k} in every arm."))),
         "{report}"
     );
     // At a terminal, --both prints no speedup of fp32 over fp32.

@@ -412,6 +412,7 @@ mod tests {
             iteration: 1,
             precision: "fp32",
             precision_requested: "fp32",
+            training_kernel: "lcx avx2-fma",
             ms_per_call: 3.0,
             loss_advantage: Some(0.5),
             loss_strategy: Some(0.25),

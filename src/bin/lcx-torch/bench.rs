@@ -495,12 +495,9 @@ fn trainer(args: TrainerArgs) -> anyhow::Result<u8> {
     for &(mode, amp) in modes {
         let mut t = synthetic_trainer(cfg.clone(), amp)?;
         digest = weights_digest(&t);
-        // The kernel's width too: the same host trains at two speeds
-        // with and without LCX_NATIVE_KERNEL=avx2.
-        let backend = match lcx_trainer::kernel::native::kernel_isa() {
-            Some(isa) if t.trains_natively() => format!("lcx kernel, {isa}"),
-            _ => "libtorch".to_string(),
-        };
+        // The kernel's width too (see `Trainer::training_kernel`).
+        let kernel = t.training_kernel();
+        let backend = kernel.replacen("lcx ", "lcx kernel, ", 1);
         if amp && t.amp_falls_back_to_fp32() {
             eprintln!("note: AMP needs CUDA; the amp mode on {device:?} trains in fp32");
         }
@@ -517,6 +514,7 @@ fn trainer(args: TrainerArgs) -> anyhow::Result<u8> {
                     iteration,
                     precision,
                     precision_requested: mode,
+                    training_kernel: &kernel,
                     ms_per_call: v,
                     loss_advantage: adv_loss,
                     loss_strategy: strat_loss,

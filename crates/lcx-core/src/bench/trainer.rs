@@ -13,6 +13,8 @@ pub struct TrainerSample<'a> {
     pub precision: &'a str,
     /// What the command line asked for.
     pub precision_requested: &'a str,
+    /// What the steps ran on: `lcx avx512f`, `lcx avx2-fma` or `libtorch`.
+    pub training_kernel: &'a str,
     #[serde(rename = "bench/ms_per_call")]
     pub ms_per_call: f64,
     /// `None` (written `null`) when the call trained no advantage network.

@@ -50,11 +50,38 @@ pub struct Input {
     pub series: Vec<(i64, Vec<(i64, f64)>)>,
     /// (arm, precision asked for, precision that ran), distinct.
     pub precisions: Vec<(String, String, String)>,
+    /// (arm, what its training steps ran on), distinct: the
+    /// `training_kernel` text field.
+    pub kernels: Vec<(String, String)>,
     /// (arm, field, count, example) of text values ([`Store::text_counts`]).
     pub texts: Vec<(String, String, i64, String)>,
     /// The database the report was read from, for the reproduce lines'
     /// `--db`; `None` for the default `lcx.db` (or in memory).
     pub db: Option<String>,
+}
+
+/// What the arms' training steps ran on (the `training_kernel` field), where
+/// their lines say: the same host trains at two speeds with lcx's kernel at
+/// its two widths, and arms named for a width tie on a CPU that lacks it.
+/// One value for every arm is said once; otherwise each arm's, in arm order
+/// (an arm with more than one lists them all).
+pub(crate) fn kernel_remark(kernels: &[(String, String)]) -> Option<String> {
+    let first = kernels.first()?;
+    if kernels.iter().all(|(_, k)| k == &first.1) {
+        return Some(format!("Training ran on {} in every arm.", first.1));
+    }
+    let mut arms: Vec<(&str, Vec<&str>)> = Vec::new();
+    for (arm, kernel) in kernels {
+        match arms.last_mut() {
+            Some((a, ks)) if *a == arm.as_str() => ks.push(kernel),
+            _ => arms.push((arm, vec![kernel])),
+        }
+    }
+    let each: Vec<String> = arms
+        .iter()
+        .map(|(arm, ks)| format!("`{arm}` on {}", ks.join(" and ")))
+        .collect();
+    Some(format!("Training ran on: {}.", each.join("; ")))
 }
 
 /// The metric a report's net result, gate and series checks are about:
@@ -420,6 +447,7 @@ pub fn load(store: &Store, experiment_id: i64, options: Options) -> Result<Repor
             perf,
             series,
             precisions: store.precisions(experiment_id)?,
+            kernels: store.text_values(experiment_id, "training_kernel")?,
             texts: store.text_counts(experiment_id)?,
             db: store
                 .path()
@@ -1273,6 +1301,9 @@ pub fn assemble(input: Input, options: Options) -> Report {
         remarks.push(format!(
             "The baseline `{baseline}` has no cells; no speedups or verdicts."
         ));
+    }
+    if let Some(remark) = kernel_remark(&input.kernels) {
+        remarks.push(remark);
     }
 
     let label_of = |metric: &str| -> String {

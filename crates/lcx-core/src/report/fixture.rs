@@ -317,6 +317,7 @@ pub fn report_with(gate_min: f64, columns: bool, change: impl FnOnce(&mut Vec<Ru
             perf: Vec::new(),
             series: Vec::new(),
             precisions: Vec::new(),
+            kernels: Vec::new(),
             texts: Vec::new(),
             db: None,
         },
@@ -363,6 +364,7 @@ pub fn repeated(gate_min: f64, cells: &[(&str, i64, RunStatus, f64)]) -> Report 
             perf: Vec::new(),
             series: Vec::new(),
             precisions: Vec::new(),
+            kernels: Vec::new(),
             texts: Vec::new(),
             db: None,
         },
@@ -375,7 +377,43 @@ mod tests {
     use rand::{Rng, SeedableRng};
 
     use super::*;
+    use crate::report::build::kernel_remark;
     use crate::report::stats::Decision;
+
+    /// The report says what each arm's training ran on: once where every
+    /// arm ran the same, arm by arm (each value of an arm that changed)
+    /// otherwise, and nothing where no line said.
+    #[test]
+    fn the_report_names_the_training_kernel_of_each_arm() {
+        let kernels = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs
+                .iter()
+                .map(|(a, k)| (a.to_string(), k.to_string()))
+                .collect()
+        };
+        assert_eq!(kernel_remark(&[]), None);
+        assert_eq!(
+            kernel_remark(&kernels(&[
+                ("avx2", "lcx avx2-fma"),
+                ("avx512", "lcx avx2-fma")
+            ]))
+            .as_deref(),
+            Some("Training ran on lcx avx2-fma in every arm.")
+        );
+        assert_eq!(
+            kernel_remark(&kernels(&[
+                ("avx2", "lcx avx2-fma"),
+                ("avx512", "lcx avx2-fma"),
+                ("avx512", "lcx avx512f"),
+                ("torch", "libtorch"),
+            ]))
+            .as_deref(),
+            Some(
+                "Training ran on: `avx2` on lcx avx2-fma; `avx512` on lcx avx2-fma and \
+                 lcx avx512f; `torch` on libtorch."
+            )
+        );
+    }
 
     #[test]
     fn failed_cells_never_decide_a_gate_over_400_seeds() {

@@ -479,6 +479,27 @@ impl Store {
         Ok(rows)
     }
 
+    /// (arm, value), distinct, of one text field over an experiment's live
+    /// lines, in arm order.
+    pub fn text_values(
+        &self,
+        experiment_id: i64,
+        name: &str,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT DISTINCT r.arm, t.value FROM metric_text t
+             JOIN runs r ON r.id = t.run_id
+             WHERE r.experiment_id = ?1 AND t.name = ?2 AND t.superseded = 0
+             ORDER BY r.arm_index, t.value",
+        )?;
+        let rows = stmt
+            .query_map(rusqlite::params![experiment_id, name], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
     /// One run by id.
     pub fn run(&self, run_id: i64) -> Result<Option<Run>, StoreError> {
         let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1");

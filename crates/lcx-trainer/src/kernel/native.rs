@@ -25,6 +25,9 @@
 //! A [`NativeMlp`] exists only where it computes the eager network: CPU,
 //! f32, ReLU, not traced, and a CPU with AVX2 and FMA.
 
+use std::marker::PhantomData;
+use std::ops::Range;
+
 use lcx_core::bench::peak::Isa;
 use tch::{Device, Kind};
 
@@ -240,39 +243,96 @@ impl Layer {
         b: &[f32],
     ) {
         self.reset(inputs, outputs);
-        for o0 in (0..outputs).step_by(PANEL) {
-            for s in 0..inputs.div_ceil(PANEL) {
-                self.repack_weight_tile(w, o0, s);
-            }
+        assert_eq!(w.len(), inputs.div_ceil(PANEL) * PANEL * outputs);
+        let mut writer = self.strip_writer();
+        for (s, strip) in w.chunks_exact(outputs * PANEL).enumerate() {
+            writer.repack_strip(s, strip);
         }
         self.set_bias(b);
     }
 
-    /// Re-packs one 16 × 16 tile of a layer packed by
-    /// [`Layer::pack_weights_from_row_panels`]: weight rows `o0..o0 + 16`
-    /// (`o0` a multiple of 16) of row panel `s`, which lie together in `w`
-    /// (1 KB). The input columns it covers land in one run of panel
-    /// `o0 / 16`, so this is one tile transpose.
-    pub(super) fn repack_weight_tile(&mut self, w: &[f32], o0: usize, s: usize) {
-        let (inputs, outputs) = (self.inputs, self.outputs);
-        assert!(
-            w.len() == inputs.div_ceil(PANEL) * PANEL * outputs
-                && o0.is_multiple_of(PANEL)
-                && o0 < outputs
-                && s * PANEL < inputs
-        );
-        let rows = PANEL.min(outputs - o0);
-        let cols = PANEL.min(inputs - s * PANEL);
-        let src = &w[(s * outputs + o0) * PANEL..(s * outputs + o0 + rows) * PANEL];
-        let p = o0 / PANEL;
-        let dst = &mut self.panels
-            [(p * inputs + s * PANEL) * PANEL..(p * inputs + s * PANEL + cols) * PANEL];
-        transpose_tile(src, PANEL, dst, PANEL, rows, cols);
+    /// Write access to every row panel's tiles of a layer packed by
+    /// [`Layer::pack_weights_from_row_panels`], to be split between tasks
+    /// (see [`StripWriter`]).
+    pub(super) fn strip_writer(&mut self) -> StripWriter<'_> {
+        StripWriter {
+            panels: self.panels.as_mut_ptr(),
+            len: self.panels.len(),
+            inputs: self.inputs,
+            outputs: self.outputs,
+            strips: 0..self.inputs.div_ceil(PANEL),
+            _layer: PhantomData,
+        }
     }
 
     /// Replaces the bias of a layer packed by [`Layer::pack_weights`].
     pub(super) fn set_bias(&mut self, b: &[f32]) {
         self.bias[..self.outputs].copy_from_slice(b);
+    }
+}
+
+/// Exclusive write access to the part of a forward pack (`P = Wᵀ`, see
+/// [`Layer::pack_weights_from_row_panels`]) that row panels `strips` of
+/// `W` transpose into. Row panel `s` (16 inputs of every output) lands in
+/// rows `16s..16s + 16` of every output panel: one 16 × 16 tile per output
+/// panel, interleaved in memory with the other row panels' tiles, so the
+/// pack cannot be cut into disjoint slices; a writer owns its strips'
+/// tiles instead, and [`StripWriter::split_at`] hands them out so that
+/// tasks re-pack disjoint row panels at once (AdamW, see
+/// `native_train`).
+pub(super) struct StripWriter<'a> {
+    panels: *mut f32,
+    len: usize,
+    inputs: usize,
+    outputs: usize,
+    strips: Range<usize>,
+    _layer: PhantomData<&'a mut [f32]>,
+}
+
+// SAFETY: a writer only writes the tiles of its own row panels, and the
+// row panels of two writers split from one another are disjoint.
+unsafe impl Send for StripWriter<'_> {}
+
+impl<'a> StripWriter<'a> {
+    /// The row panels before `s` and those from `s` on.
+    pub(super) fn split_at(self, s: usize) -> (Self, Self) {
+        assert!(self.strips.start <= s && s <= self.strips.end);
+        let head = StripWriter {
+            strips: self.strips.start..s,
+            ..self
+        };
+        let tail = StripWriter {
+            strips: s..self.strips.end,
+            ..self
+        };
+        (head, tail)
+    }
+
+    /// Transposes row panel `s` of `W`, `strip` (its `outputs × 16`
+    /// floats), into the pack, one 16 × 16 tile per output panel.
+    pub(super) fn repack_strip(&mut self, s: usize, strip: &[f32]) {
+        let (inputs, outputs) = (self.inputs, self.outputs);
+        assert!(self.strips.contains(&s) && strip.len() == outputs * PANEL);
+        let cols = PANEL.min(inputs - s * PANEL);
+        for o0 in (0..outputs).step_by(PANEL) {
+            let rows = PANEL.min(outputs - o0);
+            let start = ((o0 / PANEL) * inputs + s * PANEL) * PANEL;
+            assert!(start + cols * PANEL <= self.len);
+            // SAFETY: in bounds (asserted), and rows `16s..16s + cols` of
+            // an output panel belong to row panel `s`, which this writer
+            // owns: no other writer or reference touches them while it
+            // lives (it borrows the layer mutably).
+            let dst =
+                unsafe { std::slice::from_raw_parts_mut(self.panels.add(start), cols * PANEL) };
+            transpose_tile(
+                &strip[o0 * PANEL..(o0 + rows) * PANEL],
+                PANEL,
+                dst,
+                PANEL,
+                rows,
+                cols,
+            );
+        }
     }
 }
 
@@ -1766,10 +1826,11 @@ pub(crate) mod tests {
         let mut want = Layer::default();
         want.pack_weights(inputs, outputs, &w0, Some(&b));
         assert!(forward == want);
-        for o0 in (0..outputs).step_by(PANEL) {
-            for s in 0..inputs.div_ceil(PANEL) {
-                forward.repack_weight_tile(&strips1, o0, s);
-            }
+        // Re-packed by two writers, the later row panels first.
+        let (mut head, mut tail) = forward.strip_writer().split_at(2);
+        for (s, strip) in strips1.chunks_exact(outputs * PANEL).enumerate().rev() {
+            let writer = if s < 2 { &mut head } else { &mut tail };
+            writer.repack_strip(s, strip);
         }
         want.pack_weights(inputs, outputs, &w1, Some(&b));
         assert!(forward == want);

@@ -179,6 +179,7 @@ pub fn run(config: TrainerConfig, mut opts: SessionOptions) -> Result<PathBuf, S
         }
     }
     let start = Instant::now();
+    let training_kernel = trainer.training_kernel();
     loop {
         if max_iterations.is_some_and(|max| trainer.iteration >= max) {
             break;
@@ -200,12 +201,14 @@ pub fn run(config: TrainerConfig, mut opts: SessionOptions) -> Result<PathBuf, S
                 *it += secs;
             }
         }
-        // What ran, beside what was asked: an AMP arm on a CPU says fp32.
+        // What ran, beside what was asked: an AMP arm on a CPU says fp32,
+        // and the kernel its steps ran on.
         let line = json_line(
             &m,
             &[
                 ("precision", trainer.precision()),
                 ("precision_requested", trainer.precision_requested()),
+                ("training_kernel", &training_kernel),
             ],
         );
         metrics_file

@@ -838,6 +838,18 @@ impl Trainer {
         self.net_job(0).native && NativeTrainer::applies(&self.nets[0])
     }
 
+    /// What the training steps run on, for the `training_kernel` text
+    /// field and `lcx bench trainer`: `lcx <width>` (lcx's kernel, at the
+    /// width it picked on this CPU: `avx512f` or `avx2-fma`) or `libtorch`.
+    /// The same host trains at two speeds with and without
+    /// `LCX_NATIVE_KERNEL=avx2`, so a run says which it was.
+    pub fn training_kernel(&self) -> String {
+        match crate::kernel::native::kernel_isa() {
+            Some(isa) if self.trains_natively() => format!("lcx {isa}"),
+            _ => "libtorch".to_string(),
+        }
+    }
+
     /// Whether the three networks train at once, each on its own thread:
     /// `optimization.concurrent_networks` without loss scaling (the three
     /// networks share the grad scaler, whose scale each step reads and
