@@ -63,23 +63,28 @@ pub struct Input {
 /// What the arms' training steps ran on (the `training_kernel` field), where
 /// their lines say: the same host trains at two speeds with lcx's kernel at
 /// its two widths, and arms named for a width tie on a CPU that lacks it.
-/// One value for every arm is said once; otherwise each arm's, in arm order
-/// (an arm with more than one lists them all).
-pub(crate) fn kernel_remark(kernels: &[(String, String)]) -> Option<String> {
+/// `arms` are the report's arms in order. One value that every arm gave is
+/// said once; otherwise each arm's (all of an arm's, where it changed), and
+/// the arms whose lines did not say (an older revision, no line yet) are
+/// named as such. Nothing where no arm said.
+pub(crate) fn kernel_remark(kernels: &[(String, String)], arms: &[&str]) -> Option<String> {
     let first = kernels.first()?;
-    if kernels.iter().all(|(_, k)| k == &first.1) {
+    let of = |arm: &str| -> Vec<&str> {
+        kernels
+            .iter()
+            .filter(|(a, _)| a == arm)
+            .map(|(_, k)| k.as_str())
+            .collect()
+    };
+    if arms.iter().all(|a| of(a) == [first.1.as_str()]) {
         return Some(format!("Training ran on {} in every arm.", first.1));
-    }
-    let mut arms: Vec<(&str, Vec<&str>)> = Vec::new();
-    for (arm, kernel) in kernels {
-        match arms.last_mut() {
-            Some((a, ks)) if *a == arm.as_str() => ks.push(kernel),
-            _ => arms.push((arm, vec![kernel])),
-        }
     }
     let each: Vec<String> = arms
         .iter()
-        .map(|(arm, ks)| format!("`{arm}` on {}", ks.join(" and ")))
+        .map(|arm| match of(arm).as_slice() {
+            [] => format!("`{arm}` did not say"),
+            ks => format!("`{arm}` on {}", ks.join(" and ")),
+        })
         .collect();
     Some(format!("Training ran on: {}.", each.join("; ")))
 }
@@ -1302,7 +1307,8 @@ pub fn assemble(input: Input, options: Options) -> Report {
             "The baseline `{baseline}` has no cells; no speedups or verdicts."
         ));
     }
-    if let Some(remark) = kernel_remark(&input.kernels) {
+    let arm_names: Vec<&str> = arm_order.iter().map(|(_, n, _)| n.as_str()).collect();
+    if let Some(remark) = kernel_remark(&input.kernels, &arm_names) {
         remarks.push(remark);
     }
 

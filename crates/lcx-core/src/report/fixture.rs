@@ -391,26 +391,43 @@ mod tests {
                 .map(|(a, k)| (a.to_string(), k.to_string()))
                 .collect()
         };
-        assert_eq!(kernel_remark(&[]), None);
+        let arms = ["avx2", "avx512", "torch"];
+        assert_eq!(kernel_remark(&[], &arms), None);
         assert_eq!(
-            kernel_remark(&kernels(&[
-                ("avx2", "lcx avx2-fma"),
-                ("avx512", "lcx avx2-fma")
-            ]))
+            kernel_remark(
+                &kernels(&[("avx2", "lcx avx2-fma"), ("avx512", "lcx avx2-fma")]),
+                &arms[..2]
+            )
             .as_deref(),
             Some("Training ran on lcx avx2-fma in every arm.")
         );
         assert_eq!(
-            kernel_remark(&kernels(&[
-                ("avx2", "lcx avx2-fma"),
-                ("avx512", "lcx avx2-fma"),
-                ("avx512", "lcx avx512f"),
-                ("torch", "libtorch"),
-            ]))
+            kernel_remark(
+                &kernels(&[
+                    ("avx2", "lcx avx2-fma"),
+                    ("avx512", "lcx avx2-fma"),
+                    ("avx512", "lcx avx512f"),
+                    ("torch", "libtorch"),
+                ]),
+                &arms
+            )
             .as_deref(),
             Some(
                 "Training ran on: `avx2` on lcx avx2-fma; `avx512` on lcx avx2-fma and \
                  lcx avx512f; `torch` on libtorch."
+            )
+        );
+        // An arm whose lines did not say (an older revision) is not
+        // counted into "every arm".
+        assert_eq!(
+            kernel_remark(
+                &kernels(&[("avx2", "lcx avx2-fma"), ("avx512", "lcx avx2-fma")]),
+                &arms
+            )
+            .as_deref(),
+            Some(
+                "Training ran on: `avx2` on lcx avx2-fma; `avx512` on lcx avx2-fma; \
+                 `torch` did not say."
             )
         );
     }

@@ -245,7 +245,8 @@ impl Layer {
         self.reset(inputs, outputs);
         assert_eq!(w.len(), inputs.div_ceil(PANEL) * PANEL * outputs);
         let mut writer = self.strip_writer();
-        for (s, strip) in w.chunks_exact(outputs * PANEL).enumerate() {
+        // `max(1)`: a layer without outputs has no strips (and `w` is empty).
+        for (s, strip) in w.chunks_exact((outputs * PANEL).max(1)).enumerate() {
             writer.repack_strip(s, strip);
         }
         self.set_bias(b);
@@ -1834,6 +1835,19 @@ pub(crate) mod tests {
         }
         want.pack_weights(inputs, outputs, &w1, Some(&b));
         assert!(forward == want);
+    }
+
+    /// A writer re-packs only the row panels it was split off with: the
+    /// safety of splitting rests on it.
+    #[test]
+    #[should_panic]
+    fn a_strip_writer_refuses_a_row_panel_it_does_not_own() {
+        let (inputs, outputs) = (37, 40);
+        let strips = to_row_panels(&vec![1.0; outputs * inputs], outputs, inputs);
+        let mut forward = Layer::default();
+        forward.pack_weights_from_row_panels(inputs, outputs, &strips, &[0.0; 40]);
+        let (mut head, _tail) = forward.strip_writer().split_at(2);
+        head.repack_strip(2, &strips[2 * outputs * PANEL..3 * outputs * PANEL]);
     }
 
     #[test]
