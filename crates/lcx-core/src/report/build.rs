@@ -63,8 +63,8 @@ pub struct Input {
 /// What the arms' training steps ran on (the `training_kernel` field), where
 /// their lines say: the same host trains at two speeds with lcx's kernel at
 /// its two widths, and arms named for a width tie on a CPU that lacks it.
-/// `arms` are the report's arms in order. One value that every arm gave is
-/// said once; otherwise each arm's (all of an arm's, where it changed), and
+/// `arms` are the report's arms with lines, in order. One value that every
+/// one of them gave is said once; otherwise each arm's (all of an arm's, where it changed), and
 /// the arms whose lines did not say (an older revision, no line yet) are
 /// named as such. Nothing where no arm said.
 pub(crate) fn kernel_remark(kernels: &[(String, String)], arms: &[&str]) -> Option<String> {
@@ -77,7 +77,10 @@ pub(crate) fn kernel_remark(kernels: &[(String, String)], arms: &[&str]) -> Opti
             .collect()
     };
     if arms.iter().all(|a| of(a) == [first.1.as_str()]) {
-        return Some(format!("Training ran on {} in every arm.", first.1));
+        return Some(format!(
+            "Training ran on {} in every arm that ran.",
+            first.1
+        ));
     }
     let each: Vec<String> = arms
         .iter()
@@ -1307,7 +1310,17 @@ pub fn assemble(input: Input, options: Options) -> Report {
             "The baseline `{baseline}` has no cells; no speedups or verdicts."
         ));
     }
-    let arm_names: Vec<&str> = arm_order.iter().map(|(_, n, _)| n.as_str()).collect();
+    // The arms with lines: a skipped arm (no GPU) has nothing to say.
+    let arm_names: Vec<&str> = arm_order
+        .iter()
+        .map(|(_, n, _)| n.as_str())
+        .filter(|n| {
+            input
+                .runs
+                .iter()
+                .any(|r| r.arm == *n && r.iterations_done > 0)
+        })
+        .collect();
     if let Some(remark) = kernel_remark(&input.kernels, &arm_names) {
         remarks.push(remark);
     }

@@ -240,6 +240,11 @@ pub fn report(gate_min: f64, columns: bool) -> Report {
 
 /// [`report`] with its runs changed first.
 pub fn report_with(gate_min: f64, columns: bool, change: impl FnOnce(&mut Vec<Run>)) -> Report {
+    assemble(input_with(gate_min, columns, change), Options::default())
+}
+
+/// The input [`report_with`] assembles.
+fn input_with(gate_min: f64, columns: bool, change: impl FnOnce(&mut Vec<Run>)) -> Input {
     let p = plan(gate_min, columns);
     let experiment = experiment_of(&p);
     let runs = vec![
@@ -301,28 +306,25 @@ pub fn report_with(gate_min: f64, columns: bool, change: impl FnOnce(&mut Vec<Ru
             (x.arm.clone(), x.name.clone(), v[4])
         })
         .collect();
-    assemble(
-        Input {
-            experiment,
-            runs,
-            metric_names: vec![
-                "interleaved/avg_batch_size".into(),
-                "time/iteration_seconds".into(),
-                "time/traversal_seconds".into(),
-                "traversal/nodes_per_second".into(),
-            ],
-            moments: m,
-            medians,
-            nonfinite: Vec::new(),
-            perf: Vec::new(),
-            series: Vec::new(),
-            precisions: Vec::new(),
-            kernels: Vec::new(),
-            texts: Vec::new(),
-            db: None,
-        },
-        Options::default(),
-    )
+    Input {
+        experiment,
+        runs,
+        metric_names: vec![
+            "interleaved/avg_batch_size".into(),
+            "time/iteration_seconds".into(),
+            "time/traversal_seconds".into(),
+            "traversal/nodes_per_second".into(),
+        ],
+        moments: m,
+        medians,
+        nonfinite: Vec::new(),
+        perf: Vec::new(),
+        series: Vec::new(),
+        precisions: Vec::new(),
+        kernels: Vec::new(),
+        texts: Vec::new(),
+        db: None,
+    }
 }
 
 /// A report of `recursive` vs `interleaved`, 3 repeats each, from cells
@@ -399,7 +401,7 @@ mod tests {
                 &arms[..2]
             )
             .as_deref(),
-            Some("Training ran on lcx avx2-fma in every arm.")
+            Some("Training ran on lcx avx2-fma in every arm that ran.")
         );
         assert_eq!(
             kernel_remark(
@@ -418,7 +420,7 @@ mod tests {
             )
         );
         // An arm whose lines did not say (an older revision) is not
-        // counted into "every arm".
+        // counted into "every arm that ran".
         assert_eq!(
             kernel_remark(
                 &kernels(&[("avx2", "lcx avx2-fma"), ("avx512", "lcx avx2-fma")]),
@@ -429,6 +431,18 @@ mod tests {
                 "Training ran on: `avx2` on lcx avx2-fma; `avx512` on lcx avx2-fma; \
                  `torch` did not say."
             )
+        );
+        // Through the report: the skipped GPU arm has no lines, so it is
+        // neither counted nor said to be silent.
+        let mut input = input_with(1.5, false, |_| {});
+        input.kernels = kernels(&[("recursive", "lcx avx512f"), ("interleaved", "lcx avx512f")]);
+        let report = assemble(input, Options::default());
+        assert!(
+            report
+                .remarks
+                .contains(&"Training ran on lcx avx512f in every arm that ran.".to_string()),
+            "{:?}",
+            report.remarks
         );
     }
 
