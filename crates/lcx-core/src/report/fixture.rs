@@ -306,17 +306,31 @@ fn input_with(gate_min: f64, columns: bool, change: impl FnOnce(&mut Vec<Run>)) 
             (x.arm.clone(), x.name.clone(), v[4])
         })
         .collect();
+    let names = [
+        "interleaved/avg_batch_size",
+        "time/iteration_seconds",
+        "time/traversal_seconds",
+        "traversal/nodes_per_second",
+    ];
+    Input {
+        medians,
+        ..bare_input(experiment, runs, &names, m)
+    }
+}
+
+/// An input of these runs and moments, and nothing else.
+fn bare_input(
+    experiment: Experiment,
+    runs: Vec<Run>,
+    names: &[&str],
+    moments: Vec<RunMoments>,
+) -> Input {
     Input {
         experiment,
         runs,
-        metric_names: vec![
-            "interleaved/avg_batch_size".into(),
-            "time/iteration_seconds".into(),
-            "time/traversal_seconds".into(),
-            "traversal/nodes_per_second".into(),
-        ],
-        moments: m,
-        medians,
+        metric_names: names.iter().map(|n| n.to_string()).collect(),
+        moments,
+        medians: Vec::new(),
         nonfinite: Vec::new(),
         perf: Vec::new(),
         series: Vec::new(),
@@ -356,20 +370,7 @@ pub fn repeated(gate_min: f64, cells: &[(&str, i64, RunStatus, f64)]) -> Report 
         runs.push(r);
     }
     assemble(
-        Input {
-            experiment,
-            runs,
-            metric_names: vec!["time/traversal_seconds".into()],
-            moments: m,
-            medians: Vec::new(),
-            nonfinite: Vec::new(),
-            perf: Vec::new(),
-            series: Vec::new(),
-            precisions: Vec::new(),
-            kernels: Vec::new(),
-            texts: Vec::new(),
-            db: None,
-        },
+        bare_input(experiment, runs, &["time/traversal_seconds"], m),
         Options::default(),
     )
 }
