@@ -568,33 +568,18 @@ struct Strips<'a> {
 impl<'a> Strips<'a> {
     /// The first `count` row panels and the rest.
     fn split(self, count: usize) -> (Self, Self) {
-        let at = count * self.strip;
-        let Block { value, m, v, grad } = self.block;
-        let (v0, v1) = value.split_at_mut(at);
-        let (m0, m1) = m.split_at_mut(at);
-        let (s0, s1) = v.split_at_mut(at);
-        let (g0, g1) = grad.split_at(at);
+        let (b0, b1) = self.block.split_at(count * self.strip);
         let (w0, w1) = self.writer.split_at(self.first + count);
         let head = Strips {
             first: self.first,
             strip: self.strip,
-            block: Block {
-                value: v0,
-                m: m0,
-                v: s0,
-                grad: g0,
-            },
+            block: b0,
             writer: w0,
         };
         let tail = Strips {
             first: self.first + count,
             strip: self.strip,
-            block: Block {
-                value: v1,
-                m: m1,
-                v: s1,
-                grad: g1,
-            },
+            block: b1,
             writer: w1,
         };
         (head, tail)
@@ -644,6 +629,30 @@ struct Block<'a> {
     m: &'a mut [f32],
     v: &'a mut [f32],
     grad: &'a [f32],
+}
+
+impl<'a> Block<'a> {
+    /// The first `at` elements of each of the four and the rest.
+    fn split_at(self, at: usize) -> (Self, Self) {
+        let (value0, value1) = self.value.split_at_mut(at);
+        let (m0, m1) = self.m.split_at_mut(at);
+        let (v0, v1) = self.v.split_at_mut(at);
+        let (grad0, grad1) = self.grad.split_at(at);
+        (
+            Block {
+                value: value0,
+                m: m0,
+                v: v0,
+                grad: grad0,
+            },
+            Block {
+                value: value1,
+                m: m1,
+                v: v1,
+                grad: grad1,
+            },
+        )
+    }
 }
 
 /// [`adamw_slices`] on one block of a parameter, on AVX2 where there is
