@@ -64,9 +64,9 @@ pub struct Input {
 /// their lines say: the same host trains at two speeds with lcx's kernel at
 /// its two widths, and arms named for a width tie on a CPU that lacks it.
 /// `arms` are the report's arms with lines, in order. One value that every
-/// one of them gave is said once; otherwise each arm's (all of an arm's, where it changed), and
-/// the arms whose lines did not say (an older revision, no line yet) are
-/// named as such. Nothing where no arm said.
+/// one of them gave is said once; otherwise each arm's (all of an arm's,
+/// where it changed), and the arms whose lines did not say (an older
+/// revision, no line yet) are named as such. Nothing where no arm said.
 pub(crate) fn kernel_remark(kernels: &[(String, String)], arms: &[&str]) -> Option<String> {
     let first = kernels.first()?;
     let of = |arm: &str| -> Vec<&str> {
