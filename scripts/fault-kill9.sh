@@ -8,10 +8,12 @@
 #   - the database passes PRAGMA integrity_check,
 #   - no (run, metric, iteration) has two live rows, and every cell has all
 #     its iterations.
-# Then two shorter rounds of N/5 kills each:
+# Then three shorter rounds of N/5 kills each:
 #   - during experiment creation (the first few hundred milliseconds): no
 #     experiment may be left completed without cells, and a resume of what
 #     was recorded completes it;
+#   - inside the creation transaction, at the points lcx pauses at when
+#     LCX_FAULT_PAUSE names them: all of the experiment or none of it;
 #   - during a revision build (an arm at a git revision of a throwaway
 #     repository, whose build hangs with a child of its own): no build
 #     process survives, no half-built entry is used, and a new run builds
@@ -135,6 +137,52 @@ for ((k = 1; k <= rounds; k++)); do
     rm -f "$db" "$db-wal" "$db-shm"
 done
 
+# Kills inside the creation transaction, at the three places lcx pauses at
+# when LCX_FAULT_PAUSE names them (store/write.rs: after the experiment's
+# row, after its cells before the commit, after the commit): the first two
+# must leave nothing (no experiment, so a new run starts afresh), the last
+# one the experiment with all its cells pending, which a resume completes.
+points=(create-row create-cells create-committed)
+inside=0
+for ((k = 1; k <= rounds; k++)); do
+    point=${points[$(( (k - 1) % 3 ))]}
+    db="$work/t$k.db"
+    ready="$work/ready$k"
+    rm -f "$work/pids" "$ready"
+    LCX_FAULT_PAUSE=$point LCX_FAULT_READY=$ready "$lcx" run "$work/e.toml" --db "$db" --plain >/dev/null 2>&1 &
+    pid=$!
+    for _ in $(seq 600); do [[ -s $ready ]] && break; sleep 0.05; done
+    reached=no
+    [[ -s $ready ]] && reached=yes
+    kill -9 "$pid" 2>/dev/null && kills=$((kills + 1)) && inside=$((inside + 1))
+    wait "$pid" 2>/dev/null
+    recorded=$(query "SELECT COUNT(*) FROM experiments" 2>/dev/null)
+    cells=$(query "SELECT COUNT(*) FROM runs" 2>/dev/null)
+    ok=$(query "PRAGMA integrity_check")
+    [[ $ok == ok ]] || corrupt=$((corrupt + 1))
+    after=-
+    if [[ $point == create-committed ]]; then
+        expect="1 experiment, 6 cells"
+        "$lcx" run --resume latest --db "$db" --plain >/dev/null 2>&1
+        after=$("$lcx" list --db "$db" --format json 2>/dev/null | awk -F'"' '/"status"/ { print $4; exit }')
+        good=$([[ ${recorded:-0} == 1 && ${cells:-0} == 6 && $after == completed ]] && echo yes)
+    else
+        expect="nothing"
+        "$lcx" run "$work/e.toml" --db "$db" --plain >/dev/null 2>&1
+        after=$("$lcx" list --db "$db" --format json 2>/dev/null | awk -F'"' '/"status"/ { print $4; exit }')
+        good=$([[ ${recorded:-0} == 0 && ${cells:-0} == 0 && $after == completed ]] && echo yes)
+    fi
+    z=$(query "SELECT COUNT(*) FROM experiments e WHERE e.status = 'completed' AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.experiment_id = e.id)")
+    zero=$((zero + ${z:-0}))
+    line="transaction kill $k at $point (reached $reached): experiments ${recorded:-0}, cells ${cells:-0} (expected $expect), then '$after', integrity $ok"
+    if [[ $reached != yes || $good != yes || $ok != ok || ${z:-0} != 0 ]]; then
+        bad=$((bad + 1))
+        line="$line  <-- FAILED"
+    fi
+    echo "$line"
+    rm -f "$db" "$db-wal" "$db-shm"
+done
+
 # Kills during a revision build.
 repo="$work/repo"
 mkdir -p "$repo"
@@ -192,5 +240,5 @@ for ((k = 1; k <= rounds; k++)); do
     echo "$line"
 done
 
-echo "summary over $kills kills ($n mid-run, $rounds during creation, $rounds during a build): corrupt DBs $corrupt, zero-cell completed experiments $zero, orphan processes $((survivors + orphans)) (builds included: $orphans), lost lines $((dups + short)) (duplicates $dups, missing $short)"
+echo "summary over $kills kills ($n mid-run, $rounds during creation, $inside inside the creation transaction, $rounds during a build): corrupt DBs $corrupt, zero-cell completed experiments $zero, orphan processes $((survivors + orphans)) (builds included: $orphans), lost lines $((dups + short)) (duplicates $dups, missing $short)"
 [[ $bad == 0 ]]

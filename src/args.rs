@@ -51,6 +51,17 @@ pub fn count(text: &str) -> Result<u32, String> {
     }
 }
 
+/// `--min-effect`'s parser: a fraction in [0, 1), the rule a file's
+/// `gate.min_effect` follows too.
+pub fn min_effect(text: &str) -> Result<f64, String> {
+    let value: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("expected a fraction in [0, 1), e.g. 0.05 for 5 %, found {text}"))?;
+    lcx_core::report::stats::check_min_effect(value)?;
+    Ok(value)
+}
+
 #[cfg(test)]
 mod tests {
     use clap::Parser;

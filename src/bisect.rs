@@ -133,7 +133,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         .context("locating the lcx binary")?
         .with_stop(Arc::clone(&stop));
     let steps = (commits.len() as f64).log2().ceil() as usize;
-    println!(
+    outln!(
         "bisecting `{arm}` on {metric}: {} commits in {}..{}, about {steps} probes after \
          checking the ends",
         commits.len(),
@@ -153,13 +153,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             detach: false,
             takeover: false,
         };
-        let prepared = match request.prepare(&host, &mut |line: &str| eprintln!("lcx: {line}")) {
+        let prepared = match request.prepare(&host, &mut |line: &str| errln!("lcx: {line}")) {
             // Only the probed commit's own build: `good` failing to build
             // leaves nothing to compare with.
             Err(SessionError::Revision(RevisionError::Build(failure)))
                 if skippable && failure.arm == "candidate" =>
             {
-                eprintln!(
+                errln!(
                     "lcx: {} does not build (`{}` {}): skipping it, as `git bisect skip` \
                      does; build log: {}",
                     short(&commit.sha),
@@ -167,7 +167,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     failure.status,
                     failure.log.display()
                 );
-                println!(
+                outln!(
                     "probe {probe_count}: {} {}: skipped, does not build",
                     short(&commit.sha),
                     commit.subject
@@ -212,7 +212,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             None => ("no data", None),
         };
         let ratio = ratio.map_or_else(String::new, |r| format!(", {r:.2}× of good's speed"));
-        println!(
+        outln!(
             "probe {probe_count}: {} {}: {word}{ratio} (experiment {id})",
             short(&commit.sha),
             commit.subject
@@ -231,14 +231,15 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     };
     let last = &commits[commits.len() - 1];
     if judge(last, false)? != Probe::Bad {
-        println!(
+        outln!(
             "{} is not regressed against {} on {metric}: nothing to bisect",
-            args.bad, args.good
+            args.bad,
+            args.good
         );
         return Ok(EXIT_NOT_REGRESSED);
     }
     match bisect::first_bad(commits.len(), |i| judge(&commits[i], true))? {
-        Found::One(i) => println!(
+        Found::One(i) => outln!(
             "first regressed revision: {} {}",
             short(&commits[i].sha),
             commits[i].subject
@@ -246,7 +247,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         Found::OneOf(range) => {
             // What `git bisect` says when skips leave several candidates:
             // the commits it could not tell apart, none of them blamed.
-            println!(
+            outln!(
                 "skipped commits that do not build leave more than one candidate: the first \
                  regressed revision is one of: {}",
                 range
@@ -262,7 +263,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 } else {
                     "skipped: does not build"
                 };
-                println!(
+                outln!(
                     "  {} {} ({why})",
                     short(&commits[i].sha),
                     commits[i].subject

@@ -47,10 +47,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             let cache = Cache::for_db(&db);
             let entries = cache.entries()?;
             if entries.is_empty() {
-                println!("no builds in {}", cache.root.display());
+                outln!("no builds in {}", cache.root.display());
                 return Ok(0);
             }
-            println!("builds in {}:", cache.root.display());
+            outln!("builds in {}:", cache.root.display());
             for e in &entries {
                 let name = e
                     .path
@@ -71,7 +71,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     ),
                     None => "incomplete (a build that failed or is running)".into(),
                 };
-                println!(
+                outln!(
                     "  {name}  {what}, {}, last used {}",
                     size(e.bytes),
                     e.used.map_or_else(|| "never".into(), ago)
@@ -92,10 +92,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     match cache.remove(&e)? {
                         Removal::Removed => removed += 1,
                         Removal::Building => {
-                            println!("kept {name}: another lcx is building it")
+                            outln!("kept {name}: another lcx is building it")
                         }
                         Removal::InUse => {
-                            println!("kept {name}: a running experiment's cells use it")
+                            outln!("kept {name}: a running experiment's cells use it")
                         }
                     }
                 }
@@ -105,17 +105,17 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             if all && target.exists() {
                 match cache.lock_target()? {
                     Some(_held) => std::fs::remove_dir_all(&target)?,
-                    None => println!("kept cargo-target: an lcx build is using it"),
+                    None => outln!("kept cargo-target: an lcx build is using it"),
                 }
             }
             let locks = cache.remove_stale_locks(all)?;
             if locks > 0 {
-                println!(
+                outln!(
                     "removed {} left without a build",
                     lcx_core::text::counted(locks as u64, "lock file")
                 );
             }
-            println!(
+            outln!(
                 "removed {} from {}",
                 lcx_core::report::render::counted(removed, "build"),
                 cache.root.display()

@@ -18,7 +18,7 @@ pub struct Args {
     /// The candidate, same forms as A.
     b: String,
     /// Minimum relative effect for a verdict.
-    #[arg(long, default_value_t = 0.05, value_name = "FRACTION")]
+    #[arg(long, default_value_t = 0.05, value_name = "FRACTION", value_parser = crate::args::min_effect)]
     min_effect: f64,
     #[command(flatten)]
     db: DbArgs,
@@ -91,7 +91,7 @@ fn compare_experiments(store: &Store, a: &str, b: &str, rule: VerdictRule) -> an
     if ea.file_sha256 != eb.file_sha256 {
         warnings.push("the experiment files differ (file sha256)".into());
     }
-    print!(
+    out!(
         "{}",
         history::render_compare(
             &format!("#{} {}", ea.id, ea.name),
@@ -176,7 +176,7 @@ fn compare_runs(store: &Store, a: &str, b: &str, rule: VerdictRule) -> anyhow::R
     if ea.warmup != eb.warmup {
         warnings.push(format!("warm-up differs: A {}, B {}", ea.warmup, eb.warmup));
     }
-    print!(
+    out!(
         "{}",
         history::render_compare(
             &format!("run {ida} ({})", run_a.arm),

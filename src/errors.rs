@@ -71,3 +71,23 @@ pub fn quiet_broken_pipe() {
         default(info);
     }));
 }
+
+/// Prints an error that reached `main` as `error: …` on stderr, with what
+/// it quotes from files, names and children (which may hold terminal
+/// escapes) shown by the terminal rule ([`lcx_core::escape::terminal`]).
+pub fn print_error(err: &anyhow::Error) {
+    let text = format!("{err:#}");
+    eprintln!("error: {}", lcx_core::escape::terminal(&text));
+}
+
+/// Text for stdout in a data format (CSV) that has no escape of its own for
+/// control characters: as it is into a file or a pipe, where it is data;
+/// by the terminal rule when stdout is a terminal, where it would be obeyed.
+pub fn data_for_stdout(text: &str) -> std::borrow::Cow<'_, str> {
+    use std::io::IsTerminal;
+    if std::io::stdout().is_terminal() {
+        lcx_core::escape::terminal(text)
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
+}

@@ -1,7 +1,7 @@
 //! `lcx export`: every stored value with its cell, status and warm-up
 //! flag, as CSV or JSON, for pandas, polars or R.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 use lcx_core::report::render::csv_field as csv;
@@ -43,6 +43,17 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             })?),
             None => Box::new(std::io::stdout().lock()),
         };
+    // CSV has no escape for control characters: into a file or a pipe it is
+    // data as recorded; onto a terminal, which would obey them, they show.
+    let to_terminal = args.output.is_none() && std::io::stdout().is_terminal();
+    let field = |text: &str| {
+        let quoted = csv(text);
+        if to_terminal {
+            lcx_core::escape::terminal(&quoted).into_owned()
+        } else {
+            quoted
+        }
+    };
     let mut out = std::io::BufWriter::new(sink);
     let mut failed: Option<std::io::Error> = None;
     let mut keep = |r: std::io::Result<()>| match r {
@@ -64,18 +75,19 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     out,
                     "{},{},{},{},{},{},{},{},{},{}",
                     row.experiment_id,
-                    csv(&row.experiment),
+                    field(&row.experiment),
                     row.run_id,
-                    csv(&row.arm),
+                    field(&row.arm),
                     row.repeat,
                     row.status,
                     row.iteration,
-                    csv(&row.metric),
+                    field(&row.metric),
                     row.value,
                     row.warmup
                 ),
                 Format::Json => {
-                    writeln!(out, "{}", serde_json::to_string(row).unwrap_or_default())
+                    let json = serde_json::to_string(row).unwrap_or_default();
+                    writeln!(out, "{}", lcx_core::escape::json_visible(&json))
                 }
             };
             keep(line)

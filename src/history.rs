@@ -24,7 +24,7 @@ pub struct Args {
     #[arg(long)]
     metric: Option<String>,
     /// Minimum relative effect for a change marker.
-    #[arg(long, default_value_t = 0.05, value_name = "FRACTION")]
+    #[arg(long, default_value_t = 0.05, value_name = "FRACTION", value_parser = crate::args::min_effect)]
     min_effect: f64,
     /// Show the metric as a fraction of each experiment's measured FP32
     /// peak (for GFLOP/s rates such as perf/traversal_gflops): a change of
@@ -89,7 +89,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     if args.of_peak {
         let dropped = history::scale_to_peak(&experiments, &mut runs);
         if dropped > 0 {
-            eprintln!(
+            errln!(
                 "note: {dropped} experiment(s) recorded no peak (run before lcx measured it) \
                  and are left out of --of-peak"
             );
@@ -111,10 +111,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let judged = (!build::is_descriptive(plan.as_ref(), &metric)).then_some(direction);
     let rows = history::history_rows(&experiments, &runs, judged, rule);
     if rows.iter().all(|r| r.summary.is_none()) {
-        eprintln!("note: no post-warm-up values of `{metric}` were recorded for these runs");
+        errln!("note: no post-warm-up values of `{metric}` were recorded for these runs");
     }
     if args.json || args.format == super::list::Format::Json {
-        println!(
+        jsonln!(
             "{}",
             serde_json::to_string_pretty(&rows).unwrap_or_default()
         );
@@ -124,7 +124,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         } else {
             metric.clone()
         };
-        print!("{}", history::render_history(&label, &rows));
+        out!("{}", history::render_history(&label, &rows));
     }
     Ok(0)
 }

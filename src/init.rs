@@ -117,7 +117,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         let _ = std::fs::remove_file(&args.file);
         return Err(e).with_context(|| format!("writing {}", args.file.display()));
     }
-    eprintln!(
+    errln!(
         "wrote {}; run it with `lcx run {}`, then `lcx report`",
         args.file.display(),
         args.file.display()

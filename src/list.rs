@@ -30,14 +30,14 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let store = open_db(&args.db)?;
     let rows = store.experiment_list(args.limit).map_err(user_or_not)?;
     if args.json || args.format == Format::Json {
-        println!(
+        jsonln!(
             "{}",
             serde_json::to_string_pretty(&rows).unwrap_or_default()
         );
         return Ok(0);
     }
     if rows.is_empty() {
-        println!("No experiments in {} yet.", args.db.display());
+        outln!("No experiments in {} yet.", args.db.display());
         return Ok(0);
     }
     let mut t = lcx_core::text::markdown_table();
@@ -68,6 +68,6 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             r.skipped.to_string(),
         ]);
     }
-    println!("{t}");
+    outln!("{t}");
     Ok(0)
 }

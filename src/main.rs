@@ -13,6 +13,6 @@ fn main() -> ExitCode {
         Ok(None) => light::exec_torch_binary(),
         Err(err) => err,
     };
-    eprintln!("error: {err:#}");
+    lcx_cli::print_error(&err);
     ExitCode::from(lcx_cli::exit_code_for(&err))
 }

@@ -32,7 +32,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         Ok(store) => user_or_not(store),
         Err(other) => other,
     })?;
-    println!(
+    outln!(
         "published {} experiment(s) and {} history page(s) into {} in {:.2} s: {} file(s) \
          written, {} page(s) unchanged, {} removed; open {}",
         done.experiments,

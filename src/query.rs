@@ -56,7 +56,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             println!("{}", rows::table(&result));
             eprintln!("({})", counted(result.rows.len() as u64, "row"));
         }
-        Format::Csv => println!("{}", rows::csv(&result)),
+        Format::Csv => println!("{}", crate::data_for_stdout(&rows::csv(&result))),
         Format::Json => println!("{}", rows::json_array(&result)),
     }
     Ok(0)

@@ -14,6 +14,12 @@ pub struct Args {
     experiment: String,
     /// The new name (one line, at most 200 characters).
     new_name: String,
+    /// Rename an experiment whose runner cannot be checked from this host
+    /// (another host) or that is detached to its Slurm jobs. One whose
+    /// runner is alive here is never renamed: its cells would go on getting
+    /// the old name.
+    #[arg(long)]
+    force: bool,
     #[command(flatten)]
     db: DbArgs,
 }
@@ -57,9 +63,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         .map_err(user_or_not)?
         .len();
     store
-        .rename_experiments(&ids, &args.new_name)
+        .rename_experiments(&ids, &args.new_name, args.force)
         .map_err(user_or_not)?;
-    println!(
+    outln!(
         "renamed {} experiment(s) to `{}`{}",
         ids.len(),
         args.new_name,

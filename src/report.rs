@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
+use lcx_core::escape;
 use lcx_core::report::{self, archive, build};
 use lcx_core::store::{Store, StoreError};
 
@@ -48,7 +49,7 @@ pub struct Args {
     #[arg(long)]
     allow_contended: bool,
     /// Minimum relative effect for a verdict (default: the gate's, else 0.05).
-    #[arg(long, value_name = "FRACTION")]
+    #[arg(long, value_name = "FRACTION", value_parser = crate::args::min_effect)]
     min_effect: Option<f64>,
     #[command(flatten)]
     db: DbArgs,
@@ -78,13 +79,6 @@ pub(super) fn user_or_not(err: StoreError) -> anyhow::Error {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    if let Some(m) = args.min_effect {
-        if !(0.0..1.0).contains(&m) {
-            return Err(crate::bad_input(anyhow::anyhow!(
-                "--min-effect {m}: expected a fraction in [0, 1), e.g. 0.05 for 5%"
-            )));
-        }
-    }
     let store = open_db(&args.db)?;
     let ids = if args.all {
         let mut ids: Vec<i64> = store
@@ -133,7 +127,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             let written = archive::archive(&mut writer, &args.archive_dir, r)?;
             eprintln!(
                 "archived: {} ({} plot(s))",
-                written.markdown.display(),
+                escape::terminal_line(&written.markdown.display().to_string()),
                 written.plots.len()
             );
         }
@@ -141,16 +135,16 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
 
     match args.format {
         Format::Markdown => {
+            // The renderer escaped every recorded string; the terminal rule
+            // over the whole is the last guard and costs nothing on lcx's text.
             let texts: Vec<String> = reports.iter().map(report::render_markdown).collect();
-            println!("{}", texts.join("\n\n---\n\n"));
+            println!("{}", escape::terminal(&texts.join("\n\n---\n\n")));
         }
         Format::Json => {
             if args.all {
                 // Plain data: cannot fail to serialise.
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&reports).unwrap_or_default()
-                );
+                let json = serde_json::to_string_pretty(&reports).unwrap_or_default();
+                println!("{}", escape::json_visible(&json));
             } else if let Some(r) = reports.first() {
                 println!("{}", report::render_json(r));
             }
@@ -164,7 +158,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 } else {
                     csv.split_once('\n').map(|(_, rest)| rest).unwrap_or("")
                 };
-                print!("{body}");
+                print!("{}", crate::data_for_stdout(body));
             }
         }
     }
@@ -179,7 +173,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             let why = if r.check_notes.is_empty() {
                 String::new()
             } else {
-                format!(": {}", r.check_notes.join("; "))
+                let notes: Vec<String> = r.check_notes.iter().map(|n| n.plain()).collect();
+                format!(": {}", notes.join("; "))
             };
             let what = if r.gate.is_none() && r.guards.is_empty() {
                 " (no [gate] or [[guard]]: every cell must complete)"
@@ -187,10 +182,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 ""
             };
             eprintln!(
-                "check: {} for experiment #{} ({}){what}{why}",
+                "check: {} for experiment #{} ({}){what}{}",
                 r.check.word(),
                 r.experiment.id,
-                r.experiment.name
+                escape::terminal_line(&r.experiment.name),
+                escape::terminal_line(&why)
             );
         }
         return Ok(report::stats::Decision::combine(decisions).exit_code());

@@ -35,9 +35,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         "removed"
     };
     for (id, name) in &removal.experiments {
-        println!("{verb} experiment #{id} ({name})");
+        outln!("{verb} experiment #{id} ({name})");
     }
-    println!(
+    outln!(
         "{verb} {} experiment(s), {} cell(s), {} metric value(s){}",
         removal.experiments.len(),
         removal.runs,

@@ -139,16 +139,16 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let host = Host::this_process(libtorch).context("locating the lcx binary")?;
     if args.dry_run {
         let (plan, builds) = request.dry_run(&host)?;
-        print!("{}", session::dry_run_text(&plan, &builds));
+        out!("{}", session::dry_run_text(&plan, &builds));
         return Ok(0);
     }
     // Installed before the builds, so a Ctrl-C stops a revision build too.
     let stop = StopSignal::on_signals().context("installing the Ctrl-C handler")?;
     let host = host.with_stop(Arc::clone(&stop));
-    let prepared = request.prepare(&host, &mut |line: &str| eprintln!("lcx: {line}"));
+    let prepared = request.prepare(&host, &mut |line: &str| errln!("lcx: {line}"));
     let prepared = match prepared {
         Err(e) if stop.is_stopped() => {
-            eprintln!("lcx: {:#}", anyhow::Error::from(e));
+            errln!("lcx: {:#}", anyhow::Error::from(e));
             return Ok(EXIT_INTERRUPTED);
         }
         other => other?,
@@ -160,7 +160,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 id,
                 status: ExperimentStatus::Completed.to_string(),
             };
-            eprintln!("lcx: {done}");
+            errln!("lcx: {done}");
             return Ok(0);
         }
     };
@@ -180,12 +180,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let db = args.db.display();
     match summary.status {
         ExperimentStatus::Interrupted => {
-            eprintln!(
+            errln!(
                 "lcx: experiment {id} interrupted; finished iterations are kept.\n\
                  lcx: resume with: lcx run --resume {id} --db {db}"
             );
             if session.has_jobs_to_follow()? {
-                eprintln!(
+                errln!(
                     "lcx: some of its Slurm jobs had already ended and are not ingested yet: \
                      lcx run --attach {id} --db {db} reads them first"
                 );
@@ -193,11 +193,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             Ok(EXIT_INTERRUPTED)
         }
         ExperimentStatus::Completed => {
-            println!("experiment {id} completed; see `lcx report {id} --db {db}`");
+            outln!("experiment {id} completed; see `lcx report {id} --db {db}`");
             Ok(0)
         }
         ExperimentStatus::Detached => {
-            println!(
+            outln!(
                 "experiment {id} detached: {} submitted as Slurm jobs{}; \
                  follow them with `lcx run --attach {id} --db {db}`",
                 lcx_core::report::render::counted(summary.pending as u64, "cell"),
@@ -209,7 +209,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             Ok(if summary.failed > 0 { 1 } else { 0 })
         }
         _ => {
-            println!(
+            outln!(
                 "experiment {id} finished with failed or unfinished cells; \
                  rerun them with `lcx run --resume {id} --db {db}`\n\
                  no verdict rests on them: `lcx report {id} --check --db {db}` \

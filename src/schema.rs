@@ -19,8 +19,8 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     match args.format {
-        Format::Markdown => print!("{}", keys::reference_markdown()),
-        Format::Json => println!("{}", serde_json::to_string_pretty(keys::KEYS)?),
+        Format::Markdown => out!("{}", keys::reference_markdown()),
+        Format::Json => jsonln!("{}", serde_json::to_string_pretty(keys::KEYS)?),
     }
     Ok(0)
 }

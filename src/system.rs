@@ -72,21 +72,21 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         Sub::Show { format, root } => {
             let items = read(&root);
             match format {
-                Format::Json => println!("{}", serde_json::to_string_pretty(&items)?),
+                Format::Json => jsonln!("{}", serde_json::to_string_pretty(&items)?),
                 Format::Table => {
                     let mut t = lcx_core::text::markdown_table();
                     t.set_header(vec!["Setting", "Value"]);
                     for it in &items {
                         t.add_row(vec![it.label, &it.value]);
                     }
-                    println!("{t}");
+                    outln!("{t}");
                 }
             }
             Ok(0)
         }
         Sub::Check { root } => {
             let items = read(&root);
-            print!("{}", check_text(&items));
+            out!("{}", check_text(&items));
             Ok(u8::from(items.iter().any(|i| i.state == State::Bad)))
         }
     }

@@ -34,7 +34,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         Ok(()) => Ok(0),
         // The command's own failure ends the cell with its code.
         Err(e @ TimingError::Failed { code, .. }) => {
-            eprintln!("lcx: {e}");
+            eprintln!("lcx: {}", lcx_core::escape::terminal(&e.to_string()));
             Ok(u8::try_from(code).unwrap_or(1).max(1))
         }
         Err(e) => Err(e.into()),

@@ -94,6 +94,51 @@ name = "crashes"
 command = 'echo "{\\"time_s\\": 1}"; exit 3'
 `,
 );
+// An experiment written by an adversary: script in every field an
+// experiment file or a child controls, in every encoding a browser decodes.
+const attacks = [
+  "[name](javascript:alert('link'))",
+  "[ent](&#106;avascript:alert('entity'))",
+  "[hex](&#x6A;avascript:alert('hex'))",
+  "[colon](javascript&colon;alert('colon'))",
+  "[ref][r]\n\n[r]: javascript:alert('reference')",
+  "<javascript:alert('autolink')>",
+  "[data](data:text/html,<script>alert('data')</script>)",
+  "[vb](vbscript:msgbox('vb'))",
+  "<img src=x onerror=alert('img')>",
+  "<script>alert('script')</script>",
+  "<a href=\"javascript:alert('a')\">a</a>",
+  "\u001b]0;owned\u0007 \u202eevil",
+];
+const hostileText = attacks.join(" ");
+// TOML basic strings read JSON's escapes.
+const toml = (text) => JSON.stringify(text);
+const stderrAttack = attacks.slice(0, 10).join(" ").replace(/'/g, "");
+fs.writeFileSync(
+  path.join(work, "hostile.toml"),
+  `name = ${toml("[pwn](javascript:alert('title')) <img src=x onerror=alert('title')>")}
+description = ${toml(hostileText)}
+notes = ${toml(attacks.join("\n"))}
+workload = "command"
+iterations = 3
+
+[[arms]]
+name = "base"
+label = ${toml(attacks[0] + " " + attacks[8])}
+command = 'for i in 1 2 3; do echo "{\"time_s\": 1.$i, \"<script>alert(1)</script>\": 2}"; done'
+
+[[arms]]
+name = "evil"
+label = ${toml(attacks[2] + " " + attacks[9])}
+command = ${toml(`echo '${stderrAttack}' >&2; exit 1`)}
+
+[[columns]]
+metric = "time_s"
+label = ${toml(attacks[3] + " " + attacks[10])}
+`,
+);
+lcxMayFail("run", path.join(work, "hostile.toml"));
+
 for (const [i, v] of [4, 4, 4, 4, 8, 8, 8, 8].entries()) {
   fs.writeFileSync(level, `${v}\n`);
   lcx("run", path.join(work, "steady.toml"));
@@ -213,11 +258,67 @@ await accessible("history page");
 await Promise.all([page.waitForNavigation(), page.click("svg.chart a.point")]);
 check(/\/e\/\d+\.html$/.test(page.url()), `a point opens its experiment (${page.url()})`);
 
-// 5. Nothing asked for outside the folder; no console error.
+// 5. The hostile experiment's pages run nothing: no script but the site's,
+// no event attribute, no link to a scheme that runs, and clicking every
+// link raises no dialog.
+const dialogs = [];
+page.on("dialog", async (d) => {
+  dialogs.push(d.message());
+  await d.dismiss();
+});
+const hostileId = listed.find((e) => e.name.startsWith("[pwn]")).id;
+const hostilePages = [`${siteUrl}/index.html`, `${siteUrl}/e/${hostileId}.html`];
+await page.goto(hostilePages[1], { waitUntil: "load" });
+for (const h of await page.$$eval(".histories a", (as) => as.map((a) => a.href))) {
+  hostilePages.push(h);
+}
+let clicked = 0;
+let links = 0;
+for (const url of hostilePages) {
+  await page.goto(url, { waitUntil: "load" });
+  const found = await page.evaluate(() => {
+    const links = [...document.querySelectorAll("a[href], area[href]")].map(
+      (a) => a.getAttribute("href") ?? a.getAttribute("xlink:href"),
+    );
+    const events = [...document.querySelectorAll("*")].flatMap((el) =>
+      [...el.attributes].filter((a) => /^on/i.test(a.name)).map((a) => `${el.tagName} ${a.name}`),
+    );
+    const scripts = [...document.scripts].map((s) => s.getAttribute("src") ?? "inline");
+    return { links, events, scripts };
+  });
+  const running = found.links.filter((h) => {
+    const protocol = new URL(h, url).protocol;
+    return !["file:", "http:", "https:"].includes(protocol);
+  });
+  check(running.length === 0, `${url}: no link to a scheme that runs (${running.join(", ")})`);
+  check(found.events.length === 0, `${url}: no event attribute (${found.events.join(", ")})`);
+  check(
+    found.scripts.length === 1 && found.scripts[0].endsWith("assets/site.js"),
+    `${url}: the site's one script and no other (${found.scripts.join(", ")})`,
+  );
+  links += found.links.length;
+  for (let i = 0; i < found.links.length; i++) {
+    await page.goto(url, { waitUntil: "load" });
+    const links = await page.$$("a[href], area[href]");
+    if (!links[i]) continue;
+    await Promise.all([
+      page.waitForNavigation({ timeout: 1000 }).catch(() => {}),
+      links[i].evaluate((a) => a.click()),
+    ]);
+    clicked += 1;
+  }
+}
+check(
+  links > 0 && clicked === links,
+  `every link of the hostile experiment's pages was clicked (${clicked} of ${links})`,
+);
+check(dialogs.length === 0, `no click raised a dialog (${dialogs.join("; ")})`);
+
+// 6. Nothing asked for outside the folder; no console error.
 check(outside.length === 0, `no request left the site's folder (${outside.join(", ")})`);
 check(consoleErrors.length === 0, `no console errors (${consoleErrors.join("; ")})`);
 
-// 6. A second publish rewrites nothing.
+// 7. A second publish rewrites nothing.
 const again = lcx("publish", site);
 check(/ 0 file\(s\) written/.test(again), `a second publish rewrites nothing (${again.trim()})`);
 

@@ -256,7 +256,9 @@ fn malformed_and_non_finite_lines_are_counted_kept_and_reported() {
     let md = text(&report.stdout);
     assert!(md.contains("| Malformed lines"), "{md}");
     assert!(
-        md.contains("loss: NaN at iteration 2; Infinity at iteration 3; -Infinity at iteration 4"),
+        md.contains(
+            "`loss`: NaN at iteration 2; Infinity at iteration 3; -Infinity at iteration 4"
+        ),
         "{md}"
     );
 }
@@ -700,7 +702,8 @@ fn a_line_without_end_is_capped_and_the_cell_goes_on() {
         .runs(store.find_experiment("flood").unwrap().id)
         .unwrap()[0];
     assert_eq!(run.status, RunStatus::Completed);
-    assert_eq!(run.problems.overlong, 1);
+    // One line over the cap on stdout, one on stderr: both counted.
+    assert_eq!(run.problems.overlong, 2);
     assert_eq!(store.metric_series(run.id, "t").unwrap(), vec![(1, 1.0)]);
     let tail = run.stderr_tail.as_deref().unwrap();
     assert!(tail.contains("line of 200000000 bytes cut"), "{tail}");
@@ -879,4 +882,44 @@ fn a_full_disk_while_creating_the_database_is_named() {
         .filter(|n| n != "filler")
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// A runner stopped (SIGSTOP) while its cell runs: the child goes on, the
+/// runner reads the end only once it runs again, so the cell's wall time
+/// holds the pause. The runner measures its own stall, records it beside
+/// the wall time, and the report flags the cell.
+#[test]
+fn a_stopped_runner_is_flagged_beside_the_wall_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("lcx.db");
+    let file = write(
+        dir.path(),
+        "e.toml",
+        "name = \"stop\"\nworkload = \"command\"\niterations = 1\n[[arms]]\nname = \"a\"\n\
+         command = 'sleep 2; echo \"{\\\"t\\\": 1}\"'\n",
+    );
+    let mut child = lcx()
+        .args(["run", "--plain"])
+        .arg(&file)
+        .arg("--db")
+        .arg(&db)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Once the cell runs, stop the runner for 3 s.
+    wait_for_rows(&db, "SELECT COUNT(*) FROM runs WHERE status = 'running'", 1);
+    signal(child.id(), libc::SIGSTOP);
+    std::thread::sleep(Duration::from_secs(3));
+    signal(child.id(), libc::SIGCONT);
+    assert!(child.wait().unwrap().success());
+    let store = Store::open_read_only(&db).unwrap();
+    let runs = store.runs(1).unwrap();
+    let stall = runs[0].contention.runner_stall_seconds.unwrap();
+    let wall = runs[0].wall_seconds.unwrap();
+    assert!(stall >= 2.0 && wall >= stall, "stall {stall}, wall {wall}");
+    let report = run_lcx(&["report", "--db", db.to_str().unwrap()]);
+    let md = text(&report.stdout);
+    assert!(md.contains("(runner stopped "), "{md}");
+    assert!(md.contains("the runner could not run for"), "{md}");
 }

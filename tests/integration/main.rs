@@ -15,6 +15,7 @@ mod faults;
 mod golden;
 mod gpu_check;
 mod host_lock;
+mod malformed;
 mod manage;
 mod play;
 mod publish;

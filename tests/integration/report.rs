@@ -1213,3 +1213,74 @@ fn string_values_of_a_metric_are_named_not_dropped_silently() {
     // A text field that is not a number in disguise is not noise.
     assert!(!md.contains("metric `mode`"), "{md}");
 }
+
+/// What a person reads on a terminal shows control and bidi characters as
+/// escapes, never obeys them: an experiment whose description, notes and
+/// label hold terminal escapes, whose command prints a metric name and
+/// stderr with them, through `run`, `report`, `history`, `list`, `query`'s
+/// table, `export --format json` and an error message. The markdown report
+/// escapes `<` with a backslash, not as `&lt;`.
+#[test]
+fn terminal_outputs_show_escapes_and_never_obey_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("lcx.db");
+    let file = dir.path().join("t.toml");
+    std::fs::write(
+        &file,
+        "name = \"term\"\n\
+         description = \"desc \\u001b]0;title\\u0007 a < b & c\"\n\
+         notes = \"clear \\u001b[2J \\u202eevil \\u009b31m\"\n\
+         workload = \"command\"\niterations = 2\n\
+         [[arms]]\nname = \"a\"\n\
+         command = 'printf \"{\\\"t\\\\u001b[31m\\\": 1}\\n{\\\"t\\\\u001b[31m\\\": 2}\\n\"'\n\
+         [[arms]]\nname = \"b\"\n\
+         command = 'printf \"\\033]0;owned\\007 \\342\\200\\256x\\n\" >&2; exit 1'\n",
+    )
+    .unwrap();
+    let hidden = |s: &str| {
+        s.chars()
+            .find(|c| matches!(c, '\u{1b}' | '\u{7}' | '\u{9b}' | '\u{202e}'))
+    };
+    let mut outputs = Vec::new();
+    let run = run_lcx(&db, dir.path(), &["run", "--plain", file.to_str().unwrap()]);
+    outputs.push(("run", text(&run.stdout) + &text(&run.stderr)));
+    for args in [
+        &["report"][..],
+        &["report", "--format", "json"],
+        &["history", "term", "--metric", "t\u{1b}[31m"],
+        &["list"],
+        &["query", "SELECT DISTINCT name FROM metrics"],
+        &["query", "SELECT error, stderr_tail FROM runs"],
+        &["export", "--format", "json"],
+        &["report", "no\u{1b}]0;such"],
+    ] {
+        let out = run_lcx(&db, dir.path(), args);
+        outputs.push((args[0], text(&out.stdout) + &text(&out.stderr)));
+    }
+    for (what, out) in &outputs {
+        assert_eq!(
+            hidden(out),
+            None,
+            "{what} printed a control character raw:\n{out}"
+        );
+    }
+    let report = &outputs[1].1;
+    assert!(
+        report.contains("\\x1b\\]0;title\\x07 a \\< b & c"),
+        "{report}"
+    );
+    assert!(report.contains("\\u{202e}evil"), "{report}");
+    assert!(!report.contains("&lt;"), "{report}");
+    // The failed cell's stderr, as the run printed it: visible.
+    assert!(
+        outputs[0].1.contains("\\x1b]0;owned\\x07"),
+        "{}",
+        outputs[0].1
+    );
+    // JSON keeps the value: parsed back, the escape is there.
+    let json: serde_json::Value = serde_json::from_str(&outputs[2].1).unwrap();
+    assert!(json["experiment"]["description"]
+        .as_str()
+        .unwrap()
+        .contains('\u{1b}'));
+}

@@ -1153,7 +1153,7 @@ fn quiet_host_contended_cells_run_again() {
         "{text}"
     );
     assert!(
-        text.contains("the baseline beside contended `b` #1"),
+        text.contains("the baseline beside contended arm b #1"),
         "{text}"
     );
     assert!(!text.contains("contended**"), "{text}");

@@ -334,10 +334,17 @@ fn a_database_from_release_0_1_0_reads_back() {
 }
 
 /// An experiment an older lcx recorded without its cells (killed between
-/// its two writes) is never "completed" on nothing: `--check` refuses it,
-/// and `--resume` plans its cells from the stored plan and runs them.
+/// its two writes), left running or marked completed, is never "completed"
+/// on nothing: `--check` refuses it, and `--resume` plans its cells from
+/// the stored plan and runs them, as `--check` says it will.
 #[test]
 fn an_experiment_without_cells_is_planned_on_resume_and_never_passes() {
+    for status in ["running", "completed"] {
+        without_cells(status);
+    }
+}
+
+fn without_cells(status: &str) {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("lcx.db");
     let file = crate::support::write(
@@ -359,16 +366,20 @@ fn an_experiment_without_cells_is_planned_on_resume_and_never_passes() {
     // What an lcx of one write per table could leave: the experiment, as
     // running, without its cells.
     let conn = rusqlite::Connection::open(&db).unwrap();
-    conn.execute_batch(
-        "DELETE FROM metrics; DELETE FROM runs; UPDATE experiments SET status = 'running';",
-    )
+    conn.execute_batch(&format!(
+        "DELETE FROM metrics; DELETE FROM runs; UPDATE experiments SET status = '{status}';"
+    ))
     .unwrap();
     drop(conn);
 
     let check = lcx(&["report", "1", "--check"]);
     let out = String::from_utf8_lossy(&check.stderr);
     assert_eq!(check.status.code(), Some(3), "{out}");
-    assert!(out.contains("no cells were recorded"), "{out}");
+    assert!(out.contains("no cells were recorded"), "{status}: {out}");
+    assert!(
+        out.contains("`lcx run --resume 1` plans and runs them"),
+        "{out}"
+    );
 
     let resume = lcx(&["run", "--resume", "1", "--plain"]);
     let err = String::from_utf8_lossy(&resume.stderr);

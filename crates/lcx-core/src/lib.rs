@@ -11,6 +11,7 @@ pub mod bots;
 pub mod cfr;
 pub mod config;
 pub mod encoding;
+pub mod escape;
 pub mod experiment;
 pub mod game;
 pub mod metrics;

@@ -64,7 +64,7 @@ fn main() -> ExitCode {
     match run() {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
-            eprintln!("error: {err:#}");
+            lcx_cli::print_error(&err);
             ExitCode::from(lcx_cli::exit_code_for(&err))
         }
     }

@@ -23,6 +23,7 @@ use crate::system::affinity::CpuSet;
 use crate::toml_read::{self, KeyError, Table};
 
 mod arms;
+mod exec;
 pub mod keys;
 mod matrix;
 mod probe;
@@ -30,8 +31,9 @@ mod read;
 mod resolve;
 mod stored;
 
+pub use exec::{inherited_env_bytes, ExecLimits};
 pub use probe::Probe;
-pub use read::{check_name, MAX_NAME};
+pub use read::{check_name, check_visible, MAX_ARMS, MAX_NAME, MAX_SECONDS};
 pub use stored::{StoredPlanError, PLAN_VERSION};
 
 use read::*;
@@ -623,11 +625,23 @@ impl Hooks {
     }
 }
 
+/// Seconds from a plan as a duration, within [0, [`read::MAX_SECONDS`]]:
+/// the reader refuses anything else, and a plan stored by an older lcx (read
+/// back on `--resume`) is clamped rather than allowed to panic the runner.
+pub fn seconds_duration(seconds: f64) -> std::time::Duration {
+    let s = if seconds.is_nan() {
+        read::MAX_SECONDS
+    } else {
+        seconds.clamp(0.0, read::MAX_SECONDS)
+    };
+    std::time::Duration::try_from_secs_f64(s)
+        .unwrap_or(std::time::Duration::from_secs(read::MAX_SECONDS as u64))
+}
+
 impl Arm {
     /// `timeout` as a duration.
     pub fn timeout(&self) -> Option<std::time::Duration> {
-        self.timeout_seconds
-            .map(|s| std::time::Duration::from_secs_f64(s.max(0.0)))
+        self.timeout_seconds.map(seconds_duration)
     }
 
     /// The resolved config that the child reads from its stdin: lcx
@@ -873,6 +887,7 @@ pub fn load(path: &Path, cli: &Overrides) -> Result<(Plan, String), PlanError> {
         crate::system::affinity::allowed().as_ref(),
         isolated.as_ref(),
     )?;
+    plan.check_exec_size(ExecLimits::here(), inherited_env_bytes())?;
     Ok((plan, text))
 }
 

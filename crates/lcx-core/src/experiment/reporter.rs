@@ -32,11 +32,14 @@ fn planned_note(experiment_id: i64) -> String {
     )
 }
 
+/// A cell as one line of a terminal (a progress bar's prefix is not
+/// passed through [`crate::escape::terminal`] by the note functions).
 fn cell_name(cell: &CellInfo) -> String {
+    let arm = crate::escape::terminal_line(&cell.arm);
     if cell.repeats > 1 {
-        format!("{} #{}/{}", cell.arm, cell.repeat, cell.repeats)
+        format!("{arm} #{}/{}", cell.repeat, cell.repeats)
     } else {
-        cell.arm.clone()
+        arm.into_owned()
     }
 }
 
@@ -100,8 +103,10 @@ impl<W: Write> PlainReporter<W> {
     }
 
     fn line(&mut self, text: &str) {
-        // A closed stderr must not stop the experiment.
-        let _ = writeln!(self.out, "lcx: {text}");
+        // A closed stderr must not stop the experiment. Names, labels and a
+        // child's stderr are quoted here: the terminal rule shows their
+        // control characters rather than obeying them.
+        let _ = writeln!(self.out, "lcx: {}", crate::escape::terminal(text));
     }
 }
 
@@ -184,7 +189,7 @@ impl<W: Write> Reporter for PlainReporter<W> {
                 ));
                 if outcome.status == RunStatus::Failed {
                     for l in failure_tail(outcome.stderr_tail.as_deref()) {
-                        let _ = writeln!(self.out, "{l}");
+                        let _ = writeln!(self.out, "{}", crate::escape::terminal(&l));
                     }
                 }
             }
@@ -221,7 +226,7 @@ impl ProgressReporter {
     }
 
     fn note(&self, text: &str) {
-        let _ = self.multi.println(text);
+        let _ = self.multi.println(crate::escape::terminal(text));
     }
 }
 
@@ -236,7 +241,7 @@ impl Reporter for ProgressReporter {
                 resumed,
                 planned_cells,
             } => {
-                self.name = name.to_string();
+                self.name = crate::escape::terminal_line(name).into_owned();
                 if *planned_cells {
                     self.note(&planned_note(*experiment_id));
                 }
@@ -251,7 +256,7 @@ impl Reporter for ProgressReporter {
                     )
                     .unwrap_or_else(|_| ProgressStyle::default_bar()),
                 );
-                bar.set_prefix(name.to_string());
+                bar.set_prefix(self.name.clone());
                 self.overall = Some(bar);
             }
             Event::CellSkipped { cell, reason } => {

@@ -56,7 +56,7 @@ pub const JS: &str = r#"// lcx publish: filters and sorting of the index; nothin
         host = value("f-host"), check = value("f-check"), n = 0;
     rows.forEach(function (r) {
       var ok = (!name || r.dataset.name.toLowerCase().indexOf(name) >= 0) &&
-        (!arm || r.dataset.arms.split("\u001f").indexOf(arm) >= 0) &&
+        (!arm || r.dataset.arms.split(" ").indexOf(arm) >= 0) &&
         (!host || r.dataset.host === host) &&
         (!check || r.dataset.check === check);
       r.hidden = !ok;

@@ -1,54 +1,80 @@
 //! HTML text: escaping, a report's markdown as HTML, and the page frame
 //! every page of the site shares. Pure functions of their arguments.
 
-use pulldown_cmark::{html, CowStr, Event, Options, Parser};
+use pulldown_cmark::{html, CowStr, Event, Options, Parser, Tag, TagEnd};
 
-/// `text` safe inside an element or a quoted attribute.
+/// `text` safe inside an element or a quoted attribute (the HTML rule of
+/// [`crate::escape`]).
 pub fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
+    crate::escape::html(text)
 }
 
-/// Markdown (a report, a compare table) as HTML, tables included. Raw HTML
-/// in the text is shown as text, never passed through: names and notes
-/// come from experiment files, and a shared site must not run them.
+/// Markdown (a report, a compare table) as HTML, tables included. Two
+/// layers stand between an experiment file and a colleague's browser: the
+/// report's markdown already escapes every recorded string, and here raw
+/// HTML is shown as text, a link is kept only for `http:`, `https:`, a
+/// relative path or a `#fragment` ([`crate::escape::safe_href`]), an image
+/// only for a plot beside the page; then the HTML passes `ammonia`'s
+/// sanitizer, which allows the tags a report uses and nothing that runs.
 pub fn markdown(text: &str) -> String {
-    let parser = Parser::new_ext(text, Options::ENABLE_TABLES).map(|event| match event {
-        Event::Html(t) | Event::InlineHtml(t) => Event::Text(t),
-        Event::Start(pulldown_cmark::Tag::Image {
-            link_type,
-            dest_url,
-            title,
-            id,
-        }) => Event::Start(pulldown_cmark::Tag::Image {
-            link_type,
-            // Only the plots written beside the page: a plain file name.
-            dest_url: if is_plain_file(&dest_url) {
-                dest_url
-            } else {
-                CowStr::from("")
-            },
-            title,
-            id,
-        }),
-        other => other,
+    // Links do not nest in markdown: one flag says whether the link being
+    // read was dropped, so that its end is dropped with it.
+    let mut dropping = false;
+    let parser = Parser::new_ext(text, Options::ENABLE_TABLES).filter_map(move |event| {
+        match event {
+            Event::Html(t) | Event::InlineHtml(t) => Some(Event::Text(t)),
+            Event::Start(Tag::Image {
+                link_type,
+                dest_url,
+                title,
+                id,
+            }) => Some(Event::Start(Tag::Image {
+                link_type,
+                // Only the plots written beside the page: a plain file name.
+                dest_url: if is_plain_file(&dest_url) {
+                    dest_url
+                } else {
+                    CowStr::from("")
+                },
+                title,
+                id,
+            })),
+            // A link to anywhere else loses its link and keeps its words.
+            Event::Start(Tag::Link { ref dest_url, .. }) if !crate::escape::safe_href(dest_url) => {
+                dropping = true;
+                None
+            }
+            Event::End(TagEnd::Link) if dropping => {
+                dropping = false;
+                None
+            }
+            other => Some(other),
+        }
     });
     let mut out = String::with_capacity(text.len() * 2);
     html::push_html(&mut out, parser);
     // Tables get their own class, so that the style can scroll wide ones.
-    out.replace("<table>", "<div class=\"table\" tabindex=\"0\"><table>")
+    let out = out
+        .replace("<table>", "<div class=\"table\" tabindex=\"0\"><table>")
         .replace("</table>", "</table></div>")
-        .replace("<pre>", "<pre tabindex=\"0\">")
+        .replace("<pre>", "<pre tabindex=\"0\">");
+    sanitizer().clean(&out).to_string()
+}
+
+/// What a report's HTML may hold: ammonia's default tags (text, lists,
+/// tables, code, images), a table's scrolling wrapper, links and images
+/// only to `http:`, `https:` or a relative path (a plot, another page of
+/// the site). Built once.
+fn sanitizer() -> &'static ammonia::Builder<'static> {
+    static SANITIZER: std::sync::OnceLock<ammonia::Builder<'static>> = std::sync::OnceLock::new();
+    SANITIZER.get_or_init(|| {
+        let mut b = ammonia::Builder::default();
+        b.url_schemes(["http", "https"].into_iter().collect())
+            .url_relative(ammonia::UrlRelative::PassThrough)
+            .add_tag_attributes("div", ["class", "tabindex"])
+            .add_tag_attributes("pre", ["tabindex"]);
+        b
+    })
 }
 
 fn is_plain_file(name: &str) -> bool {

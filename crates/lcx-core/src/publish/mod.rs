@@ -15,8 +15,8 @@
 
 mod assets;
 mod chart;
-mod html;
-mod pages;
+pub(crate) mod html;
+pub(crate) mod pages;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};

@@ -67,7 +67,7 @@ pub struct Input {
 /// one of them gave is said once; otherwise each arm's (all of an arm's,
 /// where it changed), and the arms whose lines did not say (an older
 /// revision, no line yet) are named as such. Nothing where no arm said.
-pub(crate) fn kernel_remark(kernels: &[(String, String)], arms: &[&str]) -> Option<String> {
+pub(crate) fn kernel_remark(kernels: &[(String, String)], arms: &[&str]) -> Option<Prose> {
     let first = kernels.first()?;
     let of = |arm: &str| -> Vec<&str> {
         kernels
@@ -77,19 +77,21 @@ pub(crate) fn kernel_remark(kernels: &[(String, String)], arms: &[&str]) -> Opti
             .collect()
     };
     if arms.iter().all(|a| of(a) == [first.1.as_str()]) {
-        return Some(format!(
-            "Training ran on {} in every arm that ran.",
-            first.1
-        ));
+        return Some(
+            Prose::ours("Training ran on ")
+                .text(&first.1)
+                .and(" in every arm that ran."),
+        );
     }
-    let each: Vec<String> = arms
-        .iter()
-        .map(|arm| match of(arm).as_slice() {
-            [] => format!("`{arm}` did not say"),
-            ks => format!("`{arm}` on {}", ks.join(" and ")),
-        })
-        .collect();
-    Some(format!("Training ran on: {}.", each.join("; ")))
+    let each = arms.iter().map(|arm| match of(arm).as_slice() {
+        [] => Prose::of_name(*arm).and(" did not say"),
+        ks => Prose::of_name(*arm).and(" on ").text(ks.join(" and ")),
+    });
+    Some(
+        Prose::ours("Training ran on: ")
+            .then(Prose::join(each, "; "))
+            .and("."),
+    )
 }
 
 /// The metric a report's net result, gate and series checks are about:
@@ -292,6 +294,52 @@ pub fn resolve_columns(
         .collect()
 }
 
+/// What the default columns of a command's report left out: a command
+/// that printed more metrics than the table shows is told which, never
+/// shown a part as if it were the whole.
+fn left_out_remark(
+    e: &Experiment,
+    plan: Option<&Plan>,
+    columns: &[ReportColumn],
+    present: &[String],
+) -> Option<Prose> {
+    let chosen_by_file = plan.is_some_and(|p| !p.columns.is_empty());
+    if chosen_by_file
+        || matches!(
+            e.workload.as_str(),
+            "train" | "bench-forward" | "bench-trainer"
+        )
+    {
+        return None;
+    }
+    let left: Vec<&String> = present
+        .iter()
+        .filter(|m| *m != "iteration" && !columns.iter().any(|c| &c.metric == *m))
+        .collect();
+    if left.is_empty() {
+        return None;
+    }
+    let shown = present.len() - left.len() - usize::from(present.iter().any(|m| m == "iteration"));
+    let named = Prose::join(
+        left.iter().take(5).map(|m| Prose::of_name(m.as_str())),
+        ", ",
+    );
+    Some(
+        Prose::ours(format!(
+            "The table shows {shown} of the {} metrics recorded (the first by name); the \
+             other {} (",
+            shown + left.len(),
+            left.len()
+        ))
+        .then(named)
+        .and(if left.len() > 5 { ", …" } else { "" })
+        .and(
+            ") are stored: name them in `[[columns]]`, or read them with `lcx query` or \
+             `lcx export`.",
+        ),
+    )
+}
+
 /// The metrics a report needs from the store: its columns' and the gate's.
 pub fn needed_metrics(columns: &[ReportColumn], plan: Option<&Plan>) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
@@ -357,7 +405,7 @@ fn first_error_line(r: &Run) -> String {
 /// repeat one replicate), its one cell completed when it has one (its
 /// iterations the replicates). Cells skipped as not needed (adaptive
 /// repeats) are neither missing nor failed.
-pub fn unjudged_reason(arm: &str, runs: &[Run], iterations: i64) -> Option<String> {
+pub fn unjudged_reason(arm: &str, runs: &[Run], iterations: i64) -> Option<Prose> {
     let mine: Vec<&Run> = runs
         .iter()
         .filter(|r| r.arm == arm && r.status != RunStatus::Skipped)
@@ -380,25 +428,30 @@ pub fn unjudged_reason(arm: &str, runs: &[Run], iterations: i64) -> Option<Strin
         .find(|r| r.error.is_some())
         .or(not_done.first())
         .map(|r| {
-            format!(
-                "{} after {} of {}: {}",
+            Prose::ours(format!(
+                " ({} after {} of {}: ",
                 r.status,
                 r.iterations_done,
                 crate::text::counted(iterations.max(0) as u64, "iteration"),
-                first_error_line(r)
-            )
+            ))
+            .text(first_error_line(r))
+            .and(")")
         });
     let rule = if need == 2 {
         "a judgement needs 2 completed cells per arm (each repeat one replicate)"
     } else {
         "a judgement needs its one cell completed"
     };
-    Some(format!(
-        "`{arm}`: {} of {} did not complete{}; {rule}",
-        not_done.len(),
-        crate::text::counted(mine.len() as u64, "cell"),
-        first.map(|f| format!(" ({f})")).unwrap_or_default(),
-    ))
+    Some(
+        Prose::of_name(arm)
+            .and(format!(
+                ": {} of {} did not complete",
+                not_done.len(),
+                crate::text::counted(mine.len() as u64, "cell"),
+            ))
+            .then(first.unwrap_or_default())
+            .and(format!("; {rule}")),
+    )
 }
 
 /// The metric `lcx report` leads with for `experiment` ([`primary_metric`]
@@ -545,7 +598,7 @@ fn guard_outcomes(
     alpha: f64,
     moments: &[RunMoments],
     completed: &[i64],
-    unjudged: &BTreeMap<&str, String>,
+    unjudged: &BTreeMap<&str, Prose>,
 ) -> Vec<GuardOutcome> {
     let Some(plan) = plan else {
         return Vec::new();
@@ -577,21 +630,28 @@ fn guard_outcomes(
             // Every side that cannot be judged is named.
             let mut missing = Vec::new();
             match (unjudged.get(baseline), &base) {
-                (Some(why), _) => missing.push(format!("baseline {why}")),
-                (None, None) => {
-                    missing.push(format!("baseline `{baseline}` has no `{}`", g.metric))
-                }
+                (Some(why), _) => missing.push(Prose::ours("baseline ").then(why.clone())),
+                (None, None) => missing.push(
+                    Prose::ours("baseline ")
+                        .name(baseline)
+                        .and(" has no ")
+                        .name(&g.metric),
+                ),
                 _ => {}
             }
             match (unjudged.get(arm.name.as_str()), &value) {
                 (Some(why), _) => missing.push(why.clone()),
-                (None, None) => missing.push(format!("`{}` has no `{}`", arm.name, g.metric)),
+                (None, None) => {
+                    missing.push(Prose::of_name(&arm.name).and(" has no ").name(&g.metric))
+                }
                 _ => {}
             }
             let (test, decision, why) = match (&base, &value) {
-                _ if !missing.is_empty() => {
-                    (None, Decision::Inconclusive, Some(missing.join("; ")))
-                }
+                _ if !missing.is_empty() => (
+                    None,
+                    Decision::Inconclusive,
+                    Some(Prose::join(missing, "; ")),
+                ),
                 (None, _) | (_, None) => (None, Decision::Inconclusive, None),
                 (Some(b), Some(a)) => {
                     let t = match &base_cells {
@@ -608,17 +668,19 @@ fn guard_outcomes(
                         None => super::stats::guard_test(b, a, direction, g.margin, alpha),
                     };
                     let why = match t.decision {
-                        Decision::Fail => Some(format!(
+                        Decision::Fail => Some(Prose::ours(format!(
                             "worse by {} (interval {} to {}), beyond the margin of {}",
                             super::render::num(-t.gain),
                             super::render::num(-t.ci_high),
                             super::render::num(-t.ci_low),
                             super::render::num(g.margin)
-                        )),
-                        Decision::Inconclusive if t.ci_low.is_nan() && g.paired => Some(format!(
-                            "{} in both arms: no interval",
-                            super::render::counted(pairs.unwrap_or(0) as u64, "repeat")
-                        )),
+                        ))),
+                        Decision::Inconclusive if t.ci_low.is_nan() && g.paired => {
+                            Some(Prose::ours(format!(
+                                "{} in both arms: no interval",
+                                super::render::counted(pairs.unwrap_or(0) as u64, "repeat")
+                            )))
+                        }
                         Decision::Inconclusive if t.ci_low.is_nan() => {
                             Some("one replicate: no interval".into())
                         }
@@ -636,12 +698,12 @@ fn guard_outcomes(
                                 format!("; about {k} more replicates per arm would likely decide")
                             })
                             .unwrap_or_else(|| "; more repeats narrow it".into());
-                            Some(format!(
+                            Some(Prose::ours(format!(
                                 "the interval {} to {} holds minus the margin: neither shown \
                                  within it nor beyond{more}",
                                 super::render::num(t.ci_low),
                                 super::render::num(t.ci_high)
-                            ))
+                            )))
                         }
                         Decision::Pass => None,
                     };
@@ -673,7 +735,7 @@ fn series_remarks(
     runs: &[Run],
     series: &[(i64, Vec<(i64, f64)>)],
     metric: &str,
-) -> Vec<String> {
+) -> Vec<Prose> {
     let mut out = Vec::new();
     // Cells whose declared warm-up drops more than detection finds.
     let mut longer: Vec<(i64, usize)> = Vec::new();
@@ -682,28 +744,33 @@ fn series_remarks(
             continue;
         };
         let warmup = run.warmup.unwrap_or(e.warmup).max(0) as usize;
-        let cell = format!("run {run_id} (`{}` #{})", run.arm, run.repeat);
+        let cell = || {
+            Prose::ours(format!("run {run_id} ("))
+                .name(&run.arm)
+                .and(format!(" #{}): ", run.repeat))
+                .name(metric)
+        };
         let values: Vec<f64> = points.iter().map(|p| p.1).collect();
         let detected = crate::experiment::warmup::detect_warmup(&values);
         if detected > warmup {
-            out.push(format!(
-                "{cell}: `{metric}` settles only after iteration {} (detected), but the \
-                 warm-up is {warmup}: {} may be start-up transient.",
+            out.push(cell().and(format!(
+                " settles only after iteration {} (detected), but the warm-up is {warmup}: {} \
+                 may be start-up transient.",
                 points[detected - 1].0,
                 super::render::counted((detected - warmup) as u64, "more iteration")
-            ));
+            )));
         } else if detected < warmup && run.warmup.is_none() && values.len() >= 8 {
             longer.push((*run_id, detected));
         }
         let after: Vec<f64> = values.iter().skip(warmup).copied().collect();
         if let Some((slope, p)) = super::stats::trend(&after) {
             if p < 0.01 {
-                out.push(format!(
-                    "{cell}: `{metric}` trends after the warm-up ({:+.2} % per iteration, {}): \
-                     the mean depends on how long the cell ran.",
+                out.push(cell().and(format!(
+                    " trends after the warm-up ({:+.2} % per iteration, {}): the mean depends \
+                     on how long the cell ran.",
                     slope * 100.0,
                     super::render::p_text(p)
-                ));
+                )));
             }
         }
         let flagged = super::stats::outliers(&after);
@@ -713,11 +780,18 @@ fn series_remarks(
                 .take(5)
                 .map(|(i, z)| format!("{} (z = {z:.1})", points[warmup + i].0))
                 .collect();
-            out.push(format!(
-                "{cell}: outlier iteration{} of `{metric}` by the modified z-score (beyond {:.1} \
-                 on the MAD, which Gaussian noise of {} passes about 3 % of the time), kept in \
-                 the statistics: {}{}.",
-                if flagged.len() == 1 { "" } else { "s" },
+            out.push(
+                Prose::ours(format!("run {run_id} ("))
+                    .name(&run.arm)
+                    .and(format!(
+                        " #{}): outlier iteration{} of ",
+                        run.repeat,
+                        if flagged.len() == 1 { "" } else { "s" }
+                    ))
+                    .name(metric)
+                    .and(format!(
+                " by the modified z-score (beyond {:.1} on the MAD, which Gaussian noise of {} \
+                 passes about 3 % of the time), kept in the statistics: {}{}.",
                 super::stats::outlier_threshold(after.len()),
                 super::render::counted(after.len() as u64, "value"),
                 shown.join(", "),
@@ -726,18 +800,19 @@ fn series_remarks(
                 } else {
                     String::new()
                 }
-            ));
+            )),
+            );
         }
     }
     if let Some(most) = longer.iter().map(|(_, d)| *d).max() {
-        out.push(format!(
+        out.push(Prose::ours(format!(
             "The declared warm-up ({}) drops more than detection finds in {} of {} \
              (detected at most {most}): those iterations look like the rest and are \
              excluded all the same.",
             e.warmup,
             longer.len(),
             super::render::counted(series.len() as u64, "cell"),
-        ));
+        )));
     }
     out
 }
@@ -849,7 +924,7 @@ fn pretty_argv(argv: &[String], lcx: &str) -> Vec<String> {
 /// What the report must say about where the cells ran: on more than one
 /// host (not a like-for-like comparison), or elsewhere than the machine
 /// the Environment section describes (Slurm nodes).
-fn placement_remarks(e: &Experiment, runs: &[Run]) -> Vec<String> {
+fn placement_remarks(e: &Experiment, runs: &[Run]) -> Vec<Prose> {
     use std::collections::{BTreeMap, BTreeSet};
     let mut by_arm: BTreeMap<(i64, &str), BTreeSet<&str>> = BTreeMap::new();
     for r in runs {
@@ -869,42 +944,44 @@ fn placement_remarks(e: &Experiment, runs: &[Run]) -> Vec<String> {
         .filter_map(|r| r.node.as_ref().and_then(|n| n.kind()))
         .collect();
     if kinds.len() > 1 {
-        let per_arm: Vec<String> = hardware
-            .iter()
-            .map(|((_, arm), h)| {
-                let h: Vec<&str> = h.iter().map(String::as_str).collect();
-                format!("`{arm}` on {}", h.join(" and "))
-            })
-            .collect();
-        out.push(format!(
-            "The cells ran on {} kinds of hardware ({}): the speeds compared here come from \
-             different machines. Pin the cells to one node (`placement = \"same-node\"`) or \
-             ask for one kind (`constraint`) for a like-for-like A/B.",
-            kinds.len(),
-            per_arm.join("; ")
-        ));
+        let per_arm = hardware.iter().map(|((_, arm), h)| {
+            let h: Vec<&str> = h.iter().map(String::as_str).collect();
+            Prose::of_name(*arm).and(" on ").text(h.join(" and "))
+        });
+        out.push(
+            Prose::ours(format!(
+                "The cells ran on {} kinds of hardware (",
+                kinds.len()
+            ))
+            .then(Prose::join(per_arm, "; "))
+            .and(
+                "): the speeds compared here come from different machines. Pin the cells to \
+                 one node (`placement = \"same-node\"`) or ask for one kind (`constraint`) \
+                 for a like-for-like A/B.",
+            ),
+        );
     } else if hosts.len() > 1 {
-        let per_arm: Vec<String> = by_arm
-            .iter()
-            .map(|((_, arm), h)| {
-                format!(
-                    "`{arm}` on {}",
-                    h.iter().copied().collect::<Vec<_>>().join(", ")
-                )
-            })
-            .collect();
+        let per_arm = by_arm.iter().map(|((_, arm), h)| {
+            Prose::of_name(*arm)
+                .and(" on ")
+                .text(h.iter().copied().collect::<Vec<_>>().join(", "))
+        });
         let same = if kinds.len() == 1 {
             " with the same recorded hardware"
         } else {
             ""
         };
-        out.push(format!(
-            "The cells ran on {} different hosts{same} ({}): machines differ in more than \
-             their hardware (load, clocks, cooling). Pin the cells to one node for a \
-             like-for-like A/B.",
-            hosts.len(),
-            per_arm.join("; ")
-        ));
+        out.push(
+            Prose::ours(format!(
+                "The cells ran on {} different hosts{same} (",
+                hosts.len()
+            ))
+            .then(Prose::join(per_arm, "; "))
+            .and(
+                "): machines differ in more than their hardware (load, clocks, cooling). Pin \
+                 the cells to one node for a like-for-like A/B.",
+            ),
+        );
     }
     let coordinator = e.fingerprint.hostname.as_deref();
     let unrecorded: BTreeSet<&str> = runs
@@ -914,12 +991,13 @@ fn placement_remarks(e: &Experiment, runs: &[Run]) -> Vec<String> {
         .filter(|h| Some(*h) != coordinator)
         .collect();
     if !unrecorded.is_empty() {
-        out.push(format!(
-            "The Environment section describes the machine that ran `lcx run` ({}); cells ran \
-             on {}, whose hardware was not recorded.",
-            coordinator.unwrap_or("unknown"),
-            unrecorded.into_iter().collect::<Vec<_>>().join(", ")
-        ));
+        out.push(
+            Prose::ours("The Environment section describes the machine that ran `lcx run` (")
+                .text(coordinator.unwrap_or("unknown"))
+                .and("); cells ran on ")
+                .text(unrecorded.into_iter().collect::<Vec<_>>().join(", "))
+                .and(", whose hardware was not recorded."),
+        );
     }
     out
 }
@@ -943,7 +1021,7 @@ fn hardware_by_arm(runs: &[Run]) -> std::collections::BTreeMap<(i64, &str), Vec<
 /// CPUs as its cells recorded them (an arm's `cpus`, `[measurement] pin`),
 /// with the asked set where the kernel gave another; or, for cells that
 /// were not pinned, the CPUs the runner itself was limited to (`taskset`).
-fn cpus_by_arm(plan: Option<&Plan>, runs: &[Run]) -> Vec<(String, String)> {
+fn cpus_by_arm(plan: Option<&Plan>, runs: &[Run]) -> Vec<(Prose, String)> {
     let recorded = |arm: &str| {
         let mut sets: Vec<&str> = runs
             .iter()
@@ -968,7 +1046,7 @@ fn cpus_by_arm(plan: Option<&Plan>, runs: &[Run]) -> Vec<(String, String)> {
                     (sets, Some(asked)) => format!("{} (asked {asked})", sets.join("; ")),
                     (sets, None) => format!("{} (not pinned)", sets.join("; ")),
                 };
-                (format!("CPUs of `{}`", arm.name), value)
+                (Prose::ours("CPUs of ").name(&arm.name), value)
             })
             .collect();
     }
@@ -994,7 +1072,7 @@ fn cpus_by_arm(plan: Option<&Plan>, runs: &[Run]) -> Vec<(String, String)> {
         return Vec::new();
     }
     vec![(
-        "CPUs of cells".to_string(),
+        Prose::ours("CPUs of cells"),
         format!(
             "{}: fewer than the host had online (lcx itself was limited, by `taskset` or a \
              cgroup)",
@@ -1003,8 +1081,8 @@ fn cpus_by_arm(plan: Option<&Plan>, runs: &[Run]) -> Vec<(String, String)> {
     )]
 }
 
-fn environment(e: &Experiment, plan: Option<&Plan>, runs: &[Run]) -> Vec<(String, String)> {
-    let mut env = vec![("lcx".to_string(), e.lcx_version.clone())];
+fn environment(e: &Experiment, plan: Option<&Plan>, runs: &[Run]) -> Vec<(Prose, String)> {
+    let mut env = vec![(Prose::ours("lcx"), e.lcx_version.clone())];
     // Cells that ran away from `lcx run` (Slurm jobs), or on different
     // hardware: what each arm's cells ran on, as each cell recorded it.
     let hardware = hardware_by_arm(runs);
@@ -1019,7 +1097,7 @@ fn environment(e: &Experiment, plan: Option<&Plan>, runs: &[Run]) -> Vec<(String
             hosts.sort_unstable();
             hosts.dedup();
             env.push((
-                format!("cells of `{arm}` ran on"),
+                Prose::ours("cells of ").name(*arm).and(" ran on"),
                 format!("{} ({})", h.join("; "), hosts.join(", ")),
             ));
         }
@@ -1034,14 +1112,16 @@ fn environment(e: &Experiment, plan: Option<&Plan>, runs: &[Run]) -> Vec<(String
         if let Some(v) = &r.version {
             value.push_str(&format!(" ({v})"));
         }
-        env.push((format!("revision of `{}`", arm.name), value));
+        env.push((Prose::ours("revision of ").name(&arm.name), value));
         if r.log_total > 0 {
             let mut log = r.log.join("; ");
             if r.log_total > r.log.len() {
                 log.push_str(&format!("; … {} more", r.log_total - r.log.len()));
             }
             env.push((
-                format!("commits in `{}` since the baseline", arm.name),
+                Prose::ours("commits in ")
+                    .name(&arm.name)
+                    .and(" since the baseline"),
                 format!("{}: {log}", r.log_total),
             ));
         }
@@ -1060,7 +1140,7 @@ fn environment(e: &Experiment, plan: Option<&Plan>, runs: &[Run]) -> Vec<(String
     let f = &e.fingerprint;
     let mut push = |k: &str, v: Option<String>| {
         if let Some(v) = v {
-            env.push((k.to_string(), v));
+            env.push((Prose::ours(k), v));
         }
     };
     push("host", f.hostname.clone());
@@ -1133,14 +1213,18 @@ pub fn assemble(input: Input, options: Options) -> Report {
     let plan = stored_plan(e);
     let mut remarks = Vec::new();
     if let Err(why) = &plan {
-        remarks.push(format!(
-            "The stored plan could not be read ({why}); default columns are shown and no gate \
-             is evaluated."
-        ));
+        remarks.push(
+            Prose::ours("The stored plan could not be read (")
+                .text(why.to_string())
+                .and("); default columns are shown and no gate is evaluated."),
+        );
     }
     let plan = plan.ok();
     remarks.extend(placement_remarks(e, &input.runs));
     let columns = resolve_columns(e, plan.as_ref(), &input.metric_names);
+    if let Some(remark) = left_out_remark(e, plan.as_ref(), &columns, &input.metric_names) {
+        remarks.push(remark);
+    }
     let needed = needed_metrics(&columns, plan.as_ref());
     let gate = plan.as_ref().and_then(|p| p.gate.clone());
     let rule = VerdictRule {
@@ -1211,7 +1295,7 @@ pub fn assemble(input: Input, options: Options) -> Report {
     }
 
     // Verdicts, gates and guards rest on completed cells only.
-    let unjudged: BTreeMap<&str, String> = arm_order
+    let unjudged: BTreeMap<&str, Prose> = arm_order
         .iter()
         .filter_map(|(_, arm, _)| {
             unjudged_reason(arm, &input.runs, e.iterations).map(|why| (arm.as_str(), why))
@@ -1262,13 +1346,13 @@ pub fn assemble(input: Input, options: Options) -> Report {
             .collect();
         let partial = completed == 0 && arm_runs.iter().any(|r| r.iterations_done > 0);
         if partial {
-            remarks.push(format!(
-                "Arm `{arm}` has no completed cell; its numbers come from incomplete cells \
-                 (shown, never judged)."
+            remarks.push(Prose::ours("Arm ").name(arm).and(
+                " has no completed cell; its numbers come from incomplete cells (shown, never \
+                 judged).",
             ));
         }
         if let Some(why) = unjudged.get(arm.as_str()) {
-            remarks.push(format!("Not judged: {why}."));
+            remarks.push(Prose::ours("Not judged: ").then(why.clone()).and("."));
         }
         // Never label what did not run: an AMP arm whose steps ran fp32
         // says so in its own row.
@@ -1283,10 +1367,13 @@ pub fn assemble(input: Input, options: Options) -> Report {
             .collect();
         if !mismatched.is_empty() {
             label = format!("{label} ({})", mismatched.join("; "));
-            remarks.push(format!(
-                "Arm `{arm}`: {}; its numbers are not AMP numbers.",
-                mismatched.join("; ")
-            ));
+            remarks.push(
+                Prose::ours("Arm ")
+                    .name(arm)
+                    .and(": ")
+                    .text(mismatched.join("; "))
+                    .and("; its numbers are not AMP numbers."),
+            );
         }
         let revision = plan
             .as_ref()
@@ -1306,9 +1393,11 @@ pub fn assemble(input: Input, options: Options) -> Report {
         });
     }
     if !arm_order.iter().any(|(_, n, _)| n == &baseline) && !arm_order.is_empty() {
-        remarks.push(format!(
-            "The baseline `{baseline}` has no cells; no speedups or verdicts."
-        ));
+        remarks.push(
+            Prose::ours("The baseline ")
+                .name(&baseline)
+                .and(" has no cells; no speedups or verdicts."),
+        );
     }
     // The arms with lines: a skipped arm (no GPU) has nothing to say.
     let arm_names: Vec<&str> = arm_order
@@ -1346,7 +1435,7 @@ pub fn assemble(input: Input, options: Options) -> Report {
         };
         // Why an arm has nothing to judge: too few completed cells, its
         // cells' skip reason or status, or the metric never emitted.
-        let no_data = |arm: &str| -> Option<String> {
+        let no_data = |arm: &str| -> Option<Prose> {
             if let Some(why) = unjudged.get(arm) {
                 return Some(why.clone());
             }
@@ -1360,17 +1449,22 @@ pub fn assemble(input: Input, options: Options) -> Report {
             }
             let runs: Vec<&Run> = input.runs.iter().filter(|r| r.arm == arm).collect();
             if let Some(reason) = runs.iter().find_map(|r| r.skip_reason.as_deref()) {
-                return Some(format!("`{arm}` has no data (skipped: {reason})"));
+                return Some(
+                    Prose::of_name(arm)
+                        .and(" has no data (skipped: ")
+                        .text(reason)
+                        .and(")"),
+                );
             }
             Some(match runs.first() {
                 Some(r) if r.status != RunStatus::Completed => {
-                    format!("`{arm}` has no data (its cells are {})", r.status)
+                    Prose::of_name(arm).and(format!(" has no data (its cells are {})", r.status))
                 }
-                Some(_) => format!("`{arm}` recorded no `{}`", g.metric),
-                None => format!("no arm named `{arm}`"),
+                Some(_) => Prose::of_name(arm).and(" recorded no ").name(&g.metric),
+                None => Prose::ours("no arm named ").name(arm),
             })
         };
-        let base_missing = no_data(&baseline).map(|why| format!("baseline {why}"));
+        let base_missing = no_data(&baseline).map(|why| Prose::ours("baseline ").then(why));
         let gate_arms: Vec<GateArm> = targets
             .iter()
             .map(|name| {
@@ -1379,12 +1473,12 @@ pub fn assemble(input: Input, options: Options) -> Report {
                     .find(|a| &a.name == name)
                     .and_then(|a| a.metric(&g.metric));
                 // Every side that lacks data is named, not only the first.
-                let missing: Vec<String> =
+                let missing: Vec<Prose> =
                     base_missing.iter().cloned().chain(no_data(name)).collect();
                 let (decision, why, speedup, verdict) = if !missing.is_empty() {
                     (
                         Decision::Inconclusive,
-                        Some(missing.join("; ")),
+                        Some(Prose::join(missing, "; ")),
                         None,
                         Verdict::Inconclusive,
                     )
@@ -1400,7 +1494,7 @@ pub fn assemble(input: Input, options: Options) -> Report {
                     let (d, why) = test.decide(speedup.as_ref(), replicates);
                     (
                         d,
-                        why,
+                        why.map(Prose::ours),
                         speedup,
                         c.map_or(Verdict::Inconclusive, |c| c.verdict),
                     )
@@ -1455,27 +1549,29 @@ pub fn assemble(input: Input, options: Options) -> Report {
         .find(|r| r.error.is_some())
         .or(not_done.first())
     {
-        check_notes.push(format!(
-            "{} of {} did not complete (`{}` #{} {}: {})",
-            not_done.len(),
-            crate::text::counted(input.runs.len() as u64, "cell"),
-            r.arm,
-            r.repeat,
-            r.status,
-            first_error_line(r)
-        ));
+        check_notes.push(
+            Prose::ours(format!(
+                "{} of {} did not complete (",
+                not_done.len(),
+                crate::text::counted(input.runs.len() as u64, "cell"),
+            ))
+            .name(&r.arm)
+            .and(format!(" #{} {}: ", r.repeat, r.status))
+            .text(first_error_line(r))
+            .and(")"),
+        );
     }
     // Nothing completed (every cell skipped, or none recorded): nothing
     // was shown, so nothing passes.
     if !input.runs.iter().any(|r| r.status == RunStatus::Completed) {
         check_notes.push(if input.runs.is_empty() {
-            format!(
+            Prose::ours(format!(
                 "no cells were recorded (its runner was killed while creating it); \
                  `lcx run --resume {}` plans and runs them",
                 e.id
-            )
+            ))
         } else {
-            "no cell completed".to_string()
+            Prose::ours("no cell completed")
         });
     }
     // An arm that ran (not one skipped for want of CUDA, whose report
@@ -1492,14 +1588,10 @@ pub fn assemble(input: Input, options: Options) -> Report {
         .map(|a| a.name.as_str())
         .collect();
     if !empty.is_empty() {
-        check_notes.push(format!(
-            "no data for {}",
-            empty
-                .iter()
-                .map(|a| format!("`{a}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
+        check_notes.push(
+            Prose::ours("no data for ")
+                .then(Prose::join(empty.iter().map(|a| Prose::of_name(*a)), ", ")),
+        );
     }
     // Completed cells measured on a busy host: a gate or guard that rests
     // on them did not measure what it claims.
@@ -1540,13 +1632,13 @@ pub fn assemble(input: Input, options: Options) -> Report {
             .iter()
             .filter(|r| r.status == RunStatus::Completed)
             .count();
-        check_notes.push(format!(
+        check_notes.push(Prose::ours(format!(
             "{} of {} contended (other programs used more than {:.2} of a core on average): \
              verdict from contended data; rerun on a quiet host, or --allow-contended",
             contended.len(),
             crate::text::counted(completed as u64, "cell"),
             contended[0].threshold,
-        ));
+        )));
     }
     let check = {
         let mut all: Vec<Decision> = gate_outcome.iter().map(|g| g.decision).collect();
@@ -1565,21 +1657,47 @@ pub fn assemble(input: Input, options: Options) -> Report {
             || input.metric_names.contains(name)
             || example.trim().parse::<f64>().is_ok();
         if meant_numeric {
-            remarks.push(format!(
-                "Arm `{arm}`, metric `{name}`: {} ignored (e.g. {example:?}); only JSON \
-                 numbers are measured.",
-                crate::text::counted(*count as u64, "non-numeric value")
-            ));
+            remarks.push(
+                Prose::ours("Arm ")
+                    .name(arm)
+                    .and(", metric ")
+                    .name(name)
+                    .and(format!(
+                        ": {} ignored (e.g. ",
+                        crate::text::counted(*count as u64, "non-numeric value")
+                    ))
+                    .text(format!("{example:?}"))
+                    .and("); only JSON numbers are measured."),
+            );
+        }
+    }
+    for r in input.runs.iter() {
+        let Some(stall) = r.contention.runner_stall_seconds else {
+            continue;
+        };
+        if stalled(stall, r.wall_seconds) {
+            remarks.push(
+                Prose::ours(format!("run {} (", r.id))
+                    .name(&r.arm)
+                    .and(format!(
+                        " #{}): the runner could not run for {} s of the cell's {} s wall time \
+                         (stopped, a paused machine, or starved): Wall s includes that time, \
+                         the metrics the child timed do not.",
+                        r.repeat,
+                        super::render::num(stall),
+                        r.wall_seconds
+                            .map_or_else(|| "?".into(), super::render::num)
+                    )),
+            );
         }
     }
     if e.repeats == 1 && arms.len() > 1 {
-        remarks.push(
+        remarks.push(Prose::ours(
             "One process per arm: each iteration is a replicate, so differences between \
              processes (a slow core, a cold page cache) cannot be seen and the intervals are \
              too narrow for them; give `repeats` ≥ 3 (or adaptive repeats) for verdicts to \
-             gate on."
-                .to_string(),
-        );
+             gate on.",
+        ));
     }
     if let Some(metric) = &primary {
         remarks.extend(series_remarks(e, &input.runs, &input.series, metric));
@@ -1622,11 +1740,12 @@ pub fn assemble(input: Input, options: Options) -> Report {
             let nonfinite = by_metric
                 .into_iter()
                 .map(|(metric, values)| {
-                    let parts: Vec<String> = values
-                        .into_iter()
-                        .map(|(v, its)| format!("{v} at {}", iteration_list(&its)))
-                        .collect();
-                    format!("{metric}: {}", parts.join("; "))
+                    let parts = values.into_iter().map(|(v, its)| {
+                        Prose::of_text(v).and(format!(" at {}", iteration_list(&its)))
+                    });
+                    Prose::of_name(metric)
+                        .and(": ")
+                        .then(Prose::join(parts, "; "))
                 })
                 .collect();
             LineNote {
@@ -1738,6 +1857,10 @@ pub fn assemble(input: Input, options: Options) -> Report {
                 status: r.status.to_string(),
                 iterations_done: r.iterations_done,
                 wall_seconds: r.wall_seconds,
+                runner_stall_seconds: r
+                    .contention
+                    .runner_stall_seconds
+                    .filter(|&s| stalled(s, r.wall_seconds)),
                 warmup: r.warmup.unwrap_or(e.warmup),
                 host: r.host.clone(),
                 slurm_job: r.slurm_job.clone(),
@@ -1753,11 +1876,17 @@ pub fn assemble(input: Input, options: Options) -> Report {
     }
 }
 
+/// Whether the runner's stall during a cell is worth saying: at least a
+/// second and a twentieth of the cell's wall time.
+fn stalled(stall: f64, wall: Option<f64>) -> bool {
+    stall >= 1.0 && wall.is_none_or(|w| stall >= 0.05 * w)
+}
+
 fn net_result(
     arms: &[ArmResult],
     primary: Option<&str>,
     label_of: &dyn Fn(&str) -> String,
-) -> String {
+) -> Prose {
     let Some(metric) = primary else {
         return "no metrics to compare".into();
     };
@@ -1769,16 +1898,20 @@ fn net_result(
     let has_data = |a: &ArmResult| a.metric(metric).is_some_and(|m| m.replicate.is_some());
     if let Some(base) = arms.iter().find(|a| a.is_baseline) {
         if let Some(why) = &base.unjudged {
-            return format!("nothing judged on {label}: baseline {why}");
+            return Prose::ours("nothing judged on ")
+                .text(&label)
+                .and(": baseline ")
+                .then(why.clone());
         }
         if !has_data(base) {
-            return format!(
-                "no data for the baseline `{}` on {label}: nothing can be compared",
-                base.name
-            );
+            return Prose::ours("no data for the baseline ")
+                .name(&base.name)
+                .and(" on ")
+                .text(&label)
+                .and(": nothing can be compared");
         }
     }
-    let mut groups: [(Verdict, Vec<String>); 4] = [
+    let mut groups: [(Verdict, Vec<Prose>); 4] = [
         (Verdict::Improved, Vec::new()),
         (Verdict::Regressed, Vec::new()),
         (Verdict::Equivalent, Vec::new()),
@@ -1792,7 +1925,7 @@ fn net_result(
             continue;
         }
         let Some(c) = a.metric(metric).and_then(|m| m.comparison) else {
-            without.push(format!("`{}`", a.name));
+            without.push(Prose::of_name(&a.name));
             continue;
         };
         let s = c
@@ -1800,19 +1933,22 @@ fn net_result(
             .map(|s| format!(" {}", super::render::speedup_text(&s)))
             .unwrap_or_default();
         if let Some((_, names)) = groups.iter_mut().find(|(v, _)| *v == c.verdict) {
-            names.push(format!("{}{s}", a.name));
+            names.push(Prose::of_text(&a.name).and(s));
         }
     }
-    let mut parts: Vec<String> = groups
+    let mut parts: Vec<Prose> = groups
         .into_iter()
         .filter(|(_, names)| !names.is_empty())
-        .map(|(v, names)| format!("{} {}", v.text(), names.join("; ")))
+        .map(|(v, names)| Prose::ours(format!("{} ", v.text())).then(Prose::join(names, "; ")))
         .collect();
     if !without.is_empty() {
-        parts.push(format!("no data for {}", without.join(", ")));
+        parts.push(Prose::ours("no data for ").then(Prose::join(without, ", ")));
     }
     if !unjudged.is_empty() {
-        parts.push(format!("not judged: {}", unjudged.join("; ")));
+        parts.push(Prose::ours("not judged: ").then(Prose::join(unjudged, "; ")));
     }
-    format!("on {label}: {}", parts.join("; "))
+    Prose::ours("on ")
+        .text(&label)
+        .and(": ")
+        .then(Prose::join(parts, "; "))
 }

@@ -375,17 +375,187 @@ pub fn repeated(gate_min: f64, cells: &[(&str, i64, RunStatus, f64)]) -> Report 
     )
 }
 
+/// A report input in which every string lcx did not write itself is a
+/// string of `h`'s (a different call per field): the experiment's name,
+/// description, notes, workload, file, commit, version and finish time,
+/// every arm's name and label, the columns' labels and metrics, the gate
+/// and guard, cells' errors, stderr, skip reasons, hosts, Slurm jobs and
+/// folders, CPUs, commands, environment and rerun notes, the host's
+/// fingerprint and ceiling provenance, the precisions, kernels, text values
+/// and non-finite values lines carried, and the database path.
+pub fn hostile_input(h: &mut dyn FnMut() -> String) -> Input {
+    let mut p = plan(1.5, true);
+    p.name = h();
+    p.description = h();
+    p.notes = h();
+    let names: Vec<String> = (0..3).map(|_| h()).collect();
+    for (a, name) in p.arms.iter_mut().zip(&names) {
+        a.name = name.clone();
+        a.label = h();
+    }
+    p.baseline = names[0].clone();
+    let metrics: Vec<String> = (0..3).map(|_| h()).collect();
+    p.columns = vec![
+        Column {
+            metric: metrics[0].clone(),
+            label: h(),
+            show: Show::Both,
+            direction: None,
+            fold: Fold::Mean,
+        },
+        Column {
+            metric: metrics[1].clone(),
+            label: h(),
+            show: Show::Value,
+            direction: Some(Direction::Higher),
+            fold: Fold::Last,
+        },
+    ];
+    p.gate = Some(Gate {
+        metric: metrics[0].clone(),
+        min_speedup: 1.5,
+        max_slowdown: None,
+        min_effect: None,
+        arm: Some(names[1].clone()),
+    });
+    p.guards = vec![crate::experiment::Guard {
+        metric: metrics[2].clone(),
+        margin: 0.01,
+        direction: Some(Direction::Higher),
+        arm: None,
+        baseline: None,
+        fold: Fold::Mean,
+        paired: false,
+    }];
+    let mut experiment = experiment_of(&p);
+    experiment.workload = h();
+    experiment.file_path = h();
+    experiment.git_commit = Some(h());
+    experiment.lcx_version = h();
+    experiment.finished_at = Some(h());
+    experiment.baseline = Some(names[0].clone());
+    let f = &mut experiment.fingerprint;
+    f.hostname = Some(h());
+    f.os = Some(h());
+    f.cpu_model = Some(h());
+    f.gpu_name = Some(h());
+    f.gpu_driver = Some(h());
+    f.cuda_version = Some(h());
+    f.torch_version = Some(h());
+    f.peak_isa = Some(h());
+    f.peak_fp32_gflops = Some(400.0);
+    f.peak_fp32_gflops_core = Some(200.0);
+    f.peak_source = Some(h());
+    f.peak_probed_at = Some(h());
+    f.peak_note = Some(h());
+    let mut runs = Vec::new();
+    for (i, status) in [
+        RunStatus::Completed,
+        RunStatus::Completed,
+        RunStatus::Failed,
+        RunStatus::Skipped,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let arm_index = i.min(2);
+        let mut r = run(300 + i as i64, &names[arm_index], arm_index as i64, status);
+        r.arm_label = p.arms[arm_index].label.clone();
+        r.command = vec!["/usr/bin/lcx".into(), h(), h()];
+        r.env = [(h(), h())].into_iter().collect();
+        r.host = Some(h());
+        r.slurm_job = Some(h());
+        r.slurm_dir = Some(h());
+        r.cpus = Some(h());
+        r.rerun_note = Some(h());
+        r.node = Some(crate::store::NodeInfo {
+            hostname: Some(h()),
+            cpu_model: Some(h()),
+            gpu_name: Some(h()),
+            ..Default::default()
+        });
+        if status == RunStatus::Failed {
+            r.error = Some(h());
+            r.stderr_tail = Some(h());
+            r.iterations_done = 3;
+            r.exit_code = Some(1);
+        }
+        if status == RunStatus::Skipped {
+            r.skip_reason = Some(h());
+        }
+        r.problems.malformed = 1;
+        r.problems.nonfinite = 1;
+        runs.push(r);
+    }
+    let mut m = Vec::new();
+    for (run_id, arm, scale) in [(300, &names[0], 1.0), (301, &names[1], 0.5)] {
+        for metric in metrics
+            .iter()
+            .chain(["perf/training_gflops".to_string()].iter())
+        {
+            m.push(moments(run_id, arm, metric, &series(10.0 * scale, 0.05)));
+        }
+    }
+    let perf: Vec<RunMoments> = m
+        .iter()
+        .filter(|x| x.name.starts_with("perf/"))
+        .cloned()
+        .collect();
+    let trend: Vec<(i64, f64)> = (1..=20).map(|i| (i, 1.0 + 0.1 * i as f64)).collect();
+    Input {
+        nonfinite: vec![(300, 3, metrics[0].clone(), h())],
+        perf,
+        series: vec![(300, trend)],
+        precisions: vec![(names[1].clone(), h(), h())],
+        kernels: vec![(names[0].clone(), h()), (names[1].clone(), h())],
+        texts: vec![(names[0].clone(), metrics[0].clone(), 3, h())],
+        db: Some(h()),
+        ..bare_input(
+            experiment,
+            runs,
+            &metrics.iter().map(String::as_str).collect::<Vec<_>>(),
+            m,
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use rand::{Rng, SeedableRng};
 
     use super::*;
     use crate::report::build::kernel_remark;
+    use crate::report::prose::Prose;
     use crate::report::stats::Decision;
+
+    /// The plain text of each of `prose`, for assertions.
+    fn plain(prose: &[Prose]) -> Vec<String> {
+        prose.iter().map(Prose::plain).collect()
+    }
 
     /// The report says what each arm's training ran on: once where every
     /// arm ran the same, arm by arm (each value of an arm that changed)
     /// otherwise, and nothing where no line said.
+    /// A command that printed more metrics than the default table shows
+    /// is told which were left out.
+    #[test]
+    fn metrics_the_table_leaves_out_are_named() {
+        let mut input = input_with(1.5, false, |_| {});
+        input.experiment.workload = "command".into();
+        let mut p = plan(1.5, false);
+        p.workload = Workload::Command;
+        input.experiment.plan_json = p.to_json();
+        input.metric_names = (0..10).map(|i| format!("m{i}")).collect();
+        input.metric_names.push("iteration".into());
+        let report = assemble(input, Options::default());
+        let text = plain(&report.remarks).join("\n");
+        assert!(
+            text.contains("The table shows 6 of the 10 metrics recorded")
+                && text.contains("other 4 (`m6`, `m7`, `m8`, `m9`) are stored"),
+            "{text}"
+        );
+    }
+
     #[test]
     fn the_report_names_the_training_kernel_of_each_arm() {
         let kernels = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
@@ -401,6 +571,7 @@ mod tests {
                 &kernels(&[("avx2", "lcx avx2-fma"), ("avx512", "lcx avx2-fma")]),
                 &arms[..2]
             )
+            .map(|p| p.plain())
             .as_deref(),
             Some("Training ran on lcx avx2-fma in every arm that ran.")
         );
@@ -414,6 +585,7 @@ mod tests {
                 ]),
                 &arms
             )
+            .map(|p| p.plain())
             .as_deref(),
             Some(
                 "Training ran on: `avx2` on lcx avx2-fma; `avx512` on lcx avx2-fma and \
@@ -427,6 +599,7 @@ mod tests {
                 &kernels(&[("avx2", "lcx avx2-fma"), ("avx512", "lcx avx2-fma")]),
                 &arms
             )
+            .map(|p| p.plain())
             .as_deref(),
             Some(
                 "Training ran on: `avx2` on lcx avx2-fma; `avx512` on lcx avx2-fma; \
@@ -441,7 +614,8 @@ mod tests {
         assert!(
             report
                 .remarks
-                .contains(&"Training ran on lcx avx512f in every arm that ran.".to_string()),
+                .iter()
+                .any(|r| r.plain() == "Training ran on lcx avx512f in every arm that ran."),
             "{:?}",
             report.remarks
         );
@@ -519,7 +693,11 @@ mod tests {
         );
         let gate = r.gate.as_ref().unwrap();
         assert_eq!(gate.decision, Decision::Inconclusive);
-        let why = gate.arms[0].why.as_deref().unwrap_or("");
+        let why = gate.arms[0]
+            .why
+            .as_ref()
+            .map(|w| w.plain())
+            .unwrap_or_default();
         assert_eq!(
             why,
             "baseline `recursive`: 2 of 3 cells did not complete (failed after 4 of 10 \
@@ -539,7 +717,7 @@ mod tests {
     #[test]
     fn cells_on_other_hosts_are_named_and_slurm_jobs_listed() {
         let local = report(1.5, true);
-        assert!(!local.remarks.iter().any(|r| r.contains("hosts")));
+        assert!(!local.remarks.iter().any(|r| r.plain().contains("hosts")));
         assert!(!super::super::render::render_markdown(&local).contains("Slurm job"));
 
         let placed = report_with(1.5, true, |runs| {
@@ -548,7 +726,7 @@ mod tests {
                 r.slurm_job = Some(format!("{}", r.id + 7000));
             }
         });
-        let text = placed.remarks.join("\n");
+        let text = plain(&placed.remarks).join("\n");
         assert!(text.contains("2 different hosts"), "{text}");
         assert!(
             text.contains("`recursive` on node1; `interleaved` on node2"),
@@ -577,7 +755,7 @@ mod tests {
                 r.node = Some(node(host, "EPYC 9654"));
             }
         });
-        let text = same.remarks.join("\n");
+        let text = plain(&same.remarks).join("\n");
         assert!(
             text.contains("2 different hosts with the same recorded hardware"),
             "{text}"
@@ -609,7 +787,10 @@ mod tests {
             }
         });
         assert!(
-            !cpus.remarks.iter().any(|r| r.contains("kinds of hardware")),
+            !cpus
+                .remarks
+                .iter()
+                .any(|r| r.plain().contains("kinds of hardware")),
             "{:?}",
             cpus.remarks
         );
@@ -625,7 +806,7 @@ mod tests {
                 r.node = Some(node(host, cpu));
             }
         });
-        let text = mixed.remarks.join("\n");
+        let text = plain(&mixed.remarks).join("\n");
         assert!(text.contains("2 kinds of hardware"), "{text}");
         assert!(
             text.contains("`recursive` on EPYC 9654, 16 CPUs; `interleaved` on Xeon 8480, 16 CPUs"),

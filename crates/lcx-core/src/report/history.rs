@@ -15,6 +15,7 @@ use super::model::Report;
 use super::moments::{replicate_summary, shown_summary, SPREAD_LEGEND};
 use super::render::{mean_sd, p_text, speedup_text};
 use super::stats::{compare, Comparison, Direction, Summary, Verdict, VerdictRule};
+use crate::escape::md_inline as md;
 
 /// What must match for two timings to be comparable: host, CPU, GPU, torch
 /// and its thread counts.
@@ -398,6 +399,7 @@ fn marker(v: Option<Verdict>) -> &'static str {
 /// The history as a markdown table.
 pub fn render_history(metric: &str, rows: &[HistoryRow]) -> String {
     let mut t = markdown_table();
+    let metric = md(metric);
     t.set_header(vec![
         "Date",
         "Exp",
@@ -405,7 +407,7 @@ pub fn render_history(metric: &str, rows: &[HistoryRow]) -> String {
         "Commit",
         "Fingerprint",
         "Runs",
-        metric,
+        metric.as_str(),
         "Change vs previous",
         "Step",
     ]);
@@ -424,12 +426,12 @@ pub fn render_history(metric: &str, rows: &[HistoryRow]) -> String {
                     .map_or_else(|| "too few values for a test".into(), |w| p_text(w.p_value));
                 let text = format!("{rel} vs #{id} ({p})").trim().to_string();
                 match &r.series_break {
-                    Some(why) => format!("{why} since the previous row; {text}"),
+                    Some(why) => format!("{} since the previous row; {text}", md(why)),
                     None => text,
                 }
             }
             _ => match &r.series_break {
-                Some(why) => format!("{why}: not compared"),
+                Some(why) => format!("{}: not compared", md(why)),
                 None => "—".into(),
             },
         };
@@ -442,11 +444,11 @@ pub fn render_history(metric: &str, rows: &[HistoryRow]) -> String {
             None => String::new(),
         };
         t.add_row(vec![
-            r.date.clone(),
+            md(&r.date),
             format!("#{}", r.experiment_id),
-            r.arm.clone(),
-            r.commit.clone(),
-            r.fingerprint.clone(),
+            md(&r.arm),
+            md(&r.commit),
+            md(&r.fingerprint),
             r.runs.to_string(),
             r.summary
                 .as_ref()
@@ -532,8 +534,8 @@ pub fn render_compare(
     t.set_header(vec![
         "Arm".to_string(),
         "Metric".to_string(),
-        format!("A: {a_name}"),
-        format!("B: {b_name}"),
+        format!("A: {}", md(a_name)),
+        format!("B: {}", md(b_name)),
         "B vs A".to_string(),
         "Verdict".to_string(),
     ]);
@@ -553,8 +555,8 @@ pub fn render_compare(
             None => ("—".into(), "no data".into()),
         };
         t.add_row(vec![
-            r.arm.clone(),
-            r.label.clone(),
+            md(&r.arm),
+            md(&r.label),
             fmt(&r.a),
             fmt(&r.b),
             ratio,
@@ -572,7 +574,7 @@ pub fn render_compare(
         );
     }
     for w in warnings {
-        let _ = writeln!(out, "Warning: {w}");
+        let _ = writeln!(out, "Warning: {}", md(w));
     }
     out
 }

@@ -11,12 +11,15 @@ pub mod history;
 pub mod model;
 pub mod moments;
 pub mod plots;
+pub mod prose;
 pub mod render;
 pub mod rows;
 pub mod stats;
 
 #[cfg(test)]
 mod fixture;
+#[cfg(test)]
+mod hostile;
 
 pub use build::{load, Options};
 pub use model::Report;

@@ -6,6 +6,8 @@
 
 use serde::Serialize;
 
+pub use super::prose::Prose;
+
 use super::stats::{
     Comparison, Decision, Direction, GateTest, Speedup, Summary, Verdict, VerdictRule,
 };
@@ -47,18 +49,18 @@ pub struct Report {
     /// Why `check` is not PASS beyond the gate and guards: cells that did
     /// not complete, arms without data.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub check_notes: Vec<String>,
+    pub check_notes: Vec<Prose>,
     /// The one-line summary without a gate (also shown with one).
-    pub net_result: String,
+    pub net_result: Prose,
     pub reproduce: Reproduce,
     /// lcx version, git commit, file hash, host and device fingerprint.
-    pub environment: Vec<(String, String)>,
+    pub environment: Vec<(Prose, String)>,
     pub runs: Vec<RunRef>,
     /// The experiment file's `notes`.
     pub notes: String,
     /// What lcx itself wants the reader to know (unknown metric directions,
     /// partial arms, a plan it could not read).
-    pub remarks: Vec<String>,
+    pub remarks: Vec<Prose>,
     /// Plots written beside an archived report: (title, relative path).
     pub plots: Vec<(String, String)>,
 }
@@ -153,7 +155,7 @@ pub struct ArmResult {
     /// does: too few completed cells for the rule (their data, if any, are
     /// shown, marked, never judged).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub unjudged: Option<String>,
+    pub unjudged: Option<Prose>,
     pub metrics: Vec<MetricResult>,
     /// The code revision the arm ran (`main@1a2b3c4d5e6f`), when it ran one.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -215,7 +217,7 @@ pub struct LineNote {
     /// Metric lines past `iterations`, not stored.
     pub extra: i64,
     /// `loss/strategy: NaN at iterations 3, 4`, one entry per metric.
-    pub nonfinite: Vec<String>,
+    pub nonfinite: Vec<Prose>,
 }
 
 /// Each arm's phase rates against the machine's measured ceiling.
@@ -283,7 +285,7 @@ pub struct GateArm {
     pub pass: bool,
     pub decision: Decision,
     /// Why it did not pass, when it did not.
-    pub why: Option<String>,
+    pub why: Option<Prose>,
 }
 
 /// The experiment's gate, evaluated.
@@ -320,7 +322,7 @@ pub struct GuardOutcome {
     /// `None` when either side has no data.
     pub test: Option<super::stats::GuardTest>,
     pub decision: Decision,
-    pub why: Option<String>,
+    pub why: Option<Prose>,
 }
 
 /// Commands that reproduce the experiment.
@@ -341,6 +343,10 @@ pub struct RunRef {
     pub status: String,
     pub iterations_done: i64,
     pub wall_seconds: Option<f64>,
+    /// Seconds of `wall_seconds` the runner could not run (stopped, a
+    /// paused machine): in the wall time, not in what the child timed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runner_stall_seconds: Option<f64>,
     /// Leading iterations this run excluded as warm-up.
     pub warmup: i64,
     #[serde(skip_serializing_if = "Option::is_none")]

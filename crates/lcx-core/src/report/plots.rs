@@ -62,6 +62,17 @@ fn err(title: &str) -> impl Fn(String) -> PlotError + '_ {
     }
 }
 
+/// The SVG with every hidden control character of a label (a name from a
+/// file, a metric a command printed) written as its visible escape:
+/// plotters escapes `<` and `&`, but XML has no place for C0 controls, and
+/// a bidi control would reorder the text around it.
+fn visible_text(svg: String) -> String {
+    match crate::escape::terminal(&svg) {
+        std::borrow::Cow::Borrowed(_) => svg,
+        std::borrow::Cow::Owned(shown) => shown,
+    }
+}
+
 /// The canvas every plot shares: title, margins, label areas (the y one
 /// `y_area` pixels wide).
 fn chart_builder<'a, 'b>(
@@ -254,7 +265,7 @@ fn line_plot(
         draw_legend(&mut chart, &e)?;
         root.present().map_err(|x| e(x.to_string()))?;
     }
-    Ok(svg)
+    Ok(visible_text(svg))
 }
 
 /// One bar per arm at its speedup over the baseline, named under the bar
@@ -385,7 +396,7 @@ pub fn speedup_plot(
         draw_legend(&mut chart, &e)?;
         root.present().map_err(|x| e(x.to_string()))?;
     }
-    Ok(svg)
+    Ok(visible_text(svg))
 }
 
 /// A cost against batch size on log–log axes, a line per series (points
@@ -458,7 +469,7 @@ pub fn batch_plot(title: &str, y_label: &str, lines: &[Line]) -> Result<String, 
         draw_legend(&mut chart, &e)?;
         root.present().map_err(|x| e(x.to_string()))?;
     }
-    Ok(svg)
+    Ok(visible_text(svg))
 }
 
 /// 1, 2, 5, 10, 20, … between `lo` and `hi` (both > 0).

@@ -12,29 +12,11 @@ use super::moments::SPREAD_LEGEND;
 use super::stats::{equivalence_band, Comparison, Direction, GateTest, Speedup, Summary, Verdict};
 use crate::text::markdown_table;
 
-/// Text from a file, a database row or a child, made safe for one line of
-/// markdown: `|` cannot end a table cell, `<` and `>` cannot open HTML
-/// (the report is often rendered as HTML later), a newline cannot end the
-/// line.
-pub fn md(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '|' => out.push_str("\\|"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '\n' | '\r' => out.push(' '),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// Multi-line text (descriptions, notes) with its lines kept and HTML
-/// escaped; markdown syntax in it is the author's.
-fn md_block(text: &str) -> String {
-    text.replace('<', "&lt;").replace('>', "&gt;")
-}
+// Every string of the report that lcx did not write itself goes through
+// one of these (crate::escape's markdown rule): `md` for text, `code` for
+// names shown as code, `md_block` for the author's description and notes,
+// `Prose::markdown` for lcx's sentences that quote them.
+use crate::escape::{md_block, md_code as code, md_inline as md};
 
 /// Decimals that show three significant digits of `x` (the precision of
 /// the hand-written records these reports replace).
@@ -347,14 +329,14 @@ pub fn guard_lines(report: &Report) -> Option<String> {
         };
         let why = g
             .why
-            .as_deref()
-            .map(|w| format!(" ({})", md(w)))
+            .as_ref()
+            .map(|w| format!(" ({})", w.markdown()))
             .unwrap_or_default();
         let _ = writeln!(
             out,
-            "- `{}` vs `{}` on {}{} (margin {}, {}): {}{detail}{why}",
-            md(&g.arm),
-            md(&g.baseline),
+            "- {} vs {} on {}{} (margin {}, {}): {}{detail}{why}",
+            code(&g.arm),
+            code(&g.baseline),
             if g.fold == crate::experiment::Fold::Last {
                 "the final "
             } else {
@@ -370,7 +352,7 @@ pub fn guard_lines(report: &Report) -> Option<String> {
         .guards
         .iter()
         .filter(|g| g.decision == super::stats::Decision::Fail)
-        .map(|g| format!("`{}` on {}", md(&g.arm), md(&g.metric)))
+        .map(|g| format!("{} on {}", code(&g.arm), md(&g.metric)))
         .collect();
     if let (Some(gate), false) = (&report.gate, failed.is_empty()) {
         if gate.decision == super::stats::Decision::Pass {
@@ -437,12 +419,12 @@ fn roofline_section(r: &super::model::Roofline) -> String {
         (Some(all), Some(core)) => format!(
             "{} GFLOP/s: `lcx bench peak`'s FMA loop ({}) on all {} cores ({}; {} on one core)",
             num(all),
-            r.isa.as_deref().unwrap_or("?"),
+            md(r.isa.as_deref().unwrap_or("?")),
             r.threads
                 .map_or_else(|| "the".to_string(), |n| n.to_string()),
             r.provenance
                 .as_deref()
-                .unwrap_or("one probe at the experiment's start"),
+                .map_or_else(|| "one probe at the experiment's start".to_string(), md),
             num(core)
         ),
         _ => "— (not recorded: the experiment predates lcx's peak probe)".into(),
@@ -461,7 +443,7 @@ fn roofline_section(r: &super::model::Roofline) -> String {
          seconds, against this host's FP32 peak of {peak}.{device}\n"
     );
     if let Some(note) = &r.note {
-        let _ = writeln!(out, "**The ceiling was probed again:** {note}\n");
+        let _ = writeln!(out, "**The ceiling was probed again:** {}\n", md(note));
     }
     // A rate above its ceiling means the ceiling (or the FLOP count) is
     // wrong: the shares above cannot be read as they stand.
@@ -476,10 +458,10 @@ fn roofline_section(r: &super::model::Roofline) -> String {
             if let Some(rate) = rate.filter(|&v| v > ceiling) {
                 let _ = writeln!(
                     out,
-                    "**`{}`'s {phase} rate ({} GFLOP/s) is above its ceiling ({})**: the \
+                    "**{}'s {phase} rate ({} GFLOP/s) is above its ceiling ({})**: the \
                      probe read low or the phase's FLOPs are miscounted; its share of peak \
                      says nothing.\n",
-                    a.arm,
+                    code(&a.arm),
                     num(rate),
                     num(ceiling)
                 );
@@ -495,7 +477,7 @@ fn contended_line(report: &Report) -> Option<String> {
     let arms: Vec<String> = report
         .contended
         .iter()
-        .map(|c| format!("`{}` #{}", md(&c.arm), c.repeat))
+        .map(|c| format!("{} #{}", code(&c.arm), c.repeat))
         .collect();
     Some(format!(
         "**{} of {} contended** (other programs used more than {:.2} of a core on \
@@ -518,13 +500,14 @@ pub fn verdict_line(report: &Report) -> Option<String> {
         .iter()
         .map(|a| {
             let s = a.speedup.as_ref().map(speedup_text);
+            let arm = md(&a.arm);
             match (&a.why, s) {
                 (Some(why), Some(s)) => {
-                    format!("{} {s}: {} ({})", a.arm, a.decision.word(), md(why))
+                    format!("{arm} {s}: {} ({})", a.decision.word(), why.markdown())
                 }
-                (Some(why), None) => format!("{}: {} ({})", a.arm, a.decision.word(), md(why)),
-                (None, Some(s)) => format!("{} {s}", a.arm),
-                (None, None) => a.arm.clone(),
+                (Some(why), None) => format!("{arm}: {} ({})", a.decision.word(), why.markdown()),
+                (None, Some(s)) => format!("{arm} {s}"),
+                (None, None) => arm,
             }
         })
         .collect();
@@ -560,7 +543,7 @@ pub fn render_markdown(report: &Report) -> String {
     let finished = e
         .finished_at
         .as_deref()
-        .map(|f| format!(", finished {f}"))
+        .map(|f| format!(", finished {}", md(f)))
         .unwrap_or_default();
     let _ = writeln!(
         out,
@@ -572,11 +555,11 @@ pub fn render_markdown(report: &Report) -> String {
     }
     let _ = writeln!(
         out,
-        "Workload `{}`, {}, {} per arm, baseline `{}`.\n",
-        e.workload,
+        "Workload {}, {}, {} per arm, baseline {}.\n",
+        code(&e.workload),
         counted(e.iterations.max(0) as u64, "iteration"),
         counted(e.repeats.max(0) as u64, "repeat"),
-        report.baseline
+        code(&report.baseline)
     );
 
     if report.columns.is_empty() || report.arms.is_empty() {
@@ -629,7 +612,7 @@ pub fn render_markdown(report: &Report) -> String {
     if let Some(line) = contended_line(report) {
         let _ = writeln!(out, "{line}\n");
     }
-    let _ = writeln!(out, "Net result: {}\n", report.net_result);
+    let _ = writeln!(out, "Net result: {}\n", report.net_result.markdown());
 
     // Per-arm verdicts on every metric of the table.
     let mut metrics: Vec<(&str, &str)> = Vec::new();
@@ -642,8 +625,8 @@ pub fn render_markdown(report: &Report) -> String {
     if !others.is_empty() && !metrics.is_empty() {
         let _ = writeln!(
             out,
-            "## Verdicts vs `{}`\n\n{}\n",
-            report.baseline,
+            "## Verdicts vs {}\n\n{}\n",
+            code(&report.baseline),
             verdict_rule_text(report.rule.alpha, report.rule.min_effect)
         );
         let baseline = report.arms.iter().find(|a| a.is_baseline);
@@ -666,7 +649,7 @@ pub fn render_markdown(report: &Report) -> String {
                 let _ = writeln!(out, "- **{}**: no data{why}", md(&arm.name));
                 continue;
             }
-            let _ = writeln!(out, "- **{}**", arm.name);
+            let _ = writeln!(out, "- **{}**", md(&arm.name));
             for (metric, label) in &metrics {
                 let m = arm.metric(metric);
                 let text = match m.and_then(|m| m.comparison.as_ref()) {
@@ -796,11 +779,11 @@ pub fn render_markdown(report: &Report) -> String {
             for detail in &p.nonfinite {
                 let _ = writeln!(
                     out,
-                    "- run {} (`{}` #{}): {}",
+                    "- run {} ({} #{}): {}",
                     p.run_id,
-                    p.arm,
+                    code(&p.arm),
                     p.repeat,
-                    md(detail)
+                    detail.markdown()
                 );
             }
         }
@@ -849,20 +832,20 @@ pub fn render_markdown(report: &Report) -> String {
         let _ = writeln!(out, "{t}\n");
     }
 
-    out.push_str("## Reproduce\n\n```sh\n");
-    let _ = writeln!(out, "{}", report.reproduce.experiment);
-    out.push_str("```\n\n");
+    out.push_str("## Reproduce\n\n");
+    out.push_str(&code_block("sh", &report.reproduce.experiment));
     if !report.reproduce.cells.is_empty() {
-        out.push_str("One cell of each arm:\n\n```sh\n");
+        out.push_str("One cell of each arm:\n\n");
+        let mut lines = String::new();
         for (arm, cmd) in &report.reproduce.cells {
-            let _ = writeln!(out, "# {arm}\n{cmd}");
+            let _ = writeln!(lines, "# {}\n{cmd}", crate::escape::terminal_line(arm));
         }
-        out.push_str("```\n\n");
+        out.push_str(&code_block("sh", lines.trim_end()));
     }
 
     out.push_str("## Environment\n\n");
     for (k, v) in &report.environment {
-        let _ = writeln!(out, "- {}: {}", md(k), md(v));
+        let _ = writeln!(out, "- {}: {}", k.markdown(), md(v));
     }
     out.push('\n');
 
@@ -891,14 +874,21 @@ pub fn render_markdown(report: &Report) -> String {
             r.status.clone(),
             r.iterations_done.to_string(),
             r.warmup.to_string(),
-            r.wall_seconds.map(num).unwrap_or_else(|| "—".into()),
+            match (r.wall_seconds, r.runner_stall_seconds) {
+                (Some(w), Some(stall)) => format!("{} (runner stopped {} s)", num(w), num(stall)),
+                (Some(w), None) => num(w),
+                (None, _) => "—".into(),
+            },
         ];
         if jobs {
             let dash = || "—".to_string();
             row.push(r.host.as_deref().map(md).unwrap_or_else(dash));
             row.push(match (&r.slurm_job, &r.slurm_script) {
-                (Some(job), Some(script)) => format!("{job} ([job.sh](<{script}>))"),
-                (Some(job), None) => job.clone(),
+                (Some(job), Some(script)) if is_plain_path(script) => {
+                    format!("{} ([job.sh](<{script}>))", md(job))
+                }
+                (Some(job), Some(script)) => format!("{} ({})", md(job), code(script)),
+                (Some(job), None) => md(job),
                 _ => dash(),
             });
         }
@@ -918,7 +908,7 @@ pub fn render_markdown(report: &Report) -> String {
             let _ = writeln!(out, "{}\n", md_block(report.notes.trim()));
         }
         for r in &report.remarks {
-            let _ = writeln!(out, "- {}", md_block(r));
+            let _ = writeln!(out, "- {}", r.markdown());
         }
         let mut seen = Vec::new();
         for c in report.columns.iter().filter(|c| !c.direction_known) {
@@ -928,8 +918,8 @@ pub fn render_markdown(report: &Report) -> String {
             seen.push(c.metric.clone());
             let _ = writeln!(
                 out,
-                "- `{}`: direction unknown, treated as {} (set `direction` in `[[columns]]`).",
-                c.metric,
+                "- {}: direction unknown, treated as {} (set `direction` in `[[columns]]`).",
+                code(&c.metric),
                 direction_word(c.direction)
             );
         }
@@ -948,11 +938,35 @@ pub fn render_markdown(report: &Report) -> String {
     out
 }
 
-/// The whole report as pretty JSON.
+/// A fenced code block of `body` (shell lines lcx wrote around recorded
+/// names and paths): the fence is longer than any run of backticks inside,
+/// so nothing in it can close the block early, and hidden controls show
+/// as their escapes.
+fn code_block(lang: &str, body: &str) -> String {
+    let fence = "`".repeat((crate::escape::longest_backtick_run(body) + 1).max(3));
+    format!(
+        "{fence}{lang}\n{}\n{fence}\n\n",
+        crate::escape::terminal(body)
+    )
+}
+
+/// A path that may be a link target in markdown as it is: a relative or
+/// absolute file path of plain characters.
+fn is_plain_path(path: &str) -> bool {
+    !path.is_empty()
+        && path
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '.' | '-' | '_'))
+        && crate::escape::safe_href(path)
+}
+
+/// The whole report as pretty JSON; characters a terminal would obey are
+/// written as `\u` escapes (the parsed value is the same).
 pub fn render_json(report: &Report) -> String {
     // The report is plain data (strings, numbers, options): serialising
     // cannot fail; non-finite floats become null.
-    serde_json::to_string_pretty(report).unwrap_or_default()
+    let json = serde_json::to_string_pretty(report).unwrap_or_default();
+    crate::escape::json_visible(&json).into_owned()
 }
 
 /// Quotes a CSV field when needed (RFC 4180).
@@ -1060,11 +1074,13 @@ mod tests {
         report.columns[0].label = "s|x".into();
         let md = render_markdown(&report);
         assert!(!md.contains("<script>") && !md.contains("<b>"), "{md}");
+        // Backslash escapes, which read in a terminal, not HTML entities.
         assert!(
-            md.starts_with("# &lt;script&gt;alert(1)&lt;/script&gt;"),
+            md.starts_with("# \\<script\\>alert(1)\\</script\\>"),
             "{md}"
         );
-        assert!(md.contains("fast \\| &lt;b&gt;bold&lt;/b&gt;"), "{md}");
+        assert!(md.contains("fast \\| \\<b\\>bold\\</b\\>"), "{md}");
+        assert!(!md.contains("&lt;"), "{md}");
         // Every row of the arm table has as many unescaped `|` as its header.
         let table: Vec<&str> = md
             .lines()

@@ -31,10 +31,12 @@ fn json(v: &SqlValue) -> serde_json::Value {
 
 /// The rows as a markdown table.
 pub fn table(result: &QueryResult) -> String {
+    // A table is read on a terminal: each cell one line, controls visible.
+    let cell = |s: &str| crate::escape::terminal_line(s).into_owned();
     let mut t = markdown_table();
-    t.set_header(result.columns.clone());
+    t.set_header(result.columns.iter().map(|c| cell(c)).collect::<Vec<_>>());
     for row in &result.rows {
-        t.add_row(row.iter().map(text).collect::<Vec<_>>());
+        t.add_row(row.iter().map(|v| cell(&text(v))).collect::<Vec<_>>());
     }
     t.to_string()
 }
@@ -74,7 +76,8 @@ pub fn json_array(result: &QueryResult) -> String {
         })
         .collect();
     // Plain data: cannot fail to serialise.
-    serde_json::to_string_pretty(&rows).unwrap_or_default()
+    let json = serde_json::to_string_pretty(&rows).unwrap_or_default();
+    crate::escape::json_visible(&json).into_owned()
 }
 
 #[cfg(test)]

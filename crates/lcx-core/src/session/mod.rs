@@ -344,7 +344,17 @@ impl RunRequest {
                     {
                         return Err(SessionError::NoJobsToFollow { id, status, db });
                     }
-                    (ExperimentStatus::Completed, false) => return Ok(Prepared::Done { id }),
+                    // Completed with no cell at all (marked so by an older
+                    // lcx, or by hand): nothing ran, so a resume plans and
+                    // runs its cells, as `lcx report --check` says it will.
+                    (ExperimentStatus::Completed, false)
+                        if !store
+                            .runs(id)
+                            .map_err(|e| SessionError::Runner(e.into()))?
+                            .is_empty() =>
+                    {
+                        return Ok(Prepared::Done { id })
+                    }
                     _ => {}
                 }
                 let mut plan = run::stored_plan(&store, id).map_err(SessionError::Runner)?;
@@ -392,7 +402,11 @@ impl Session {
         };
         let id = self.experiment_id;
         run::run(&mut self.store, &self.plan, id, &options, reporter).map_err(|e| match e {
-            RunnerError::Store(StoreError::Taken { .. } | StoreError::TakenElsewhere { .. })
+            RunnerError::Store(
+                StoreError::Taken { .. }
+                | StoreError::TakenElsewhere { .. }
+                | StoreError::Removed { .. },
+            )
             | RunnerError::Executor(_)
             | RunnerError::HostLock(_) => SessionError::Runner(e),
             source => SessionError::Recording {

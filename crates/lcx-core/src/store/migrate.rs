@@ -65,6 +65,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0012_extra_lines.sql",
         include_str!("../../../../migrations/0012_extra_lines.sql"),
     ),
+    (
+        "0013_runner_stalls.sql",
+        include_str!("../../../../migrations/0013_runner_stalls.sql"),
+    ),
 ];
 
 /// The schema version this lcx writes.
@@ -89,14 +93,93 @@ pub(super) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreErr
     let start = usize::try_from(found).unwrap_or(0);
     for (index, (name, sql)) in MIGRATIONS.iter().enumerate().skip(start) {
         tx.execute_batch(sql)
-            .map_err(|source| StoreError::Migration { name, source })?;
+            .map_err(|source| migration_error(name, source))?;
         // PRAGMA takes no bound parameters; the value is our own integer.
         tx.execute_batch(&format!("PRAGMA user_version = {}", index + 1))
-            .map_err(|source| StoreError::Migration { name, source })?;
+            .map_err(|source| migration_error(name, source))?;
     }
     write_vocabulary(&tx)?;
     tx.commit()?;
     Ok(())
+}
+
+/// SQLite's words for a failed migration, without the SQL it was given.
+fn migration_error(name: &'static str, source: rusqlite::Error) -> StoreError {
+    let code = source.sqlite_error_code();
+    let message = match &source {
+        rusqlite::Error::SqlInputError { msg, .. } => msg.clone(),
+        rusqlite::Error::SqliteFailure(e, Some(msg)) => format!("{msg} ({:?})", e.code),
+        other => other.to_string(),
+    };
+    StoreError::Migration {
+        name,
+        message,
+        code,
+    }
+}
+
+/// The names of the tables, views, indexes and triggers the migrations up
+/// to `version` make, sorted: what a file that says `version` must hold.
+fn schema_names_at(version: i64) -> rusqlite::Result<Vec<String>> {
+    let conn = Connection::open_in_memory()?;
+    let upto = usize::try_from(version).unwrap_or(0).min(MIGRATIONS.len());
+    for (_, sql) in &MIGRATIONS[..upto] {
+        conn.execute_batch(sql)?;
+    }
+    schema_names(&conn)
+}
+
+/// The names of `conn`'s own schema objects, sorted.
+pub(super) fn schema_names(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = conn.prepare(
+        "SELECT type || ' ' || name FROM sqlite_master
+         WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name",
+    )?;
+    let names = stmt.query_map([], |row| row.get(0))?.collect();
+    names
+}
+
+/// Refuses a file whose schema is not the one its `user_version` says
+/// (the version edited by hand, or a file half-made by another program):
+/// migrating it would fail half-way, or worse, succeed on the wrong
+/// tables. Checked before anything is written.
+pub(super) fn check_consistent(
+    conn: &Connection,
+    path: &Path,
+    found: i64,
+) -> Result<(), StoreError> {
+    if found <= 0 {
+        return Ok(());
+    }
+    let have = schema_names(conn)?;
+    let want = schema_names_at(found)?;
+    if have == want {
+        return Ok(());
+    }
+    let missing: Vec<&str> = want
+        .iter()
+        .filter(|n| !have.contains(n))
+        .map(String::as_str)
+        .take(3)
+        .collect();
+    let extra: Vec<&str> = have
+        .iter()
+        .filter(|n| !want.contains(n))
+        .map(String::as_str)
+        .take(3)
+        .collect();
+    let mut detail = Vec::new();
+    if !missing.is_empty() {
+        detail.push(format!("missing {}", missing.join(", ")));
+    }
+    if !extra.is_empty() {
+        detail.push(format!("not expected {}", extra.join(", ")));
+    }
+    Err(StoreError::Inconsistent {
+        path: path.to_path_buf(),
+        found,
+        detail: detail.join("; "),
+    })
 }
 
 /// Writes this lcx's metric vocabulary into `metric_info`, replacing the rows

@@ -72,6 +72,25 @@ pub enum StoreError {
     #[error("{0} is not an SQLite database; refusing to touch it (check --db / LCX_DB)")]
     NotSqlite(PathBuf),
     #[error(
+        "{0} is an empty file, not an lcx database: only `lcx run` makes a database in it \
+         (check --db / LCX_DB)"
+    )]
+    Empty(PathBuf),
+    #[error(
+        "database {path} is damaged ({why}); lcx did not change it. `sqlite3 {path} \
+         .recover` may save what it holds"
+    )]
+    Damaged { path: PathBuf, why: String },
+    #[error(
+        "database {path} says schema version {found}, but its tables are not that version's \
+         ({detail}); refusing to upgrade it. The file was not changed."
+    )]
+    Inconsistent {
+        path: PathBuf,
+        found: i64,
+        detail: String,
+    },
+    #[error(
         "{0} is an SQLite database of another program (it has tables but no lcx schema \
          version); refusing to touch it (check --db / LCX_DB)"
     )]
@@ -93,11 +112,18 @@ pub enum StoreError {
     TakenOver { id: i64, by: String },
     #[error("experiment {id} {holder}")]
     StillRunning { id: i64, holder: String },
-    #[error("applying migration {name}")]
+    #[error(
+        "experiment {id} was removed from the database (`lcx rm --force`) while this runner \
+         was running it; stopped its cell and recorded nothing more"
+    )]
+    Removed { id: i64 },
+    /// A migration SQLite refused; `message` is SQLite's words without the
+    /// migration's SQL text (its comments are not a message).
+    #[error("applying migration {name}: {message}")]
     Migration {
         name: &'static str,
-        #[source]
-        source: rusqlite::Error,
+        message: String,
+        code: Option<rusqlite::ErrorCode>,
     },
     #[error("no experiment matches `{0}` (expected an id, `latest` or an experiment name)")]
     ExperimentNotFound(String),
@@ -154,12 +180,29 @@ impl StoreError {
     /// Whether SQLite ran out of space (`SQLITE_FULL`).
     pub fn is_disk_full(&self) -> bool {
         let sql = match self {
-            StoreError::Open { source, .. } | StoreError::Migration { source, .. } => source,
+            StoreError::Open { source, .. } => source,
+            StoreError::Migration { code, .. } => {
+                return *code == Some(rusqlite::ErrorCode::DiskFull)
+            }
             StoreError::Sql(source) => source,
             StoreError::DiskFull { .. } => return true,
             _ => return false,
         };
         sql.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull)
+    }
+
+    /// Whether SQLite found the file damaged or not a database
+    /// (`SQLITE_CORRUPT`, `SQLITE_NOTADB`), or lcx did first.
+    pub fn is_damaged(&self) -> bool {
+        let sql = match self {
+            StoreError::Open { source, .. } | StoreError::Sql(source) => source,
+            StoreError::Damaged { .. } | StoreError::NotSqlite(_) => return true,
+            _ => return false,
+        };
+        matches!(
+            sql.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
+        )
     }
 
     /// Whether the error is about what the user pointed lcx at (a path, a
@@ -173,10 +216,13 @@ impl StoreError {
                 | StoreError::Missing(_)
                 | StoreError::IsDirectory(_)
                 | StoreError::NotSqlite(_)
+                | StoreError::Empty(_)
+                | StoreError::Damaged { .. }
+                | StoreError::Inconsistent { .. }
                 | StoreError::Foreign(_)
                 | StoreError::ExperimentNotFound(_)
                 | StoreError::NotReadOnly(_)
-        )
+        ) || self.is_damaged()
     }
 }
 
@@ -203,14 +249,23 @@ impl Store {
     /// database, or has a newer schema than this lcx knows, is refused
     /// before anything is written: it stays byte-identical, with no `-wal`
     /// or `-shm` beside it.
+    ///
+    /// An empty file is taken as a new database (`--db "$(mktemp)"`): it
+    /// holds nothing to lose, and SQLite would read it as an empty database.
+    /// Only `lcx run` opens so; every other command refuses an empty file
+    /// ([`Store::open_existing`], [`Store::open_read_only`]).
     pub fn open(path: &Path) -> Result<Store, StoreError> {
+        Store::open_with(path, true)
+    }
+
+    fn open_with(path: &Path, allow_empty: bool) -> Result<Store, StoreError> {
         let existed = path.exists();
         // Several processes opening a new file at once: the one switching it
         // to WAL holds a lock that SQLite reports as busy without calling the
         // busy handler, so the open is retried until the busy timeout.
         let start = std::time::Instant::now();
         loop {
-            match Store::open_once(path) {
+            match Store::open_once(path, allow_empty) {
                 Err(StoreError::Open { source, .. })
                     if source.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
                         && start.elapsed() < BUSY_TIMEOUT =>
@@ -237,19 +292,16 @@ impl Store {
         }
     }
 
-    fn open_once(path: &Path) -> Result<Store, StoreError> {
-        check_header(path)?;
-        let open_err = |source| StoreError::Open {
-            path: path.to_path_buf(),
-            source,
-        };
+    fn open_once(path: &Path, allow_empty: bool) -> Result<Store, StoreError> {
+        check_header(path, allow_empty)?;
+        let open_err = |source| open_error(path, source);
         let conn = Connection::open(path).map_err(open_err)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
-        // Read the version before any pragma that writes (journal_mode=WAL
-        // rewrites the header), so a too-new file stays byte-for-byte intact.
-        check_schema(&conn, path)?;
-        conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get::<_, String>(0))
-            .map_err(open_err)?;
+        // Read the version and check the schema is that version's before
+        // anything writes (a migration, or journal_mode=WAL, which rewrites
+        // the header), so a refused file stays byte-for-byte intact.
+        let found = check_schema(&conn, path)?;
+        migrate::check_consistent(&conn, path, found)?;
         configure(&conn).map_err(open_err)?;
         let mut store = Store {
             conn,
@@ -258,16 +310,21 @@ impl Store {
             lock_wait: Duration::ZERO,
         };
         migrate::migrate(&mut store.conn, path)?;
+        store
+            .conn
+            .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get::<_, String>(0))
+            .map_err(open_err)?;
         Ok(store)
     }
 
     /// Like [`Store::open`], but a missing file is an error instead of a new
     /// database (`lcx run --resume` has nothing to resume in a new file).
+    /// An empty file is refused too: it holds no experiment to change.
     pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
         if !path.exists() {
             return Err(StoreError::Missing(path.to_path_buf()));
         }
-        Store::open(path)
+        Store::open_with(path, false)
     }
 
     /// Opens an existing database for reading only (reports, queries): never
@@ -276,22 +333,32 @@ impl Store {
         if !path.exists() {
             return Err(StoreError::Missing(path.to_path_buf()));
         }
-        check_header(path)?;
-        let open_err = |source| StoreError::Open {
-            path: path.to_path_buf(),
-            source,
+        check_header(path, false)?;
+        let open_err = |source| open_error(path, source);
+        // SQLite makes `-wal` and `-shm` beside a WAL file even to read it;
+        // a refused file must not keep them.
+        let sides = SideFiles::note(path);
+        let opened = (|| {
+            let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+            let conn = Connection::open_with_flags(path, flags).map_err(open_err)?;
+            conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
+            let found = check_schema(&conn, path)?;
+            if found < LATEST_VERSION {
+                return Err(StoreError::TooOld {
+                    path: path.to_path_buf(),
+                    found,
+                    supported: LATEST_VERSION,
+                });
+            }
+            Ok(conn)
+        })();
+        let conn = match opened {
+            Ok(conn) => conn,
+            Err(e) => {
+                sides.remove_new();
+                return Err(e);
+            }
         };
-        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(path, flags).map_err(open_err)?;
-        conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
-        let found = check_schema(&conn, path)?;
-        if found < LATEST_VERSION {
-            return Err(StoreError::TooOld {
-                path: path.to_path_buf(),
-                found,
-                supported: LATEST_VERSION,
-            });
-        }
         Ok(Store {
             conn,
             path: Some(path.to_path_buf()),
@@ -332,13 +399,61 @@ impl Store {
     }
 }
 
+/// An error of SQLite's while opening: a damaged file is said so.
+fn open_error(path: &Path, source: rusqlite::Error) -> StoreError {
+    match source.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase) => {
+            StoreError::Damaged {
+                path: path.to_path_buf(),
+                why: source.to_string(),
+            }
+        }
+        _ => StoreError::Open {
+            path: path.to_path_buf(),
+            source,
+        },
+    }
+}
+
+/// Which of a database's side files (`-wal`, `-shm`) existed before a
+/// read-only open, so that a refused open removes only what it made.
+struct SideFiles {
+    made: Vec<PathBuf>,
+}
+
+impl SideFiles {
+    fn note(path: &Path) -> SideFiles {
+        let made = ["-wal", "-shm"]
+            .iter()
+            .map(|suffix| {
+                let mut p = path.as_os_str().to_owned();
+                p.push(suffix);
+                PathBuf::from(p)
+            })
+            .filter(|p| !p.exists())
+            .collect();
+        SideFiles { made }
+    }
+
+    /// Removes the side files that did not exist before.
+    fn remove_new(&self) {
+        for p in &self.made {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
 /// The 100-byte SQLite header, read as plain bytes before SQLite opens the
 /// file (opening a WAL-mode file creates `-wal` and `-shm` beside it, even
-/// read-only). Refuses what is not SQLite, what a newer lcx wrote, and
-/// another program's database. A missing, empty or busy file passes:
-/// SQLite creates an empty database there, or reads it under its locks. The header of a WAL-mode file can lag
-/// behind its `-wal`; [`check_schema`] repeats the checks through SQLite.
-fn check_header(path: &Path) -> Result<(), StoreError> {
+/// read-only). Refuses what is not SQLite (any file of 1 to 99 bytes, which
+/// SQLite would overwrite with a new database), an empty file unless
+/// `allow_empty` (`lcx run` making a database in it), a file shorter than
+/// its header says (truncated), what a newer lcx wrote, and another
+/// program's database. A missing or busy file passes: SQLite creates an
+/// empty database there, or reads it under its locks. The header of a
+/// WAL-mode file can lag behind its `-wal`; [`check_schema`] repeats the
+/// checks through SQLite.
+fn check_header(path: &Path, allow_empty: bool) -> Result<(), StoreError> {
     use std::io::Read;
     // SQLite's own error for a folder ("unable to open database file")
     // names neither the path nor the mistake.
@@ -369,8 +484,17 @@ fn check_header(path: &Path) -> Result<(), StoreError> {
         Path::new(&p).exists()
     };
     let busy = side("-wal") || side("-journal");
+    if filled == 0 {
+        return if allow_empty {
+            Ok(())
+        } else {
+            Err(StoreError::Empty(path.to_path_buf()))
+        };
+    }
+    // No SQLite file is shorter than its header: SQLite writes a new file's
+    // first page whole.
     if filled < header.len() {
-        return Ok(());
+        return Err(StoreError::NotSqlite(path.to_path_buf()));
     }
     if &header[..16] != b"SQLite format 3\0" {
         return if busy {
@@ -382,6 +506,31 @@ fn check_header(path: &Path) -> Result<(), StoreError> {
     let be32 = |at: usize| {
         u32::from_be_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]])
     };
+    // The page size (1 stands for 65536) and, when the header's count is
+    // valid (its change counter at 24 matches the one at 92), the pages the
+    // file holds: a file cut short is damaged, and SQLite would only find
+    // out part-way through a report.
+    let page_size = match u16::from_be_bytes([header[16], header[17]]) {
+        1 => 65_536,
+        n => u64::from(n),
+    };
+    if !(512..=65_536).contains(&page_size) || !page_size.is_power_of_two() {
+        return Err(StoreError::Damaged {
+            path: path.to_path_buf(),
+            why: format!("its header gives a page size of {page_size} bytes"),
+        });
+    }
+    let pages = u64::from(be32(28));
+    let counted = pages > 0 && be32(24) == be32(92);
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    if counted && !busy && len < pages * page_size {
+        return Err(StoreError::Damaged {
+            path: path.to_path_buf(),
+            why: format!(
+                "{len} bytes, though its header counts {pages} pages of {page_size}: cut short"
+            ),
+        });
+    }
     let schema_cookie = be32(40);
     // user_version is a signed 32-bit integer.
     let user_version = i64::from(be32(60) as i32);
@@ -401,10 +550,7 @@ fn check_header(path: &Path) -> Result<(), StoreError> {
 /// The same checks as [`check_header`] through SQLite, before anything is
 /// written; returns the schema version.
 fn check_schema(conn: &Connection, path: &Path) -> Result<i64, StoreError> {
-    let open_err = |source| StoreError::Open {
-        path: path.to_path_buf(),
-        source,
-    };
+    let open_err = |source| open_error(path, source);
     let found = migrate::user_version(conn).map_err(open_err)?;
     if found > LATEST_VERSION {
         return Err(StoreError::TooNew {

@@ -477,3 +477,188 @@ fn outcome() -> RunOutcome {
         problems: Default::default(),
     }
 }
+
+/// The files beside `path` that SQLite makes.
+fn sides(path: &std::path::Path) -> Vec<String> {
+    ["-wal", "-shm", "-journal"]
+        .iter()
+        .filter(|s| {
+            let mut p = path.as_os_str().to_owned();
+            p.push(s);
+            std::path::Path::new(&p).exists()
+        })
+        .map(|s| s.to_string())
+        .collect()
+}
+
+/// lcx writes only lcx databases: a file of 1 to 99 bytes (no SQLite file
+/// is shorter than its header) is not SQLite to any way of opening it, and
+/// stays as it was, with nothing beside it.
+#[test]
+fn a_short_file_is_not_a_database_and_stays_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    for len in [1usize, 2, 50, 99] {
+        let path = dir.path().join(format!("short-{len}.db"));
+        let bytes = vec![b'x'; len];
+        std::fs::write(&path, &bytes).unwrap();
+        for open in [Store::open, Store::open_existing, Store::open_read_only] {
+            let err = open(&path).map(|_| ()).unwrap_err();
+            assert!(matches!(err, StoreError::NotSqlite(_)), "{len}: {err}");
+            assert!(err.is_user_input());
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), bytes);
+        assert!(sides(&path).is_empty(), "{:?}", sides(&path));
+    }
+}
+
+/// An empty file: `lcx run` (Store::open) makes a database in it; every
+/// other way of opening refuses it and leaves it empty.
+#[test]
+fn only_the_runner_makes_a_database_in_an_empty_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("empty.db");
+    std::fs::write(&path, b"").unwrap();
+    for open in [Store::open_existing, Store::open_read_only] {
+        let err = open(&path).map(|_| ()).unwrap_err();
+        assert!(matches!(err, StoreError::Empty(_)), "{err}");
+        assert!(err.is_user_input());
+        assert!(err.to_string().contains("only `lcx run`"), "{err}");
+    }
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
+    assert!(sides(&path).is_empty(), "{:?}", sides(&path));
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.schema_version().unwrap(), LATEST_VERSION);
+}
+
+/// A database cut short is damaged, said before SQLite reads it: a clear
+/// error of the user's kind (exit 2), the file as it was, no side files.
+#[test]
+fn a_truncated_database_is_refused_as_damaged() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cut.db");
+    {
+        let mut store = Store::open(&path).unwrap();
+        let id = store
+            .insert_experiment(&new_experiment("exp", 0), &[])
+            .unwrap();
+        let runs = store
+            .insert_runs(id, &[new_run("a", 0, 1), new_run("b", 1, 1)])
+            .unwrap();
+        for i in 1..=200 {
+            line(&mut store, runs[0], 1, i, i as f64);
+        }
+    }
+    assert!(sides(&path).is_empty(), "the last close checkpoints");
+    let whole = std::fs::read(&path).unwrap();
+    std::fs::write(&path, &whole[..whole.len() / 2]).unwrap();
+    let cut = std::fs::read(&path).unwrap();
+    for open in [Store::open, Store::open_existing, Store::open_read_only] {
+        let err = open(&path).map(|_| ()).unwrap_err();
+        assert!(matches!(err, StoreError::Damaged { .. }), "{err}");
+        assert!(err.is_user_input());
+        assert!(err.to_string().contains("cut short"), "{err}");
+    }
+    assert_eq!(std::fs::read(&path).unwrap(), cut);
+    assert!(sides(&path).is_empty(), "{:?}", sides(&path));
+}
+
+/// A `user_version` below the schema the file holds: refused before any
+/// write (no migration, no switch to WAL), naming what does not match, and
+/// without quoting the migrations' SQL.
+#[test]
+fn a_version_that_does_not_match_the_tables_is_refused_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v.db");
+    {
+        let store = Store::open(&path).unwrap();
+        store
+            .conn
+            .execute_batch("PRAGMA journal_mode = DELETE; PRAGMA user_version = 5")
+            .unwrap();
+    }
+    let before = std::fs::read(&path).unwrap();
+    let err = Store::open(&path).map(|_| ()).unwrap_err();
+    assert!(
+        matches!(err, StoreError::Inconsistent { found: 5, .. }),
+        "{err}"
+    );
+    assert!(err.is_user_input());
+    assert!(err.to_string().contains("not expected"), "{err}");
+    assert!(!err.to_string().contains("--"), "no SQL comment: {err}");
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    assert!(sides(&path).is_empty(), "{:?}", sides(&path));
+    // Read-only commands refuse its version as older than this lcx's.
+    assert!(matches!(
+        Store::open_read_only(&path),
+        Err(StoreError::TooOld { found: 5, .. })
+    ));
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+}
+
+/// `lcx rm --force` from a host that cannot see the runner: the runner's
+/// next write (or its poll of a silent cell) says the experiment was
+/// removed, instead of "Query returned no rows".
+#[test]
+fn a_runner_whose_experiment_was_removed_is_told_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("lcx.db");
+    let mut runner = Store::open(&db).unwrap();
+    let id = runner
+        .insert_experiment(&new_experiment("e", 0), &[new_run("a", 0, 1)])
+        .unwrap();
+    let run = runner.runs(id).unwrap()[0].id;
+    let mut elsewhere = RunnerIdentity::current();
+    elsewhere.host = Some("login-1.example".into());
+    runner.claim_experiment(id, &elsewhere, false).unwrap();
+    let attempt = runner.start_run(run).unwrap();
+    let mut other = Store::open(&db).unwrap();
+    // Without --force the unknown runner keeps its experiment.
+    assert!(matches!(
+        other.remove_experiments(&[id], false, false),
+        Err(StoreError::StillRunning { .. })
+    ));
+    other.remove_experiments(&[id], true, false).unwrap();
+    let err = runner
+        .insert_line(run, attempt, 1, &[("t".to_string(), 1.0)], &[])
+        .unwrap_err();
+    assert!(
+        matches!(err, StoreError::Removed { id: i } if i == id),
+        "{err}"
+    );
+    assert!(err.to_string().contains("was removed"), "{err}");
+    assert!(matches!(
+        runner.check_claim(),
+        Err(StoreError::Removed { .. })
+    ));
+}
+
+/// `lcx rename` judges a live experiment as `lcx rm` does: a runner alive
+/// here is never renamed under it; one elsewhere only with --force.
+#[test]
+fn a_live_experiment_is_not_renamed_under_its_runner() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("lcx.db");
+    let mut store = Store::open(&db).unwrap();
+    let id = store
+        .insert_experiment(&new_experiment("e", 0), &[new_run("a", 0, 1)])
+        .unwrap();
+    store
+        .claim_experiment(id, &RunnerIdentity::current(), false)
+        .unwrap();
+    let err = store.rename_experiments(&[id], "f", true).unwrap_err();
+    assert!(matches!(err, StoreError::StillRunning { .. }), "{err}");
+    assert_eq!(store.experiment(id).unwrap().unwrap().name, "e");
+    // A runner on a host that cannot be checked: only with force.
+    let other = store
+        .insert_experiment(&new_experiment("g", 0), &[new_run("a", 0, 1)])
+        .unwrap();
+    let mut elsewhere = RunnerIdentity::current();
+    elsewhere.host = Some("login-1.example".into());
+    store.claim_experiment(other, &elsewhere, false).unwrap();
+    assert!(matches!(
+        store.rename_experiments(&[other], "f", false),
+        Err(StoreError::StillRunning { .. })
+    ));
+    store.rename_experiments(&[other], "f", true).unwrap();
+    assert_eq!(store.experiment(other).unwrap().unwrap().name, "f");
+}

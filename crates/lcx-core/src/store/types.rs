@@ -379,6 +379,9 @@ pub struct Contention {
     pub cpu_mhz_max: Option<f64>,
     pub swapped_pages: Option<i64>,
     pub gpu_other_processes: Option<i64>,
+    /// Seconds the runner could not run during the cell (stopped, paused,
+    /// starved): they are in the cell's wall time, not in the child's.
+    pub runner_stall_seconds: Option<f64>,
 }
 
 impl Contention {

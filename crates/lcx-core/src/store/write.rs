@@ -18,15 +18,25 @@ pub(super) struct Fence {
     epoch: i64,
 }
 
-/// `Err(TakenOver)` when the experiment's epoch is no longer `fence`'s.
+/// `Err(TakenOver)` when the experiment's epoch is no longer `fence`'s;
+/// `Err(Removed)` when the experiment is gone (`lcx rm --force` from a
+/// host that could not see this runner).
 fn check_fence(conn: &rusqlite::Connection, fence: Fence) -> Result<(), StoreError> {
-    let (epoch, pid, host, at): (i64, Option<i64>, Option<String>, Option<String>) = conn
+    use rusqlite::OptionalExtension;
+    type Claim = (i64, Option<i64>, Option<String>, Option<String>);
+    let row: Option<Claim> = conn
         .query_row(
             "SELECT runner_epoch, runner_pid, runner_host, runner_claimed_at
              FROM experiments WHERE id = ?1",
             [fence.experiment_id],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-        )?;
+        )
+        .optional()?;
+    let Some((epoch, pid, host, at)) = row else {
+        return Err(StoreError::Removed {
+            id: fence.experiment_id,
+        });
+    };
     if epoch == fence.epoch {
         return Ok(());
     }
@@ -42,6 +52,89 @@ fn check_fence(conn: &rusqlite::Connection, fence: Fence) -> Result<(), StoreErr
         id: fence.experiment_id,
         by,
     })
+}
+
+/// The name of experiment `id`, unless it is live: a runner alive on this
+/// host is always refused; one that cannot be checked from here (another
+/// host) or a detached experiment (its Slurm jobs may run) only without
+/// `force` (`forced` says what the flag does). `lcx rm` and `lcx rename`
+/// judge a row by this one rule.
+fn refuse_live(
+    tx: &rusqlite::Transaction<'_>,
+    id: i64,
+    force: bool,
+    forced: &str,
+) -> Result<String, StoreError> {
+    let (name, status, detached, pid, host, boot, ticks): (
+        String,
+        String,
+        Option<String>,
+        Option<i64>,
+        _,
+        _,
+        _,
+    ) = tx.query_row(
+        "SELECT name, status, detached_at, runner_pid, runner_host, runner_boot_id,
+                runner_start_ticks
+         FROM experiments WHERE id = ?1",
+        [id],
+        |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get(6)?,
+            ))
+        },
+    )?;
+    let holder = super::read::runner_identity(pid, host, boot, ticks);
+    // The status readers see (`lcx list`): a gone runner's `running` row is
+    // abandoned, one left to its Slurm jobs detached.
+    let what =
+        match super::read::effective_status(status.parse()?, holder.as_ref(), detached.is_some()) {
+            ExperimentStatus::Running => match &holder {
+                Some(h) if h.liveness() == Liveness::Alive => {
+                    return Err(StoreError::StillRunning {
+                        id,
+                        holder: format!("is being run by lcx {}", h.describe()),
+                    })
+                }
+                Some(h) => Some(format!(
+                    "run by lcx {}, which cannot be checked from here",
+                    h.describe()
+                )),
+                None => Some("running, with no runner recorded".to_string()),
+            },
+            ExperimentStatus::Detached => {
+                Some("detached: its Slurm jobs may still run".to_string())
+            }
+            _ => None,
+        };
+    if let (Some(what), false) = (what, force) {
+        return Err(StoreError::StillRunning {
+            id,
+            holder: format!("is {what}; {forced}"),
+        });
+    }
+    Ok(name)
+}
+
+/// A place `scripts/fault-kill9.sh` kills the runner at, deterministically
+/// rather than by timing luck: with `LCX_FAULT_PAUSE` naming this `point`,
+/// lcx writes its pid to the file `LCX_FAULT_READY` names and waits there
+/// (inside the creation transaction, for the first two points) to be
+/// killed; it goes on after 60 s. Unset, it costs one environment look-up
+/// per experiment created.
+fn fault_point(point: &str) {
+    if std::env::var_os("LCX_FAULT_PAUSE").is_some_and(|p| p == point) {
+        if let Some(ready) = std::env::var_os("LCX_FAULT_READY") {
+            let _ = std::fs::write(ready, std::process::id().to_string());
+        }
+        std::thread::sleep(Duration::from_secs(60));
+    }
 }
 
 const NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
@@ -203,8 +296,11 @@ impl Store {
     ) -> Result<i64, StoreError> {
         let tx = self.begin()?;
         let id = insert_experiment_row(&tx, e)?;
+        fault_point("create-row");
         insert_run_rows(&tx, id, runs)?;
+        fault_point("create-cells");
         tx.commit()?;
+        fault_point("create-committed");
         Ok(id)
     }
 
@@ -339,7 +435,7 @@ impl Store {
                 foreign_cpu_seconds = NULL, host_seconds = NULL, host_cpus = NULL,
                 steal_seconds = NULL, load_start = NULL, load_end = NULL, cpu_mhz_min = NULL,
                 cpu_mhz_max = NULL, swapped_pages = NULL, gpu_other_processes = NULL,
-                rerun_note = NULL, cpus = NULL
+                runner_stall_seconds = NULL, rerun_note = NULL, cpus = NULL
              WHERE id = ?1"
         );
         tx.execute(&sql, [run_id])?;
@@ -513,8 +609,8 @@ impl Store {
             "UPDATE runs SET cpu_seconds = ?1, foreign_cpu_seconds = ?2, host_seconds = ?3,
                 host_cpus = ?4, steal_seconds = ?5, load_start = ?6, load_end = ?7,
                 cpu_mhz_min = ?8, cpu_mhz_max = ?9, swapped_pages = ?10,
-                gpu_other_processes = ?11
-             WHERE id = ?12",
+                gpu_other_processes = ?11, runner_stall_seconds = ?12
+             WHERE id = ?13",
             params![
                 c.cpu_seconds,
                 c.foreign_cpu_seconds,
@@ -527,6 +623,7 @@ impl Store {
                 c.cpu_mhz_max,
                 c.swapped_pages,
                 c.gpu_other_processes,
+                c.runner_stall_seconds,
                 run_id
             ],
         )?;
@@ -662,63 +759,7 @@ impl Store {
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let mut removal = Removal::default();
         for &id in ids {
-            let (name, status, detached, pid, host, boot, ticks): (
-                String,
-                String,
-                Option<String>,
-                Option<i64>,
-                _,
-                _,
-                _,
-            ) = tx.query_row(
-                "SELECT name, status, detached_at, runner_pid, runner_host, runner_boot_id,
-                        runner_start_ticks
-                 FROM experiments WHERE id = ?1",
-                [id],
-                |r| {
-                    Ok((
-                        r.get(0)?,
-                        r.get(1)?,
-                        r.get(2)?,
-                        r.get(3)?,
-                        r.get(4)?,
-                        r.get(5)?,
-                        r.get(6)?,
-                    ))
-                },
-            )?;
-            let holder = super::read::runner_identity(pid, host, boot, ticks);
-            // The status readers see (`lcx list`): a gone runner's `running`
-            // row is abandoned, one left to its Slurm jobs detached.
-            let what = match super::read::effective_status(
-                status.parse()?,
-                holder.as_ref(),
-                detached.is_some(),
-            ) {
-                ExperimentStatus::Running => match &holder {
-                    Some(h) if h.liveness() == Liveness::Alive => {
-                        return Err(StoreError::StillRunning {
-                            id,
-                            holder: format!("is being run by lcx {}", h.describe()),
-                        })
-                    }
-                    Some(h) => Some(format!(
-                        "run by lcx {}, which cannot be checked from here",
-                        h.describe()
-                    )),
-                    None => Some("running, with no runner recorded".to_string()),
-                },
-                ExperimentStatus::Detached => {
-                    Some("detached: its Slurm jobs may still run".to_string())
-                }
-                _ => None,
-            };
-            if let (Some(what), false) = (what, force) {
-                return Err(StoreError::StillRunning {
-                    id,
-                    holder: format!("is {what}; --force removes it anyway"),
-                });
-            }
+            let name = refuse_live(&tx, id, force, "--force removes it anyway")?;
             let count = |sql: &str| -> Result<i64, StoreError> {
                 Ok(tx.query_row(sql, [id], |r| r.get(0))?)
             };
@@ -743,11 +784,20 @@ impl Store {
     }
 
     /// Gives experiments another name (`lcx rename`), in one transaction.
-    pub fn rename_experiments(&mut self, ids: &[i64], name: &str) -> Result<(), StoreError> {
+    /// A live experiment is refused as `lcx rm` refuses it (its runner
+    /// would go on giving its cells the old `LCX_EXPERIMENT`); `force`
+    /// renames one whose runner cannot be checked from here.
+    pub fn rename_experiments(
+        &mut self,
+        ids: &[i64],
+        name: &str,
+        force: bool,
+    ) -> Result<(), StoreError> {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         for &id in ids {
+            refuse_live(&tx, id, force, "--force renames it anyway")?;
             tx.execute(
                 "UPDATE experiments SET name = ?1 WHERE id = ?2",
                 params![name, id],

@@ -83,6 +83,7 @@ impl Reader<'_> {
             let label = self
                 .read(at(arm, &prefix).string("label"))?
                 .unwrap_or_else(|| name.clone());
+            check_visible(&label).map_err(|m| self.err(format!("{prefix}label"), m))?;
             let requires = match self.read(at(arm, &prefix).string("requires"))?.as_deref() {
                 None => None,
                 Some("cuda") => Some(Requirement::Cuda),
@@ -190,12 +191,7 @@ impl Reader<'_> {
                                 )))
                             }
                         };
-                        if k.is_empty() || k.contains('=') {
-                            return Err(self.err(
-                                format!("{prefix}env.{k}"),
-                                "an environment variable name must be non-empty and hold no `=`",
-                            ));
-                        }
+                        check_env_name(k).map_err(|m| self.err(format!("{prefix}env.{k}"), m))?;
                         self.no_nul(format!("{prefix}env.{k}"), k)?;
                         self.no_nul(format!("{prefix}env.{k}"), &value)?;
                         out.insert(k.clone(), value);

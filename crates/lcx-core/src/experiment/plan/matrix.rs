@@ -27,6 +27,10 @@ impl Reader<'_> {
         for (key, values) in matrix {
             let full = format!("matrix.{key}");
             self.no_nul(&full, key)?;
+            if let Some(var) = key.strip_prefix("env.") {
+                // The rule an arm's own `env` keys follow.
+                check_env_name(var).map_err(|m| self.err(full.clone(), m))?;
+            }
             let kind_ok = if key == "revision" {
                 true
             } else if let Some(var) = key.strip_prefix("env.") {
@@ -76,13 +80,37 @@ impl Reader<'_> {
                 };
                 vals.push((raw, item.to_string()));
             }
-            let short = key
-                .trim_start_matches("--")
-                .rsplit('.')
-                .next()
-                .unwrap_or(key)
-                .to_lowercase();
+            // The arm names' part for this key: the rule arm names follow.
+            let short = sanitize(
+                &key.trim_start_matches("--")
+                    .rsplit('.')
+                    .next()
+                    .unwrap_or(key)
+                    .to_lowercase(),
+            );
             axes.push((key.clone(), short, vals));
+        }
+        // The arms it makes, counted before any is made: a cap with its
+        // figure, not gigabytes of arms to find out.
+        let bases_count = arms.len().max(1);
+        let total = axes
+            .iter()
+            .try_fold(bases_count, |n, (_, _, vals)| n.checked_mul(vals.len()));
+        match total {
+            Some(n) if n <= MAX_ARMS => {}
+            _ => {
+                let sizes: Vec<String> = axes.iter().map(|(_, _, v)| v.len().to_string()).collect();
+                return Err(self.err(
+                    "matrix",
+                    format!(
+                        "makes {} arms ({} [[arms]] × {} values); at most {MAX_ARMS} arms in \
+                         one experiment (fewer values, or several experiments)",
+                        total.map_or_else(|| "more than 2^64".to_string(), |n| n.to_string()),
+                        bases_count,
+                        sizes.join(" × ")
+                    ),
+                ));
+            }
         }
         // Cartesian product, first key slowest.
         let mut combos: Vec<Vec<usize>> = vec![Vec::new()];
@@ -191,6 +219,7 @@ impl Reader<'_> {
                         }
                     }
                 };
+                check_arm_name(&arm.name).map_err(|m| self.err(arm.key.clone(), m))?;
                 out.push(arm);
             }
         }

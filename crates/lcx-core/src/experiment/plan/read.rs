@@ -93,6 +93,11 @@ pub(super) const GATE_KEYS: &[&str] =
 /// job names and file names.
 pub const MAX_NAME: usize = 200;
 
+/// The longest duration a file may give (`timeout`, `wait_for_quiet`): 30
+/// days, in seconds. Nothing lcx measures runs longer, and a bound keeps
+/// every duration convertible (a `1e308` would panic the runner).
+pub const MAX_SECONDS: f64 = 30.0 * 86_400.0;
+
 /// Why `value` cannot go into a Slurm option line or a cell's environment:
 /// a control character (a line break, say); `None` when it can.
 fn not_one_line(value: &str) -> Option<String> {
@@ -113,9 +118,60 @@ pub fn check_name(name: &str) -> Result<(), String> {
     if let Some(problem) = not_one_line(name) {
         return Err(problem);
     }
+    check_visible(name)?;
     let n = name.chars().count();
     if n > MAX_NAME {
         return Err(format!("is {n} characters long; at most {MAX_NAME}"));
+    }
+    Ok(())
+}
+
+/// Whether `c` shows nothing by itself: white space, and the code points
+/// Unicode marks default-ignorable (zero-width spaces and joiners, bidi
+/// marks, variation selectors, tags, fillers).
+fn is_invisible(c: char) -> bool {
+    c.is_whitespace()
+        || matches!(c,
+            '\u{ad}' | '\u{34f}' | '\u{61c}' | '\u{115f}'..='\u{1160}' | '\u{17b4}'..='\u{17b5}'
+            | '\u{180b}'..='\u{180f}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
+            | '\u{2060}'..='\u{206f}' | '\u{3164}' | '\u{fe00}'..='\u{fe0f}' | '\u{feff}'
+            | '\u{ffa0}' | '\u{1d173}'..='\u{1d17a}' | '\u{e0000}'..='\u{e0fff}')
+}
+
+/// What a name or a label must be (an experiment's name, a label, a metric
+/// a file names): text a reader can see. No control character (a terminal
+/// would obey it), no bidi control (it reorders what is shown around it:
+/// `evil\u{202e}txt.exe`), and not only invisible characters (a name of one
+/// zero-width space looks like no name at all).
+pub fn check_visible(text: &str) -> Result<(), String> {
+    if let Some(c) = crate::escape::first_hidden(text) {
+        return Err(format!(
+            "contains {}, a control character; names and labels are visible text",
+            crate::escape::terminal_line(&c.to_string())
+        ));
+    }
+    if text.chars().all(is_invisible) {
+        return Err("has no visible character".into());
+    }
+    Ok(())
+}
+
+/// The most arms one experiment may have (a `[matrix]` multiplies them):
+/// every arm is a config, a report row and cells.
+pub const MAX_ARMS: usize = 1_000;
+
+/// What an environment variable's name must be, in an arm's `env` and a
+/// `[matrix]` `env.NAME` key alike: not empty, no `=` (it would end the
+/// name), and no control or bidi character.
+pub(super) fn check_env_name(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.contains('=') {
+        return Err("an environment variable name must be non-empty and hold no `=`".into());
+    }
+    if let Some(c) = crate::escape::first_hidden(name) {
+        return Err(format!(
+            "an environment variable name holds no control character (found {})",
+            crate::escape::terminal_line(&c.to_string())
+        ));
     }
     Ok(())
 }
@@ -521,6 +577,15 @@ impl Reader<'_> {
             }
         }
         let raw_arms = raw_arms;
+        if raw_arms.len() > MAX_ARMS {
+            return Err(self.err(
+                "arms",
+                format!(
+                    "has {} arms; at most {MAX_ARMS} in one experiment",
+                    raw_arms.len()
+                ),
+            ));
+        }
         let arms = self.expand_matrix(t, workload, raw_arms)?;
         // The file's default baseline is its first arm, subset or not.
         let file_baseline = arms.first().map(|a| a.name.clone());
@@ -994,9 +1059,11 @@ impl Reader<'_> {
                 .read(at(c, &prefix).string("metric"))?
                 .filter(|m| !m.trim().is_empty())
                 .ok_or_else(|| self.err(format!("{prefix}metric"), "missing (the metric name)"))?;
+            check_visible(&metric).map_err(|m| self.err(format!("{prefix}metric"), m))?;
             let label = self
                 .read(at(c, &prefix).string("label"))?
                 .unwrap_or_else(|| metric.clone());
+            check_visible(&label).map_err(|m| self.err(format!("{prefix}label"), m))?;
             let show = match self.read(at(c, &prefix).string("show"))?.as_deref() {
                 None | Some("value") => Show::Value,
                 Some("speedup") => Show::Speedup,
@@ -1048,10 +1115,13 @@ impl Reader<'_> {
         let rerun = self.read(at(m, "measurement.").integer("rerun_contended", 0, 10))?;
         let wait = match m.get("wait_for_quiet") {
             None => None,
-            Some(v) => Some(seconds(v).ok_or_else(|| {
+            Some(v) => Some(seconds(v).filter(|s| *s <= MAX_SECONDS).ok_or_else(|| {
                 self.err(
                     "measurement.wait_for_quiet",
-                    "expected a duration such as \"30s\", \"2m\" or a number of seconds ≥ 0",
+                    format!(
+                        "expected a duration such as \"30s\", \"2m\" or a number of seconds \
+                         from 0 to 30 days (\"720h\"), found {v}"
+                    ),
                 )
             })?),
         };
@@ -1082,6 +1152,7 @@ impl Reader<'_> {
             .read(at(g, "gate.").string("metric"))?
             .filter(|m| !m.trim().is_empty())
             .ok_or_else(|| self.err("gate.metric", "missing (the metric the gate judges)"))?;
+        check_visible(&metric).map_err(|m| self.err("gate.metric", m))?;
         let max_slowdown = self.read(at(g, "gate.").number("max_slowdown"))?;
         let min_speedup = match (
             self.read(at(g, "gate.").number("min_speedup"))?,
@@ -1110,8 +1181,9 @@ impl Reader<'_> {
             }
         };
         let min_effect = self.read(at(g, "gate.").number("min_effect"))?;
-        if min_effect.is_some_and(|e| e < 0.0) {
-            return Err(self.err("gate.min_effect", "must be ≥ 0"));
+        if let Some(e) = min_effect {
+            crate::report::stats::check_min_effect(e)
+                .map_err(|why| self.err("gate.min_effect", why))?;
         }
         let arm = self.read(at(g, "gate.").string("arm"))?;
         if let Some(a) = &arm {
@@ -1247,6 +1319,7 @@ impl Reader<'_> {
                 .ok_or_else(|| {
                     self.err(format!("{prefix}metric"), "missing (the metric guarded)")
                 })?;
+            check_visible(&metric).map_err(|m| self.err(format!("{prefix}metric"), m))?;
             let margin = self.read(at(g, &prefix).number("margin"))?.ok_or_else(|| {
                 self.err(
                     format!("{prefix}margin"),
@@ -1392,14 +1465,15 @@ impl Reader<'_> {
         prefix: &str,
     ) -> Result<Option<f64>, PlanError> {
         let key = format!("{prefix}timeout");
-        let expected = "expected a duration such as \"90s\", \"10m\" or \"2h\" (or a number of seconds) above 0";
+        let expected = "expected a duration such as \"90s\", \"10m\" or \"2h\" (or a number of \
+                        seconds) above 0 and at most 30 days (\"720h\")";
         let Some(value) = table.get("timeout") else {
             return Ok(None);
         };
         let seconds = seconds(value)
             .ok_or_else(|| self.err(key.clone(), format!("{expected}, found {value}")))?;
-        if !(seconds.is_finite() && seconds > 0.0) {
-            return Err(self.err(key, format!("{expected}, found {seconds}")));
+        if !(seconds.is_finite() && seconds > 0.0 && seconds <= MAX_SECONDS) {
+            return Err(self.err(key, format!("{expected}, found {value}")));
         }
         Ok(Some(seconds))
     }

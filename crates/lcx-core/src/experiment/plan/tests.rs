@@ -1259,3 +1259,91 @@ fn hooks_are_refused_with_slurm() {
     let e = error(&format!("{COMMAND}setup = \"make\"\n{slurm}"));
     assert!(e.contains("arms[1] (`b`).setup"), "{e}");
 }
+
+/// Issue 58's numbers and names: each refused at plan time with the key and
+/// what was expected, where `lcx run` used to panic or misbehave.
+#[test]
+fn numbers_and_names_are_checked_where_they_are_read() {
+    let with = |extra: &str| format!("{COMMAND}{extra}");
+    let top =
+        |line: &str| COMMAND.replacen("iterations = 3", &format!("iterations = 3\n{line}"), 1);
+    // Durations: at most 30 days, every spelling.
+    for t in ["1e308", "\"99999999999999999999h\"", "2592001", "\"721h\""] {
+        let e = error(&top(&format!("timeout = {t}")));
+        assert!(e.contains("timeout") && e.contains("30 days"), "{t}: {e}");
+    }
+    assert!(plan(&top("timeout = \"720h\"")).is_ok());
+    for t in ["1e308", "\"99999999999999999999h\""] {
+        let e = error(&with(&format!("[measurement]\nwait_for_quiet = {t}\n")));
+        assert!(
+            e.contains("measurement.wait_for_quiet") && e.contains("30 days"),
+            "{e}"
+        );
+    }
+    // A stored plan from before the bound cannot panic the runner.
+    assert_eq!(
+        seconds_duration(1e308),
+        std::time::Duration::from_secs(30 * 86_400)
+    );
+    assert_eq!(
+        seconds_duration(f64::NAN),
+        std::time::Duration::from_secs(30 * 86_400)
+    );
+    assert_eq!(seconds_duration(-1.0), std::time::Duration::ZERO);
+    // min_effect: a fraction in [0, 1), as --min-effect.
+    for m in ["1", "1.5", "100", "-0.1"] {
+        let e = error(&with(&format!(
+            "[gate]\nmetric = \"t\"\nmin_speedup = 1.1\nmin_effect = {m}\n"
+        )));
+        assert!(
+            e.contains("gate.min_effect") && e.contains("[0, 1)"),
+            "{m}: {e}"
+        );
+    }
+    // A matrix env key follows the arms' env rule; names follow the arms'.
+    let e = error(&with("[matrix]\n\"env.A=B\" = [1, 2]\n"));
+    assert!(e.contains("matrix.env.A=B") && e.contains("no `=`"), "{e}");
+    let p = plan(&with("[matrix]\n\"env.Ü_Ä\" = [\"x y\"]\n")).unwrap();
+    assert!(
+        p.arms.iter().all(|a| a
+            .name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))),
+        "{:?}",
+        p.arms
+    );
+    // A cap on arms, counted before any is made.
+    let values: Vec<String> = (0..1000).map(|i| i.to_string()).collect();
+    let huge = with(&format!(
+        "[matrix]\n\"env.A\" = [{v}]\n\"env.B\" = [{v}]\n",
+        v = values.join(", ")
+    ));
+    let started = std::time::Instant::now();
+    let e = error(&huge);
+    assert!(
+        e.contains("makes 2000000 arms") && e.contains("at most 1000"),
+        "{e}"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "counted, not made"
+    );
+    // Names and labels a reader can see.
+    for name in [
+        "\u{200b}",
+        "\u{200b}\u{200c}",
+        "evil\u{202e}txt",
+        "a\u{1b}[2Jb",
+        "x\u{9b}",
+    ] {
+        let e = error(&COMMAND.replacen("name = \"c\"", &format!("name = {name:?}"), 1));
+        assert!(e.contains("name"), "{name:?}: {e}");
+    }
+    let e = error(&COMMAND.replacen("name = \"a\"", "name = \"a\"\nlabel = \"x\\u202ey\"", 1));
+    assert!(e.contains("label") && e.contains("control"), "{e}");
+    let e = error(&with("[[columns]]\nmetric = \"t\"\nlabel = \"\\u200b\"\n"));
+    assert!(
+        e.contains("columns[0].label") && e.contains("visible"),
+        "{e}"
+    );
+}

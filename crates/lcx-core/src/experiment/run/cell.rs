@@ -370,7 +370,12 @@ pub(crate) fn summary(experiment_id: i64, runs: &[Run], stopped: bool, wall: Dur
     };
     summary.status = if stopped {
         ExperimentStatus::Interrupted
-    } else if summary.failed > 0 || summary.pending > 0 || summary.interrupted > 0 {
+    } else if runs.is_empty()
+        || summary.failed > 0
+        || summary.pending > 0
+        || summary.interrupted > 0
+    {
+        // No cell is nothing done, never a completed experiment.
         ExperimentStatus::Failed
     } else {
         ExperimentStatus::Completed

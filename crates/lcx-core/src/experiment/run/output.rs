@@ -78,6 +78,9 @@ pub fn read_line_bounded(reader: &mut impl BufRead, cap: usize) -> std::io::Resu
 pub struct Tail {
     lines: VecDeque<String>,
     bytes: usize,
+    /// Lines over the line cap seen on the stream (counted on the cell with
+    /// stdout's, `runs.overlong_lines`).
+    pub overlong: i64,
 }
 
 /// Most lines kept.
@@ -137,7 +140,12 @@ pub fn collect_tail<R: Read + Send + 'static>(
             let text = match read_line_bounded(&mut reader, MAX_LINE) {
                 Ok(LineRead::Eof) | Err(_) => break,
                 Ok(LineRead::Line(bytes)) => String::from_utf8_lossy(&bytes).into_owned(),
-                Ok(LineRead::Overlong { head, bytes }) => overlong_note(&head, bytes),
+                Ok(LineRead::Overlong { head, bytes }) => {
+                    if let Ok(mut t) = sink.lock() {
+                        t.overlong += 1;
+                    }
+                    overlong_note(&head, bytes)
+                }
             };
             if let Ok(mut t) = sink.lock() {
                 t.push(&text);
@@ -184,6 +192,23 @@ mod tests {
         }
         assert_eq!(reads[2], LineRead::Line(b"after\n".to_vec()));
         assert_eq!(reads[3], LineRead::Line(b"no newline at the end".to_vec()));
+    }
+
+    /// The README's promise: a stderr line over the cap is counted too.
+    #[test]
+    fn overlong_stderr_lines_are_counted() {
+        let long = "e".repeat(MAX_LINE + 10);
+        let input = format!("first\n{long}\nlast\n{long}");
+        let (tail, handle) = collect_tail(std::io::Cursor::new(input.into_bytes()));
+        handle.join().unwrap();
+        let tail = tail.lock().unwrap();
+        assert_eq!(tail.overlong, 2);
+        assert!(
+            tail.text().contains("line of 1048586 bytes cut"),
+            "{}",
+            tail.text()
+        );
+        assert_eq!(tail.text().lines().next(), Some("first"));
     }
 
     #[test]

@@ -91,10 +91,14 @@ pub fn stored_plan(store: &Store, experiment_id: i64) -> Result<Plan, RunnerErro
     let experiment = store
         .experiment(experiment_id)?
         .ok_or_else(|| StoreError::ExperimentNotFound(experiment_id.to_string()))?;
-    Plan::from_stored(&experiment.plan_json).map_err(|source| RunnerError::BadPlan {
-        id: experiment_id,
-        source,
-    })
+    let mut plan =
+        Plan::from_stored(&experiment.plan_json).map_err(|source| RunnerError::BadPlan {
+            id: experiment_id,
+            source,
+        })?;
+    // `lcx rename` renames the row; a resume's cells get the name it has now.
+    plan.name = experiment.name;
+    Ok(plan)
 }
 
 /// Records a cell's end. A completed training cell's run directory goes

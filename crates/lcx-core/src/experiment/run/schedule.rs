@@ -4,7 +4,7 @@
 //! arm that requires CUDA is skipped where there is none; Slurm cells are
 //! pinned to nodes as `[executor] placement` asks.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::cell::{
     cell_program, outcome, summary, train_dir, Cell, CellInfo, Ending, Event, Reporter, Summary,
@@ -317,8 +317,10 @@ fn rerun_contended(
                     .iter()
                     .find(|b| b.arm == plan.baseline && b.repeat == run.repeat)
                 {
+                    // Stored text, shown as text (escaped) in reports: no
+                    // markdown of its own.
                     let note = format!(
-                        "rerun {round}: the baseline beside contended `{}` #{}",
+                        "rerun {round}: the baseline beside contended arm {} #{}",
                         run.arm, run.repeat
                     );
                     again.push((0, base, note));
@@ -463,9 +465,12 @@ fn run_cell(
             .measurement
             .threshold(root.online_cpus().map(|n| n as i64));
         let stopped = || options.stop.is_stopped();
-        if let Err(cores) =
-            watch::wait_for_quiet(&root, threshold, Duration::from_secs_f64(limit), &stopped)
-        {
+        if let Err(cores) = watch::wait_for_quiet(
+            &root,
+            threshold,
+            crate::experiment::plan::seconds_duration(limit),
+            &stopped,
+        ) {
             reporter.report(&Event::Warning {
                 cell: info,
                 message: format!(
@@ -571,8 +576,22 @@ fn run_cell(
     let stderr_tail = stderr.collect(abandoned_pipe);
     let stderr = stderr_tail
         .lock()
-        .map(|t| (t.text(), t.last_line().map(str::to_string)));
-    let (mut tail_text, last_line) = stderr.unwrap_or_default();
+        .map(|t| (t.text(), t.last_line().map(str::to_string), t.overlong));
+    let (mut tail_text, last_line, stderr_overlong) = stderr.unwrap_or_default();
+    if stderr_overlong > 0 {
+        reporter.report(&Event::Warning {
+            cell: &current,
+            message: format!(
+                "{} on stderr over the {} MiB line cap: cut, counted (runs.overlong_lines)",
+                crate::text::counted(stderr_overlong as u64, "line"),
+                super::output::MAX_LINE / (1024 * 1024)
+            ),
+        });
+    }
+    let problems = crate::store::LineProblems {
+        overlong: counts.problems.overlong + stderr_overlong,
+        ..counts.problems
+    };
     if !stdout_log.is_empty() {
         if !tail_text.is_empty() {
             tail_text.push('\n');
@@ -591,7 +610,7 @@ fn run_cell(
             ),
             stored: counts.stored,
             duplicates: counts.duplicates,
-            problems: counts.problems,
+            problems,
             stopped: options.stop.is_stopped(),
             last_line,
             wall_seconds,

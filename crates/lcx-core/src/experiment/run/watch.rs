@@ -22,7 +22,26 @@ pub(crate) struct HostWatch {
     load: Option<f64>,
     swapped: Option<u64>,
     gpu_others: Option<i64>,
-    clocks: Option<(mpsc::Sender<()>, JoinHandle<Vec<f64>>)>,
+    clocks: Option<(mpsc::Sender<()>, JoinHandle<Sampled>)>,
+}
+
+/// What the sampler thread saw: clock speeds (MHz) and the seconds the
+/// runner could not run.
+type Sampled = (Vec<f64>, f64);
+
+/// A wake of the sampler later than this after the one before means the
+/// runner did not run meanwhile (it sleeps [`CLOCK_EVERY`] between wakes).
+const STALL_AFTER: Duration = Duration::from_millis(1500);
+
+/// The time the runner lost in one sampler period: the part of `gap`
+/// beyond the period, when the gap is long enough to be no scheduling
+/// jitter.
+fn stall_in(gap: Duration) -> f64 {
+    if gap > STALL_AFTER {
+        (gap - CLOCK_EVERY).as_secs_f64()
+    } else {
+        0.0
+    }
 }
 
 impl HostWatch {
@@ -33,12 +52,23 @@ impl HostWatch {
             .name("lcx-clocks".into())
             .spawn(move || {
                 let mut seen = sampler.cpu_mhz();
+                // The runner's own stalls: a stopped process (SIGSTOP, a
+                // frozen cgroup) or a paused machine wakes this thread late.
+                let mut stalled = 0.0;
+                let mut last = Instant::now();
                 // Until the watch is finished (its sender dropped).
-                while let Err(RecvTimeoutError::Timeout) = rx.recv_timeout(CLOCK_EVERY) {
+                loop {
+                    let waited = rx.recv_timeout(CLOCK_EVERY);
+                    let now = Instant::now();
+                    stalled += stall_in(now - last);
+                    last = now;
+                    if !matches!(waited, Err(RecvTimeoutError::Timeout)) {
+                        break;
+                    }
                     seen.extend(sampler.cpu_mhz());
                 }
                 seen.extend(sampler.cpu_mhz());
-                seen
+                (seen, stalled)
             })
             .ok()
             .map(|handle| (tx, handle));
@@ -61,13 +91,13 @@ impl HostWatch {
         let span = self.started.elapsed().as_secs_f64();
         let cpu = self.root.cpu_times();
         let self_cpu = proc::self_cpu_seconds() - self.self_cpu;
-        let clocks = self
-            .clocks
-            .and_then(|(tx, handle)| {
-                drop(tx);
-                handle.join().ok()
-            })
-            .unwrap_or_default();
+        let (clocks, stalled) = match self.clocks.and_then(|(tx, handle)| {
+            drop(tx);
+            handle.join().ok()
+        }) {
+            Some((clocks, stalled)) => (clocks, Some(stalled)),
+            None => (Vec::new(), None),
+        };
         let tick = proc::ticks_per_second();
         let delta = match (self.cpu, cpu) {
             (Some(before), Some(after)) => Some(before.until(&after)),
@@ -100,6 +130,7 @@ impl HostWatch {
                 (Some(a), Some(b)) => Some(a.max(b)),
                 (a, b) => a.or(b),
             },
+            runner_stall_seconds: stalled,
         }
     }
 }
@@ -136,6 +167,13 @@ mod tests {
     /// A fake host whose /proc/stat the test moves on, as a busy host's would.
     fn host(busy: u64) -> String {
         format!("cpu  {busy} 0 0 1000 0 0 0 30 0 0\ncpu0 0 0 0 0 0 0 0 0 0 0\ncpu1 0 0 0 0 0 0 0 0 0 0\n")
+    }
+
+    #[test]
+    fn a_late_wake_is_the_runner_stalled() {
+        assert_eq!(stall_in(Duration::from_millis(500)), 0.0);
+        assert_eq!(stall_in(Duration::from_millis(1400)), 0.0, "jitter");
+        assert!((stall_in(Duration::from_secs(20)) - 19.5).abs() < 1e-9);
     }
 
     #[test]
