@@ -1081,7 +1081,7 @@ fn a_cpu_burner_makes_the_cells_it_overlaps_contended() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(
-        err.contains("of a core on average): verdict from contended data; rerun"),
+        err.contains("of a core on average): neither PASS nor FAIL from contended data"),
         "{err}"
     );
     let out = check(&["--allow-contended"]);
@@ -1238,9 +1238,13 @@ fn quiet_host_a_process_timed_arm_records_each_run_of_its_command() {
     assert!(values("spin", "process/max_rss_bytes")
         .iter()
         .all(|&b| b > 0.0));
-    // The report's default table shows the wall time, with its unit.
+    // The report's default table leads with the wall time, with its unit.
     let text = report_text(&db);
-    assert!(text.contains("process/wall_seconds"), "{text}");
+    let header = text.lines().find(|l| l.starts_with("| Mode")).unwrap();
+    assert!(
+        header.split('|').nth(2).unwrap().contains("wall s"),
+        "{text}"
+    );
     assert!(text.contains("lcx time-process -- sleep 0.05"), "{text}");
 }
 
@@ -1791,4 +1795,55 @@ fn a_failed_prepare_fails_its_cell_and_a_failed_cleanup_warns() {
         runs[1].error.as_deref(),
         Some("prepare `test $LCX_REPEAT = 1` exited with exit code 1")
     );
+}
+
+/// Commands lcx times (`timing = "process"`) lead with their wall time:
+/// the report's first column, its net result, `lcx history`'s default
+/// metric and the JSON's first column, never `process/max_rss_bytes` by
+/// the alphabet.
+#[test]
+fn timed_commands_lead_with_wall_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("lcx.db");
+    let file = write(
+        dir.path(),
+        "t.toml",
+        "name = \"timed\"\nworkload = \"command\"\ntiming = \"process\"\niterations = 3\n\
+         [[arms]]\nname = \"a\"\ncommand = [\"true\"]\n[[arms]]\nname = \"b\"\ncommand = [\"true\"]\n",
+    );
+    let run = lcx()
+        .args(["run", "--plain"])
+        .arg(&file)
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let text = report_text(&db);
+    let header = text.lines().find(|l| l.starts_with("| Mode")).unwrap();
+    assert!(
+        header.starts_with("| Mode") && header.contains("wall s"),
+        "{header}"
+    );
+    let first = header.split('|').nth(2).unwrap();
+    assert!(first.contains("wall"), "{header}");
+    assert!(text.contains("Net result: on wall s"), "{text}");
+    let history = lcx()
+        .args(["history", "timed", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&history.stdout);
+    assert!(out.contains("process/wall_seconds"), "{out}");
+    let json = lcx()
+        .args(["report", "--format", "json", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["columns"][0]["metric"], "process/wall_seconds");
 }

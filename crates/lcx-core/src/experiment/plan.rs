@@ -853,12 +853,23 @@ impl Plan {
                 .iter()
                 .filter(|c| c.direction != Some(Direction::Neither))
         };
-        self.gate.as_ref().map(|g| g.metric.clone()).or_else(|| {
-            judged()
-                .find(|c| c.show != Show::Value)
-                .or(judged().next())
-                .map(|c| c.metric.clone())
-        })
+        self.gate
+            .as_ref()
+            .map(|g| g.metric.clone())
+            .or_else(|| {
+                judged()
+                    .find(|c| c.show != Show::Value)
+                    .or(judged().next())
+                    .map(|c| c.metric.clone())
+            })
+            // Commands lcx times: their wall time, never an alphabetical
+            // accident (`process/max_rss_bytes`).
+            .or_else(|| {
+                self.arms
+                    .iter()
+                    .any(|a| a.program == Program::Timer)
+                    .then(|| crate::bench::process::WALL.to_string())
+            })
     }
 }
 

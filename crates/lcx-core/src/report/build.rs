@@ -218,6 +218,18 @@ fn default_columns(workload: &str, present: &[String]) -> Vec<(String, String, C
             cols.push(v(metric, "ms/call"));
             cols.push(s(metric, "ms/call speedup"));
         }
+        // Commands lcx timed (`timing = "process"`): the wall time leads,
+        // judged; the rest of what lcx measured follows as values.
+        _ if has(crate::bench::process::WALL) => {
+            use crate::bench::process::{MAX_RSS, SYSTEM, USER, WALL};
+            cols.push(v(WALL, "wall s"));
+            cols.push(s(WALL, "wall speedup"));
+            for (m, l) in [(USER, "user s"), (SYSTEM, "system s"), (MAX_RSS, "max RSS")] {
+                if has(m) {
+                    cols.push(v(m, l));
+                }
+            }
+        }
         _ => {
             if has("time/iteration_seconds") {
                 cols.push(v("time/iteration_seconds", "iter s"));
@@ -1626,7 +1638,10 @@ pub fn assemble(input: Input, options: Options) -> Report {
         })
         .collect();
     let judged = gate_outcome.is_some() || !guard_outcomes.is_empty();
-    if judged && !contended.is_empty() && !options.allow_contended {
+    // Data from a busy host prove neither PASS nor FAIL: a contended gate
+    // or guard is INCONCLUSIVE whichever way it leaned.
+    let undecided = judged && !contended.is_empty() && !options.allow_contended;
+    if undecided {
         let completed = input
             .runs
             .iter()
@@ -1634,13 +1649,16 @@ pub fn assemble(input: Input, options: Options) -> Report {
             .count();
         check_notes.push(Prose::ours(format!(
             "{} of {} contended (other programs used more than {:.2} of a core on average): \
-             verdict from contended data; rerun on a quiet host, or --allow-contended",
+             neither PASS nor FAIL from contended data; rerun on a quiet host (`lcx system \
+             check` says what is busy), or judge them anyway with --allow-contended",
             contended.len(),
-            crate::text::counted(completed as u64, "cell"),
+            crate::text::counted(completed as u64, "completed cell"),
             contended[0].threshold,
         )));
     }
-    let check = {
+    let check = if undecided {
+        Decision::Inconclusive
+    } else {
         let mut all: Vec<Decision> = gate_outcome.iter().map(|g| g.decision).collect();
         all.extend(guard_outcomes.iter().map(|g| g.decision));
         if !check_notes.is_empty() {

@@ -536,6 +536,45 @@ mod tests {
     /// The report says what each arm's training ran on: once where every
     /// arm ran the same, arm by arm (each value of an arm that changed)
     /// otherwise, and nothing where no line said.
+    /// Data from a busy host decide nothing: a gate that fails on contended
+    /// cells is INCONCLUSIVE, as one that passes is; `--allow-contended`
+    /// lets the FAIL stand.
+    #[test]
+    fn a_contended_fail_is_inconclusive() {
+        let contend = |runs: &mut Vec<Run>| {
+            for r in runs.iter_mut() {
+                r.contention.foreign_cpu_seconds = Some(20.0);
+                r.contention.host_seconds = Some(20.0);
+                r.contention.host_cpus = Some(2);
+            }
+        };
+        let quiet = report_with(4.0, true, |_| {});
+        assert_eq!(quiet.check, Decision::Fail);
+        let busy = report_with(4.0, true, contend);
+        assert_eq!(busy.gate.as_ref().unwrap().decision, Decision::Fail);
+        assert_eq!(busy.check, Decision::Inconclusive);
+        let notes = plain(&busy.check_notes).join("; ");
+        assert!(
+            notes.contains("2 of 2 completed cells contended")
+                && notes.contains("neither PASS nor FAIL"),
+            "{notes}"
+        );
+        let md = super::super::render::render_markdown(&busy);
+        assert!(md.contains("**2 of 2 completed cells contended**"), "{md}");
+        let allowed = assemble(
+            {
+                let mut input = input_with(4.0, true, contend);
+                input.db = None;
+                input
+            },
+            Options {
+                allow_contended: true,
+                ..Options::default()
+            },
+        );
+        assert_eq!(allowed.check, Decision::Fail);
+    }
+
     /// A command that printed more metrics than the default table shows
     /// is told which were left out.
     #[test]

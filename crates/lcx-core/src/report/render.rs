@@ -484,7 +484,16 @@ fn contended_line(report: &Report) -> Option<String> {
          average: {}): speedups, verdicts, the gate and guards above come from contended \
          data.",
         report.contended.len(),
-        crate::text::counted(report.total_cells as u64, "cell"),
+        // Only completed cells are judged, so only they are counted here, as
+        // `--check` counts them.
+        crate::text::counted(
+            report
+                .runs
+                .iter()
+                .filter(|r| r.status == "completed")
+                .count() as u64,
+            "completed cell"
+        ),
         first.threshold,
         arms.join(", ")
     ))
