@@ -3,6 +3,7 @@
 //! mismatched fingerprints, warm-ups and configs are flagged.
 
 use lcx_core::report::history::{self, fingerprint_key, CompareRow};
+use lcx_core::report::prose::Prose;
 use lcx_core::report::stats::{compare, Summary, VerdictRule};
 use lcx_core::report::{build, Options};
 use lcx_core::store::{RunStatus, Store};
@@ -94,8 +95,8 @@ fn compare_experiments(store: &Store, a: &str, b: &str, rule: VerdictRule) -> an
     out!(
         "{}",
         history::render_compare(
-            &format!("#{} {}", ea.id, ea.name),
-            &format!("#{} {}", eb.id, eb.name),
+            &Prose::ours(format!("#{} ", ea.id)).text(&ea.name),
+            &Prose::ours(format!("#{} ", eb.id)).text(&eb.name),
             &rows,
             &warnings
         )
@@ -179,8 +180,12 @@ fn compare_runs(store: &Store, a: &str, b: &str, rule: VerdictRule) -> anyhow::R
     out!(
         "{}",
         history::render_compare(
-            &format!("run {ida} ({})", run_a.arm),
-            &format!("run {idb} ({})", run_b.arm),
+            &Prose::ours(format!("run {ida} ("))
+                .text(&run_a.arm)
+                .and(")"),
+            &Prose::ours(format!("run {idb} ("))
+                .text(&run_b.arm)
+                .and(")"),
             &rows,
             &warnings
         )

@@ -62,7 +62,9 @@ pub fn run(args: Args) -> Result<u8> {
                     run.arm
                 ))
             })?;
-            print!("{text}");
+            // TOML into a pipe (`| lcx train --config -`) as recorded; on a
+            // terminal its hidden controls show.
+            print!("{}", crate::data_for_stdout(&text));
             Ok(0)
         }
         Action::Show { config, sets, .. } => {

@@ -126,8 +126,9 @@ fn starts_reference(rest: &str) -> bool {
 /// `prev` and `next` are its neighbours in the field (`None` at its ends,
 /// where lcx's own text may follow, so an end counts as a boundary);
 /// `leading` says whether only white space came before it in the field.
-fn md_char(c: char, prev: Option<char>, leading: bool, rest: &str, out: &mut String) {
+fn md_char(c: char, prev: Option<char>, at: Lead, rest: &str, out: &mut String) {
     let next = rest.chars().nth(1);
+    let leading = at == Lead::Space;
     match c {
         // What opens or closes HTML, an autolink, a link or an image, a
         // code span, a character reference, a table cell; the backslash
@@ -137,13 +138,19 @@ fn md_char(c: char, prev: Option<char>, leading: bool, rest: &str, out: &mut Str
             out.push(c);
         }
         '&' if starts_reference(rest) => out.push_str("\\&"),
-        // `_` emphasises, and `~` strikes through, only at a word's edge:
-        // `max_rss_bytes` and `main~2` read as themselves, `_x_` and `~x~`
-        // do not become emphasis.
+        // `_` emphasises, and `~` strikes through, only at a word's edge
+        // (a field with two `~` escapes them all: `a~b~c` would strike):
+        // `max_rss_bytes` and `main~2` read as themselves.
         '_' | '~'
-            if !prev.is_some_and(|p| p.is_alphanumeric())
+            if at == Lead::Tildes && c == '~'
+                || !prev.is_some_and(|p| p.is_alphanumeric())
                 || !next.is_some_and(|n| n.is_alphanumeric()) =>
         {
+            out.push('\\');
+            out.push(c);
+        }
+        // `2. tiled` at the start of a list item would open a list.
+        '.' | ')' if at == Lead::Digits && next.is_none_or(char::is_whitespace) => {
             out.push('\\');
             out.push(c);
         }
@@ -165,27 +172,51 @@ fn md_char(c: char, prev: Option<char>, leading: bool, rest: &str, out: &mut Str
 pub fn md_inline(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 8);
     let mut prev = None;
-    let mut leading = true;
+    let tildes = text.matches('~').count() > 1;
+    let mut lead = Lead::Space;
     for (at, c) in text.char_indices() {
-        md_char(c, prev, leading, &text[at..], &mut out);
-        leading = leading && c.is_whitespace();
+        // Leading white space shows nothing in markdown, and after a list
+        // marker four of it would open a code block.
+        if lead == Lead::Space && c.is_whitespace() {
+            continue;
+        }
+        let here = match lead {
+            Lead::Space | Lead::Digits => lead,
+            _ if tildes => Lead::Tildes,
+            _ => Lead::Past,
+        };
+        md_char(c, prev, here, &text[at..], &mut out);
+        lead = match (lead, c) {
+            (Lead::Space, c) if c.is_whitespace() => Lead::Space,
+            (Lead::Space | Lead::Digits, c) if c.is_ascii_digit() => Lead::Digits,
+            _ => Lead::Past,
+        };
         prev = Some(c);
     }
     out
 }
 
-/// User text as a markdown code span: fenced with more backticks than any
-/// run inside it, so it cannot close early; newlines become spaces (a code
-/// span is one line here) and a `|` is escaped (GitHub splits table cells
-/// before code spans, and renders `\|` in a span as `|`). For names, which
-/// hold no `|` (the reader refuses it), the span reads as the name.
+/// Where a character of [`md_inline`]'s field stands: only white space
+/// before it, only white space then digits, or past both (with `Tildes`
+/// when the field holds more than one `~`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lead {
+    Space,
+    Digits,
+    Past,
+    Tildes,
+}
+
+/// User text as a markdown code span, outside a table: fenced with more
+/// backticks than any run inside it, so it cannot close early; newlines
+/// become spaces (a code span is one line here). In a table cell use
+/// [`md_inline`]: GitHub splits cells before it reads code spans.
 pub fn md_code(text: &str) -> String {
     let fence = "`".repeat(longest_backtick_run(text) + 1);
     let mut body = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
             '\n' | '\r' | '\t' => body.push(' '),
-            '|' => body.push_str("\\|"),
             c if is_hidden_control(c) => visible(c, &mut body),
             c => body.push(c),
         }
@@ -216,22 +247,30 @@ pub fn md_block(text: &str) -> String {
         // An indented line would be a code block inside the report.
         out.push_str(if indent.is_empty() { "" } else { " " });
         let mut prev = None;
+        // Only list markers (`- `, `1. `) before it: a `#` here would still
+        // make a heading inside the item.
+        let mut marker = true;
+        let flat = trimmed.trim_end();
         for (at, c) in trimmed.char_indices() {
+            let in_marker = marker;
+            marker = marker && " -*+0123456789.)".contains(c);
             match c {
                 '\\' | '<' | '>' | '[' | ']' | '`' | '|' => {
                     out.push('\\');
                     out.push(c);
                 }
+                // `~~~` would open a fenced block that swallows the rest.
+                '~' if prev.is_none() => out.push_str("\\~"),
                 '&' if starts_reference(&trimmed[at..]) => out.push_str("\\&"),
                 '\t' => out.push(' '),
                 // `=` and `-` lines under a paragraph make it a heading, and
                 // so does a `#` that starts a line: the report's headings
                 // are lcx's.
-                '=' | '-' if prev.is_none() && trimmed.chars().all(|d| d == c) => {
+                '=' | '-' if prev.is_none() && flat.chars().all(|d| d == c) => {
                     out.push('\\');
                     out.push(c);
                 }
-                '#' if prev.is_none() => out.push_str("\\#"),
+                '#' if in_marker => out.push_str("\\#"),
                 c if is_hidden_control(c) => visible(c, &mut out),
                 c => out.push(c),
             }
@@ -367,6 +406,9 @@ mod tests {
         // Ordinary names read as themselves, even raw.
         assert_eq!(md_inline("process/max_rss_bytes"), "process/max_rss_bytes");
         assert_eq!(md_inline("main~2@abc"), "main~2@abc");
+        assert_eq!(md_inline("a~b~c"), "a\\~b\\~c");
+        assert_eq!(md_inline("2. tiled"), "2\\. tiled");
+        assert_eq!(md_inline("v2. x"), "v2. x");
         assert_eq!(md_inline("a < b & c"), "a \\< b & c");
     }
 
@@ -423,6 +465,13 @@ mod tests {
                 )
             });
             assert!(!bad, "{h:?} → {md:?}");
+        }
+        for h in ["~~~\nswallowed", "Title\n=== ", "- # x", "1. # x"] {
+            let md = md_block(h);
+            let opened = events(&md)
+                .into_iter()
+                .any(|e| matches!(e, Event::Start(Tag::CodeBlock(_) | Tag::Heading { .. })));
+            assert!(!opened, "{h:?} → {md:?}");
         }
         let md = md_block("Two lines\n**bold** kept\n- a list\n\n    not code\n===");
         assert!(events(&md)

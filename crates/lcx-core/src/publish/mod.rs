@@ -230,8 +230,8 @@ pub fn publish(store: &Store, dir: &Path) -> Result<Published, PublishError> {
         let diff_markdown = previous_report.as_ref().map(|prev| {
             let rows = compare_reports(prev, &report, rule);
             render_compare(
-                &format!("#{}", prev.experiment.id),
-                &format!("#{}", e.id),
+                &crate::report::prose::Prose::ours(format!("#{}", prev.experiment.id)),
+                &crate::report::prose::Prose::ours(format!("#{}", e.id)),
                 &rows,
                 &[],
             )

@@ -1086,7 +1086,7 @@ fn cpus_by_arm(plan: Option<&Plan>, runs: &[Run]) -> Vec<(Prose, String)> {
     vec![(
         Prose::ours("CPUs of cells"),
         format!(
-            "{}: fewer than the host had online (lcx itself was limited, by `taskset` or a \
+            "{}: fewer than the host had online (lcx itself was limited, by taskset or a \
              cgroup)",
             limited.join("; ")
         ),
@@ -1637,10 +1637,24 @@ pub fn assemble(input: Input, options: Options) -> Report {
             })
         })
         .collect();
-    let judged = gate_outcome.is_some() || !guard_outcomes.is_empty();
-    // Data from a busy host prove neither PASS nor FAIL: a contended gate
-    // or guard is INCONCLUSIVE whichever way it leaned.
-    let undecided = judged && !contended.is_empty() && !options.allow_contended;
+    // The arms a gate or guard compares, baselines included.
+    let judged_arms: Vec<&str> = gate_outcome
+        .iter()
+        .flat_map(|g| g.arms.iter().map(|a| a.arm.as_str()))
+        .chain(gate_outcome.as_ref().map(|_| baseline.as_str()))
+        .chain(
+            guard_outcomes
+                .iter()
+                .flat_map(|g| [g.arm.as_str(), g.baseline.as_str()]),
+        )
+        .collect();
+    // Data from a busy host prove neither PASS nor FAIL: a gate or guard
+    // that rests on a contended cell is INCONCLUSIVE whichever way it
+    // leaned (a contended arm no gate or guard compares changes nothing).
+    let undecided = !options.allow_contended
+        && contended
+            .iter()
+            .any(|c| judged_arms.contains(&c.arm.as_str()));
     if undecided {
         let completed = input
             .runs

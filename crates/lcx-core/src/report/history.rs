@@ -525,8 +525,8 @@ pub fn compare_reports(a: &Report, b: &Report, rule: VerdictRule) -> Vec<Compare
 
 /// The compare table plus warnings (mismatched fingerprints or configs).
 pub fn render_compare(
-    a_name: &str,
-    b_name: &str,
+    a_name: &super::prose::Prose,
+    b_name: &super::prose::Prose,
     rows: &[CompareRow],
     warnings: &[String],
 ) -> String {
@@ -534,8 +534,8 @@ pub fn render_compare(
     t.set_header(vec![
         "Arm".to_string(),
         "Metric".to_string(),
-        format!("A: {}", md(a_name)),
-        format!("B: {}", md(b_name)),
+        format!("A: {}", a_name.markdown()),
+        format!("B: {}", b_name.markdown()),
         "B vs A".to_string(),
         "Verdict".to_string(),
     ]);

@@ -51,6 +51,11 @@ const FRAGMENTS: &[&str] = &[
     "## Cells",
     "- item",
     "1. item",
+    "~~~",
+    "\n~~~\n",
+    "Title\n=== ",
+    "- # x",
+    "a~b~c",
     "\\",
     "&amp;&lt;",
     "*emph* _x_ ~~s~~",
@@ -104,6 +109,13 @@ fn check_markdown(md: &str) -> Result<(), String> {
             }
             Event::Start(Tag::Image { dest_url, .. }) => {
                 return Err(format!("an image lcx did not write: {dest_url}"))
+            }
+            // lcx's only code blocks are its fenced `sh` reproduce lines.
+            Event::Start(Tag::CodeBlock(kind)) => {
+                let ours = matches!(&kind, pulldown_cmark::CodeBlockKind::Fenced(info) if info.as_ref() == "sh");
+                if !ours {
+                    return Err(format!("a code block lcx did not write: {kind:?}"));
+                }
             }
             Event::Start(Tag::Heading { level, .. }) => {
                 heading = Some((level, String::new()));

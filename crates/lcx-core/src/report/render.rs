@@ -896,7 +896,7 @@ pub fn render_markdown(report: &Report) -> String {
                 (Some(job), Some(script)) if is_plain_path(script) => {
                     format!("{} ([job.sh](<{script}>))", md(job))
                 }
-                (Some(job), Some(script)) => format!("{} ({})", md(job), code(script)),
+                (Some(job), Some(script)) => format!("{} ({})", md(job), md(script)),
                 (Some(job), None) => md(job),
                 _ => dash(),
             });

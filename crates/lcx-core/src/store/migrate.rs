@@ -90,6 +90,9 @@ pub(super) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreErr
             supported: LATEST_VERSION,
         });
     }
+    // In the same transaction as the version: another lcx upgrading the
+    // file meanwhile cannot make its new tables look like a mismatch.
+    check_consistent(&tx, path, found)?;
     let start = usize::try_from(found).unwrap_or(0);
     for (index, (name, sql)) in MIGRATIONS.iter().enumerate().skip(start) {
         tx.execute_batch(sql)
@@ -143,12 +146,10 @@ pub(super) fn schema_names(conn: &Connection) -> rusqlite::Result<Vec<String>> {
 /// (the version edited by hand, or a file half-made by another program):
 /// migrating it would fail half-way, or worse, succeed on the wrong
 /// tables. Checked before anything is written.
-pub(super) fn check_consistent(
-    conn: &Connection,
-    path: &Path,
-    found: i64,
-) -> Result<(), StoreError> {
-    if found <= 0 {
+fn check_consistent(conn: &Connection, path: &Path, found: i64) -> Result<(), StoreError> {
+    // A new file has nothing to check; a current one is not migrated (and
+    // every open of it stays as cheap as before).
+    if found <= 0 || found >= LATEST_VERSION {
         return Ok(());
     }
     let have = schema_names(conn)?;

@@ -197,6 +197,12 @@ impl StoreError {
         let sql = match self {
             StoreError::Open { source, .. } | StoreError::Sql(source) => source,
             StoreError::Damaged { .. } | StoreError::NotSqlite(_) => return true,
+            StoreError::Migration { code, .. } => {
+                return matches!(
+                    code,
+                    Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
+                )
+            }
             _ => return false,
         };
         matches!(
@@ -252,8 +258,10 @@ impl Store {
     ///
     /// An empty file is taken as a new database (`--db "$(mktemp)"`): it
     /// holds nothing to lose, and SQLite would read it as an empty database.
-    /// Only `lcx run` opens so; every other command refuses an empty file
-    /// ([`Store::open_existing`], [`Store::open_read_only`]).
+    /// Only the commands that run (`lcx run`, `lcx bisect`'s runs) make a
+    /// database this way; the others refuse an empty file
+    /// ([`Store::open_existing`], [`Store::open_read_only`]), and `report
+    /// --archive` opens so only a file a read-only open already accepted.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
         Store::open_with(path, true)
     }
@@ -297,11 +305,11 @@ impl Store {
         let open_err = |source| open_error(path, source);
         let conn = Connection::open(path).map_err(open_err)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
-        // Read the version and check the schema is that version's before
-        // anything writes (a migration, or journal_mode=WAL, which rewrites
-        // the header), so a refused file stays byte-for-byte intact.
-        let found = check_schema(&conn, path)?;
-        migrate::check_consistent(&conn, path, found)?;
+        // Read the version before anything writes (a migration, or
+        // journal_mode=WAL, which rewrites the header), so a refused file
+        // stays byte-for-byte intact; `migrate` checks, in its transaction,
+        // that the tables are that version's before it changes them.
+        check_schema(&conn, path)?;
         configure(&conn).map_err(open_err)?;
         let mut store = Store {
             conn,
@@ -355,7 +363,12 @@ impl Store {
         let conn = match opened {
             Ok(conn) => conn,
             Err(e) => {
-                sides.remove_new();
+                // Only a damaged file's: no writer uses it. A file refused
+                // for its version may be being upgraded by a writer whose
+                // side files these now are.
+                if e.is_damaged() {
+                    sides.remove_new();
+                }
                 return Err(e);
             }
         };
@@ -449,9 +462,10 @@ impl SideFiles {
 /// SQLite would overwrite with a new database), an empty file unless
 /// `allow_empty` (`lcx run` making a database in it), a file shorter than
 /// its header says (truncated), what a newer lcx wrote, and another
-/// program's database. A missing or busy file passes: SQLite creates an
-/// empty database there, or reads it under its locks. The header of a
-/// WAL-mode file can lag behind its `-wal`; [`check_schema`] repeats the
+/// program's database. A missing file passes (SQLite creates it), and so
+/// does a busy one (a `-wal` or `-journal` beside it) whose first 100 bytes
+/// are not yet SQLite's, which SQLite reads under its locks. The header of
+/// a WAL-mode file can lag behind its `-wal`; [`check_schema`] repeats the
 /// checks through SQLite.
 fn check_header(path: &Path, allow_empty: bool) -> Result<(), StoreError> {
     use std::io::Read;

@@ -84,7 +84,8 @@ impl Plan {
                 .collect();
             for (k, v) in &arm.env {
                 let n = k.len() + 1 + v.len();
-                if n > limits.one {
+                // The kernel counts the string's NUL too.
+                if n >= limits.one {
                     return Err(invalid(
                         format!("{}.env.{k}", key(arm)),
                         format!(

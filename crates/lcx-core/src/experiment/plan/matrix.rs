@@ -220,6 +220,7 @@ impl Reader<'_> {
                     }
                 };
                 check_arm_name(&arm.name).map_err(|m| self.err(arm.key.clone(), m))?;
+                check_visible(&arm.label).map_err(|m| self.err(arm.key.clone(), m))?;
                 out.push(arm);
             }
         }

@@ -59,13 +59,13 @@ impl HostWatch {
                 // Until the watch is finished (its sender dropped).
                 loop {
                     let waited = rx.recv_timeout(CLOCK_EVERY);
-                    let now = Instant::now();
-                    stalled += stall_in(now - last);
-                    last = now;
+                    stalled += stall_in(last.elapsed());
                     if !matches!(waited, Err(RecvTimeoutError::Timeout)) {
                         break;
                     }
                     seen.extend(sampler.cpu_mhz());
+                    // From after the sampling: slow reads are not a stall.
+                    last = Instant::now();
                 }
                 seen.extend(sampler.cpu_mhz());
                 (seen, stalled)
