@@ -58,7 +58,7 @@ pub fn min_effect(text: &str) -> Result<f64, String> {
         .trim()
         .parse()
         .map_err(|_| format!("expected a fraction in [0, 1), e.g. 0.05 for 5 %, found {text}"))?;
-    lcx_core::report::stats::check_min_effect(value)?;
+    lcx_core::experiment::plan::check_min_effect(value)?;
     Ok(value)
 }
 

@@ -49,18 +49,22 @@ fn visible(c: char, out: &mut String) {
 /// its escape; newline and tab kept. Borrowed when there is none (lcx's own
 /// text), so it costs nothing on the common path.
 pub fn terminal(text: &str) -> Cow<'_, str> {
-    replace_hidden(text, visible)
+    replace(text, is_hidden_control, visible)
 }
 
-/// `text` with every hidden control written by `show`; borrowed when it
-/// has none.
-fn replace_hidden(text: &str, show: impl Fn(char, &mut String)) -> Cow<'_, str> {
-    if !text.chars().any(is_hidden_control) {
+/// `text` with every character `hidden` picks written by `show`; borrowed
+/// when it has none.
+fn replace(
+    text: &str,
+    hidden: impl Fn(char) -> bool,
+    show: impl Fn(char, &mut String),
+) -> Cow<'_, str> {
+    if !text.chars().any(&hidden) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 16);
     for c in text.chars() {
-        if is_hidden_control(c) {
+        if hidden(c) {
             show(c, &mut out);
         } else {
             out.push(c);
@@ -92,23 +96,16 @@ pub fn longest_backtick_run(text: &str) -> usize {
 /// carriage return or a tab shown as `\n`, `\r`, `\t` (a progress line or
 /// a table cell must stay one line).
 pub fn terminal_line(text: &str) -> Cow<'_, str> {
-    if !text
-        .chars()
-        .any(|c| is_hidden_control(c) || matches!(c, '\n' | '\r' | '\t'))
-    {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
+    replace(
+        text,
+        |c| is_hidden_control(c) || matches!(c, '\n' | '\r' | '\t'),
+        |c, out| match c {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if is_hidden_control(c) => visible(c, &mut out),
-            c => out.push(c),
-        }
-    }
-    Cow::Owned(out)
+            c => visible(c, out),
+        },
+    )
 }
 
 /// Whether a `&` at the start of `rest` could begin a character reference
@@ -124,11 +121,12 @@ fn starts_reference(rest: &str) -> bool {
 
 /// One markdown character of user text, escaped as the inline rule says;
 /// `prev` and `next` are its neighbours in the field (`None` at its ends,
-/// where lcx's own text may follow, so an end counts as a boundary);
-/// `leading` says whether only white space came before it in the field.
-fn md_char(c: char, prev: Option<char>, at: Lead, rest: &str, out: &mut String) {
+/// where lcx's own text may follow, so an end counts as a boundary); `at`
+/// says what came before it in the field, and `tildes` whether the field
+/// holds more than one `~`.
+fn md_char(c: char, prev: Option<char>, at: Lead, tildes: bool, rest: &str, out: &mut String) {
     let next = rest.chars().nth(1);
-    let leading = at == Lead::Space;
+    let leading = at == Lead::Start;
     match c {
         // What opens or closes HTML, an autolink, a link or an image, a
         // code span, a character reference, a table cell; the backslash
@@ -142,7 +140,7 @@ fn md_char(c: char, prev: Option<char>, at: Lead, rest: &str, out: &mut String) 
         // (a field with two `~` escapes them all: `a~b~c` would strike):
         // `max_rss_bytes` and `main~2` read as themselves.
         '_' | '~'
-            if at == Lead::Tildes && c == '~'
+            if tildes && c == '~'
                 || !prev.is_some_and(|p| p.is_alphanumeric())
                 || !next.is_some_and(|n| n.is_alphanumeric()) =>
         {
@@ -170,25 +168,17 @@ fn md_char(c: char, prev: Option<char>, at: Lead, rest: &str, out: &mut String) 
 /// User text as one line of markdown, inside a paragraph, a list item or a
 /// table cell: it reads as the characters it has and opens nothing.
 pub fn md_inline(text: &str) -> String {
+    // Leading white space shows nothing in markdown, and after a list
+    // marker four of it would open a code block.
+    let text = text.trim_start();
     let mut out = String::with_capacity(text.len() + 8);
     let mut prev = None;
     let tildes = text.matches('~').count() > 1;
-    let mut lead = Lead::Space;
+    let mut lead = Lead::Start;
     for (at, c) in text.char_indices() {
-        // Leading white space shows nothing in markdown, and after a list
-        // marker four of it would open a code block.
-        if lead == Lead::Space && c.is_whitespace() {
-            continue;
-        }
-        let here = match lead {
-            Lead::Space | Lead::Digits => lead,
-            _ if tildes => Lead::Tildes,
-            _ => Lead::Past,
-        };
-        md_char(c, prev, here, &text[at..], &mut out);
+        md_char(c, prev, lead, tildes, &text[at..], &mut out);
         lead = match (lead, c) {
-            (Lead::Space, c) if c.is_whitespace() => Lead::Space,
-            (Lead::Space | Lead::Digits, c) if c.is_ascii_digit() => Lead::Digits,
+            (Lead::Start | Lead::Digits, c) if c.is_ascii_digit() => Lead::Digits,
             _ => Lead::Past,
         };
         prev = Some(c);
@@ -196,15 +186,13 @@ pub fn md_inline(text: &str) -> String {
     out
 }
 
-/// Where a character of [`md_inline`]'s field stands: only white space
-/// before it, only white space then digits, or past both (with `Tildes`
-/// when the field holds more than one `~`).
+/// What came before a character of [`md_inline`]'s field: nothing, only
+/// digits, or more.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Lead {
-    Space,
+    Start,
     Digits,
     Past,
-    Tildes,
 }
 
 /// User text as a markdown code span, outside a table: fenced with more
@@ -326,7 +314,7 @@ pub fn safe_href(url: &str) -> bool {
 /// escapes (serde_json already escapes C0; C1 controls and bidi
 /// controls are valid JSON as themselves). The parsed value is unchanged.
 pub fn json_visible(json: &str) -> Cow<'_, str> {
-    replace_hidden(json, |c, out| {
+    replace(json, is_hidden_control, |c, out| {
         let _ = write!(out, "\\u{:04x}", c as u32);
     })
 }

@@ -15,8 +15,10 @@
 
 mod assets;
 mod chart;
-pub(crate) mod html;
-pub(crate) mod pages;
+#[cfg(test)]
+mod hostile;
+mod html;
+mod pages;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};

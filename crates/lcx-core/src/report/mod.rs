@@ -17,9 +17,7 @@ pub mod rows;
 pub mod stats;
 
 #[cfg(test)]
-mod fixture;
-#[cfg(test)]
-mod hostile;
+pub(crate) mod fixture;
 
 pub use build::{load, Options};
 pub use model::Report;

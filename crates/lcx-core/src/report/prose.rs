@@ -78,13 +78,6 @@ impl Prose {
         out
     }
 
-    /// Whether it says nothing.
-    pub fn is_empty(&self) -> bool {
-        self.0.iter().all(|s| match s {
-            Span::Ours(t) | Span::Text(t) | Span::Name(t) => t.is_empty(),
-        })
-    }
-
     /// As markdown: lcx's words as written, every quotation escaped by the
     /// markdown rule (names as code spans, text as inline text).
     pub fn markdown(&self) -> String {
@@ -166,6 +159,5 @@ mod tests {
         );
         let joined = Prose::join([Prose::of_name("x"), Prose::of_text("y")], "; ");
         assert_eq!(joined.markdown(), "`x`; y");
-        assert!(Prose::default().is_empty());
     }
 }

@@ -367,18 +367,6 @@ pub struct Comparison {
 }
 
 /// The band of speedups the minimum effect `m` counts as no change:
-/// Whether `min_effect` is a fraction in [0, 1): the one rule for a file's
-/// `gate.min_effect` and every `--min-effect` flag.
-pub fn check_min_effect(min_effect: f64) -> Result<(), String> {
-    if (0.0..1.0).contains(&min_effect) {
-        Ok(())
-    } else {
-        Err(format!(
-            "expected a fraction in [0, 1), e.g. 0.05 for 5 %, found {min_effect}"
-        ))
-    }
-}
-
 /// `1/(1+m)` to `1+m`, symmetric on the log scale (5 %: 0.952× to 1.05×).
 pub fn equivalence_band(min_effect: f64) -> (f64, f64) {
     (1.0 / (1.0 + min_effect), 1.0 + min_effect)

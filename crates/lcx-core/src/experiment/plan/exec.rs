@@ -39,13 +39,15 @@ impl ExecLimits {
     }
 }
 
-/// What `execve` counts for `strings`: each one's bytes, its NUL and its
-/// pointer.
+/// What `execve` counts for one string of `len` bytes: its bytes, its NUL
+/// and its pointer.
+fn execve_bytes(len: usize) -> usize {
+    len + 1 + std::mem::size_of::<*const u8>()
+}
+
+/// What `execve` counts for `strings`.
 fn counted<'a>(strings: impl IntoIterator<Item = &'a str>) -> usize {
-    strings
-        .into_iter()
-        .map(|s| s.len() + 1 + std::mem::size_of::<*const u8>())
-        .sum()
+    strings.into_iter().map(|s| execve_bytes(s.len())).sum()
 }
 
 /// The environment lcx gives every cell (`LCX_EXPERIMENT`, …), at its
@@ -82,6 +84,7 @@ impl Plan {
                 .into_iter()
                 .chain(arm.env.iter().map(|(k, v)| format!("{k}={v}")))
                 .collect();
+            let own = counted(env.iter().map(String::as_str));
             for (k, v) in &arm.env {
                 let n = k.len() + 1 + v.len();
                 // The kernel counts the string's NUL too.
@@ -119,7 +122,6 @@ impl Plan {
                 // The program's own path (lcx's, for lcx workloads) is
                 // within the reserve.
                 let args = counted(argv.iter().map(String::as_str));
-                let own = counted(env.iter().map(String::as_str));
                 let total = args + own + inherited + RESERVE;
                 if total > limits.total {
                     return Err(invalid(
@@ -143,7 +145,7 @@ impl Plan {
 /// every cell inherits.
 pub fn inherited_env_bytes() -> usize {
     std::env::vars_os()
-        .map(|(k, v)| k.len() + 1 + v.len() + 1 + std::mem::size_of::<*const u8>())
+        .map(|(k, v)| execve_bytes(k.len() + 1 + v.len()))
         .sum()
 }
 

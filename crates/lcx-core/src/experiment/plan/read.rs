@@ -156,6 +156,18 @@ pub fn check_visible(text: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether `min_effect` is a fraction in [0, 1): the one rule for a file's
+/// `gate.min_effect` and every `--min-effect` flag.
+pub fn check_min_effect(min_effect: f64) -> Result<(), String> {
+    if (0.0..1.0).contains(&min_effect) {
+        Ok(())
+    } else {
+        Err(format!(
+            "expected a fraction in [0, 1), e.g. 0.05 for 5 %, found {min_effect}"
+        ))
+    }
+}
+
 /// The most arms one experiment may have (a `[matrix]` multiplies them):
 /// every arm is a config, a report row and cells.
 pub const MAX_ARMS: usize = 1_000;
@@ -1182,8 +1194,7 @@ impl Reader<'_> {
         };
         let min_effect = self.read(at(g, "gate.").number("min_effect"))?;
         if let Some(e) = min_effect {
-            crate::report::stats::check_min_effect(e)
-                .map_err(|why| self.err("gate.min_effect", why))?;
+            check_min_effect(e).map_err(|why| self.err("gate.min_effect", why))?;
         }
         let arm = self.read(at(g, "gate.").string("arm"))?;
         if let Some(a) = &arm {

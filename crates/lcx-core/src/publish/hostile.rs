@@ -1,5 +1,5 @@
 //! The hostile-string property test: a report whose every recorded string
-//! (see [`super::fixture::hostile_input`]) is built from script tags, event
+//! (see [`crate::report::fixture::hostile_input`]) is built from script tags, event
 //! attributes, `javascript:` links in every encoding, terminal escapes, NUL
 //! and bidi controls, rendered into every output a report has — the
 //! markdown lcx prints and archives, its JSON and CSV, the site's HTML
@@ -9,12 +9,12 @@
 use proptest::prelude::*;
 use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
-use super::build::{assemble, Options as ReportOptions};
-use super::fixture::hostile_input;
-use super::render::{render_csv, render_json, render_markdown};
+use super::html::markdown as site_markdown;
+use super::pages::{experiment_page, history_page, index_page, ExperimentPage, IndexRow};
 use crate::escape::{is_hidden_control, safe_href};
-use crate::publish::html::markdown as site_markdown;
-use crate::publish::pages::{experiment_page, history_page, index_page, ExperimentPage, IndexRow};
+use crate::report::build::{assemble, Options as ReportOptions};
+use crate::report::fixture::hostile_input;
+use crate::report::render::{render_csv, render_json, render_markdown};
 
 /// What an adversary puts into names, labels, notes and output.
 const FRAGMENTS: &[&str] = &[
@@ -425,17 +425,17 @@ proptest! {
         let history = history_page(&name, arms[1], &pool[6], "<svg></svg>", &md);
         prop_assert!(check_html(&history).is_ok(), "{:?}", check_html(&history));
 
-        let lines: Vec<super::plots::Line> = arms
+        let lines: Vec<crate::report::plots::Line> = arms
             .iter()
             .enumerate()
-            .map(|(i, a)| super::plots::Line {
+            .map(|(i, a)| crate::report::plots::Line {
                 arm: a.to_string(),
                 color: i,
                 mean: vec![(1.0, 1.0), (2.0, 2.0)],
                 repeats: Vec::new(),
             })
             .collect();
-        let svg = super::plots::iteration_plot(&name, &pool[7], 0, &lines)
+        let svg = crate::report::plots::iteration_plot(&name, &pool[7], 0, &lines)
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert!(!svg.chars().any(is_hidden_control), "{svg}");
         let parsed = resvg::usvg::Tree::from_str(&svg, &resvg::usvg::Options::default());
