@@ -50,6 +50,15 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
 fn compare_experiments(store: &Store, a: &str, b: &str, rule: VerdictRule) -> anyhow::Result<u8> {
     let ea = store.find_experiment(a).map_err(user_or_not)?;
     let eb = store.find_experiment(b).map_err(user_or_not)?;
+    if ea.id == eb.id {
+        return Err(crate::bad_input(anyhow::anyhow!(
+            "`{a}` and `{b}` are both experiment #{} ({}): nothing to compare; name two \
+             experiments (`lcx list` shows them, `lcx history {}` a name's)",
+            ea.id,
+            ea.name,
+            ea.id
+        )));
+    }
     let options = Options {
         min_effect: Some(rule.min_effect),
         alpha: Some(rule.alpha),

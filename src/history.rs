@@ -8,9 +8,13 @@ use super::report::{open_db, user_or_not};
 use crate::args::DbArgs;
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Example:\n  lcx history option-b --arm interleaved-workers")]
+#[command(
+    after_help = "Examples:\n  lcx history option-b --arm interleaved-workers\n  lcx history latest"
+)]
 pub struct Args {
-    /// The experiment name (as in the file's `name`).
+    /// The experiment name (as in the file's `name`), or an experiment's
+    /// id or `latest` for the history of its name.
+    #[arg(value_name = "NAME|ID|latest")]
     name: String,
     /// Only this arm (default: every arm).
     #[arg(long)]
@@ -41,9 +45,17 @@ pub struct Args {
     db: DbArgs,
 }
 
-pub fn run(args: Args) -> anyhow::Result<u8> {
+pub fn run(mut args: Args) -> anyhow::Result<u8> {
     let store = open_db(&args.db)?;
-    let experiments = store.experiments(Some(&args.name)).map_err(user_or_not)?;
+    let mut experiments = store.experiments(Some(&args.name)).map_err(user_or_not)?;
+    // A name wins over an id or `latest` that spells it: an experiment
+    // may be named `3`.
+    if experiments.is_empty() && (args.name == "latest" || args.name.parse::<i64>().is_ok()) {
+        if let Ok(e) = store.find_experiment(&args.name) {
+            args.name = e.name;
+            experiments = store.experiments(Some(&args.name)).map_err(user_or_not)?;
+        }
+    }
     let Some(latest) = experiments.first() else {
         return Err(crate::bad_input(anyhow::anyhow!(
             "no experiment named `{}` in {} (see `lcx list`)",

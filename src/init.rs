@@ -26,17 +26,18 @@ const COMMAND_TEMPLATE: &str = r#"# An lcx experiment of two commands (`lcx init
 # Run it with `lcx run FILE`, read it with `lcx report`; in CI,
 # `lcx report --check` exits 0 when the gate passes, 1 when it fails,
 # 3 when the data shows neither (or a cell failed).
-name = "my-change"          # experiments of one name form a history (`lcx history`)
+name = "quick"              # experiments of one name form a history (`lcx history`)
 workload = "command"
 timing = "process"          # lcx times each run: process/wall_seconds, …/user_seconds, …/max_rss_bytes
-iterations = 10             # timed runs per cell
-warmup = 1                  # runs first, left out of the means
+iterations = 11             # runs per cell, the warm-up included (`lcx run --runs 10` says the same)
+warmup = 1                  # the first run of each cell: recorded, left out of every statistic
 repeats = 3                 # cells per arm, the arms taking turns
 baseline = "before"
 
 [[arms]]
 name = "before"
-command = ["sleep", "0.05"]  # an array runs without a shell; a string runs through `sh -c`
+command = ["sleep", "0.05"]  # an array runs as it is; a string of plain words too, and one with
+                             # shell syntax through `sh -c`, the shell's start-up taken off
 # env = { MY_FLAG = "0" }    # the arm's environment, on top of lcx's
 # timeout = "10m"            # past it the cell is killed and recorded failed (also a top-level key)
 # setup = "make"             # once before the arm's first cell, outside every timing (also top-level)
@@ -47,11 +48,11 @@ command = ["sleep", "0.05"]  # an array runs without a shell; a string runs thro
 name = "after"
 command = ["sleep", "0.02"]
 
-# PASS when `after` is shown at least 1.2× faster than `before` (95 % interval).
+# PASS when `after` is shown at least 1.5× faster than `before` (95 % interval).
 [gate]
 metric = "process/wall_seconds"
 arm = "after"
-min_speedup = 1.2
+min_speedup = 1.5
 "#;
 
 /// Two trainer arms that differ in one setting.

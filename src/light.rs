@@ -21,9 +21,10 @@ pub enum Command {
     /// Write a commented experiment file to start from: two commands, or two trainer arms.
     #[command(display_order = 0)]
     Init(init::Args),
-    /// Run an experiment file (or `--resume` one), recording every iteration in SQLite.
+    /// Run an experiment file (or `--resume` one), or time commands as hyperfine does (`--command`).
     #[command(display_order = 1)]
-    Run(run::Args),
+    // Boxed: its many flags would size every variant of the enum.
+    Run(Box<run::Args>),
     /// Report an experiment: warm-up-excluded tables, verdicts, gate; `--archive`, `--check`.
     #[command(display_order = 2)]
     Report(report::Args),
@@ -69,8 +70,8 @@ pub enum Command {
     /// The builds of arms at code revisions: `cache list`, `cache prune`.
     #[command(display_order = 17)]
     Cache(cache::Args),
-    /// Time each run of a command (the child of a `timing = "process"` cell).
-    #[command(hide = true)]
+    /// Time each run of a command, one metric line a run: what a `timing = "process"` cell runs.
+    #[command(display_order = 19)]
     TimeProcess(time_process::Args),
 }
 
@@ -168,7 +169,7 @@ impl Command {
     pub fn run(self) -> anyhow::Result<u8> {
         match self {
             Command::Init(args) => init::run(args),
-            Command::Run(args) => run::run(args),
+            Command::Run(args) => run::run(*args),
             Command::Bisect(args) => bisect::run(args),
             Command::Cache(args) => cache::run(args),
             Command::Config(args) => config::run(args),

@@ -50,6 +50,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         "Arms",
         "Cells done",
         "Failed",
+        "Interrupted",
         "Skipped",
     ]);
     for r in rows {
@@ -65,6 +66,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             r.arms.join(", "),
             format!("{}/{}", r.completed, r.cells),
             r.failed.to_string(),
+            r.interrupted.to_string(),
             r.skipped.to_string(),
         ]);
     }

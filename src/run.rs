@@ -19,7 +19,7 @@ const EXIT_INTERRUPTED: u8 = 130;
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  lcx run experiments/option-b.toml\n  lcx run quick.toml --iterations 20 --repeats 3\n  lcx run --command 'sleep 0.05' --command 'sleep 0.06'\n  lcx run --resume latest"
+    after_help = "Examples:\n  lcx run experiments/option-b.toml\n  lcx run quick.toml --iterations 20 --repeats 3\n  lcx run --command 'sleep 0.05'\n  lcx run -n old --command 'sleep 0.05' -n new --command 'sleep 0.06' --runs 20\n  lcx run -P ms 10 30 --command 'sleep 0.0{ms}'\n  lcx run --resume latest"
 )]
 pub struct Args {
     /// The experiment file (TOML).
@@ -28,11 +28,46 @@ pub struct Args {
         conflicts_with_all = ["resume", "attach", "commands"]
     )]
     file: Option<PathBuf>,
-    /// Compare commands without a file, as hyperfine does: each is an arm
+    /// Time commands without a file, as hyperfine does: each is an arm
     /// that lcx times run by run (`timing = "process"`), the first the
-    /// baseline; 10 runs after 1 warm-up, 3 interleaved repeats. Repeatable.
+    /// baseline; 10 runs after 1 warm-up, 3 interleaved repeats. A string
+    /// of plain words runs without a shell; one with shell syntax through
+    /// `sh -c`, the shell's start-up taken off. Repeatable.
     #[arg(long = "command", value_name = "CMD", conflicts_with_all = ["resume", "attach"])]
     commands: Vec<String>,
+    /// The arm name of each --command, in order (default cmd1, cmd2, …).
+    #[arg(
+        short = 'n',
+        long = "command-name",
+        value_name = "NAME",
+        requires = "commands"
+    )]
+    command_names: Vec<String>,
+    /// The experiment's name with --command (default: one made from the
+    /// commands, so the same commands share one history).
+    #[arg(long, value_name = "NAME", requires = "commands")]
+    name: Option<String>,
+    /// With --command: an arm per value of VAR from MIN to MAX (integers),
+    /// `{VAR}` in the commands standing for it (hyperfine's -P).
+    #[arg(
+        short = 'P',
+        long = "parameter-scan",
+        num_args = 3,
+        value_names = ["VAR", "MIN", "MAX"],
+        requires = "commands",
+        conflicts_with = "parameter_list"
+    )]
+    parameter_scan: Vec<String>,
+    /// With --command: an arm per value of VAR (comma-separated), `{VAR}`
+    /// in the commands standing for it (hyperfine's -L).
+    #[arg(
+        short = 'L',
+        long = "parameter-list",
+        num_args = 2,
+        value_names = ["VAR", "VALUES"],
+        requires = "commands"
+    )]
+    parameter_list: Vec<String>,
     /// Run the missing, failed and interrupted cells of an earlier
     /// experiment: an id, `latest`, or an experiment name.
     #[arg(long, value_name = "ID|latest|NAME", conflicts_with = "attach")]
@@ -50,11 +85,24 @@ pub struct Args {
     /// before each arm's own); repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     sets: Vec<String>,
-    /// Replace the file's `iterations`.
+    /// Replace the file's `iterations`: every run of a cell, its warm-up
+    /// included.
     #[arg(long, value_name = "N", value_parser = crate::args::count, allow_hyphen_values = true)]
     iterations: Option<u32>,
-    /// Replace the file's `warmup` (a count or `auto`).
-    #[arg(long, value_name = "N|auto")]
+    /// Runs of a cell after its warm-up (hyperfine's --runs): `iterations`
+    /// becomes N plus the warm-up.
+    #[arg(
+        short = 'r',
+        long,
+        value_name = "N",
+        value_parser = crate::args::count,
+        allow_hyphen_values = true,
+        conflicts_with = "iterations"
+    )]
+    runs: Option<u32>,
+    /// Replace the file's `warmup` (a count or `auto`): the first N runs of
+    /// each cell, recorded but left out of every statistic.
+    #[arg(short = 'w', long, value_name = "N|auto")]
     warmup: Option<String>,
     /// Replace the file's `repeats` with a fixed count (adaptive repeats off).
     #[arg(long, value_name = "N", value_parser = crate::args::count, allow_hyphen_values = true)]
@@ -103,12 +151,7 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let commands_file = match args.commands.as_slice() {
         [] => None,
-        [_] => {
-            return Err(crate::errors::bad_input(anyhow::anyhow!(
-                "--command: give at least two commands to compare (one per --command)"
-            )))
-        }
-        commands => Some(commands_experiment(commands, &args.db, args.dry_run)?),
+        _ => Some(commands_experiment(&args)?),
     };
     let start = match (&commands_file, &args.file, &args.resume, &args.attach) {
         (Some(file), ..) | (None, Some(file), _, _) => Start::File(file.clone()),
@@ -123,6 +166,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         overrides: plan::Overrides {
             sets: args.sets.clone(),
             iterations: args.iterations,
+            runs: args.runs,
             warmup: args.warmup.clone(),
             repeats: args.repeats,
             arms: args.arms.clone(),
@@ -139,6 +183,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let host = Host::this_process(libtorch).context("locating the lcx binary")?;
     if args.dry_run {
         let (plan, builds) = request.dry_run(&host)?;
+        for warning in plan.warnings() {
+            errln!("lcx: warning: {warning}");
+        }
         out!("{}", session::dry_run_text(&plan, &builds));
         return Ok(0);
     }
@@ -154,7 +201,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         other => other?,
     };
     let mut session = match prepared {
-        Prepared::Ready(session) => session,
+        Prepared::Ready(session) => {
+            for warning in session.plan.warnings() {
+                errln!("lcx: warning: {warning}");
+            }
+            session
+        }
         Prepared::Done { id } => {
             let done = RunnerError::NothingToResume {
                 id,
@@ -193,7 +245,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             Ok(EXIT_INTERRUPTED)
         }
         ExperimentStatus::Completed => {
-            outln!("experiment {id} completed; see `lcx report {id} --db {db}`");
+            print_summary(&args.db, id);
+            outln!("experiment {id} completed; the whole report: `lcx report {id} --db {db}`");
             Ok(0)
         }
         ExperimentStatus::Detached => {
@@ -209,6 +262,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             Ok(if summary.failed > 0 { 1 } else { 0 })
         }
         _ => {
+            print_summary(&args.db, id);
             outln!(
                 "experiment {id} finished with failed or unfinished cells; \
                  rerun them with `lcx run --resume {id} --db {db}`\n\
@@ -231,46 +285,187 @@ fn parse_revision(text: &str) -> Result<(String, String), String> {
     }
 }
 
+/// The verdict table of a finished run, on stdout (`lcx report`'s arms
+/// table, gate, guards and net result). A report that cannot be built is
+/// said on stderr; the run's own outcome stands.
+fn print_summary(db: &Path, id: i64) {
+    let report = lcx_core::store::Store::open_read_only(db)
+        .and_then(|store| lcx_core::report::load(&store, id, Default::default()));
+    match report {
+        Ok(report) => outln!("\n{}", lcx_core::report::render_summary(&report)),
+        Err(e) => errln!("lcx: no summary: {e}"),
+    }
+}
+
+/// `--command` arms' defaults: hyperfine's 10 runs after 1 warm-up, in 3
+/// interleaved repeats.
+const COMMAND_RUNS: u32 = 10;
+const COMMAND_WARMUP: u32 = 1;
+const COMMAND_REPEATS: u32 = 3;
+
 /// The experiment `--command A --command B` stands for, written beside the
 /// database (`.lcx/commands/NAME.toml`) so that its report's reproduce line
-/// and `--resume` find it. The name comes from the commands, so the same
-/// comparison run again is the same experiment in `lcx history`.
-fn commands_experiment(commands: &[String], db: &Path, dry_run: bool) -> anyhow::Result<PathBuf> {
-    let joined = commands.join("\n");
-    let name = format!(
-        "commands-{}",
-        &lcx_core::experiment::plan::sha256_hex(joined.as_bytes())[..8]
-    );
+/// and `--resume` find it. The name is `--name`'s, else made from the
+/// commands, so the same comparison run again is the same experiment in
+/// `lcx history`. `--runs`/`--warmup`/`--iterations`/`--repeats` apply to
+/// the file as to any other (the file holds the defaults).
+fn commands_experiment(args: &Args) -> anyhow::Result<PathBuf> {
+    let bad = |m: String| crate::errors::bad_input(anyhow::anyhow!(m));
+    let commands = &args.commands;
+    if args.command_names.len() > commands.len() {
+        return Err(bad(format!(
+            "--command-name: {} names for {} (one name per --command, in order)",
+            args.command_names.len(),
+            lcx_core::text::counted(commands.len() as u64, "command")
+        )));
+    }
+    let parameter = parameter(args)?;
+    let joined = commands
+        .iter()
+        .chain(&args.command_names)
+        .chain(
+            parameter
+                .iter()
+                .flat_map(|(var, values)| std::iter::once(var).chain(values)),
+        )
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("\n");
+    let name = match &args.name {
+        Some(name) => name.clone(),
+        None => format!(
+            "commands-{}",
+            &lcx_core::experiment::plan::sha256_hex(joined.as_bytes())[..8]
+        ),
+    };
     // A JSON string is a TOML basic string: the same quotes and escapes.
     let quote = |s: &str| serde_json::Value::String(s.to_string()).to_string();
     let mut text = format!(
         "# Written by `lcx run --command …`.\nname = {}\nworkload = \"command\"\n\
-         timing = \"process\"\niterations = 11\nwarmup = 1\nrepeats = 3\n",
-        quote(&name)
+         timing = \"process\"\niterations = {}\nwarmup = {COMMAND_WARMUP}\nrepeats = {COMMAND_REPEATS}\n",
+        quote(&name),
+        COMMAND_RUNS + COMMAND_WARMUP,
     );
-    for (i, command) in commands.iter().enumerate() {
-        if command.trim().is_empty() {
-            return Err(crate::errors::bad_input(anyhow::anyhow!(
-                "--command {}: empty command",
-                i + 1
-            )));
-        }
-        let label: String = command.chars().take(80).collect();
+    if let Some((var, values)) = &parameter {
+        let list: Vec<String> = values.iter().map(|v| quote(v)).collect();
         text.push_str(&format!(
-            "\n[[arms]]\nname = \"cmd{}\"\nlabel = {}\ncommand = {}\n",
-            i + 1,
-            quote(&label),
-            quote(command)
+            "\n[matrix]\n{} = [{}]\n",
+            quote(&format!("env.{var}")),
+            list.join(", ")
         ));
     }
+    let mut names: Vec<String> = Vec::new();
+    for (i, command) in commands.iter().enumerate() {
+        if command.trim().is_empty() {
+            return Err(bad(format!("--command {}: empty command", i + 1)));
+        }
+        let arm = match args.command_names.get(i) {
+            Some(n) if n.trim().is_empty() => {
+                return Err(bad(format!("--command-name {}: empty name", i + 1)))
+            }
+            Some(n) => n.clone(),
+            None => format!("cmd{}", i + 1),
+        };
+        if names.contains(&arm) {
+            return Err(bad(format!(
+                "--command-name: `{arm}` names two commands (each arm needs its own name)"
+            )));
+        }
+        // `{VAR}` reads the matrix's variable from the environment.
+        let command = match &parameter {
+            Some((var, _)) => command.replace(&format!("{{{var}}}"), &format!("${{{var}}}")),
+            None => command.clone(),
+        };
+        let label: String = commands[i].chars().take(80).collect();
+        text.push_str(&format!(
+            "\n[[arms]]\nname = {}\nlabel = {}\ncommand = {}\n",
+            quote(&arm),
+            quote(&label),
+            quote(&command)
+        ));
+        names.push(arm);
+    }
+    let folder = args.db.parent().filter(|p| !p.as_os_str().is_empty());
+    if let Some(folder) = folder.filter(|f| !args.dry_run && !f.is_dir()) {
+        // The database's folder would otherwise appear for the file beside it.
+        return Err(crate::errors::bad_input(anyhow::Error::new(
+            lcx_core::store::StoreError::NoFolder {
+                db: args.db.to_path_buf(),
+                folder: folder.to_path_buf(),
+            },
+        )));
+    }
     // A dry run writes nothing beside the database.
-    let dir = match db.parent().filter(|p| !p.as_os_str().is_empty()) {
-        _ if dry_run => std::env::temp_dir().join("lcx-commands"),
+    let dir = match folder {
+        _ if args.dry_run => std::env::temp_dir().join("lcx-commands"),
         Some(dir) => dir.join(".lcx").join("commands"),
         None => PathBuf::from(".lcx").join("commands"),
     };
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let file = dir.join(format!("{name}.toml"));
+    // A name that is no safe file name gets one made from it.
+    let safe = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+    let file_name = if name.chars().all(safe) && !name.starts_with('.') && name.len() <= 100 {
+        name.clone()
+    } else {
+        format!(
+            "named-{}",
+            &lcx_core::experiment::plan::sha256_hex(name.as_bytes())[..8]
+        )
+    };
+    let file = dir.join(format!("{file_name}.toml"));
     std::fs::write(&file, text).with_context(|| format!("writing {}", file.display()))?;
     Ok(file)
+}
+
+/// `-P VAR MIN MAX` or `-L VAR A,B,C`: the variable and its values.
+fn parameter(args: &Args) -> anyhow::Result<Option<(String, Vec<String>)>> {
+    let bad = |m: String| crate::errors::bad_input(anyhow::anyhow!(m));
+    let (var, values) = match (
+        args.parameter_scan.as_slice(),
+        args.parameter_list.as_slice(),
+    ) {
+        ([var, lo, hi], _) => {
+            let bound = |text: &str, which: &str| {
+                text.trim().parse::<i64>().map_err(|_| {
+                    bad(format!(
+                        "--parameter-scan {var}: {which} must be a whole number, found `{text}`"
+                    ))
+                })
+            };
+            let (lo, hi) = (bound(lo, "MIN")?, bound(hi, "MAX")?);
+            if hi < lo || hi - lo >= 1000 {
+                return Err(bad(format!(
+                    "--parameter-scan {var}: expected MIN ≤ MAX and at most 1000 values, \
+                     found {lo} to {hi}"
+                )));
+            }
+            (var.clone(), (lo..=hi).map(|v| v.to_string()).collect())
+        }
+        (_, [var, list]) => {
+            let values: Vec<String> = list.split(',').map(|v| v.trim().to_string()).collect();
+            if values.iter().any(String::is_empty) {
+                return Err(bad(format!(
+                    "--parameter-list {var}: expected comma-separated values, found `{list}`"
+                )));
+            }
+            (var.clone(), values)
+        }
+        _ => return Ok(None),
+    };
+    if !args
+        .commands
+        .iter()
+        .any(|c| c.contains(&format!("{{{var}}}")))
+    {
+        let flag = if args.parameter_scan.is_empty() {
+            "list"
+        } else {
+            "scan"
+        };
+        return Err(bad(format!(
+            "--parameter-{flag} {var}: no --command holds `{{{var}}}`, so every value would run \
+             the same command"
+        )));
+    }
+    Ok(Some((var, values)))
 }

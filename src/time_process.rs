@@ -1,15 +1,22 @@
 //! `lcx time-process -- COMMAND…`: the child of a `timing = "process"` cell,
 //! which runs the command once per iteration and writes a metric line for
-//! each run (`lcx_core::bench::process`). The runner starts it; it is hidden
-//! from `--help`, but runs by hand as well.
+//! each run (`lcx_core::bench::process`). The runner starts it; a report's
+//! reproduce line runs it by hand.
 
 use lcx_core::bench::process::{time_runs, TimingError};
 
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  lcx time-process --iterations 10 -- sleep 0.05\n  lcx time-process --iterations 5 --subtract-shell -- sh -c 'sleep 0.05 && true'"
+)]
 pub struct Args {
     /// Runs of the command (default: `LCX_ITERATIONS`, which the runner sets).
     #[arg(long, value_name = "N", value_parser = crate::args::count)]
     iterations: Option<u32>,
+    /// The command is `SHELL -c STRING`: take the shell's own start-up
+    /// (the mean of 30 runs of `SHELL -c ''`) off each run, as hyperfine does.
+    #[arg(long)]
+    subtract_shell: bool,
     /// The command and its arguments, after `--`.
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     command: Vec<String>,
@@ -30,7 +37,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    match time_runs(&args.command, iterations, &mut out) {
+    match time_runs(&args.command, iterations, args.subtract_shell, &mut out) {
         Ok(()) => Ok(0),
         // The command's own failure ends the cell with its code.
         Err(e @ TimingError::Failed { code, .. }) => {

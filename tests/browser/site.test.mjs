@@ -199,6 +199,15 @@ check(
   (await page.$$eval("table th", (t) => t.length)) > 0,
   "the index's table has headers",
 );
+// A narrow window still shows the last column: the table wraps its
+// cells rather than running past the page.
+await page.setViewport({ width: 800, height: 900 });
+const overflow = await page.$eval("#experiments", (t) => {
+  const heads = t.tHead.rows[0].cells;
+  return heads[heads.length - 1].getBoundingClientRect().right - document.documentElement.clientWidth;
+});
+check(overflow <= 0, `at 800 px the index's last column is in view (${Math.round(overflow)} px past the edge)`);
+await page.setViewport({ width: 1280, height: 900 });
 const checks = await page.$$eval(".badge", (b) => b.map((x) => x.textContent));
 check(
   checks.includes("PASS") && checks.includes("INCONCLUSIVE"),

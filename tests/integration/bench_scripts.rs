@@ -55,3 +55,21 @@ fn the_publish_benchmark_publishes_three_times() {
     );
     assert!(table.contains("| after one more experiment | "), "{table}");
 }
+
+#[test]
+fn the_command_overhead_benchmark_probes_nothing() {
+    // The 50 ms limit is for a quiet host; at toy size only the rows and
+    // the absence of a probe are looked at.
+    let table = script(
+        "bench-command-overhead.sh",
+        &["2", env!("CARGO_BIN_EXE_lcx"), "100000"],
+    );
+    for row in [
+        "| `lcx run` of two cells of `true`, whole | ",
+        "| the two cells, as the runner timed them | ",
+        "| overhead (whole − cells) | ",
+        "| runs that probed the ceiling | 0 |",
+    ] {
+        assert!(table.contains(row), "no `{row}` in\n{table}");
+    }
+}

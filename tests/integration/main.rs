@@ -10,6 +10,7 @@
 mod architecture;
 mod bench_scripts;
 mod binaries;
+mod commands;
 mod config;
 mod faults;
 mod golden;

@@ -33,7 +33,13 @@ fn publish_writes_a_site_and_a_second_one_only_what_changed() {
     );
     let index = std::fs::read_to_string(site.join("index.html")).unwrap();
     assert!(index.contains("href=\"e/1.html\"") && index.contains("href=\"e/2.html\""));
+    assert!(index.contains("<p>2 experiments of 1 name."), "{index}");
     let second = std::fs::read_to_string(site.join("e/2.html")).unwrap();
+    // No gate or guard: the check is whether every cell completed.
+    assert!(
+        second.contains("(no gate or guard: PASS when every cell completed)"),
+        "{second}"
+    );
     // Its previous run, the diff against it, the file as run, history links.
     assert!(second.contains("href=\"1.html\""), "{second}");
     assert!(second.contains("id=\"diff\""));

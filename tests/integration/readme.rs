@@ -185,6 +185,18 @@ fn quick_start_file() -> String {
     text[start..end].to_string()
 }
 
+/// `lcx init quick.toml`, which the quick start offers, writes the
+/// quick start's experiment: the same keys and values, comments aside.
+#[test]
+fn init_writes_the_quick_starts_experiment() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("quick.toml");
+    succeed(lcx().arg("init").arg(&file));
+    let written: toml::Table = toml::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let readme: toml::Table = toml::from_str(&quick_start_file()).unwrap();
+    assert_eq!(written, readme);
+}
+
 /// The README's quick start, as a new user runs it: the file as printed,
 /// `lcx run`, `lcx report`, `lcx report --check` (the gate passes: 20 ms
 /// against 50 ms). Its gate needs the sleeps timed cleanly, so it runs

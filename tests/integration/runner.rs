@@ -271,6 +271,24 @@ fn sigint_marks_the_running_cell_interrupted_and_says_how_to_resume() {
         RunStatus::Pending,
         "no new cell starts after Ctrl-C"
     );
+    drop(store);
+    // `lcx list` counts it interrupted, not failed.
+    let list = lcx()
+        .args(["list", "--format", "json", "--db", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let rows: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(
+        (&rows[0]["failed"], &rows[0]["interrupted"]),
+        (&0.into(), &1.into()),
+        "{rows}"
+    );
+    let table = lcx()
+        .args(["list", "--db", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&table.stdout).contains("| Interrupted |"));
+    let store = Store::open(&db).unwrap();
     let kept = store
         .metric_series(runs[0].id, "time/iteration_seconds")
         .unwrap()
@@ -1245,12 +1263,15 @@ fn quiet_host_a_process_timed_arm_records_each_run_of_its_command() {
         header.split('|').nth(2).unwrap().contains("wall s"),
         "{text}"
     );
-    assert!(text.contains("lcx time-process -- sleep 0.05"), "{text}");
+    assert!(
+        text.contains("lcx time-process --iterations 8 -- sleep 0.05"),
+        "{text}"
+    );
 }
 
 /// `lcx run --command A --command B` compares commands without a file:
-/// each an arm timed by lcx, the first the baseline; one command alone, or
-/// one beside a file, is refused.
+/// each an arm timed by lcx, the first the baseline; a command beside a
+/// file is refused.
 #[test]
 fn commands_compare_without_a_file() {
     let dir = tempfile::tempdir().unwrap();
@@ -1292,9 +1313,6 @@ fn commands_compare_without_a_file() {
         .collect();
     assert_eq!(kept.len(), 1);
 
-    let out = run(&["--command", "true"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("at least two"));
     let out = run(&["x.toml", "--command", "true", "--command", "false"]);
     assert_eq!(out.status.code(), Some(2));
 }
@@ -1469,6 +1487,11 @@ fn ceiling_of(db: &Path, id: i64) -> (f64, String, String, Option<String>) {
 fn run_with_cache(dir: &Path, db: &Path, cache: &Path, fields: &str) -> Output {
     let cell = format!("echo '{{\"iteration\":1,{fields}}}'; echo '{{\"iteration\":2,{fields}}}'");
     let file = write(dir, "one.toml", &experiment("one", 2, &[("a", cell)], ""));
+    run_file_with_cache(dir, &file, db, cache)
+}
+
+/// `lcx run FILE` in `dir` with `cache` as the peak cache.
+fn run_file_with_cache(dir: &Path, file: &Path, db: &Path, cache: &Path) -> Output {
     lcx()
         .args([
             "run",
@@ -1492,8 +1515,9 @@ fn experiments_one_after_the_other_share_one_probe_of_the_ceiling() {
     let cache = dir.path().join("cache/peak.json");
     let db = dir.path().join("lcx.db");
     let line = r#""t":1"#;
-    // A probe with no clean try caches nothing: try until one is clean
-    // (a busy CI host may disturb a few).
+    // A probe with no clean try caches a floor that later runs read
+    // instead of probing: start again until one is clean (a busy CI host
+    // may disturb a few).
     let mut first = 0;
     for _ in 0..5 {
         let out = run_with_cache(dir.path(), &db, &cache, line);
@@ -1506,6 +1530,7 @@ fn experiments_one_after_the_other_share_one_probe_of_the_ceiling() {
         if ceiling_of(&db, first).1 == "probed" {
             break;
         }
+        std::fs::remove_file(&cache).unwrap();
     }
     let (gflops, source, probed_at, _) = ceiling_of(&db, first);
     assert_eq!(source, "probed", "{first} probes were all disturbed");
@@ -1536,6 +1561,67 @@ fn experiments_one_after_the_other_share_one_probe_of_the_ceiling() {
     );
     let text = report_text(&db);
     assert!(text.contains("cached for this host and boot"), "{text}");
+}
+
+/// A busy boot is probed once: a probe with no clean try is cached as a
+/// floor, flagged, and the next run reads it (its source `disturbed`, the
+/// report says so) instead of spending both cores on another probe. An
+/// experiment of timed commands probes nothing and records no ceiling.
+#[test]
+fn a_disturbed_probe_is_read_back_and_timed_commands_probe_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("peak.json");
+    let db = dir.path().join("lcx.db");
+    let out = run_with_cache(dir.path(), &db, &cache, r#""t":1"#);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Whatever this host's probe read, make its entry a floor no probe
+    // would return.
+    let mut entries: Vec<serde_json::Value> =
+        serde_json::from_slice(&std::fs::read(&cache).unwrap()).unwrap();
+    assert_eq!(entries.len(), 1);
+    entries[0]["gflops"] = serde_json::json!(1.25);
+    entries[0]["disturbed"] = serde_json::json!(true);
+    std::fs::write(&cache, serde_json::to_vec(&entries).unwrap()).unwrap();
+    let other = dir.path().join("other.db");
+    let out = run_with_cache(dir.path(), &other, &cache, r#""t":1"#);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (gflops, source, _, _) = ceiling_of(&other, 1);
+    assert_eq!((gflops, source.as_str()), (1.25, "disturbed"));
+    let text = report_text(&other);
+    assert!(
+        text.contains("DISTURBED: no try had all its cores"),
+        "{text}"
+    );
+
+    // Timed commands: no probe, no ceiling, no line about one.
+    let before = std::fs::read(&cache).unwrap();
+    let file = write(
+        dir.path(),
+        "timed.toml",
+        "name = \"timed\"\nworkload = \"command\"\ntiming = \"process\"\niterations = 2\n\
+         [[arms]]\nname = \"a\"\ncommand = [\"true\"]\n",
+    );
+    let timed = dir.path().join("timed.db");
+    let out = run_file_with_cache(dir.path(), &file, &timed, &cache);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let store = Store::open_read_only(&timed).unwrap();
+    let f = store.experiment(1).unwrap().unwrap().fingerprint;
+    assert_eq!((f.peak_fp32_gflops, f.peak_source), (None, None));
+    assert_eq!(std::fs::read(&cache).unwrap(), before);
+    let text = report_text(&timed);
+    assert!(!text.contains("measured peak"), "{text}");
 }
 
 /// A phase cannot run above the machine's ceiling: when one does, the

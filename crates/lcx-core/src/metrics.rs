@@ -231,6 +231,7 @@ pub const VOCABULARY: &[MetricInfo] = &[
     m(crate::bench::process::USER, "s", Lower, PROCESS, "User CPU time of the run (the command and the children it waited for)."),
     m(crate::bench::process::SYSTEM, "s", Lower, PROCESS, "System CPU time of the run (the command and the children it waited for)."),
     m(crate::bench::process::MAX_RSS, "bytes", Lower, PROCESS, "Peak resident memory of the run's largest process."),
+    m(crate::bench::process::SHELL, "s", Neither, PROCESS, "A shell string's own start-up: the mean wall time of the empty `sh -c ''` that was taken off each run's wall, user and system time."),
 ];
 
 /// SQLite's `GLOB` restricted to what the vocabulary uses: `*` matches any

@@ -5,6 +5,12 @@
 //! reports for it and the children it waited for. The cell's child is
 //! `lcx time-process -- COMMAND…`, so such an arm gets the warm-up, repeats,
 //! interleaving, contention figures and verdicts of any other.
+//!
+//! A command that needs a shell (`sh -c '…'`) is timed with the shell's
+//! start-up taken off, as hyperfine does: before its runs, the cell times
+//! the same shell running nothing (`sh -c ''`) and subtracts that mean from
+//! each run's wall, user and system time (never below zero), and each line
+//! says how much (`process/shell_seconds`).
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -16,23 +22,33 @@ pub const WALL: &str = "process/wall_seconds";
 pub const USER: &str = "process/user_seconds";
 pub const SYSTEM: &str = "process/system_seconds";
 pub const MAX_RSS: &str = "process/max_rss_bytes";
+pub const SHELL: &str = "process/shell_seconds";
+
+/// Runs of the empty shell whose mean is taken off (after one unmeasured
+/// run that loads the shell into the page cache).
+const SHELL_RUNS: u32 = 30;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TimingError {
     #[error("no command to time")]
     NoCommand,
-    #[error("cannot start `{program}`: {source}")]
+    // The OS error is in the message, not a source: a chain would print
+    // it twice.
+    #[error("cannot start `{program}`: {error}")]
     Start {
         program: String,
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    #[error("waiting for `{program}`: {source}")]
+    #[error("waiting for `{program}`: {error}")]
     Wait {
         program: String,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The command failed: the run is not a measurement.
-    #[error("run {iteration} of `{program}` {how}")]
+    #[error("{} of `{program}` {how}", match iteration {
+        0 => "the empty run (timing the shell's start-up)".to_string(),
+        n => format!("run {n}"),
+    })]
     Failed {
         iteration: u32,
         program: String,
@@ -44,53 +60,117 @@ pub enum TimingError {
     Write(std::io::Error),
 }
 
-/// Runs `argv` `iterations` times, one metric line to `out` per run.
-pub fn time_runs(argv: &[String], iterations: u32, out: &mut dyn Write) -> Result<(), TimingError> {
+/// What one run cost.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Cost {
+    wall: f64,
+    user: f64,
+    system: f64,
+    max_rss: u64,
+}
+
+/// Runs `argv` `iterations` times, one metric line to `out` per run. With
+/// `subtract_shell` (`argv` is `SHELL -c STRING`), the mean cost of `SHELL
+/// -c ''` is measured first and taken off each run.
+pub fn time_runs(
+    argv: &[String],
+    iterations: u32,
+    subtract_shell: bool,
+    out: &mut dyn Write,
+) -> Result<(), TimingError> {
     let (program, args) = argv.split_first().ok_or(TimingError::NoCommand)?;
+    let shell = match (subtract_shell, args.first()) {
+        (false, _) => None,
+        (true, Some(flag)) => Some(shell_cost(program, flag)?),
+        (true, None) => return Err(TimingError::NoCommand),
+    };
     for iteration in 1..=iterations {
-        let started = Instant::now();
-        let child = Command::new(program)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn()
-            .map_err(|source| TimingError::Start {
-                program: program.clone(),
-                source,
-            })?;
-        let (status, usage) =
-            wait_with_usage(child.id() as libc::pid_t).map_err(|source| TimingError::Wait {
-                program: program.clone(),
-                source,
-            })?;
-        let wall = started.elapsed().as_secs_f64();
-        drop(child);
-        if !status.success() {
-            use std::os::unix::process::ExitStatusExt;
-            let (how, code) = match (status.code(), status.signal()) {
-                (Some(code), _) => (format!("exited with {code}"), code),
-                (None, Some(sig)) => (format!("was killed by signal {sig}"), 1),
-                (None, None) => ("ended without an exit code".to_string(), 1),
-            };
-            return Err(TimingError::Failed {
-                iteration,
-                program: program.clone(),
-                how,
-                code,
-            });
-        }
+        let cost = run_once(program, args, iteration)?;
         let mut line = serde_json::Map::new();
         line.insert("iteration".into(), iteration.into());
-        line.insert(WALL.into(), wall.into());
-        line.insert(USER.into(), usage.user_seconds.into());
-        line.insert(SYSTEM.into(), usage.system_seconds.into());
-        line.insert(MAX_RSS.into(), usage.max_rss_bytes.into());
+        let less = |x: f64, by: f64| (x - by).max(0.0);
+        match shell {
+            None => {
+                line.insert(WALL.into(), cost.wall.into());
+                line.insert(USER.into(), cost.user.into());
+                line.insert(SYSTEM.into(), cost.system.into());
+            }
+            Some(sh) => {
+                line.insert(WALL.into(), less(cost.wall, sh.wall).into());
+                line.insert(USER.into(), less(cost.user, sh.user).into());
+                line.insert(SYSTEM.into(), less(cost.system, sh.system).into());
+                line.insert(SHELL.into(), sh.wall.into());
+            }
+        }
+        line.insert(MAX_RSS.into(), cost.max_rss.into());
         let line = serde_json::Value::Object(line);
         writeln!(out, "{line}")
             .and_then(|()| out.flush())
             .map_err(TimingError::Write)?;
     }
     Ok(())
+}
+
+/// The mean cost of `shell FLAG ''`: a shell's start-up and exit.
+fn shell_cost(shell: &str, flag: &str) -> Result<Cost, TimingError> {
+    let empty = [flag.to_string(), String::new()];
+    run_once(shell, &empty, 0)?;
+    let mut sum = Cost::default();
+    for _ in 0..SHELL_RUNS {
+        let c = run_once(shell, &empty, 0)?;
+        sum.wall += c.wall;
+        sum.user += c.user;
+        sum.system += c.system;
+    }
+    let n = f64::from(SHELL_RUNS);
+    Ok(Cost {
+        wall: sum.wall / n,
+        user: sum.user / n,
+        system: sum.system / n,
+        max_rss: 0,
+    })
+}
+
+/// One run of `program args`, timed from spawn to exit; a failed run is
+/// the cell's end (`iteration` 0: the shell's calibration).
+fn run_once(program: &str, args: &[String], iteration: u32) -> Result<Cost, TimingError> {
+    let started = Instant::now();
+    let child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .map_err(|error| TimingError::Start {
+            program: program.to_string(),
+            error,
+        })?;
+    let (status, usage) =
+        wait_with_usage(child.id() as libc::pid_t).map_err(|error| TimingError::Wait {
+            program: program.to_string(),
+            error,
+        })?;
+    let wall = started.elapsed().as_secs_f64();
+    drop(child);
+    if !status.success() {
+        use std::os::unix::process::ExitStatusExt;
+        let (how, code) = match (status.code(), status.signal()) {
+            (Some(code), _) => (format!("exited with {code}"), code),
+            (None, Some(sig)) => (format!("was killed by signal {sig}"), 1),
+            (None, None) => ("ended without an exit code".to_string(), 1),
+        };
+        return Err(TimingError::Failed {
+            iteration,
+            program: program.to_string(),
+            how,
+            code,
+        });
+    }
+    Ok(Cost {
+        wall,
+        user: usage.user_seconds,
+        system: usage.system_seconds,
+        max_rss: usage.max_rss_bytes,
+    })
 }
 
 #[cfg(test)]
@@ -101,22 +181,31 @@ mod tests {
         words.iter().map(|w| w.to_string()).collect()
     }
 
-    #[test]
-    fn each_run_is_one_line_with_its_wall_cpu_and_memory() {
+    /// The lines of `n` timed runs of `words`.
+    fn timed(words: &[&str], n: u32, subtract_shell: bool) -> Vec<serde_json::Value> {
         let mut out = Vec::new();
-        // A run that burns some CPU in a child it waits for.
-        let cmd = argv(&[
-            "sh",
-            "-c",
-            "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done",
-        ]);
-        time_runs(&cmd, 3, &mut out).unwrap();
+        time_runs(&argv(words), n, subtract_shell, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         let lines: Vec<serde_json::Value> = text
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
-        assert_eq!(lines.len(), 3);
+        assert_eq!(lines.len(), n as usize, "{text}");
+        lines
+    }
+
+    #[test]
+    fn each_run_is_one_line_with_its_wall_cpu_and_memory() {
+        // A run that burns some CPU in a child it waits for.
+        let lines = timed(
+            &[
+                "sh",
+                "-c",
+                "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done",
+            ],
+            3,
+            false,
+        );
         for (i, line) in lines.iter().enumerate() {
             assert_eq!(line["iteration"], i as u64 + 1);
             let wall = line[WALL].as_f64().unwrap();
@@ -129,7 +218,7 @@ mod tests {
     #[test]
     fn a_failing_run_stops_the_cell_with_its_code() {
         let mut out = Vec::new();
-        let err = time_runs(&argv(&["sh", "-c", "exit 7"]), 3, &mut out).unwrap_err();
+        let err = time_runs(&argv(&["sh", "-c", "exit 7"]), 3, false, &mut out).unwrap_err();
         assert!(
             matches!(
                 err,
@@ -142,7 +231,28 @@ mod tests {
             "{err}"
         );
         assert!(out.is_empty());
-        let err = time_runs(&argv(&["/no/such/program"]), 1, &mut out).unwrap_err();
+        let err = time_runs(&argv(&["/no/such/program"]), 1, false, &mut out).unwrap_err();
         assert!(matches!(err, TimingError::Start { .. }), "{err}");
+    }
+
+    #[test]
+    fn a_shell_string_has_the_shells_start_up_taken_off() {
+        for line in &timed(&["sh", "-c", "true; true"], 3, true) {
+            let shell = line[SHELL].as_f64().unwrap();
+            let wall = line[WALL].as_f64().unwrap();
+            // A shell takes time to start; what is left of `true; true`
+            // beyond it is small, and never below zero.
+            assert!(shell > 0.0 && wall >= 0.0, "{line}");
+            assert!(line[USER].as_f64().unwrap() >= 0.0, "{line}");
+        }
+        // Without a shell to subtract, no line carries the figure.
+        assert!(timed(&["true"], 1, false)[0].get(SHELL).is_none());
+        // A shell that cannot run its empty script is the cell's failure.
+        let mut out = Vec::new();
+        let err = time_runs(&argv(&["false", "-c", "x"]), 1, true, &mut out).unwrap_err();
+        assert!(
+            matches!(err, TimingError::Failed { iteration: 0, .. }),
+            "{err}"
+        );
     }
 }

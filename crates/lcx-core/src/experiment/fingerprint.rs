@@ -90,8 +90,11 @@ pub struct KnownCeiling {
 
 /// This host's FP32 ceiling: the best clean probe of this boot from the
 /// user's cache file or `store`'s `host_peaks` (no probe at all), else a
-/// probe now, folded into both when it is clean. `refresh` probes even when
-/// an entry exists (the entry still keeps the best value seen).
+/// probe now, folded into both when it is clean. A probe with no clean try
+/// is kept in the cache file as a floor, flagged `disturbed`, so that the
+/// next runs of a busy boot do not pay for another; a clean probe (a
+/// `refresh`, or a runner's re-probe) replaces it. `refresh` probes even
+/// when an entry exists (the entry still keeps the best value seen).
 pub fn known_ceiling(mut store: Option<&mut Store>, refresh: bool) -> KnownCeiling {
     let key = HostKey::here();
     let file = cache::file_path();
@@ -99,11 +102,14 @@ pub fn known_ceiling(mut store: Option<&mut Store>, refresh: bool) -> KnownCeili
     // AVX-512) is not this host's ceiling: it is probed again, and the new
     // probe replaces it.
     let isa = crate::bench::peak::Isa::here().name();
+    let from_file = |key: &HostKey| {
+        file.as_deref()
+            .and_then(|p| cache::load(p, key))
+            .filter(|c| c.isa == isa)
+    };
     let (in_file, in_db) = match &key {
         Some(key) => (
-            file.as_deref()
-                .and_then(|p| cache::load(p, key))
-                .filter(|c| c.isa == isa),
+            from_file(key),
             store
                 .as_deref()
                 .and_then(|s| s.host_peak(key).ok().flatten())
@@ -111,43 +117,49 @@ pub fn known_ceiling(mut store: Option<&mut Store>, refresh: bool) -> KnownCeili
         ),
         None => (None, None),
     };
+    // A clean ceiling outranks any floor.
     let known = [in_file.clone(), in_db.clone()]
         .into_iter()
         .flatten()
-        .max_by(|a, b| a.gflops.total_cmp(&b.gflops));
+        .max_by(|a, b| {
+            (!a.disturbed, a.gflops)
+                .partial_cmp(&(!b.disturbed, b.gflops))
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
     let save = |store: &mut Option<&mut Store>, c: &Ceiling| {
         // Best-effort: a cache that cannot be written costs a probe later.
         if let Some(p) = &file {
             let _ = cache::save(p, c);
         }
-        if let Some(s) = store.as_deref_mut() {
+        if let (Some(s), false) = (store.as_deref_mut(), c.disturbed) {
             let _ = s.save_host_peak(c);
         }
     };
+    let cached = |c: Ceiling| KnownCeiling {
+        source: if c.disturbed {
+            PeakSource::Disturbed
+        } else {
+            PeakSource::Cached
+        },
+        ceiling: c,
+        probe: None,
+    };
     if let (false, Some(c)) = (refresh, &known) {
         // Each place learns what the other knew better.
-        if in_file.as_ref() != Some(c) || in_db.as_ref() != Some(c) {
+        if in_file.as_ref() != Some(c) || (!c.disturbed && in_db.as_ref() != Some(c)) {
             save(&mut store, c);
         }
-        return KnownCeiling {
-            ceiling: c.clone(),
-            source: PeakSource::Cached,
-            probe: None,
-        };
+        return cached(c.clone());
     }
     // One probe at a time per cache: a run that waited reads the entry the
     // other one just wrote instead of probing beside it.
     let _probing = file.as_deref().and_then(cache::probe_lock);
-    if let (false, Some(path), Some(key)) = (refresh, &file, &key) {
-        if let Some(c) = cache::load(path, key).filter(|c| c.isa == isa) {
-            if let Some(s) = store.as_deref_mut() {
+    if let (false, Some(key)) = (refresh, &key) {
+        if let Some(c) = from_file(key) {
+            if let (Some(s), false) = (store.as_deref_mut(), c.disturbed) {
                 let _ = s.save_host_peak(&c);
             }
-            return KnownCeiling {
-                ceiling: c,
-                source: PeakSource::Cached,
-                probe: None,
-            };
+            return cached(c);
         }
     }
     let peak = crate::bench::peak::measure();
@@ -159,18 +171,16 @@ pub fn known_ceiling(mut store: Option<&mut Store>, refresh: bool) -> KnownCeili
         cpu_model: String::new(),
         cpus: String::new(),
     };
-    let (ceiling, source) = match known {
-        Some(old) => (old.fold(&peak, &now), PeakSource::Probed),
-        None if peak.disturbed => (
-            Ceiling::of(key.clone().unwrap_or_else(blank), &peak, &now),
-            PeakSource::Disturbed,
-        ),
-        None => (
-            Ceiling::of(key.clone().unwrap_or_else(blank), &peak, &now),
-            PeakSource::Probed,
-        ),
+    let ceiling = match known {
+        Some(old) => old.fold(&peak, &now),
+        None => Ceiling::of(key.clone().unwrap_or_else(blank), &peak, &now),
     };
-    if key.is_some() && source == PeakSource::Probed {
+    let source = if ceiling.disturbed {
+        PeakSource::Disturbed
+    } else {
+        PeakSource::Probed
+    };
+    if key.is_some() {
         save(&mut store, &ceiling);
     }
     KnownCeiling {
@@ -181,21 +191,21 @@ pub fn known_ceiling(mut store: Option<&mut Store>, refresh: bool) -> KnownCeili
 }
 
 /// Probes the machine; its FP32 and memory ceiling is `ceiling`
-/// ([`known_ceiling`]). The torch fields come from `torch`
+/// ([`known_ceiling`]), none for an experiment without a roofline. The torch fields come from `torch`
 /// ([`torch_facts`]) and stay empty without it: an experiment of command
 /// arms never loads libtorch.
-pub fn probe(torch: Option<&TorchFacts>, ceiling: &KnownCeiling) -> Fingerprint {
+pub fn probe(torch: Option<&TorchFacts>, ceiling: Option<&KnownCeiling>) -> Fingerprint {
     let (gpu_name, gpu_driver, cuda_version) = nvidia_smi();
-    let c = &ceiling.ceiling;
+    let c = ceiling.map(|k| &k.ceiling);
     Fingerprint {
-        peak_isa: Some(c.isa.clone()),
-        peak_fp32_gflops_core: Some(c.gflops_core),
-        peak_fp32_gflops: Some(c.gflops),
-        peak_stream_gbytes_per_second: Some(c.stream_gbytes_per_second),
-        peak_source: Some(ceiling.source.as_str().to_string()),
-        peak_tries: Some(c.tries as i64),
-        peak_spread: Some(c.spread),
-        peak_probed_at: Some(c.probed_at.clone()),
+        peak_isa: c.map(|c| c.isa.clone()),
+        peak_fp32_gflops_core: c.map(|c| c.gflops_core),
+        peak_fp32_gflops: c.map(|c| c.gflops),
+        peak_stream_gbytes_per_second: c.map(|c| c.stream_gbytes_per_second),
+        peak_source: ceiling.map(|k| k.source.as_str().to_string()),
+        peak_tries: c.map(|c| c.tries as i64),
+        peak_spread: c.map(|c| c.spread),
+        peak_probed_at: c.map(|c| c.probed_at.clone()),
         peak_note: None,
         // The same name the runner identity records (store::liveness).
         hostname: crate::store::hostname(),

@@ -29,6 +29,7 @@ mod matrix;
 mod probe;
 mod read;
 mod resolve;
+pub mod shell;
 mod stored;
 
 pub use exec::{inherited_env_bytes, ExecLimits};
@@ -81,6 +82,9 @@ pub struct Overrides {
     pub sets: Vec<String>,
     /// `--iterations N` replaces `iterations`.
     pub iterations: Option<u32>,
+    /// `--runs N`: `iterations` becomes N runs after the warm-up (hyperfine's
+    /// `--runs`; the warm-up is the file's or `--warmup`'s).
+    pub runs: Option<u32>,
     /// `--warmup N|auto` replaces `warmup`.
     pub warmup: Option<String>,
     /// `--repeats N` replaces `repeats` (a fixed count: adaptive repeats off).
@@ -111,6 +115,9 @@ impl Overrides {
         let mut words = Vec::new();
         if let Some(n) = self.iterations {
             words.extend(["--iterations".to_string(), n.to_string()]);
+        }
+        if let Some(n) = self.runs {
+            words.extend(["--runs".to_string(), n.to_string()]);
         }
         if let Some(w) = &self.warmup {
             words.extend(["--warmup".to_string(), w.clone()]);
@@ -808,6 +815,37 @@ impl Plan {
                 .arms
                 .iter()
                 .any(|arm| arm.requires == Some(Requirement::Cuda))
+    }
+
+    /// Whether a cell of it can report a FLOP rate, and so whether its
+    /// report has a roofline to draw against the host's ceiling: every arm
+    /// but one whose command lcx times as a process (that arm's lines are
+    /// lcx's own four `process/*` figures). Only then does a run probe the
+    /// ceiling.
+    pub fn uses_ceiling(&self) -> bool {
+        self.arms.iter().any(|arm| arm.program != Program::Timer)
+    }
+
+    /// What in the plan is valid but most likely not what its author
+    /// meant, for `lcx run` to say before it runs (nothing is refused).
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(g) = &self.gate {
+            if g.min_speedup == 1.0 {
+                let given = match g.max_slowdown {
+                    Some(_) => "gate.max_slowdown = 0",
+                    None => "gate.min_speedup = 1.0",
+                };
+                out.push(format!(
+                    "{}: `{given}` leaves no margin: the gate can PASS only an arm shown \
+                     faster than the baseline, and an arm as fast as it stays INCONCLUSIVE \
+                     however many repeats run; for \"not slower\", give a margin such as \
+                     `max_slowdown = 0.03` (3 %)",
+                    self.file.display()
+                ));
+            }
+        }
+        out
     }
 
     /// The cells in the order they run.

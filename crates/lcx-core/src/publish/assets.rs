@@ -17,6 +17,11 @@ table { border-collapse: collapse; margin: .6rem 0 1rem; font-variant-numeric: t
 th, td { border: 1px solid var(--line); padding: .3rem .55rem; text-align: left; vertical-align: top; }
 th { background: #f3f5f7; }
 table.sortable th { cursor: pointer; user-select: none; }
+#experiments td { overflow-wrap: anywhere; }
+@media (max-width: 900px) {
+  main { padding: .8rem .6rem 1.5rem; }
+  th, td { padding: .25rem .35rem; font-size: 13px; }
+}
 table.sortable th[aria-sort="ascending"]::after { content: " ▲"; }
 table.sortable th[aria-sort="descending"]::after { content: " ▼"; }
 .badge { display: inline-block; padding: 0 .45rem; border-radius: 3px; font-weight: 600; font-size: 13px; border: 1px solid currentColor; }

@@ -102,7 +102,7 @@ pub fn index_page(rows: &[IndexRow]) -> String {
     let hosts = distinct(rows.iter().map(|r| r.host.as_str()));
     let _ = write!(
         body,
-        "<h1>Experiments</h1>\n<p>{} experiments of {} names. Check: what <code>lcx report \
+        "<h1>Experiments</h1>\n<p>{} of {}. Check: what <code>lcx report \
          --check</code> decides (PASS only when every cell completed and every gate and guard \
          passed). Click a column's header to sort by it.</p>\n\
          <form class=\"filters\" role=\"search\" aria-label=\"Filter experiments\">\
@@ -110,8 +110,8 @@ pub fn index_page(rows: &[IndexRow]) -> String {
          placeholder=\"part of a name\"></label>{}\
          <label>Arm {}</label><label>Host {}</label>\
          <label>Check {}</label></form>\n<p id=\"shown\" aria-live=\"polite\"></p>\n",
-        rows.len(),
-        names.len(),
+        crate::text::counted(rows.len() as u64, "experiment"),
+        crate::text::counted(names.len() as u64, "name"),
         datalist("names", &names),
         select("f-arm", &arms),
         select("f-host", &hosts),
@@ -226,7 +226,7 @@ pub fn experiment_page(p: &ExperimentPage<'_>) -> String {
         if r.gated {
             ""
         } else {
-            " (no gate or guard: every cell completed or not)"
+            " (no gate or guard: PASS when every cell completed)"
         }
     );
     body.push_str("<article class=\"report\">\n");

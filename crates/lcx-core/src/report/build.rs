@@ -221,10 +221,15 @@ fn default_columns(workload: &str, present: &[String]) -> Vec<(String, String, C
         // Commands lcx timed (`timing = "process"`): the wall time leads,
         // judged; the rest of what lcx measured follows as values.
         _ if has(crate::bench::process::WALL) => {
-            use crate::bench::process::{MAX_RSS, SYSTEM, USER, WALL};
+            use crate::bench::process::{MAX_RSS, SHELL, SYSTEM, USER, WALL};
             cols.push(v(WALL, "wall s"));
             cols.push(s(WALL, "wall speedup"));
-            for (m, l) in [(USER, "user s"), (SYSTEM, "system s"), (MAX_RSS, "max RSS")] {
+            for (m, l) in [
+                (USER, "user s"),
+                (SYSTEM, "system s"),
+                (MAX_RSS, "max RSS"),
+                (SHELL, "shell s"),
+            ] {
                 if has(m) {
                     cols.push(v(m, l));
                 }
@@ -1722,6 +1727,19 @@ pub fn assemble(input: Input, options: Options) -> Report {
                     )),
             );
         }
+    }
+    if input
+        .metric_names
+        .iter()
+        .any(|m| m == crate::bench::process::SHELL)
+    {
+        remarks.push(Prose::ours(
+            "Shell start-up taken off: a command given as a string with shell syntax ran \
+             through `sh -c`; its cell first timed 30 runs of the empty `sh -c ''`, and their \
+             mean (the shell s column) was subtracted from each run's wall, user and system \
+             time, as hyperfine does. A string of plain words runs without a shell; an array \
+             runs as it is, with nothing taken off.",
+        ));
     }
     if e.repeats == 1 && arms.len() > 1 {
         remarks.push(Prose::ours(

@@ -21,4 +21,4 @@ pub(crate) mod fixture;
 
 pub use build::{load, Options};
 pub use model::Report;
-pub use render::{render_csv, render_json, render_markdown};
+pub use render::{render_csv, render_json, render_markdown, render_summary};

@@ -142,9 +142,11 @@ pub fn spread(x: f64, d: usize) -> String {
 
 /// `mean ± sd`, both at the mean's precision and scale (`17.6k ± 0.4k`),
 /// the sd as [`spread`] prints it; the mean alone for one value or a
-/// constant (`40`, never `40 ± 0.00`).
+/// constant (`40`, never `40 ± 0.00`). An sd under a ten-millionth of the
+/// mean is the rounding of the pooled sums, not a spread of the values
+/// (a value every line of a cell repeats, such as `process/shell_seconds`).
 pub fn mean_sd(s: &Summary) -> String {
-    if s.n < 2 || s.sd == 0.0 {
+    if s.n < 2 || s.sd <= 1e-7 * s.mean.abs() {
         return num(s.mean);
     }
     if let Some(t) = non_finite(s.mean) {
@@ -544,6 +546,39 @@ fn direction_word(d: Direction) -> &'static str {
     }
 }
 
+/// What `lcx run` prints when its cells are done, as hyperfine prints its
+/// summary: the arms' table, the gate and guards, a contention warning and
+/// the net result; the rest is `lcx report`'s.
+pub fn render_summary(report: &Report) -> String {
+    let mut out = String::new();
+    if report.columns.is_empty() || report.arms.is_empty() {
+        out.push_str("No metrics were recorded for this experiment.\n\n");
+    } else {
+        out.push_str(&arm_table(report));
+        out.push_str("\n\n");
+    }
+    out.push_str(&decisions(report));
+    out.truncate(out.trim_end().len());
+    out.push('\n');
+    out
+}
+
+/// The gate, the guards, a contention warning and the net result, each a
+/// paragraph: what the report and the summary both end their top with.
+fn decisions(report: &Report) -> String {
+    let mut out = String::new();
+    let lines = [
+        verdict_line(report),
+        guard_lines(report),
+        contended_line(report),
+        Some(format!("Net result: {}", report.net_result.markdown())),
+    ];
+    for line in lines.into_iter().flatten() {
+        let _ = writeln!(out, "{line}\n");
+    }
+    out
+}
+
 /// The whole report as markdown in the shape of a hand-written record.
 pub fn render_markdown(report: &Report) -> String {
     let e = &report.experiment;
@@ -612,16 +647,7 @@ pub fn render_markdown(report: &Report) -> String {
         out.push_str(&roofline_section(r));
     }
 
-    if let Some(line) = verdict_line(report) {
-        let _ = writeln!(out, "{line}\n");
-    }
-    if let Some(text) = guard_lines(report) {
-        let _ = writeln!(out, "{text}\n");
-    }
-    if let Some(line) = contended_line(report) {
-        let _ = writeln!(out, "{line}\n");
-    }
-    let _ = writeln!(out, "Net result: {}\n", report.net_result.markdown());
+    out.push_str(&decisions(report));
 
     // Per-arm verdicts on every metric of the table.
     let mut metrics: Vec<(&str, &str)> = Vec::new();
@@ -1174,6 +1200,8 @@ mod tests {
             max: mean + sd,
         };
         assert_eq!(mean_sd(&summary(5, 40.0, 0.0)), "40", "a constant");
+        // The pooled sums' rounding is no spread.
+        assert_eq!(mean_sd(&summary(30, 0.000878, 1e-11)), "0.000878");
         assert_eq!(mean_sd(&summary(1, 0.5, 0.0)), "0.500");
         assert_eq!(mean_sd(&summary(8, 17_612.0, 421.0)), "17.6k ± 0.4k");
         assert_eq!(mean_sd(&summary(8, 4.0, 0.066)), "4.00 ± 0.07");

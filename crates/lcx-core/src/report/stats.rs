@@ -646,9 +646,21 @@ impl GateTest {
             ),
             Decision::Inconclusive => {
                 let half = (high.ln() - low.ln()) / 2.0;
-                let more = replicates_to_reach(half, s.ratio.ln() - t.ln(), replicates)
-                    .map(|k| format!("; about {k} more replicates per arm would likely decide"))
-                    .unwrap_or_default();
+                let distance = s.ratio.ln() - t.ln();
+                // A bound of 1× (no margin) is where an arm as fast as its
+                // baseline sits: an estimate within a standard error of it is
+                // that arm as likely as any, and no number of replicates is
+                // sure to move the interval off the bound. (With a margin,
+                // equal arms lie the margin away, and the projection holds.)
+                let more = if t == 1.0 && distance.abs() <= s.log_se {
+                    "; the estimate sits within a standard error of a bound with no margin, \
+                     where more replicates narrow the interval without deciding"
+                        .to_string()
+                } else {
+                    replicates_to_reach(half, distance, replicates)
+                        .map(|k| format!("; about {k} more replicates per arm would likely decide"))
+                        .unwrap_or_default()
+                };
                 (
                     Decision::Inconclusive,
                     Some(format!(
@@ -1316,6 +1328,34 @@ mod tests {
             [Decision::Pass, Decision::Fail, Decision::Inconclusive].map(Decision::exit_code),
             [0, 1, 3]
         );
+    }
+
+    #[test]
+    fn a_zero_margin_gate_promises_no_decision_for_an_arm_at_its_bound() {
+        // An arm as fast as its baseline under `min_speedup = 1.0`: the
+        // estimate lands within a standard error of the bound.
+        let at_bound = |ratio: f64| Speedup {
+            ratio,
+            se: 0.02,
+            ci_low: ratio / 1.08,
+            ci_high: ratio * 1.08,
+            log_se: 0.02,
+            df: 4.0,
+        };
+        let test = GateTest::from_min_speedup(1.0);
+        let (decision, why) = test.decide(Some(&at_bound(1.006)), 5);
+        assert_eq!(decision, Decision::Inconclusive);
+        let why = why.unwrap();
+        assert!(
+            why.contains("within a standard error of a bound with no margin")
+                && !why.contains("would likely"),
+            "{why}"
+        );
+        // Two standard errors off, the estimate still says how many.
+        let (_, why) = test.decide(Some(&at_bound(1.04)), 5);
+        assert!(why
+            .unwrap()
+            .contains("more replicates per arm would likely decide"));
     }
 
     #[test]

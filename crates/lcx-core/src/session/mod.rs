@@ -453,8 +453,12 @@ fn record(store: &mut Store, plan: &Plan, text: &str, host: &Host) -> Result<i64
         .needs_torch()
         .then(|| fingerprint::torch_facts(&host.lcx_exe))
         .flatten();
-    let ceiling = fingerprint::known_ceiling(Some(store), false);
-    let fingerprint = fingerprint::probe(torch.as_ref(), &ceiling);
+    // Timed commands report no FLOP rate: their run spends no second of
+    // both cores on a probe whose figure nothing reads.
+    let ceiling = plan
+        .uses_ceiling()
+        .then(|| fingerprint::known_ceiling(Some(store), false));
+    let fingerprint = fingerprint::probe(torch.as_ref(), ceiling.as_ref());
     run::create_experiment(store, plan, text, host.argv.clone(), git, fingerprint)
 }
 

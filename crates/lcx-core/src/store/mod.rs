@@ -69,6 +69,11 @@ pub enum StoreError {
     },
     #[error("{0} is a directory; --db / LCX_DB names the database file (e.g. {0}/lcx.db)")]
     IsDirectory(PathBuf),
+    #[error(
+        "cannot create the database {db}: its folder {folder} does not exist (create it, or \
+         check --db / LCX_DB)"
+    )]
+    NoFolder { db: PathBuf, folder: PathBuf },
     #[error("{0} is not an SQLite database; refusing to touch it (check --db / LCX_DB)")]
     NotSqlite(PathBuf),
     #[error(
@@ -221,6 +226,7 @@ impl StoreError {
                 | StoreError::TooOld { .. }
                 | StoreError::Missing(_)
                 | StoreError::IsDirectory(_)
+                | StoreError::NoFolder { .. }
                 | StoreError::NotSqlite(_)
                 | StoreError::Empty(_)
                 | StoreError::Damaged { .. }
@@ -268,6 +274,15 @@ impl Store {
 
     fn open_with(path: &Path, allow_empty: bool) -> Result<Store, StoreError> {
         let existed = path.exists();
+        // SQLite's own word for it is "unable to open database file".
+        if let Some(folder) = path.parent().filter(|f| !f.as_os_str().is_empty()) {
+            if !existed && !folder.is_dir() {
+                return Err(StoreError::NoFolder {
+                    db: path.to_path_buf(),
+                    folder: folder.to_path_buf(),
+                });
+            }
+        }
         // Several processes opening a new file at once: the one switching it
         // to WAL holds a lock that SQLite reports as busy without calling the
         // busy handler, so the open is retried until the busy timeout.

@@ -336,6 +336,8 @@ impl Store {
                         probed_at: r.get(7)?,
                         checked_at: r.get(8)?,
                         probes: r.get::<_, i64>(9)?.clamp(0, i64::from(u32::MAX)) as u32,
+                        // host_peaks holds clean probes only.
+                        disturbed: false,
                     })
                 },
             )

@@ -78,8 +78,10 @@ pub struct ListRow {
     pub arms: Vec<String>,
     pub cells: i64,
     pub completed: i64,
-    /// Failed or interrupted.
     pub failed: i64,
+    /// Stopped by a Ctrl-C, a signal or the scheduler: a resume runs them
+    /// again; nothing in them failed.
+    pub interrupted: i64,
     pub skipped: i64,
 }
 
@@ -271,11 +273,13 @@ impl Store {
                    (SELECT COUNT(*) FROM runs WHERE experiment_id = e.id \
                         AND status = 'completed'), \
                    (SELECT COUNT(*) FROM runs WHERE experiment_id = e.id \
-                        AND status IN ('failed', 'interrupted')), \
+                        AND status = 'failed'), \
                    (SELECT COUNT(*) FROM runs WHERE experiment_id = e.id \
                         AND status = 'skipped'), \
                    e.runner_pid, e.runner_host, e.runner_boot_id, e.runner_start_ticks, \
-                   e.detached_at IS NOT NULL \
+                   e.detached_at IS NOT NULL, \
+                   (SELECT COUNT(*) FROM runs WHERE experiment_id = e.id \
+                        AND status = 'interrupted') \
                    FROM experiments e ORDER BY e.id DESC LIMIT ?1";
         let limit = limit.map(|l| l as i64).unwrap_or(-1);
         let mut st = self.conn.prepare(sql)?;
@@ -303,6 +307,7 @@ impl Store {
                     cells: r.get(6)?,
                     completed: r.get(7)?,
                     failed: r.get(8)?,
+                    interrupted: r.get(15)?,
                     skipped: r.get(9)?,
                 })
             })?

@@ -76,10 +76,17 @@ pub struct Ceiling {
     pub checked_at: String,
     /// Clean probes folded in.
     pub probes: u32,
+    /// No probe of this key has been clean yet: the figures are a floor
+    /// (the best disturbed try), kept in the cache file only, so that a
+    /// busy host is not probed again by every run of the boot. A clean
+    /// probe replaces it; a database's `host_peaks` never holds one.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub disturbed: bool,
 }
 
 impl Ceiling {
-    /// A clean probe's figures as a ceiling of its own.
+    /// A probe's figures as a ceiling of its own (a floor when no try of
+    /// it was clean).
     pub fn of(key: HostKey, peak: &Peak, now: &str) -> Ceiling {
         Ceiling {
             key,
@@ -92,16 +99,21 @@ impl Ceiling {
             spread: peak.spread,
             probed_at: now.to_string(),
             checked_at: now.to_string(),
-            probes: 1,
+            probes: u32::from(!peak.disturbed),
+            disturbed: peak.disturbed,
         }
     }
 
     /// Folds a probe in: each figure keeps the best seen, and the all-core
     /// figure its probe's tries, spread and date. A disturbed probe (no
-    /// clean try) changes nothing.
+    /// clean try) changes a clean ceiling in nothing and raises a floor;
+    /// a clean probe replaces a floor.
     pub fn fold(self, peak: &Peak, now: &str) -> Ceiling {
-        if peak.disturbed {
-            return self;
+        match (self.disturbed, peak.disturbed) {
+            (false, true) => return self,
+            (true, true) if peak.gflops <= self.gflops => return self,
+            (true, _) => return Ceiling::of(self.key.clone(), peak, now),
+            (false, false) => {}
         }
         let mut out = if peak.gflops > self.gflops {
             Ceiling::of(self.key.clone(), peak, now)
@@ -262,6 +274,39 @@ mod tests {
             .fold(&peak(500.0, 300.0, true), "2026-12-04T10:00:00Z");
         assert_eq!(same, c);
         assert_eq!(c.describe(), "best of 5, spread 2 %, probed 2026-12-03");
+    }
+
+    #[test]
+    fn a_floor_is_raised_by_busy_probes_and_replaced_by_a_clean_one() {
+        let floor = Ceiling::of(
+            key("h", "b"),
+            &peak(90.0, 60.0, true),
+            "2026-12-01T10:00:00Z",
+        );
+        assert!(floor.disturbed);
+        assert_eq!(floor.probes, 0);
+        let lower = floor
+            .clone()
+            .fold(&peak(80.0, 70.0, true), "2026-12-01T11:00:00Z");
+        assert_eq!(lower, floor);
+        let higher = floor.fold(&peak(120.0, 70.0, true), "2026-12-01T12:00:00Z");
+        assert_eq!((higher.gflops, higher.disturbed), (120.0, true));
+        // A clean probe reading less than the floor still replaces it: a
+        // floor is no ceiling.
+        let clean = higher.fold(&peak(110.0, 60.0, false), "2026-12-01T13:00:00Z");
+        assert_eq!(
+            (clean.gflops, clean.disturbed, clean.probes),
+            (110.0, false, 1)
+        );
+        // The cache file keeps the flag; a clean entry writes none.
+        let text = serde_json::to_string(&clean).unwrap();
+        assert!(!text.contains("disturbed"), "{text}");
+        let back: Ceiling = serde_json::from_str(
+            &serde_json::to_string(&Ceiling::of(key("h", "b"), &peak(9.0, 9.0, true), "t"))
+                .unwrap(),
+        )
+        .unwrap();
+        assert!(back.disturbed);
     }
 
     #[test]

@@ -207,6 +207,7 @@ impl Reader<'_> {
                 }
             };
             let command = self.argv(arm, &prefix, "command")?;
+            let shell = matches!(arm.get("command"), Some(toml::Value::String(s)) if super::shell::needs_shell(s));
             let hooks = self.hooks(arm, &prefix)?;
             match workload {
                 Workload::Command => {
@@ -253,6 +254,7 @@ impl Reader<'_> {
                 variable_iterations: variable.unwrap_or(false),
                 variable_set: variable.is_some(),
                 timed,
+                shell,
                 timeout,
                 hooks,
                 revision,

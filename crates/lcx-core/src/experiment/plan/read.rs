@@ -206,6 +206,9 @@ pub(super) struct RawArm {
     /// `timing = "process"`: lcx times each run of the command (`None`:
     /// the arm did not say; the file's applies).
     pub(super) timed: Option<bool>,
+    /// `command` is a string with shell syntax, run through `sh -c`: a
+    /// timed run has the shell's start-up taken off.
+    pub(super) shell: bool,
     /// `timeout` (`None`: the arm did not say; the file's applies).
     pub(super) timeout: Option<f64>,
     /// `setup`, `prepare`, `cleanup` (each `None`: the file's applies).
@@ -412,10 +415,13 @@ impl Reader<'_> {
                     message: "expected an integer ≥ 1".into(),
                 })
             }
-            Some(n) => n,
-            None => self
-                .count(t, "iterations", 1)?
-                .ok_or_else(|| self.err("iterations", "missing (expected an integer ≥ 1)"))?,
+            Some(n) => Some(n),
+            // `--runs` counts the runs after the warm-up instead.
+            None if cli.runs.is_some() => None,
+            None => Some(
+                self.count(t, "iterations", 1)?
+                    .ok_or_else(|| self.err("iterations", "missing (expected an integer ≥ 1)"))?,
+            ),
         };
         let (warmup, warmup_auto) = match cli.warmup.as_deref() {
             Some("auto") => (0, true),
@@ -445,6 +451,11 @@ impl Reader<'_> {
                 };
                 (n, auto)
             }
+        };
+        // Without `iterations`, `--runs` was given.
+        let iterations = match iterations {
+            Some(n) => n,
+            None => runs_after_warmup(cli.runs.unwrap_or(0), warmup, warmup_auto)?,
         };
         if warmup >= iterations {
             let message = format!(
@@ -871,18 +882,29 @@ impl Reader<'_> {
     /// writes: otherwise every cell would run and the check still end
     /// inconclusive. Checked when one of the arms it compares (`concerned`)
     /// runs this lcx; arms at a revision run that revision's lcx, whose
-    /// names may differ, and `command` arms write whatever they write.
+    /// names may differ. `command` arms write whatever they write, except
+    /// that arms lcx times (`timing = "process"`, this lcx's timer whatever
+    /// their revision) write its four `process/*` names and nothing else.
     pub(super) fn check_written<'a>(
         &self,
         workload: Workload,
         key: &str,
         metric: &str,
-        mut concerned: impl Iterator<Item = &'a RawArm>,
+        concerned: impl Iterator<Item = &'a RawArm>,
     ) -> Result<(), PlanError> {
-        let Some(writer) = workload.writers() else {
-            return Ok(());
+        let concerned: Vec<&RawArm> = concerned.collect();
+        let timed = !concerned.is_empty() && concerned.iter().all(|a| a.timed == Some(true));
+        let (writer, who) = match workload.writers() {
+            Some(writer) if concerned.iter().any(|a| a.revision.is_none()) => {
+                (writer, format!("the {} workload", workload.as_str()))
+            }
+            None if timed => (
+                crate::metrics::Writers::PROCESS,
+                "a command lcx times (`timing = \"process\"`)".to_string(),
+            ),
+            _ => return Ok(()),
         };
-        if crate::metrics::writes(writer, metric) || !concerned.any(|a| a.revision.is_none()) {
+        if crate::metrics::writes(writer, metric) {
             return Ok(());
         }
         let hint = crate::metrics::closest_written(writer, metric)
@@ -897,9 +919,8 @@ impl Reader<'_> {
         Err(self.err(
             key,
             format!(
-                "the {} workload never writes `{metric}`{hint}, so its cells would not report \
-                 it and the check would end inconclusive; it writes: {}{wildcard}",
-                workload.as_str(),
+                "{who} never writes `{metric}`{hint}, so its cells would not report it and the \
+                 check would end inconclusive; it writes: {}{wildcard}",
                 names.join(", ")
             ),
         ))
@@ -1413,6 +1434,25 @@ fn seconds(v: &toml::Value) -> Option<f64> {
     (n >= 0.0 && n.is_finite()).then_some(n)
 }
 
+/// `--runs N`: the iterations of N runs after `warmup`.
+fn runs_after_warmup(runs: u32, warmup: u32, auto: bool) -> Result<u32, PlanError> {
+    let flag = |message: &str| PlanError::Flag {
+        flag: "--runs",
+        message: message.to_string(),
+    };
+    if runs == 0 {
+        return Err(flag("expected an integer ≥ 1"));
+    }
+    if auto {
+        return Err(flag(
+            "counts the runs after the warm-up, which `warmup = \"auto\"` decides only once \
+             the cell ran; give a warm-up count (--warmup N) or every run (--iterations N)",
+        ));
+    }
+    runs.checked_add(warmup)
+        .ok_or_else(|| flag("with the warm-up, more runs than a cell can count"))
+}
+
 impl Reader<'_> {
     /// `setup`, `prepare` and `cleanup` of the file or an arm: each a
     /// command, an array run without a shell or a string through `sh -c`.
@@ -1429,8 +1469,10 @@ impl Reader<'_> {
         Ok(hooks)
     }
 
-    /// A command-valued key (`command`, a hook) as an argv: a string runs
-    /// through `sh -c`, an array as it is (its first entry the program).
+    /// A command-valued key (`command`, a hook) as an argv: a string of
+    /// plain words runs as those words, one with shell syntax through
+    /// `sh -c` (`shell::words`), an array as it is (its first entry the
+    /// program).
     pub(super) fn argv(
         &self,
         table: &toml::Table,
@@ -1445,7 +1487,9 @@ impl Reader<'_> {
             }
             Some(toml::Value::String(s)) => {
                 self.no_nul(path, s)?;
-                Ok(Some(vec!["sh".to_string(), "-c".to_string(), s.clone()]))
+                Ok(Some(super::shell::words(s).unwrap_or_else(|| {
+                    vec!["sh".to_string(), "-c".to_string(), s.clone()]
+                })))
             }
             Some(toml::Value::Array(_)) => {
                 let argv = self.read(at(table, prefix).strings(key))?;

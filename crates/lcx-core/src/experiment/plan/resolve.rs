@@ -91,8 +91,17 @@ impl Reader<'_> {
             let mut argv = raw.command.unwrap_or_default();
             let (program, args) = if raw.timed == Some(true) {
                 // lcx runs the command once per iteration and writes the
-                // lines (bench::process).
-                let timer = ["time-process", "--"].map(String::from);
+                // lines (bench::process); the count is on its command line
+                // too, so that the report's reproduce line runs as pasted.
+                let mut timer = vec![
+                    "time-process".to_string(),
+                    "--iterations".into(),
+                    iterations,
+                ];
+                if raw.shell {
+                    timer.push("--subtract-shell".into());
+                }
+                timer.push("--".into());
                 (Program::Timer, timer.into_iter().chain(argv).collect())
             } else {
                 (Program::External(argv.remove(0)), argv)

@@ -29,7 +29,8 @@ fn command_plan_resolves() {
     let p = plan(COMMAND).unwrap();
     assert_eq!(p.arms.len(), 2);
     assert_eq!(p.baseline, "a");
-    assert_eq!(p.arms[0].command_line(), vec!["sh", "-c", "echo 1"]);
+    // Plain words run without a shell.
+    assert_eq!(p.arms[0].command_line(), vec!["echo", "1"]);
     assert_eq!(p.arms[1].program, Program::External("printf".into()));
     assert_eq!(p.arms[1].env.get("N").map(String::as_str), Some("3"));
     assert_eq!(p.arms[0].workdir.as_deref(), Some(Path::new("/exp/dir")));
@@ -974,6 +975,58 @@ fn a_gate_or_guard_on_a_metric_the_workload_never_writes_is_refused() {
 }
 
 #[test]
+fn a_gate_without_margin_is_warned_of_not_refused() {
+    let gated = |gate: &str| plan(&format!("{COMMAND}[gate]\nmetric = \"t\"\n{gate}\n")).unwrap();
+    for gate in ["min_speedup = 1.0", "max_slowdown = 0"] {
+        let w = gated(gate).warnings();
+        assert_eq!(w.len(), 1, "{gate}: {w:?}");
+        let key = gate.split(" =").next().unwrap();
+        assert!(
+            w[0].contains(&format!("`gate.{key}")) && w[0].contains("max_slowdown = 0.03"),
+            "{w:?}"
+        );
+    }
+    assert!(gated("min_speedup = 1.05").warnings().is_empty());
+    assert!(gated("max_slowdown = 0.03").warnings().is_empty());
+}
+
+#[test]
+fn a_timed_commands_gate_names_one_of_the_four_process_figures() {
+    let timed = "name = \"t\"\nworkload = \"command\"\ntiming = \"process\"\niterations = 2\n\
+         [[arms]]\nname = \"a\"\ncommand = \"true\"\n[[arms]]\nname = \"b\"\ncommand = \"true\"\n";
+    let e = error(&format!(
+        "{timed}[gate]\nmetric = \"process/wall_secs\"\nmin_speedup = 1.1\n"
+    ));
+    assert!(
+        e.contains("gate.metric")
+            && e.contains(
+                "a command lcx times (`timing = \"process\"`) never writes `process/wall_secs`"
+            )
+            && e.contains("did you mean `process/wall_seconds`?")
+            && e.contains("process/max_rss_bytes"),
+        "{e}"
+    );
+    let e = error(&format!(
+        "{timed}[[guard]]\nmetric = \"process/rss\"\nmargin = 0.1\n"
+    ));
+    assert!(e.contains("guard[0].metric"), "{e}");
+    plan(&format!(
+        "{timed}[gate]\nmetric = \"process/user_seconds\"\nmin_speedup = 1.1\n"
+    ))
+    .unwrap();
+    // An arm that prints its own lines may print any name.
+    let mixed = timed.replacen(
+        "command = \"true\"",
+        "timing = \"lines\"\ncommand = \"true\"",
+        1,
+    );
+    plan(&format!(
+        "{mixed}[gate]\nmetric = \"my/seconds\"\nmin_speedup = 1.1\narm = \"b\"\n"
+    ))
+    .unwrap();
+}
+
+#[test]
 fn arms_at_a_revision_may_gate_on_a_name_their_lcx_writes() {
     // Both arms the gate compares run another lcx: its names may differ.
     let revisions = "name = \"t\"\nworkload = \"train\"\niterations = 2\n\
@@ -1140,9 +1193,50 @@ fn cpus_are_placed_on_this_host_when_the_experiment_is_created() {
 fn timing_process_makes_lcx_time_the_command() {
     let p = plan(&format!("timing = \"process\"\n{COMMAND}")).unwrap();
     assert_eq!(p.arms[0].program, Program::Timer);
+    // The count rides on the command line, so that a pasted reproduce
+    // line runs; plain words need no shell, so none is subtracted.
     assert_eq!(
         p.arms[0].command_line(),
-        ["lcx", "time-process", "--", "sh", "-c", "echo 1"]
+        [
+            "lcx",
+            "time-process",
+            "--iterations",
+            "3",
+            "--",
+            "echo",
+            "1"
+        ]
+    );
+    let shell = format!("timing = \"process\"\n{COMMAND}").replace("\"echo 1\"", "\"echo $X\"");
+    assert_eq!(
+        plan(&shell).unwrap().arms[0].command_line(),
+        [
+            "lcx",
+            "time-process",
+            "--iterations",
+            "3",
+            "--subtract-shell",
+            "--",
+            "sh",
+            "-c",
+            "echo $X"
+        ]
+    );
+    // An array that calls a shell itself is run as it is, nothing taken off.
+    let array = format!("timing = \"process\"\n{COMMAND}")
+        .replace("\"echo 1\"", "[\"sh\", \"-c\", \"echo $X\"]");
+    assert_eq!(
+        plan(&array).unwrap().arms[0].command_line(),
+        [
+            "lcx",
+            "time-process",
+            "--iterations",
+            "3",
+            "--",
+            "sh",
+            "-c",
+            "echo $X"
+        ]
     );
     // An arm's own `timing` wins over the file's.
     let text = format!("timing = \"process\"\n{COMMAND}timing = \"lines\"\n");
@@ -1221,12 +1315,12 @@ fn hooks_come_from_the_arm_else_the_file() {
     ))
     .unwrap();
     // The file's `cleanup` above sits in the last arm's table: that arm's.
-    let sh = |s: &str| Some(vec!["sh".to_string(), "-c".to_string(), s.to_string()]);
-    assert_eq!(p.arms[0].hooks.setup, sh("make"));
+    let words = |w: &[&str]| Some(w.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+    assert_eq!(p.arms[0].hooks.setup, words(&["make"]));
     assert_eq!(p.arms[0].hooks.prepare, Some(vec!["sync".to_string()]));
     assert_eq!(p.arms[0].hooks.cleanup, None);
-    assert_eq!(p.arms[1].hooks.cleanup, sh("rm -f x"));
-    assert_eq!(p.arms[1].hooks.setup, sh("make"));
+    assert_eq!(p.arms[1].hooks.cleanup, words(&["rm", "-f", "x"]));
+    assert_eq!(p.arms[1].hooks.setup, words(&["make"]));
     // Stored and read back with the plan (a `--resume` runs the same hooks).
     let stored = Plan::from_stored(&p.to_json()).unwrap();
     assert_eq!(stored.arms, p.arms);

@@ -224,14 +224,27 @@ pub(crate) struct End {
 /// `variable_iterations`).
 pub(crate) fn short_count(plan: &Plan, arm: &Arm, stored: u64) -> Option<String> {
     let expected = u64::from(plan.iterations);
-    if arm.variable_iterations {
-        return (stored == 0).then(|| "exited 0 without emitting any metric line".to_string());
-    }
-    (stored < expected).then(|| {
+    let short = if arm.variable_iterations {
+        (stored == 0).then(|| "exited 0 without emitting any metric line".to_string())
+    } else {
+        (stored < expected).then(|| {
+            format!(
+                "exited 0 after emitting {stored} of {}",
+                crate::text::counted(expected, "iteration")
+            )
+        })
+    }?;
+    // A command that printed nothing at all most likely expected to be
+    // timed, as hyperfine would (`command = "true"`).
+    let silent_command = stored == 0 && matches!(arm.program, Program::External(_));
+    Some(if silent_command {
         format!(
-            "exited 0 after emitting {stored} of {}",
-            crate::text::counted(expected, "iteration")
+            "{short}: a command arm prints one JSON object per iteration on stdout \
+             ({{\"iteration\": 1, \"my/seconds\": 0.5}}); to have lcx time each run of the \
+             command itself, as hyperfine does, set `timing = \"process\"`"
         )
+    } else {
+        short
     })
 }
 
@@ -448,9 +461,20 @@ mod tests {
             judged(1, ending(Ok(End::exited(0)), 1)).0,
             RunStatus::Completed
         );
-        assert_eq!(
-            judged(1, ending(Ok(End::exited(0)), 0)).1.as_deref(),
-            Some("exited 0 without emitting any metric line")
+        // A command that printed nothing hears what a command arm prints
+        // and that lcx can time it instead.
+        let silent = judged(1, ending(Ok(End::exited(0)), 0)).1.unwrap();
+        assert!(
+            silent.starts_with(
+                "exited 0 without emitting any metric line: a command arm prints \
+                 one JSON object per iteration on stdout"
+            ) && silent.ends_with("set `timing = \"process\"`"),
+            "{silent}"
+        );
+        let silent = judged(0, ending(Ok(End::exited(0)), 0)).1.unwrap();
+        assert!(
+            silent.starts_with("exited 0 after emitting 0 of 3 iterations: a command arm"),
+            "{silent}"
         );
     }
 

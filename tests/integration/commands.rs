@@ -1,0 +1,402 @@
+//! Timing commands as a hyperfine user would: `lcx run --command` with one
+//! command or several, named, as plain words or shell strings, scanned
+//! over a parameter; what `lcx run` prints when it ends; the mistakes such
+//! a user makes first, each refused or explained before anything is
+//! written; and every reproduce line of the report run as pasted.
+
+use std::path::Path;
+use std::process::Output;
+
+use lcx_core::store::Store;
+
+use crate::support::{lcx, report_text, write};
+
+/// `lcx run ARGS --db DB` in `dir`.
+fn run(dir: &Path, db: &Path, args: &[&str]) -> Output {
+    lcx()
+        .arg("run")
+        .args(args)
+        .arg("--db")
+        .arg(db)
+        .arg("--plain")
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// `lcx ARGS --db DB` in `dir`, which must succeed; its stdout.
+fn lcx_ok(dir: &Path, db: &Path, args: &[&str]) -> String {
+    let out = lcx()
+        .args(args)
+        .arg("--db")
+        .arg(db)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+    text(&out.stdout)
+}
+
+/// The latest experiment's report as JSON.
+fn report_json(dir: &Path, db: &Path) -> serde_json::Value {
+    serde_json::from_str(&lcx_ok(dir, db, &["report", "--format", "json"])).unwrap()
+}
+
+/// `out` is bad input: exit 2, saying `needle`.
+fn refused(out: &Output, needle: &str) {
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(needle), "{err}");
+}
+
+/// The argv of each arm's first cell, by arm name.
+fn argv_of(db: &Path, arm: &str) -> Vec<String> {
+    let store = Store::open_read_only(db).unwrap();
+    let e = store.find_experiment("latest").unwrap();
+    let runs = store.runs(e.id).unwrap();
+    runs.iter().find(|r| r.arm == arm).unwrap().command.clone()
+}
+
+#[test]
+fn one_command_or_several_named_with_the_summary_printed() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("lcx.db");
+    // One command: timed, and its table printed when the run ends.
+    let out = run(
+        dir.path(),
+        &db,
+        &["--command", "sleep 0.01", "--runs", "3", "--repeats", "1"],
+    );
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        stdout.contains("| Mode") && stdout.contains("wall s"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("sleep 0.01 [baseline]"), "{stdout}");
+    assert!(stdout.contains("Net result: a single arm"), "{stdout}");
+    // `--runs 3` after the one warm-up: four iterations a cell.
+    let store = Store::open_read_only(&db).unwrap();
+    let e = store.find_experiment("latest").unwrap();
+    assert_eq!((e.iterations, e.warmup), (4, 1));
+    drop(store);
+
+    // Two named commands in a named experiment: arm names, a verdict in
+    // the printed summary, and `lcx history latest` on the wall time.
+    let out = run(
+        dir.path(),
+        &db,
+        &[
+            "--name",
+            "naps",
+            "-n",
+            "short",
+            "--command",
+            "sleep 0.01",
+            "-n",
+            "long",
+            "--command",
+            "sleep 0.05",
+            "--runs",
+            "3",
+            "--repeats",
+            "2",
+        ],
+    );
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // (Which verdict depends on how busy the host is: not asserted.)
+    assert!(stdout.contains("Net result: on wall s"), "{stdout}");
+    assert!(stdout.contains("| sleep 0.05 "), "{stdout}");
+    let history = lcx_ok(dir.path(), &db, &["history", "latest", "--format", "json"]);
+    let rows: serde_json::Value = serde_json::from_str(&history).unwrap();
+    let arms: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["arm"].as_str().unwrap())
+        .collect();
+    assert!(arms.contains(&"short") && arms.contains(&"long"), "{rows}");
+    // The archive's plots and the site's headline are on the wall time too.
+    lcx_ok(dir.path(), &db, &["report", "latest", "--archive"]);
+    let plots: Vec<String> = std::fs::read_dir(dir.path().join("archive"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".svg"))
+        .collect();
+    assert!(
+        !plots.is_empty() && plots.iter().all(|p| !p.contains("rss")),
+        "{plots:?}"
+    );
+    assert!(plots.iter().any(|p| p.contains("wall")), "{plots:?}");
+    let site = dir.path().join("site");
+    lcx_ok(dir.path(), &db, &["publish", site.to_str().unwrap()]);
+    let index = std::fs::read_to_string(site.join("index.html")).unwrap();
+    assert!(index.contains("on process/wall_seconds"), "{index}");
+    assert!(!index.contains("on process/max_rss_bytes"), "{index}");
+    let listed = lcx().args(["list", "--db"]).arg(&db).output().unwrap();
+    assert!(
+        text(&listed.stdout).contains("| naps "),
+        "{}",
+        text(&listed.stdout)
+    );
+
+    // A name given twice, or more names than commands, is refused.
+    for args in [
+        &[
+            "-n",
+            "a",
+            "--command",
+            "true",
+            "-n",
+            "a",
+            "--command",
+            "true",
+        ][..],
+        &["-n", "a", "-n", "b", "--command", "true"][..],
+    ] {
+        refused(&run(dir.path(), &db, args), "--command-name");
+    }
+}
+
+/// A string of plain words runs without a shell; one with shell syntax
+/// runs through `sh -c` with the shell's start-up measured and taken off,
+/// and the report says so. An array runs as it is.
+#[test]
+fn shell_strings_have_the_shells_start_up_taken_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("lcx.db");
+    let out = run(
+        dir.path(),
+        &db,
+        &[
+            "-n",
+            "words",
+            "--command",
+            "sleep 0.01",
+            "-n",
+            "shell",
+            "--command",
+            "sleep 0.01 && true",
+            "--runs",
+            "3",
+            "--repeats",
+            "1",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let words = argv_of(&db, "words");
+    assert_eq!(words[words.len() - 2..], ["sleep", "0.01"]);
+    assert!(
+        !words.contains(&"--subtract-shell".to_string()),
+        "{words:?}"
+    );
+    let shell = argv_of(&db, "shell");
+    assert!(shell.contains(&"--subtract-shell".to_string()), "{shell:?}");
+    assert_eq!(shell[shell.len() - 3..], ["sh", "-c", "sleep 0.01 && true"]);
+    let report = report_text(&db);
+    assert!(report.contains("shell s"), "{report}");
+    assert!(report.contains("Shell start-up taken off"), "{report}");
+    let store = Store::open_read_only(&db).unwrap();
+    let shells = store
+        .query("SELECT COUNT(*) FROM metrics WHERE name = 'process/shell_seconds' AND value > 0")
+        .unwrap()
+        .rows;
+    // Every iteration of the shell arm carries what was taken off.
+    assert_eq!(format!("{:?}", shells[0][0]), "Integer(4)");
+}
+
+/// `-L` and `-P` make one arm per value through `[matrix]`, `{VAR}`
+/// standing for the value.
+#[test]
+fn parameter_lists_and_scans_make_an_arm_per_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("lcx.db");
+    let sized = ["--runs", "1", "--warmup", "0", "--repeats", "1"];
+    let mut args = vec!["-L", "n", "1,2", "--command", "test {n} -gt 0"];
+    args.extend(sized);
+    let out = run(dir.path(), &db, &args);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let json = report_json(dir.path(), &db);
+    let names: Vec<&str> = json["arms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["cmd1-n-1", "cmd1-n-2"]);
+    let mut args = vec!["-P", "n", "1", "3", "--command", "test {n} -gt 0"];
+    args.extend(sized);
+    assert!(run(dir.path(), &db, &args).status.success());
+    // A variable no command holds, or a scan backwards, is refused.
+    for args in [
+        &["-L", "m", "1,2", "--command", "true"][..],
+        &["-P", "n", "3", "1", "--command", "test {n}"][..],
+    ] {
+        refused(&run(dir.path(), &db, args), "--parameter-");
+    }
+}
+
+/// The first mistakes of a hyperfine user: each is refused with the word
+/// that fixes it, or, for a silent command, explained in the cell's error.
+#[test]
+fn first_mistakes_are_refused_or_explained() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("lcx.db");
+    // A misspelt process metric in the gate: refused before anything runs.
+    let file = write(
+        dir.path(),
+        "typo.toml",
+        "name = \"typo\"\nworkload = \"command\"\ntiming = \"process\"\niterations = 2\n\
+         [[arms]]\nname = \"a\"\ncommand = [\"true\"]\n[[arms]]\nname = \"b\"\ncommand = [\"true\"]\n\
+         [gate]\nmetric = \"process/wall_secs\"\nmin_speedup = 1.1\n",
+    );
+    let out = run(dir.path(), &db, &[file.to_str().unwrap()]);
+    refused(&out, "did you mean `process/wall_seconds`?");
+    assert!(!db.exists(), "a refused plan wrote the database");
+
+    // A command that prints nothing, without `timing`: the cell says what
+    // a command arm prints and that lcx can time it.
+    let file = write(
+        dir.path(),
+        "silent.toml",
+        "name = \"silent\"\nworkload = \"command\"\niterations = 2\n\
+         [[arms]]\nname = \"a\"\ncommand = \"true\"\n",
+    );
+    let out = run(dir.path(), &db, &[file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let store = Store::open_read_only(&db).unwrap();
+    let e = store.find_experiment("silent").unwrap();
+    let error = store.runs(e.id).unwrap()[0].error.clone().unwrap();
+    assert!(error.contains("set `timing = \"process\"`"), "{error}");
+    drop(store);
+
+    // A missing program: its OS error once.
+    let out = run(
+        dir.path(),
+        &db,
+        &[
+            "--command",
+            "no-such-program-lcx",
+            "--runs",
+            "1",
+            "--repeats",
+            "1",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let store = Store::open_read_only(&db).unwrap();
+    let e = store.find_experiment("latest").unwrap();
+    let run_row = &store.runs(e.id).unwrap()[0];
+    // The cell's error quotes the last line of its stderr, where the
+    // timer said it once.
+    for said in [&run_row.error, &run_row.stderr_tail] {
+        let said = said.clone().unwrap_or_default();
+        assert_eq!(said.matches("os error 2").count(), 1, "{said}");
+    }
+    drop(store);
+
+    // A database in a folder that does not exist: named, nothing made.
+    let nowhere = dir.path().join("nodir").join("x.db");
+    for args in [
+        &["--command", "true"][..],
+        &[dir.path().join("silent.toml").to_str().unwrap()][..],
+    ] {
+        let folder = format!(
+            "its folder {} does not exist",
+            nowhere.parent().unwrap().display()
+        );
+        refused(&run(dir.path(), &nowhere, args), &folder);
+        assert!(!dir.path().join("nodir").exists());
+    }
+
+    // `--runs` beside an automatic warm-up cannot be counted.
+    let out = run(
+        dir.path(),
+        &db,
+        &["--command", "true", "--runs", "3", "--warmup", "auto"],
+    );
+    refused(&out, "--runs");
+
+    // A gate with no margin runs, with a warning first.
+    let file = write(
+        dir.path(),
+        "zero.toml",
+        "name = \"zero\"\nworkload = \"command\"\ntiming = \"process\"\niterations = 2\n\
+         [[arms]]\nname = \"a\"\ncommand = [\"true\"]\n[[arms]]\nname = \"b\"\ncommand = [\"true\"]\n\
+         [gate]\nmetric = \"process/wall_seconds\"\nmin_speedup = 1.0\n",
+    );
+    let out = run(dir.path(), &db, &[file.to_str().unwrap(), "--dry-run"]);
+    assert!(out.status.success());
+    assert!(
+        text(&out.stderr).contains("warning") && text(&out.stderr).contains("max_slowdown = 0.03"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // Comparing an experiment with itself says so.
+    let out = lcx()
+        .args(["compare", "silent", "1", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    refused(&out, "nothing to compare");
+}
+
+/// Every reproduce line of a command experiment's report runs when pasted
+/// into a shell (with `lcx` on the PATH, as an installed lcx is).
+#[test]
+fn reproduce_lines_run_as_pasted() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("lcx.db");
+    let out = run(
+        dir.path(),
+        &db,
+        &[
+            "--command",
+            "true",
+            "--command",
+            "true && true",
+            "--runs",
+            "2",
+            "--repeats",
+            "1",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v = report_json(dir.path(), &db);
+    let bin = Path::new(env!("CARGO_BIN_EXE_lcx")).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut lines: Vec<String> = v["reproduce"]["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c[1].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(lines.len(), 2, "{v}");
+    lines.push(v["reproduce"]["experiment"].as_str().unwrap().to_string());
+    let pasted: Vec<String> = lines
+        .iter()
+        .map(|line| {
+            let out = std::process::Command::new("sh")
+                .args(["-c", line])
+                .env("PATH", &path)
+                .env("LCX_HOST_LOCK", crate::support::own_host_lock())
+                .current_dir(dir.path())
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "`{line}`: {}", text(&out.stderr));
+            text(&out.stdout)
+        })
+        .collect();
+    // Each cell line prints its iterations' metric lines.
+    assert_eq!(pasted[0].lines().count(), 3, "{}", lines[0]);
+}
