@@ -109,5 +109,5 @@ awk -v r="$ratio" 'BEGIN { exit !(r < 0.98 || r > 1.02) }' && bad=1
 # A round's mean moving by more than 2 % under the same tool is the host's
 # noise, not either tool's: the ratio cannot be read closer than that.
 echo "(a rounds' spread above 2 % is this host's own noise: the ratio is no closer than it)" 
-echo "$rounds rounds, runs per command and round: $runs after $warmup warm-up; lcx $("$lcx" --version 2>/dev/null | head -1), $(hyperfine --version)"
+echo "$rounds rounds, runs per command and round: $runs after $warmup warm-up; $("$lcx" --version 2>/dev/null | head -1), $(hyperfine --version)"
 exit $bad

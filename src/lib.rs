@@ -44,6 +44,7 @@ macro_rules! jsonln {
 mod args;
 mod bisect;
 mod cache;
+mod commands;
 mod compare;
 mod config;
 mod errors;

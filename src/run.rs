@@ -48,18 +48,19 @@ pub struct Args {
     #[arg(long, value_name = "NAME", requires = "commands")]
     name: Option<String>,
     /// With --command: an arm per value of VAR from MIN to MAX (integers),
-    /// `{VAR}` in the commands standing for it (hyperfine's -P).
+    /// `{VAR}` in the commands replaced by it and `$VAR` set to it
+    /// (hyperfine's -P); repeatable, the values crossed.
     #[arg(
         short = 'P',
         long = "parameter-scan",
         num_args = 3,
         value_names = ["VAR", "MIN", "MAX"],
-        requires = "commands",
-        conflicts_with = "parameter_list"
+        allow_negative_numbers = true,
+        requires = "commands"
     )]
     parameter_scan: Vec<String>,
-    /// With --command: an arm per value of VAR (comma-separated), `{VAR}`
-    /// in the commands standing for it (hyperfine's -L).
+    /// With --command: an arm per value of VAR (comma-separated), as -P
+    /// (hyperfine's -L); repeatable, the values crossed.
     #[arg(
         short = 'L',
         long = "parameter-list",
@@ -151,7 +152,16 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let commands_file = match args.commands.as_slice() {
         [] => None,
-        _ => Some(commands_experiment(&args)?),
+        _ => Some(crate::commands::experiment_file(&crate::commands::Asked {
+            commands: &args.commands,
+            names: &args.command_names,
+            name: args.name.as_deref(),
+            scans: &args.parameter_scan,
+            lists: &args.parameter_list,
+            runs_with_auto_warmup: args.runs.is_some() && args.warmup.as_deref() == Some("auto"),
+            db: &args.db,
+            dry_run: args.dry_run,
+        })?),
     };
     let start = match (&commands_file, &args.file, &args.resume, &args.attach) {
         (Some(file), ..) | (None, Some(file), _, _) => Start::File(file.clone()),
@@ -295,177 +305,4 @@ fn print_summary(db: &Path, id: i64) {
         Ok(report) => outln!("\n{}", lcx_core::report::render_summary(&report)),
         Err(e) => errln!("lcx: no summary: {e}"),
     }
-}
-
-/// `--command` arms' defaults: hyperfine's 10 runs after 1 warm-up, in 3
-/// interleaved repeats.
-const COMMAND_RUNS: u32 = 10;
-const COMMAND_WARMUP: u32 = 1;
-const COMMAND_REPEATS: u32 = 3;
-
-/// The experiment `--command A --command B` stands for, written beside the
-/// database (`.lcx/commands/NAME.toml`) so that its report's reproduce line
-/// and `--resume` find it. The name is `--name`'s, else made from the
-/// commands, so the same comparison run again is the same experiment in
-/// `lcx history`. `--runs`/`--warmup`/`--iterations`/`--repeats` apply to
-/// the file as to any other (the file holds the defaults).
-fn commands_experiment(args: &Args) -> anyhow::Result<PathBuf> {
-    let bad = |m: String| crate::errors::bad_input(anyhow::anyhow!(m));
-    let commands = &args.commands;
-    if args.command_names.len() > commands.len() {
-        return Err(bad(format!(
-            "--command-name: {} names for {} (one name per --command, in order)",
-            args.command_names.len(),
-            lcx_core::text::counted(commands.len() as u64, "command")
-        )));
-    }
-    let parameter = parameter(args)?;
-    let joined = commands
-        .iter()
-        .chain(&args.command_names)
-        .chain(
-            parameter
-                .iter()
-                .flat_map(|(var, values)| std::iter::once(var).chain(values)),
-        )
-        .cloned()
-        .collect::<Vec<_>>()
-        .join("\n");
-    let name = match &args.name {
-        Some(name) => name.clone(),
-        None => format!(
-            "commands-{}",
-            &lcx_core::experiment::plan::sha256_hex(joined.as_bytes())[..8]
-        ),
-    };
-    // A JSON string is a TOML basic string: the same quotes and escapes.
-    let quote = |s: &str| serde_json::Value::String(s.to_string()).to_string();
-    let mut text = format!(
-        "# Written by `lcx run --command …`.\nname = {}\nworkload = \"command\"\n\
-         timing = \"process\"\niterations = {}\nwarmup = {COMMAND_WARMUP}\nrepeats = {COMMAND_REPEATS}\n",
-        quote(&name),
-        COMMAND_RUNS + COMMAND_WARMUP,
-    );
-    if let Some((var, values)) = &parameter {
-        let list: Vec<String> = values.iter().map(|v| quote(v)).collect();
-        text.push_str(&format!(
-            "\n[matrix]\n{} = [{}]\n",
-            quote(&format!("env.{var}")),
-            list.join(", ")
-        ));
-    }
-    let mut names: Vec<String> = Vec::new();
-    for (i, command) in commands.iter().enumerate() {
-        if command.trim().is_empty() {
-            return Err(bad(format!("--command {}: empty command", i + 1)));
-        }
-        let arm = match args.command_names.get(i) {
-            Some(n) if n.trim().is_empty() => {
-                return Err(bad(format!("--command-name {}: empty name", i + 1)))
-            }
-            Some(n) => n.clone(),
-            None => format!("cmd{}", i + 1),
-        };
-        if names.contains(&arm) {
-            return Err(bad(format!(
-                "--command-name: `{arm}` names two commands (each arm needs its own name)"
-            )));
-        }
-        // `{VAR}` reads the matrix's variable from the environment.
-        let command = match &parameter {
-            Some((var, _)) => command.replace(&format!("{{{var}}}"), &format!("${{{var}}}")),
-            None => command.clone(),
-        };
-        let label: String = commands[i].chars().take(80).collect();
-        text.push_str(&format!(
-            "\n[[arms]]\nname = {}\nlabel = {}\ncommand = {}\n",
-            quote(&arm),
-            quote(&label),
-            quote(&command)
-        ));
-        names.push(arm);
-    }
-    let folder = args.db.parent().filter(|p| !p.as_os_str().is_empty());
-    if let Some(folder) = folder.filter(|f| !args.dry_run && !f.is_dir()) {
-        // The database's folder would otherwise appear for the file beside it.
-        return Err(crate::errors::bad_input(anyhow::Error::new(
-            lcx_core::store::StoreError::NoFolder {
-                db: args.db.to_path_buf(),
-                folder: folder.to_path_buf(),
-            },
-        )));
-    }
-    // A dry run writes nothing beside the database.
-    let dir = match folder {
-        _ if args.dry_run => std::env::temp_dir().join("lcx-commands"),
-        Some(dir) => dir.join(".lcx").join("commands"),
-        None => PathBuf::from(".lcx").join("commands"),
-    };
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    // A name that is no safe file name gets one made from it.
-    let safe = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
-    let file_name = if name.chars().all(safe) && !name.starts_with('.') && name.len() <= 100 {
-        name.clone()
-    } else {
-        format!(
-            "named-{}",
-            &lcx_core::experiment::plan::sha256_hex(name.as_bytes())[..8]
-        )
-    };
-    let file = dir.join(format!("{file_name}.toml"));
-    std::fs::write(&file, text).with_context(|| format!("writing {}", file.display()))?;
-    Ok(file)
-}
-
-/// `-P VAR MIN MAX` or `-L VAR A,B,C`: the variable and its values.
-fn parameter(args: &Args) -> anyhow::Result<Option<(String, Vec<String>)>> {
-    let bad = |m: String| crate::errors::bad_input(anyhow::anyhow!(m));
-    let (var, values) = match (
-        args.parameter_scan.as_slice(),
-        args.parameter_list.as_slice(),
-    ) {
-        ([var, lo, hi], _) => {
-            let bound = |text: &str, which: &str| {
-                text.trim().parse::<i64>().map_err(|_| {
-                    bad(format!(
-                        "--parameter-scan {var}: {which} must be a whole number, found `{text}`"
-                    ))
-                })
-            };
-            let (lo, hi) = (bound(lo, "MIN")?, bound(hi, "MAX")?);
-            if hi < lo || hi - lo >= 1000 {
-                return Err(bad(format!(
-                    "--parameter-scan {var}: expected MIN ≤ MAX and at most 1000 values, \
-                     found {lo} to {hi}"
-                )));
-            }
-            (var.clone(), (lo..=hi).map(|v| v.to_string()).collect())
-        }
-        (_, [var, list]) => {
-            let values: Vec<String> = list.split(',').map(|v| v.trim().to_string()).collect();
-            if values.iter().any(String::is_empty) {
-                return Err(bad(format!(
-                    "--parameter-list {var}: expected comma-separated values, found `{list}`"
-                )));
-            }
-            (var.clone(), values)
-        }
-        _ => return Ok(None),
-    };
-    if !args
-        .commands
-        .iter()
-        .any(|c| c.contains(&format!("{{{var}}}")))
-    {
-        let flag = if args.parameter_scan.is_empty() {
-            "list"
-        } else {
-            "scan"
-        };
-        return Err(bad(format!(
-            "--parameter-{flag} {var}: no --command holds `{{{var}}}`, so every value would run \
-             the same command"
-        )));
-    }
-    Ok(Some((var, values)))
 }

@@ -35,6 +35,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 .map_err(|e| crate::errors::bad_input(anyhow::anyhow!("LCX_ITERATIONS: {e}")))?
         }
     };
+    // The shell's start-up is measured as `SHELL -c ''`: nothing else
+    // says which shell it is.
+    if args.subtract_shell && !matches!(args.command.get(1..3), Some([c, _]) if c == "-c") {
+        return Err(crate::errors::bad_input(anyhow::anyhow!(
+            "--subtract-shell: the command must be SHELL -c STRING (e.g. sh -c 'sleep 1 && true')"
+        )));
+    }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match time_runs(&args.command, iterations, args.subtract_shell, &mut out) {

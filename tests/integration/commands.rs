@@ -229,16 +229,75 @@ fn parameter_lists_and_scans_make_an_arm_per_value() {
         .map(|a| a["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["cmd1-n-1", "cmd1-n-2"]);
-    let mut args = vec!["-P", "n", "1", "3", "--command", "test {n} -gt 0"];
+    // Each value is the command's own text: plain words stay shell-free,
+    // and `$n` holds the value too.
+    assert_eq!(
+        argv_of(&db, "cmd1-n-2")[4..],
+        ["--", "test", "2", "-gt", "0"]
+    );
+    // Scans take negative bounds, and several parameters cross.
+    let mut args = vec![
+        "-P",
+        "n",
+        "-1",
+        "0",
+        "-L",
+        "w",
+        "a,b",
+        "--command",
+        "test {n} -lt 1 -a {w} = $w",
+    ];
     args.extend(sized);
     assert!(run(dir.path(), &db, &args).status.success());
+    let names: Vec<String> = report_json(dir.path(), &db)["arms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "cmd1-n--1-w-a",
+            "cmd1-n--1-w-b",
+            "cmd1-n-0-w-a",
+            "cmd1-n-0-w-b"
+        ]
+    );
     // A variable no command holds, or a scan backwards, is refused.
-    for args in [
-        &["-L", "m", "1,2", "--command", "true"][..],
-        &["-P", "n", "3", "1", "--command", "test {n}"][..],
+    for (args, said) in [
+        (
+            &["-L", "m", "1,2", "--command", "true"][..],
+            "no --command holds `{m}`",
+        ),
+        (
+            &["-P", "n", "3", "1", "--command", "test {n}"][..],
+            "expected MIN ≤ MAX",
+        ),
+        (
+            &["-L", "my-var", "1", "--command", "echo {my-var}"][..],
+            "no variable name",
+        ),
+        (
+            &["-L", "x", "a b,a-b", "--command", "echo {x}"][..],
+            "two arms would be named",
+        ),
+        (
+            &["-n", "old build", "--command", "true"][..],
+            "--command-name",
+        ),
+        (
+            &["--name", "", "--command", "true"][..],
+            "--name: must not be empty",
+        ),
     ] {
-        refused(&run(dir.path(), &db, args), "--parameter-");
+        refused(&run(dir.path(), &db, args), said);
     }
+    // Nothing refused was written beside the database.
+    let kept = std::fs::read_dir(dir.path().join(".lcx/commands"))
+        .unwrap()
+        .count();
+    assert_eq!(kept, 2);
 }
 
 /// The first mistakes of a hyperfine user: each is refused with the word

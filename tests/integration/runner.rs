@@ -1530,7 +1530,8 @@ fn experiments_one_after_the_other_share_one_probe_of_the_ceiling() {
         if ceiling_of(&db, first).1 == "probed" {
             break;
         }
-        std::fs::remove_file(&cache).unwrap();
+        // The floor is kept beside the cache file.
+        std::fs::remove_file(cache.with_extension("floors.json")).unwrap();
     }
     let (gflops, source, probed_at, _) = ceiling_of(&db, first);
     assert_eq!(source, "probed", "{first} probes were all disturbed");
@@ -1578,14 +1579,17 @@ fn a_disturbed_probe_is_read_back_and_timed_commands_probe_nothing() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    // Whatever this host's probe read, make its entry a floor no probe
-    // would return.
+    // Whatever this host's probe read (a ceiling, or a floor kept beside
+    // the cache file), make its entry a floor no probe would return.
+    let floors = dir.path().join("peak.floors.json");
+    let probed = if cache.exists() { &cache } else { &floors };
     let mut entries: Vec<serde_json::Value> =
-        serde_json::from_slice(&std::fs::read(&cache).unwrap()).unwrap();
+        serde_json::from_slice(&std::fs::read(probed).unwrap()).unwrap();
     assert_eq!(entries.len(), 1);
     entries[0]["gflops"] = serde_json::json!(1.25);
     entries[0]["disturbed"] = serde_json::json!(true);
-    std::fs::write(&cache, serde_json::to_vec(&entries).unwrap()).unwrap();
+    std::fs::write(&floors, serde_json::to_vec(&entries).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&cache);
     let other = dir.path().join("other.db");
     let out = run_with_cache(dir.path(), &other, &cache, r#""t":1"#);
     assert!(
@@ -1602,7 +1606,7 @@ fn a_disturbed_probe_is_read_back_and_timed_commands_probe_nothing() {
     );
 
     // Timed commands: no probe, no ceiling, no line about one.
-    let before = std::fs::read(&cache).unwrap();
+    let before = std::fs::read(&floors).unwrap();
     let file = write(
         dir.path(),
         "timed.toml",
@@ -1619,7 +1623,8 @@ fn a_disturbed_probe_is_read_back_and_timed_commands_probe_nothing() {
     let store = Store::open_read_only(&timed).unwrap();
     let f = store.experiment(1).unwrap().unwrap().fingerprint;
     assert_eq!((f.peak_fp32_gflops, f.peak_source), (None, None));
-    assert_eq!(std::fs::read(&cache).unwrap(), before);
+    assert_eq!(std::fs::read(&floors).unwrap(), before);
+    assert!(!cache.exists());
     let text = report_text(&timed);
     assert!(!text.contains("measured peak"), "{text}");
 }

@@ -134,16 +134,30 @@ fn shell_cost(shell: &str, flag: &str) -> Result<Cost, TimingError> {
 /// One run of `program args`, timed from spawn to exit; a failed run is
 /// the cell's end (`iteration` 0: the shell's calibration).
 fn run_once(program: &str, args: &[String], iteration: u32) -> Result<Cost, TimingError> {
-    let started = Instant::now();
-    let child = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .spawn()
-        .map_err(|error| TimingError::Start {
-            program: program.to_string(),
-            error,
-        })?;
+    let spawn = |program: &str, args: &[String]| {
+        let started = Instant::now();
+        Command::new(program)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .map(|child| (child, started))
+    };
+    // A script without a `#!` line is a shell script to `execvp` and to
+    // every shell; the kernel alone refuses it. Run it as they would.
+    let spawned = match spawn(program, args) {
+        Err(e) if e.raw_os_error() == Some(libc::ENOEXEC) => {
+            let with_sh: Vec<String> = std::iter::once(program.to_string())
+                .chain(args.iter().cloned())
+                .collect();
+            spawn("sh", &with_sh)
+        }
+        other => other,
+    };
+    let (child, started) = spawned.map_err(|error| TimingError::Start {
+        program: program.to_string(),
+        error,
+    })?;
     let (status, usage) =
         wait_with_usage(child.id() as libc::pid_t).map_err(|error| TimingError::Wait {
             program: program.to_string(),
@@ -247,6 +261,13 @@ mod tests {
         }
         // Without a shell to subtract, no line carries the figure.
         assert!(timed(&["true"], 1, false)[0].get(SHELL).is_none());
+        // A script without `#!` runs as a shell script, as execvp runs it.
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("bare");
+        std::fs::write(&script, "exit 0\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        timed(&[script.to_str().unwrap()], 1, false);
         // A shell that cannot run its empty script is the cell's failure.
         let mut out = Vec::new();
         let err = time_runs(&argv(&["false", "-c", "x"]), 1, true, &mut out).unwrap_err();

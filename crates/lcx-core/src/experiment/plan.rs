@@ -38,8 +38,8 @@ pub use read::{check_min_effect, check_name, check_visible, MAX_ARMS, MAX_NAME, 
 pub use stored::{StoredPlanError, PLAN_VERSION};
 
 use read::*;
-pub use resolve::check_revision;
 use resolve::*;
+pub use resolve::{check_arm_name, check_revision, sanitize};
 
 /// Why an experiment file cannot be run. Every variant is the user's input.
 #[derive(Debug, thiserror::Error)]

@@ -159,10 +159,24 @@ pub fn file_path() -> Option<PathBuf> {
     Some(base.join("lcx").join("peak.json"))
 }
 
-/// The entry of `key` in the cache file; a missing or unreadable file is
-/// an empty cache (it is only a cache).
+/// The entry of `key` in the cache file, else its floor (a probe with no
+/// clean try, kept beside the file); a missing or unreadable file is an
+/// empty cache (it is only a cache).
 pub fn load(path: &Path, key: &HostKey) -> Option<Ceiling> {
-    entries(path).into_iter().find(|c| &c.key == key)
+    let find = |p: &Path| entries(p).into_iter().find(|c| &c.key == key);
+    find(path).or_else(|| {
+        find(&floors_path(path)).map(|c| Ceiling {
+            disturbed: true,
+            ..c
+        })
+    })
+}
+
+/// Where floors are kept: a file of their own (`peak.floors.json`), so that
+/// an older lcx, which reads the cache file's entries as clean ceilings,
+/// never sees one.
+fn floors_path(path: &Path) -> PathBuf {
+    path.with_extension("floors.json")
 }
 
 fn entries(path: &Path) -> Vec<Ceiling> {
@@ -172,14 +186,30 @@ fn entries(path: &Path) -> Vec<Ceiling> {
         .unwrap_or_default()
 }
 
-/// Writes `ceiling` into the cache file (replacing its key's entry and
-/// the entries of earlier boots of its host: a home directory shared by a
-/// cluster's nodes keeps one entry per node). Written whole to a temporary
-/// file and renamed, so a reader never sees half a file.
+/// Writes `ceiling` into the cache file, or a floor into the floors' file
+/// (replacing its host's entry there, and the entries of earlier boots of
+/// its host: a home directory shared by a cluster's nodes keeps one entry
+/// per node). A clean ceiling also removes its host's floor. Each file is
+/// written whole to a temporary file and renamed, so a reader never sees
+/// half a file.
 pub fn save(path: &Path, ceiling: &Ceiling) -> std::io::Result<()> {
+    let floors = floors_path(path);
+    let host = &ceiling.key.hostname;
+    if ceiling.disturbed {
+        return replace_entry(&floors, host, Some(ceiling));
+    }
+    replace_entry(path, host, Some(ceiling))?;
+    if entries(&floors).iter().any(|c| &c.key.hostname == host) {
+        replace_entry(&floors, host, None)?;
+    }
+    Ok(())
+}
+
+/// `path`'s entries with `host`'s replaced by `entry` (or removed).
+fn replace_entry(path: &Path, host: &str, entry: Option<&Ceiling>) -> std::io::Result<()> {
     let mut all = entries(path);
-    all.retain(|c| c.key.hostname != ceiling.key.hostname);
-    all.push(ceiling.clone());
+    all.retain(|c| c.key.hostname != host);
+    all.extend(entry.cloned());
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
@@ -307,6 +337,22 @@ mod tests {
         )
         .unwrap();
         assert!(back.disturbed);
+    }
+
+    #[test]
+    fn floors_live_beside_the_cache_file_until_a_clean_probe() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("peak.json");
+        let k = key("h", "b");
+        let floor = Ceiling::of(k.clone(), &peak(90.0, 60.0, true), "t1");
+        save(&path, &floor).unwrap();
+        // The cache file an older lcx reads holds no floor.
+        assert!(entries(&path).is_empty());
+        assert_eq!(load(&path, &k), Some(floor));
+        let clean = Ceiling::of(k.clone(), &peak(180.0, 90.0, false), "t2");
+        save(&path, &clean).unwrap();
+        assert_eq!(load(&path, &k), Some(clean));
+        assert!(entries(&floors_path(&path)).is_empty());
     }
 
     #[test]

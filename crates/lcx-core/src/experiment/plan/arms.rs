@@ -207,7 +207,10 @@ impl Reader<'_> {
                 }
             };
             let command = self.argv(arm, &prefix, "command")?;
-            let shell = matches!(arm.get("command"), Some(toml::Value::String(s)) if super::shell::needs_shell(s));
+            let command_string = match arm.get("command") {
+                Some(toml::Value::String(s)) => Some(s.clone()),
+                _ => None,
+            };
             let hooks = self.hooks(arm, &prefix)?;
             match workload {
                 Workload::Command => {
@@ -254,7 +257,7 @@ impl Reader<'_> {
                 variable_iterations: variable.unwrap_or(false),
                 variable_set: variable.is_some(),
                 timed,
-                shell,
+                command_string,
                 timeout,
                 hooks,
                 revision,

@@ -206,9 +206,10 @@ pub(super) struct RawArm {
     /// `timing = "process"`: lcx times each run of the command (`None`:
     /// the arm did not say; the file's applies).
     pub(super) timed: Option<bool>,
-    /// `command` is a string with shell syntax, run through `sh -c`: a
-    /// timed run has the shell's start-up taken off.
-    pub(super) shell: bool,
+    /// `command` as the file gave it when it is a string (its argv is then
+    /// `sh -c STRING`): a timed arm runs plain words without the shell,
+    /// and has the shell's start-up taken off otherwise (`shell`).
+    pub(super) command_string: Option<String>,
     /// `timeout` (`None`: the arm did not say; the file's applies).
     pub(super) timeout: Option<f64>,
     /// `setup`, `prepare`, `cleanup` (each `None`: the file's applies).
@@ -1469,10 +1470,9 @@ impl Reader<'_> {
         Ok(hooks)
     }
 
-    /// A command-valued key (`command`, a hook) as an argv: a string of
-    /// plain words runs as those words, one with shell syntax through
-    /// `sh -c` (`shell::words`), an array as it is (its first entry the
-    /// program).
+    /// A command-valued key (`command`, a hook) as an argv: a string runs
+    /// through `sh -c`, an array as it is (its first entry the program).
+    /// (A timed arm's string may then run without the shell: `resolve`.)
     pub(super) fn argv(
         &self,
         table: &toml::Table,
@@ -1487,9 +1487,7 @@ impl Reader<'_> {
             }
             Some(toml::Value::String(s)) => {
                 self.no_nul(path, s)?;
-                Ok(Some(super::shell::words(s).unwrap_or_else(|| {
-                    vec!["sh".to_string(), "-c".to_string(), s.clone()]
-                })))
+                Ok(Some(vec!["sh".to_string(), "-c".to_string(), s.clone()]))
             }
             Some(toml::Value::Array(_)) => {
                 let argv = self.read(at(table, prefix).strings(key))?;

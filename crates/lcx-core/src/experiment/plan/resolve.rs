@@ -98,8 +98,13 @@ impl Reader<'_> {
                     "--iterations".into(),
                     iterations,
                 ];
-                if raw.shell {
-                    timer.push("--subtract-shell".into());
+                // A string runs as its words when it holds no shell syntax;
+                // otherwise through `sh -c`, the shell's start-up taken off
+                // (decision 0023).
+                match raw.command_string.as_deref().map(super::shell::words) {
+                    Some(Some(words)) => argv = words,
+                    Some(None) => timer.push("--subtract-shell".into()),
+                    None => {}
                 }
                 timer.push("--".into());
                 (Program::Timer, timer.into_iter().chain(argv).collect())
@@ -233,7 +238,7 @@ pub fn check_revision(value: &str) -> Result<String, String> {
 
 /// Arm names end up in commands, file names and SQL filters: keep them
 /// to a safe alphabet.
-pub(super) fn check_arm_name(name: &str) -> Result<(), String> {
+pub fn check_arm_name(name: &str) -> Result<(), String> {
     if name.is_empty() {
         return Err("must not be empty".into());
     }
@@ -248,7 +253,7 @@ pub(super) fn check_arm_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-pub(super) fn sanitize(raw: &str) -> String {
+pub fn sanitize(raw: &str) -> String {
     raw.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || matches!(c, '-' | '.') {

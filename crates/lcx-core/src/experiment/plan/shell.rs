@@ -1,10 +1,12 @@
-//! Whether a command written as a string needs a shell. A string of plain
-//! words (`sleep 0.05`, `./bench --size 4`) runs as those words, without
-//! `sh -c`: a shell would add its own start-up to every timed run. A string
-//! with anything a shell interprets (quotes, `$`, globs, pipes, `;`, `&&`,
-//! redirections, `NAME=value` prefixes, `~`) or a shell builtin as its
-//! program (`cd`, `exec`, `export`…) runs through `sh -c`, and lcx takes
-//! the shell's own start-up off its timed runs (`bench::process`).
+//! Whether a command written as a string needs a shell, for arms lcx times
+//! (`timing = "process"`; other command arms and hooks run strings through
+//! `sh -c`, whose start-up no one times). A string of plain words (`sleep
+//! 0.05`, `./bench --size 4`) runs as those words, without `sh -c`: a shell
+//! would add its own start-up to every timed run. A string with anything a
+//! shell interprets (quotes, `$`, globs, pipes, `;`, `&&`, redirections,
+//! `NAME=value` prefixes, `~`) or a shell builtin as its program (`cd`,
+//! `exec`, `export`…) runs through `sh -c`, and lcx takes the shell's own
+//! start-up off its timed runs (`bench::process`).
 
 /// Characters a shell reads as themselves in an unquoted word.
 fn plain(c: char) -> bool {
@@ -13,12 +15,13 @@ fn plain(c: char) -> bool {
 
 /// Programs that exist only inside a shell (builtins and keywords that
 /// have no program of the same name on a usual system).
+/// (`time` too: a keyword where `sh` is bash.)
 const SHELL_ONLY: &[&str] = &[
-    ".", ":", "alias", "bg", "break", "case", "cd", "command", "continue", "do", "done", "elif",
-    "else", "esac", "eval", "exec", "exit", "export", "fg", "fi", "for", "function", "getopts",
-    "hash", "if", "jobs", "local", "read", "readonly", "return", "select", "set", "shift",
-    "source", "then", "times", "trap", "type", "ulimit", "umask", "unalias", "unset", "until",
-    "wait", "while",
+    ".", ":", "alias", "bg", "break", "builtin", "case", "cd", "command", "continue", "declare",
+    "do", "done", "elif", "else", "esac", "eval", "exec", "exit", "export", "fg", "fi", "for",
+    "function", "getopts", "hash", "if", "jobs", "let", "local", "popd", "pushd", "read",
+    "readonly", "return", "select", "set", "shift", "shopt", "source", "then", "time", "times",
+    "trap", "type", "typeset", "ulimit", "umask", "unalias", "unset", "until", "wait", "while",
 ];
 
 /// The words of `command` when it holds no shell syntax, else `None`

@@ -29,8 +29,8 @@ fn command_plan_resolves() {
     let p = plan(COMMAND).unwrap();
     assert_eq!(p.arms.len(), 2);
     assert_eq!(p.baseline, "a");
-    // Plain words run without a shell.
-    assert_eq!(p.arms[0].command_line(), vec!["echo", "1"]);
+    // A string runs through `sh -c` (only timed arms skip the shell).
+    assert_eq!(p.arms[0].command_line(), vec!["sh", "-c", "echo 1"]);
     assert_eq!(p.arms[1].program, Program::External("printf".into()));
     assert_eq!(p.arms[1].env.get("N").map(String::as_str), Some("3"));
     assert_eq!(p.arms[0].workdir.as_deref(), Some(Path::new("/exp/dir")));
@@ -1315,12 +1315,12 @@ fn hooks_come_from_the_arm_else_the_file() {
     ))
     .unwrap();
     // The file's `cleanup` above sits in the last arm's table: that arm's.
-    let words = |w: &[&str]| Some(w.iter().map(|s| s.to_string()).collect::<Vec<_>>());
-    assert_eq!(p.arms[0].hooks.setup, words(&["make"]));
+    let sh = |s: &str| Some(vec!["sh".to_string(), "-c".to_string(), s.to_string()]);
+    assert_eq!(p.arms[0].hooks.setup, sh("make"));
     assert_eq!(p.arms[0].hooks.prepare, Some(vec!["sync".to_string()]));
     assert_eq!(p.arms[0].hooks.cleanup, None);
-    assert_eq!(p.arms[1].hooks.cleanup, words(&["rm", "-f", "x"]));
-    assert_eq!(p.arms[1].hooks.setup, words(&["make"]));
+    assert_eq!(p.arms[1].hooks.cleanup, sh("rm -f x"));
+    assert_eq!(p.arms[1].hooks.setup, sh("make"));
     // Stored and read back with the plan (a `--resume` runs the same hooks).
     let stored = Plan::from_stored(&p.to_json()).unwrap();
     assert_eq!(stored.arms, p.arms);

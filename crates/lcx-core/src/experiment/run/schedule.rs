@@ -678,6 +678,9 @@ fn recheck_ceiling(
         info.repeat,
         known.ceiling.describe()
     );
+    if known.ceiling.disturbed {
+        note.push_str("; no try of that probe had all its cores, so the figure is a floor");
+    }
     if rate > best {
         note.push_str(
             "; the phase still runs above it, so its FLOP count or its clock is wrong, not only \
