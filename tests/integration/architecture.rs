@@ -111,6 +111,32 @@ fn no_sql_outside_the_store() {
     }
 }
 
+/// The machine's facts (`system/`: the host's name, boot, CPUs, load) and
+/// its ceiling (`bench/peak/`) sit below the experiment, its records and
+/// its reports: they name none of them (a host key made from the store's
+/// host name once closed a circle through the store and the fingerprint).
+#[test]
+fn the_host_and_its_ceiling_name_nothing_above_them() {
+    for dir in [
+        "crates/lcx-core/src/system",
+        "crates/lcx-core/src/bench/peak",
+    ] {
+        for above in [
+            "crate::store",
+            "crate::experiment",
+            "crate::report",
+            "crate::session",
+            "crate::publish",
+        ] {
+            assert_eq!(
+                files_naming(dir, above, None),
+                Vec::<String>::new(),
+                "{dir} names {above}"
+            );
+        }
+    }
+}
+
 #[test]
 fn no_io_in_the_renderers() {
     for needle in [

@@ -208,13 +208,13 @@ pub fn probe(torch: Option<&TorchFacts>, ceiling: Option<&KnownCeiling>) -> Fing
         peak_probed_at: c.map(|c| c.probed_at.clone()),
         peak_note: None,
         // The same name the runner identity records (store::liveness).
-        hostname: crate::store::hostname(),
+        hostname: crate::system::host::hostname(),
         os: Some(os_description()),
-        cpu_model: cpu_model(),
+        cpu_model: crate::system::Root::default().cpu_model(),
         cpu_cores: std::thread::available_parallelism()
             .ok()
             .map(|n| n.get() as i64),
-        memory_bytes: memory_bytes(),
+        memory_bytes: crate::system::Root::default().memory_bytes(),
         gpu_name,
         gpu_driver,
         cuda_version,
@@ -231,12 +231,12 @@ pub fn probe(torch: Option<&TorchFacts>, ceiling: Option<&KnownCeiling>) -> Fing
 pub fn node() -> crate::store::NodeInfo {
     let (gpu_name, gpu_driver, _) = nvidia_smi();
     crate::store::NodeInfo {
-        hostname: crate::store::hostname(),
-        cpu_model: cpu_model(),
+        hostname: crate::system::host::hostname(),
+        cpu_model: crate::system::Root::default().cpu_model(),
         cpus: std::thread::available_parallelism()
             .ok()
             .map(|n| n.get() as i64),
-        memory_bytes: memory_bytes(),
+        memory_bytes: crate::system::Root::default().memory_bytes(),
         gpu_name,
         gpu_driver,
     }
@@ -304,21 +304,6 @@ fn os_description() -> String {
     parts.extend(pretty);
     parts.extend(kernel.map(|k| format!("kernel {k}")));
     parts.join(", ")
-}
-
-pub(crate) fn cpu_model() -> Option<String> {
-    let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
-    text.lines().find_map(|l| {
-        let (key, value) = l.split_once(':')?;
-        (key.trim() == "model name").then(|| value.trim().to_string())
-    })
-}
-
-fn memory_bytes() -> Option<i64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
-    let kib: i64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
 }
 
 /// GPU name, driver version and the driver's CUDA version from

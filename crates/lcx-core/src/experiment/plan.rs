@@ -762,13 +762,11 @@ pub struct Measurement {
 }
 
 impl Measurement {
-    /// Half a core, or 10 % of the host's CPUs when that is less (on a
-    /// small host a third of a core already shifts a measurement).
+    /// The experiment's `max_foreign_cpu`, else the host's default
+    /// ([`crate::system::default_max_foreign_cpu`]).
     pub fn threshold(&self, host_cpus: Option<i64>) -> f64 {
-        self.max_foreign_cpu.unwrap_or_else(|| match host_cpus {
-            Some(n) if n > 0 => (0.1 * n as f64).min(0.5),
-            _ => 0.5,
-        })
+        self.max_foreign_cpu
+            .unwrap_or_else(|| crate::system::default_max_foreign_cpu(host_cpus))
     }
 }
 

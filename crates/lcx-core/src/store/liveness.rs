@@ -10,6 +10,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::system::{host::hostname, Root};
+
 /// The process that holds an experiment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunnerIdentity {
@@ -40,7 +42,7 @@ impl RunnerIdentity {
         RunnerIdentity {
             pid,
             host: hostname(),
-            boot_id: boot_id(),
+            boot_id: Root::default().boot_id(),
             start_ticks: start_ticks(pid),
         }
     }
@@ -54,7 +56,7 @@ impl RunnerIdentity {
         if hostname().as_ref() != Some(host) {
             return Liveness::Unknown;
         }
-        if boot_id().as_ref() != Some(boot) {
+        if Root::default().boot_id().as_ref() != Some(boot) {
             // Same host, rebooted since: nothing of that boot runs.
             return Liveness::Gone;
         }
@@ -71,21 +73,6 @@ impl RunnerIdentity {
             None => format!("pid {}", self.pid),
         }
     }
-}
-
-fn read_trimmed(path: &str) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let text = text.trim();
-    (!text.is_empty()).then(|| text.to_string())
-}
-
-/// The kernel's host name (what `hostname` prints).
-pub fn hostname() -> Option<String> {
-    read_trimmed("/proc/sys/kernel/hostname").or_else(|| std::env::var("HOSTNAME").ok())
-}
-
-fn boot_id() -> Option<String> {
-    read_trimmed("/proc/sys/kernel/random/boot_id")
 }
 
 /// A process's start time in clock ticks since boot, or `None` when it does

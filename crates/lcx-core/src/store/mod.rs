@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
-pub use liveness::{hostname, Liveness, RunnerIdentity};
+pub use liveness::{Liveness, RunnerIdentity};
 pub use migrate::LATEST_VERSION;
 pub use read::{QueryResult, SqlValue};
 

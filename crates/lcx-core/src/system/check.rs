@@ -156,7 +156,7 @@ pub fn load(load_1m: Option<f64>, cpus: Option<usize>) -> Item {
 }
 
 /// Bad above the load that makes a cell contended by default (half a core,
-/// or 10 % of the CPUs when that is less: `Measurement::threshold`), so that
+/// or 10 % of the CPUs when that is less: `default_max_foreign_cpu`), so that
 /// `check` and the report judge a machine alike.
 pub fn foreign(foreign: Option<&Foreign>, cpus: Option<usize>) -> Item {
     const L: &str = "Foreign CPU now";
@@ -176,7 +176,7 @@ pub fn foreign(foreign: Option<&Foreign>, cpus: Option<usize>) -> Item {
         value.push_str(&format!(": {}", names.join(", ")));
     }
     let it = item("foreign_cpu", L, value, State::Fine);
-    let limit = crate::experiment::plan::Measurement::default().threshold(cpus.map(|n| n as i64));
+    let limit = super::default_max_foreign_cpu(cpus.map(|n| n as i64));
     if f.cores <= limit {
         return it;
     }

@@ -3,7 +3,7 @@
 //! probed once per boot (and CPU governor, CPU model, CPUs lcx may use)
 //! and the best clean probe is kept: in a small file under the user's
 //! cache directory, which every database on the host shares, and in each
-//! database's `host_peaks` table (`crate::store`), which travels with
+//! database's `host_peaks` table (the store's), which travels with
 //! the results. A reboot, a governor change or a `taskset` makes a new key
 //! and so a new probe.
 
@@ -37,17 +37,14 @@ impl HostKey {
         governors.sort_unstable();
         governors.dedup();
         Some(HostKey {
-            hostname: crate::store::hostname()?,
-            boot_id: std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-                .ok()?
-                .trim()
-                .to_string(),
+            hostname: root.hostname()?,
+            boot_id: root.boot_id()?,
             governor: if governors.is_empty() {
                 "none".into()
             } else {
                 governors.join(",")
             },
-            cpu_model: crate::experiment::fingerprint::cpu_model().unwrap_or_default(),
+            cpu_model: root.cpu_model().unwrap_or_default(),
             cpus: crate::system::affinity::allowed()
                 .map(|c| c.to_string())
                 .unwrap_or_default(),

@@ -153,7 +153,7 @@ fn launch(cell: &Cell<'_>) -> Result<Launched, String> {
             stop.clear_child();
             drop(reaper);
         }),
-        host: crate::store::hostname(),
+        host: crate::system::host::hostname(),
         job: None,
         cpus,
     })

@@ -410,7 +410,7 @@ mod tests {
         );
         assert_eq!(String::from_utf8_lossy(&out.stdout), "fed\n");
         let node = node_record(dir.path()).expect("a node record");
-        assert_eq!(node.hostname, crate::store::hostname());
+        assert_eq!(node.hostname, crate::system::host::hostname());
         assert!(node.cpus.is_some_and(|n| n >= 1), "{node:?}");
         assert!(node.memory_bytes.is_some_and(|b| b > 0), "{node:?}");
         let end = end_from_record(dir.path()).expect("an exit record");

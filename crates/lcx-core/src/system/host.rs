@@ -1,0 +1,81 @@
+//! Which machine this is, as the kernel names it: its host name, this
+//! boot, its CPU model and memory. The runner's identity
+//! (`store::liveness`), the experiment's fingerprint and the peak cache's
+//! key all read them here, under a [`Root`], so a host is told apart one
+//! way (and tests give it a folder of fake files).
+
+use super::Root;
+
+impl Root {
+    /// A file's text trimmed, `None` when it is missing or blank.
+    fn read_trimmed(&self, file: &str) -> Option<String> {
+        let text = self.read(file)?;
+        let text = text.trim();
+        (!text.is_empty()).then(|| text.to_string())
+    }
+
+    /// The kernel's host name (what `hostname` prints); `$HOSTNAME` where
+    /// the kernel does not say.
+    pub fn hostname(&self) -> Option<String> {
+        self.read_trimmed("/proc/sys/kernel/hostname")
+            .or_else(|| std::env::var("HOSTNAME").ok())
+    }
+
+    /// This boot's id: it changes with every boot, so a pid or a ceiling
+    /// recorded under another boot id is not this boot's.
+    pub fn boot_id(&self) -> Option<String> {
+        self.read_trimmed("/proc/sys/kernel/random/boot_id")
+    }
+
+    /// The CPU's model name from `/proc/cpuinfo` (the first CPU's).
+    pub fn cpu_model(&self) -> Option<String> {
+        self.read("/proc/cpuinfo")?.lines().find_map(|l| {
+            let (key, value) = l.split_once(':')?;
+            (key.trim() == "model name").then(|| value.trim().to_string())
+        })
+    }
+
+    /// Total memory in bytes (`MemTotal` of `/proc/meminfo`).
+    pub fn memory_bytes(&self) -> Option<i64> {
+        let text = self.read("/proc/meminfo")?;
+        let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+        let kib: i64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib * 1024)
+    }
+}
+
+/// This host's name (the real root's), as every record names the host.
+pub fn hostname() -> Option<String> {
+    Root::default().hostname()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_host_is_read_from_its_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let put = |file: &str, text: &str| {
+            let path = dir.path().join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        put("proc/sys/kernel/hostname", "node-7\n");
+        put("proc/sys/kernel/random/boot_id", "  \n");
+        put(
+            "proc/cpuinfo",
+            "processor\t: 0\nmodel name\t: Some CPU @ 2.60GHz\nflags\t: fpu\n",
+        );
+        put(
+            "proc/meminfo",
+            "MemTotal:       24576000 kB\nMemFree: 1 kB\n",
+        );
+        let root = Root::new(dir.path());
+        assert_eq!(root.hostname().as_deref(), Some("node-7"));
+        // A blank boot id tells no boot apart.
+        assert_eq!(root.boot_id(), None);
+        assert_eq!(root.cpu_model().as_deref(), Some("Some CPU @ 2.60GHz"));
+        assert_eq!(root.memory_bytes(), Some(24_576_000 * 1024));
+    }
+}
