@@ -8,8 +8,8 @@ use lcx_core::report::stats::{compare, Summary, VerdictRule};
 use lcx_core::report::{build, Options};
 use lcx_core::store::{RunStatus, Store};
 
-use super::report::{open_db, user_or_not};
 use crate::args::DbArgs;
+use crate::db::{open_db, user_or_not};
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Example:\n  lcx compare 3 7")]

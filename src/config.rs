@@ -6,9 +6,9 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use super::report::open_db;
 use crate::args::DbArgs;
 use crate::bad_input;
+use crate::db::open_db;
 
 #[derive(Debug, clap::Args)]
 #[command(

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use lcx_core::report::render::csv_field as csv;
 
 use crate::args::DbArgs;
-use crate::report::{open_db, user_or_not};
+use crate::db::{open_db, user_or_not};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {

@@ -4,8 +4,8 @@
 use lcx_core::report::stats::VerdictRule;
 use lcx_core::report::{build, history};
 
-use super::report::{open_db, user_or_not};
 use crate::args::DbArgs;
+use crate::db::{open_db, user_or_not};
 
 #[derive(Debug, clap::Args)]
 #[command(

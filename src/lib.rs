@@ -47,6 +47,7 @@ mod cache;
 mod commands;
 mod compare;
 mod config;
+mod db;
 mod errors;
 mod export;
 mod history;

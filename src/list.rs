@@ -1,7 +1,7 @@
 //! `lcx list`: the experiments in the database, newest first.
 
-use super::report::{open_db, user_or_not};
 use crate::args::DbArgs;
+use crate::db::{open_db, user_or_not};
 
 /// Output of `lcx list` and `lcx history`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use crate::args::DbArgs;
-use crate::report::{open_db, user_or_not};
+use crate::db::{open_db, user_or_not};
 
 #[derive(Debug, clap::Args)]
 #[command(

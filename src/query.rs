@@ -11,8 +11,8 @@ use lcx_core::report::render::counted;
 use lcx_core::report::rows;
 use lcx_core::store::{Store, StoreError};
 
-use super::report::user_or_not;
 use crate::args::DbArgs;
+use crate::db::user_or_not;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {

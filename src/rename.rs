@@ -4,7 +4,7 @@ use anyhow::anyhow;
 
 use crate::args::DbArgs;
 use crate::bad_input;
-use crate::report::user_or_not;
+use crate::db::user_or_not;
 use lcx_core::store::{Store, StoreError};
 
 #[derive(Debug, clap::Args)]
@@ -56,7 +56,7 @@ pub fn resolve_all(store: &Store, selectors: &[String]) -> anyhow::Result<Vec<i6
 pub fn run(args: Args) -> anyhow::Result<u8> {
     lcx_core::experiment::plan::check_name(&args.new_name)
         .map_err(|m| bad_input(anyhow!("the new name {m}")))?;
-    let mut store = crate::report::open_db_for_writing(&args.db)?;
+    let mut store = crate::db::open_db_for_writing(&args.db)?;
     let ids = resolve_all(&store, std::slice::from_ref(&args.experiment))?;
     let joined = store
         .experiments(Some(&args.new_name))

@@ -1,15 +1,16 @@
 //! `lcx report`: render an experiment's report (markdown, JSON, CSV),
 //! optionally archive it with plots, and `--check` its gate for CI.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context;
 
 use lcx_core::escape;
 use lcx_core::report::{self, archive, build};
-use lcx_core::store::{Store, StoreError};
+use lcx_core::store::Store;
 
 use crate::args::DbArgs;
+use crate::db::{open_db, user_or_not};
 
 /// Output format of `lcx report`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -53,29 +54,6 @@ pub struct Args {
     min_effect: Option<f64>,
     #[command(flatten)]
     db: DbArgs,
-}
-
-/// Opens the database read-only; a missing file or an unknown schema is
-/// the user's problem (exit 2).
-pub(super) fn open_db(path: &Path) -> anyhow::Result<Store> {
-    // Every StoreError from opening names the path itself.
-    Store::open_read_only(path).map_err(user_or_not)
-}
-
-/// Opens an existing database to change it (`lcx rm`, `lcx rename`): never
-/// creates one; an older schema is migrated as `lcx run` would.
-pub(super) fn open_db_for_writing(path: &Path) -> anyhow::Result<Store> {
-    Store::open_existing(path).map_err(user_or_not)
-}
-
-/// Store errors the user can fix (a selector, a path, a schema, a query)
-/// exit 2; database failures exit 1.
-pub(super) fn user_or_not(err: StoreError) -> anyhow::Error {
-    if err.is_user_input() {
-        crate::bad_input(err)
-    } else {
-        err.into()
-    }
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {

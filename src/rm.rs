@@ -1,7 +1,7 @@
 //! `lcx rm`: experiments removed from the database, with all their rows.
 
 use crate::args::DbArgs;
-use crate::report::user_or_not;
+use crate::db::user_or_not;
 
 #[derive(Debug, clap::Args)]
 #[command(
@@ -24,7 +24,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let mut store = crate::report::open_db_for_writing(&args.db)?;
+    let mut store = crate::db::open_db_for_writing(&args.db)?;
     let ids = crate::rename::resolve_all(&store, &args.experiments)?;
     let removal = store
         .remove_experiments(&ids, args.force, args.dry_run)
