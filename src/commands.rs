@@ -75,8 +75,8 @@ pub fn experiment_file(asked: &Asked) -> anyhow::Result<PathBuf> {
 /// (a `--name` given to other commands) from overwriting each other's file.
 fn file_name(name: &str, text: &str) -> String {
     let hash = &plan::sha256_hex(text.as_bytes())[..8];
-    let safe = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
-    if name.chars().all(safe) && !name.starts_with('.') && name.len() <= 100 {
+    // An arm name's alphabet is a safe file name's, but for a leading dot.
+    if plan::check_arm_name(name).is_ok() && !name.starts_with('.') && name.len() <= 100 {
         format!("{name}-{hash}.toml")
     } else {
         format!("named-{hash}.toml")

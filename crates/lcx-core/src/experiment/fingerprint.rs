@@ -88,6 +88,23 @@ pub struct KnownCeiling {
     pub probe: Option<Peak>,
 }
 
+impl KnownCeiling {
+    /// `ceiling` found as `clean` says (cached, probed), unless it is a
+    /// floor: then it says so, whichever way it was found.
+    fn new(ceiling: Ceiling, clean: PeakSource, probe: Option<Peak>) -> KnownCeiling {
+        let source = if ceiling.disturbed {
+            PeakSource::Disturbed
+        } else {
+            clean
+        };
+        KnownCeiling {
+            ceiling,
+            source,
+            probe,
+        }
+    }
+}
+
 /// This host's FP32 ceiling: the best clean probe of this boot from the
 /// user's cache file or `store`'s `host_peaks` (no probe at all), else a
 /// probe now, folded into both when it is clean. A probe with no clean try
@@ -122,28 +139,24 @@ pub fn known_ceiling(mut store: Option<&mut Store>, refresh: bool) -> KnownCeili
         .into_iter()
         .flatten()
         .max_by(|a, b| {
-            (!a.disturbed, a.gflops)
-                .partial_cmp(&(!b.disturbed, b.gflops))
-                .unwrap_or(std::cmp::Ordering::Equal)
+            (!a.disturbed)
+                .cmp(&!b.disturbed)
+                .then(a.gflops.total_cmp(&b.gflops))
         });
-    let save = |store: &mut Option<&mut Store>, c: &Ceiling| {
-        // Best-effort: a cache that cannot be written costs a probe later.
-        if let Some(p) = &file {
-            let _ = cache::save(p, c);
-        }
+    // Best-effort: a cache that cannot be written costs a probe later. A
+    // database's `host_peaks` holds clean ceilings only.
+    let save_db = |store: &mut Option<&mut Store>, c: &Ceiling| {
         if let (Some(s), false) = (store.as_deref_mut(), c.disturbed) {
             let _ = s.save_host_peak(c);
         }
     };
-    let cached = |c: Ceiling| KnownCeiling {
-        source: if c.disturbed {
-            PeakSource::Disturbed
-        } else {
-            PeakSource::Cached
-        },
-        ceiling: c,
-        probe: None,
+    let save = |store: &mut Option<&mut Store>, c: &Ceiling| {
+        if let Some(p) = &file {
+            let _ = cache::save(p, c);
+        }
+        save_db(store, c);
     };
+    let cached = |c: Ceiling| KnownCeiling::new(c, PeakSource::Cached, None);
     if let (false, Some(c)) = (refresh, &known) {
         // Each place learns what the other knew better.
         if in_file.as_ref() != Some(c) || (!c.disturbed && in_db.as_ref() != Some(c)) {
@@ -156,9 +169,7 @@ pub fn known_ceiling(mut store: Option<&mut Store>, refresh: bool) -> KnownCeili
     let _probing = file.as_deref().and_then(cache::probe_lock);
     if let (false, Some(key)) = (refresh, &key) {
         if let Some(c) = from_file(key) {
-            if let (Some(s), false) = (store.as_deref_mut(), c.disturbed) {
-                let _ = s.save_host_peak(&c);
-            }
+            save_db(&mut store, &c);
             return cached(c);
         }
     }
@@ -175,25 +186,16 @@ pub fn known_ceiling(mut store: Option<&mut Store>, refresh: bool) -> KnownCeili
         Some(old) => old.fold(&peak, &now),
         None => Ceiling::of(key.clone().unwrap_or_else(blank), &peak, &now),
     };
-    let source = if ceiling.disturbed {
-        PeakSource::Disturbed
-    } else {
-        PeakSource::Probed
-    };
     if key.is_some() {
         save(&mut store, &ceiling);
     }
-    KnownCeiling {
-        ceiling,
-        source,
-        probe: Some(peak),
-    }
+    KnownCeiling::new(ceiling, PeakSource::Probed, Some(peak))
 }
 
 /// Probes the machine; its FP32 and memory ceiling is `ceiling`
-/// ([`known_ceiling`]), none for an experiment without a roofline. The torch fields come from `torch`
-/// ([`torch_facts`]) and stay empty without it: an experiment of command
-/// arms never loads libtorch.
+/// ([`known_ceiling`]), none for an experiment without a roofline. The
+/// torch fields come from `torch` ([`torch_facts`]) and stay empty without
+/// it: an experiment of command arms never loads libtorch.
 pub fn probe(torch: Option<&TorchFacts>, ceiling: Option<&KnownCeiling>) -> Fingerprint {
     let (gpu_name, gpu_driver, cuda_version) = nvidia_smi();
     let c = ceiling.map(|k| &k.ceiling);
