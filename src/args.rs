@@ -62,6 +62,87 @@ pub fn min_effect(text: &str) -> Result<f64, String> {
     Ok(value)
 }
 
+/// `--format`: what a command writes. One type for every command, so a
+/// format is spelt, parsed and matched one way; each command offers the
+/// subset it can write through [`formats`], and `--help` and clap's error
+/// list just those.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// A markdown table (`list`, `query`, `play`, `system show`).
+    Table,
+    /// Markdown prose and tables (`report`, `schema`).
+    Markdown,
+    Csv,
+    Json,
+}
+
+impl Format {
+    /// The flag's spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Table => "table",
+            Format::Markdown => "markdown",
+            Format::Csv => "csv",
+            Format::Json => "json",
+        }
+    }
+}
+
+/// One format a command offers, with the help line `--help` shows under
+/// it when the command has something to say about it (`export`'s JSON is
+/// JSON Lines, not one document).
+pub type Offer = (Format, Option<&'static str>);
+
+/// `--format`'s parser for a command that writes `offers`: clap's own
+/// possible-values check (its error names the value and lists the
+/// offered ones), giving the shared [`Format`].
+pub fn formats(offers: &'static [Offer]) -> Formats {
+    Formats(offers)
+}
+
+/// See [`formats`].
+#[derive(Debug, Clone, Copy)]
+pub struct Formats(&'static [Offer]);
+
+impl Formats {
+    fn values(&self) -> impl Iterator<Item = clap::builder::PossibleValue> + '_ {
+        self.0.iter().map(|(format, help)| {
+            let value = clap::builder::PossibleValue::new(format.name());
+            match help {
+                Some(help) => value.help(*help),
+                None => value,
+            }
+        })
+    }
+}
+
+impl clap::builder::TypedValueParser for Formats {
+    type Value = Format;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Format, clap::Error> {
+        let name =
+            clap::builder::PossibleValuesParser::new(self.values()).parse_ref(cmd, arg, value)?;
+        // The parser above accepted only an offered name, so the search
+        // finds it; the fallback error is clap's own for a bad value.
+        self.0
+            .iter()
+            .map(|(format, _)| *format)
+            .find(|format| format.name() == name)
+            .ok_or_else(|| clap::Error::new(clap::error::ErrorKind::InvalidValue).with_cmd(cmd))
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(self.values()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use clap::Parser;
@@ -80,6 +161,28 @@ mod tests {
     fn the_flag_derefs_to_the_path_it_names() {
         let cli = Cli::try_parse_from(["lcx", "--db", "x.db"]).unwrap();
         assert_eq!(&*cli.db, Path::new("x.db"));
+    }
+
+    #[derive(Debug, Parser)]
+    struct Formatted {
+        #[arg(long, value_parser = formats(&[(Format::Table, None), (Format::Json, None)]), default_value = "table")]
+        format: Format,
+    }
+
+    #[test]
+    fn a_format_is_one_of_those_offered() {
+        let parse = |args: &[&str]| Formatted::try_parse_from(args).map(|c| c.format);
+        assert_eq!(parse(&["lcx"]).unwrap(), Format::Table);
+        assert_eq!(parse(&["lcx", "--format", "json"]).unwrap(), Format::Json);
+        // csv and markdown are formats of other commands, not this one's.
+        for other in ["csv", "markdown", "JSON"] {
+            let error = parse(&["lcx", "--format", other]).unwrap_err().to_string();
+            assert!(
+                error.contains(&format!("invalid value '{other}'"))
+                    && error.contains("[possible values: table, json]"),
+                "{error}"
+            );
+        }
     }
 
     #[test]

@@ -6,15 +6,8 @@ use std::path::PathBuf;
 
 use lcx_core::report::render::csv_field as csv;
 
-use crate::args::DbArgs;
+use crate::args::{formats, DbArgs, Format};
 use crate::db::{open_db, user_or_not};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Csv,
-    /// One JSON object per line (JSON Lines).
-    Json,
-}
 
 #[derive(Debug, clap::Args)]
 #[command(
@@ -24,7 +17,7 @@ pub struct Args {
     /// Experiment ids, `latest`, or names (every experiment of that name);
     /// every experiment when none is given.
     experiments: Vec<String>,
-    #[arg(long, value_enum, default_value = "csv")]
+    #[arg(long, value_parser = formats(&[(Format::Csv, None), (Format::Json, Some("One JSON object per line (JSON Lines)"))]), default_value = "csv")]
     format: Format,
     /// Write here instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
@@ -70,8 +63,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
     store
         .for_each_export_row(&ids, |row| {
-            let line = match args.format {
-                Format::Csv => writeln!(
+            // `--format` offers csv and json.
+            let line = if args.format == Format::Json {
+                let json = serde_json::to_string(row).unwrap_or_default();
+                writeln!(out, "{}", lcx_core::escape::json_visible(&json))
+            } else {
+                writeln!(
                     out,
                     "{},{},{},{},{},{},{},{},{},{}",
                     row.experiment_id,
@@ -84,11 +81,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     field(&row.metric),
                     row.value,
                     row.warmup
-                ),
-                Format::Json => {
-                    let json = serde_json::to_string(row).unwrap_or_default();
-                    writeln!(out, "{}", lcx_core::escape::json_visible(&json))
-                }
+                )
             };
             keep(line)
         })

@@ -1,15 +1,9 @@
 //! `lcx list`: the experiments in the database, newest first.
 
-use crate::args::DbArgs;
+use crate::args::{formats, DbArgs, Format};
 use crate::db::{open_db, user_or_not};
 
 /// Output of `lcx list` and `lcx history`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Table,
-    Json,
-}
-
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Example:\n  lcx list -n 10")]
 pub struct Args {
@@ -17,7 +11,7 @@ pub struct Args {
     #[arg(long, short = 'n')]
     limit: Option<usize>,
     /// `table` (markdown) or `json`, as for `lcx query`.
-    #[arg(long, value_enum, default_value = "table")]
+    #[arg(long, value_parser = formats(&[(Format::Table, None), (Format::Json, None)]), default_value = "table")]
     format: Format,
     /// Same as `--format json` (kept for scripts written before `--format`).
     #[arg(long, hide = true, conflicts_with = "format")]

@@ -8,17 +8,12 @@ use std::time::Instant;
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use crate::args::{formats, Format};
 use crate::bad_input;
 use lcx_core::bots::arena::{self, MatchSpec, MatchSummary, DEFAULT_MAX_STEPS};
 use lcx_core::bots::BotKind;
 use lcx_core::game::Rules;
 use lcx_core::text::markdown_table;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum Format {
-    Table,
-    Json,
-}
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Example:\n  lcx play --p0 heuristic-balanced --p1 random --games 100")]
@@ -37,7 +32,7 @@ pub struct Args {
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
+    #[arg(long, value_parser = formats(&[(Format::Table, None), (Format::Json, None)]), default_value = "table")]
     format: Format,
     /// Stop a game after this many actions and score it as it stands.
     #[arg(long, default_value_t = DEFAULT_MAX_STEPS)]
@@ -71,9 +66,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     } else {
         0.0
     };
-    match args.format {
-        Format::Json => println!("{}", json_summary(&spec, &summary, games_per_second)),
-        Format::Table => println!("{}", table_summary(&spec, &summary, games_per_second)),
+    // `--format` offers table and json.
+    if args.format == Format::Json {
+        println!("{}", json_summary(&spec, &summary, games_per_second));
+    } else {
+        println!("{}", table_summary(&spec, &summary, games_per_second));
     }
     Ok(0)
 }

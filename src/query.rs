@@ -11,22 +11,15 @@ use lcx_core::report::render::counted;
 use lcx_core::report::rows;
 use lcx_core::store::{Store, StoreError};
 
-use crate::args::DbArgs;
+use crate::args::{formats, DbArgs, Format};
 use crate::db::user_or_not;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Table,
-    Csv,
-    Json,
-}
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Example:\n  lcx query 'SELECT name, status FROM experiments' --format csv")]
 pub struct Args {
     /// One SQL statement (read-only), e.g. "SELECT * FROM arm_metric_stats".
     sql: String,
-    #[arg(long, value_enum, default_value = "table")]
+    #[arg(long, value_parser = formats(&[(Format::Table, None), (Format::Csv, None), (Format::Json, None)]), default_value = "table")]
     format: Format,
     /// Interrupt the statement after this many seconds (exit 1); 0: no limit.
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
@@ -52,7 +45,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         other => crate::bad_input(other),
     })?;
     match args.format {
-        Format::Table => {
+        // `--format` offers table, csv and json; a table is markdown.
+        Format::Table | Format::Markdown => {
             println!("{}", rows::table(&result));
             eprintln!("({})", counted(result.rows.len() as u64, "row"));
         }

@@ -9,17 +9,10 @@ use lcx_core::escape;
 use lcx_core::report::{self, archive, build};
 use lcx_core::store::Store;
 
-use crate::args::DbArgs;
+use crate::args::{formats, DbArgs, Format};
 use crate::db::{open_db, user_or_not};
 
 /// Output format of `lcx report`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Markdown,
-    Json,
-    Csv,
-}
-
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  lcx report                      the latest experiment\n  lcx report option-b --archive   a dated report with plots under archive/\n  lcx report --check              in CI: exit 0 PASS, 1 FAIL, 3 undecided"
@@ -31,7 +24,7 @@ pub struct Args {
     /// Report every experiment in the database, oldest first.
     #[arg(long, conflicts_with = "experiment")]
     all: bool,
-    #[arg(long, value_enum, default_value = "markdown")]
+    #[arg(long, value_parser = formats(&[(Format::Markdown, None), (Format::Json, None), (Format::Csv, None)]), default_value = "markdown")]
     format: Format,
     /// Also write archive/YYYY-MM-DD-<slug>.md (never overwriting) with SVG plots beside it.
     #[arg(long)]
@@ -112,7 +105,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
 
     match args.format {
-        Format::Markdown => {
+        // `--format` offers markdown, json and csv.
+        Format::Markdown | Format::Table => {
             // The renderer escaped every recorded string; the terminal rule
             // over the whole is the last guard and costs nothing on lcx's text.
             let texts: Vec<String> = reports.iter().map(report::render_markdown).collect();

@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::args::{formats, Format};
 use lcx_core::system::check::{self, Item, State};
 use lcx_core::system::snapshot::Snapshot;
 use lcx_core::system::Root;
@@ -26,7 +27,7 @@ enum Sub {
     /// CPU now, memory and swap, GPU clocks.
     Show {
         /// `table` (markdown) or `json`.
-        #[arg(long, value_enum, default_value = "table")]
+        #[arg(long, value_parser = formats(&[(Format::Table, None), (Format::Json, None)]), default_value = "table")]
         format: Format,
         #[command(flatten)]
         root: RootArg,
@@ -37,12 +38,6 @@ enum Sub {
         #[command(flatten)]
         root: RootArg,
     },
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum Format {
-    Table,
-    Json,
 }
 
 #[derive(Debug, clap::Args)]
@@ -71,16 +66,16 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     match args.command {
         Sub::Show { format, root } => {
             let items = read(&root);
-            match format {
-                Format::Json => jsonln!("{}", serde_json::to_string_pretty(&items)?),
-                Format::Table => {
-                    let mut t = lcx_core::text::markdown_table();
-                    t.set_header(vec!["Setting", "Value"]);
-                    for it in &items {
-                        t.add_row(vec![it.label, &it.value]);
-                    }
-                    outln!("{t}");
+            // `--format` offers table and json.
+            if format == Format::Json {
+                jsonln!("{}", serde_json::to_string_pretty(&items)?);
+            } else {
+                let mut t = lcx_core::text::markdown_table();
+                t.set_header(vec!["Setting", "Value"]);
+                for it in &items {
+                    t.add_row(vec![it.label, &it.value]);
                 }
+                outln!("{t}");
             }
             Ok(0)
         }
