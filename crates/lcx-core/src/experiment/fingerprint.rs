@@ -211,7 +211,7 @@ pub fn probe(torch: Option<&TorchFacts>, ceiling: Option<&KnownCeiling>) -> Fing
         peak_note: None,
         // The same name the runner identity records (store::liveness).
         hostname: crate::system::host::hostname(),
-        os: Some(os_description()),
+        os: Some(crate::system::Root::default().os_description()),
         cpu_model: crate::system::Root::default().cpu_model(),
         cpu_cores: std::thread::available_parallelism()
             .ok()
@@ -282,32 +282,6 @@ fn run(dir: &Path, args: &[&str]) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
-fn read_trimmed(path: &str) -> Option<String> {
-    std::fs::read_to_string(path)
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-}
-
-fn os_description() -> String {
-    let pretty = std::fs::read_to_string("/etc/os-release")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find_map(|l| l.strip_prefix("PRETTY_NAME="))
-                .map(|v| v.trim_matches('"').to_string())
-        });
-    let kernel = read_trimmed("/proc/sys/kernel/osrelease");
-    let mut parts = vec![format!(
-        "{} {}",
-        std::env::consts::OS,
-        std::env::consts::ARCH
-    )];
-    parts.extend(pretty);
-    parts.extend(kernel.map(|k| format!("kernel {k}")));
-    parts.join(", ")
-}
-
 /// GPU name, driver version and the driver's CUDA version from
 /// `nvidia-smi`; all `None` when it is absent or fails.
 fn nvidia_smi() -> (Option<String>, Option<String>, Option<String>) {
@@ -370,10 +344,5 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (commit, _) = git_state(dir.path());
         assert_eq!(commit, None);
-    }
-
-    #[test]
-    fn os_description_names_the_os() {
-        assert!(os_description().starts_with(std::env::consts::OS));
     }
 }

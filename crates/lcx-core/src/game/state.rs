@@ -521,32 +521,15 @@ impl GameState {
                 undo.slot = slot as u8;
                 undo.card = card;
                 if discard {
-                    let n = self.pile_len[color] as usize;
-                    self.piles[color][n] = card;
-                    self.pile_len[color] += 1;
-                    self.pile_nonempty |= 1 << color;
+                    self.push_pile(color, card);
                     self.pending = color as u8;
                 } else {
                     undo.prev_play_floor = self.play_floor[p][color];
                     undo.prev_handshakes = self.handshakes[p][color];
                     undo.prev_sum = self.numeric_sum[p][color];
                     undo.prev_score = self.exp_score[p][color];
-                    let n = self.exp_len[p][color] as usize;
-                    self.exps[p][color][n] = card;
-                    self.exp_len[p][color] += 1;
-                    if card.is_handshake() {
-                        self.handshakes[p][color] += 1;
-                    } else {
-                        self.play_floor[p][color] = card.rank() + 1;
-                        self.numeric_sum[p][color] += self.rules.face(card.rank());
-                    }
-                    let score = self.rules.expedition_score(
-                        n + 1,
-                        self.handshakes[p][color],
-                        self.numeric_sum[p][color],
-                    );
-                    self.totals[p] += score - self.exp_score[p][color];
-                    self.exp_score[p][color] = score;
+                    // `can_play` held above, so the expedition stays in order.
+                    self.push_expedition(p, color, card);
                     self.pending = NO_PENDING;
                 }
                 self.phase = Phase::Draw;
@@ -848,6 +831,7 @@ impl GameState {
         self.hand_len[p] += 1;
     }
 
+    #[inline]
     pub(super) fn push_pile(&mut self, color: usize, card: Card) {
         self.piles[color][self.pile_len[color] as usize] = card;
         self.pile_len[color] += 1;
@@ -855,7 +839,10 @@ impl GameState {
     }
 
     /// Appends to an expedition without checking order (snapshots may be
-    /// disordered; `validate_invariants` reports it) and refreshes caches.
+    /// disordered; `validate_invariants` reports it) and refreshes caches:
+    /// the one place an expedition's score is kept, for `apply` and
+    /// snapshots alike.
+    #[inline]
     pub(super) fn push_expedition(&mut self, p: usize, color: usize, card: Card) {
         let n = self.exp_len[p][color] as usize;
         self.exps[p][color][n] = card;

@@ -1,5 +1,5 @@
 //! Which machine this is, as the kernel names it: its host name, this
-//! boot, its CPU model and memory. The runner's identity
+//! boot, its CPU model, memory and OS. The runner's identity
 //! (`store::liveness`), the experiment's fingerprint and the peak cache's
 //! key all read them here, under a [`Root`], so a host is told apart one
 //! way (and tests give it a folder of fake files).
@@ -42,6 +42,25 @@ impl Root {
         let kib: i64 = line.split_whitespace().nth(1)?.parse().ok()?;
         Some(kib * 1024)
     }
+
+    /// The OS as a fingerprint records it: `linux x86_64`, the
+    /// distribution's `PRETTY_NAME` and the kernel's release, those found.
+    pub fn os_description(&self) -> String {
+        let pretty = self.read("/etc/os-release").and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+                .map(|v| v.trim_matches('"').to_string())
+        });
+        let kernel = self.read_trimmed("/proc/sys/kernel/osrelease");
+        let mut parts = vec![format!(
+            "{} {}",
+            std::env::consts::OS,
+            std::env::consts::ARCH
+        )];
+        parts.extend(pretty);
+        parts.extend(kernel.map(|k| format!("kernel {k}")));
+        parts.join(", ")
+    }
 }
 
 /// This host's name (the real root's), as every record names the host.
@@ -77,5 +96,17 @@ mod tests {
         assert_eq!(root.boot_id(), None);
         assert_eq!(root.cpu_model().as_deref(), Some("Some CPU @ 2.60GHz"));
         assert_eq!(root.memory_bytes(), Some(24_576_000 * 1024));
+        // No os-release and no kernel release: the OS and architecture only.
+        let bare = format!("{} {}", std::env::consts::OS, std::env::consts::ARCH);
+        assert_eq!(root.os_description(), bare);
+        put(
+            "etc/os-release",
+            "NAME=X\nPRETTY_NAME=\"Debian GNU/Linux 13\"\n",
+        );
+        put("proc/sys/kernel/osrelease", "6.1.0-9\n");
+        assert_eq!(
+            root.os_description(),
+            format!("{bare}, Debian GNU/Linux 13, kernel 6.1.0-9")
+        );
     }
 }
