@@ -75,19 +75,9 @@ impl RunnerIdentity {
     }
 }
 
-/// A process's start time in clock ticks since boot, or `None` when it does
-/// not exist (or has exited and been reaped). A zombie counts as gone.
+/// A process's start time, read under the real root.
 fn start_ticks(pid: i64) -> Option<String> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // `pid (comm) state ...`: comm may hold spaces and parentheses, so the
-    // fields are counted from the last `)`.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // fields[0] is field 3 (state); field 22 is fields[19].
-    if fields.first() == Some(&"Z") {
-        return None;
-    }
-    fields.get(19).map(|s| (*s).to_string())
+    crate::system::Root::default().process_start_ticks(pid)
 }
 
 #[cfg(test)]

@@ -113,6 +113,41 @@ impl Root {
         out
     }
 
+    /// The highest clock the OS reports for any CPU, in GHz, and where it
+    /// was read: cpufreq's maximum where the kernel exposes it, else the
+    /// largest `cpu MHz` in `/proc/cpuinfo` (on virtual machines often the
+    /// nominal clock, which turbo can exceed).
+    pub fn max_clock_ghz(&self) -> Option<(f64, &'static str)> {
+        let cpufreq = self
+            .read("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq")
+            .and_then(|text| text.trim().parse::<f64>().ok());
+        if let Some(khz) = cpufreq {
+            return Some((khz / 1e6, "cpufreq maximum"));
+        }
+        self.read("/proc/cpuinfo")?
+            .lines()
+            .filter(|l| l.starts_with("cpu MHz"))
+            .filter_map(|l| l.split(':').nth(1)?.trim().parse::<f64>().ok())
+            .reduce(f64::max)
+            .map(|mhz| (mhz / 1000.0, "/proc/cpuinfo cpu MHz"))
+    }
+
+    /// A process's start time in clock ticks since boot (field 22 of
+    /// `/proc/PID/stat`), or `None` when it does not exist (or has exited
+    /// and been reaped). A zombie counts as gone.
+    pub fn process_start_ticks(&self, pid: i64) -> Option<String> {
+        let stat = self.read(&format!("/proc/{pid}/stat"))?;
+        // `pid (comm) state ...`: comm may hold spaces and parentheses, so
+        // the fields are counted from the last `)`.
+        let rest = &stat[stat.rfind(')')? + 1..];
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        // fields[0] is field 3 (state); field 22 is fields[19].
+        if fields.first() == Some(&"Z") {
+            return None;
+        }
+        fields.get(19).map(|s| (*s).to_string())
+    }
+
     /// Pages swapped in and out since boot (`/proc/vmstat`).
     pub fn swapped_pages(&self) -> Option<u64> {
         let text = self.read("/proc/vmstat")?;
@@ -255,6 +290,37 @@ pub(crate) mod tests {
             total: 1387,
         };
         assert_eq!(t.until(&later).busy, 100);
+    }
+
+    #[test]
+    fn the_highest_clock_and_a_start_time_are_read_from_the_root() {
+        let (_d, root) = fake(&[
+            (
+                "/proc/cpuinfo",
+                "cpu MHz\t\t: 2000.0\ncpu MHz\t\t: 2400.5\n",
+            ),
+            // comm with a space and a parenthesis: fields count from the last `)`.
+            (
+                "/proc/42/stat",
+                "42 (a b) c) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 777 19 20",
+            ),
+            (
+                "/proc/43/stat",
+                "43 (zombie) Z 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 5 6",
+            ),
+        ]);
+        assert_eq!(
+            root.max_clock_ghz(),
+            Some((2.4005, "/proc/cpuinfo cpu MHz"))
+        );
+        assert_eq!(root.process_start_ticks(42).as_deref(), Some("777"));
+        assert_eq!(root.process_start_ticks(43), None);
+        assert_eq!(root.process_start_ticks(44), None);
+        let (_d, root) = fake(&[(
+            "/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq",
+            "3500000\n",
+        )]);
+        assert_eq!(root.max_clock_ghz(), Some((3.5, "cpufreq maximum")));
     }
 
     #[test]

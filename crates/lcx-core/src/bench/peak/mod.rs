@@ -445,24 +445,10 @@ pub fn measure() -> Peak {
     }
 }
 
-/// The highest clock the OS reports for any CPU, in GHz: cpufreq's maximum
-/// where the kernel exposes it, else the largest `cpu MHz` in
-/// `/proc/cpuinfo` (on virtual machines often the nominal clock, which
-/// turbo can exceed).
+/// The highest clock the OS reports for any CPU, in GHz, and where it was
+/// read ([`Root::max_clock_ghz`](crate::system::Root::max_clock_ghz)).
 pub fn reported_clock_ghz() -> Option<(f64, &'static str)> {
-    if let Ok(text) =
-        std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq")
-    {
-        if let Ok(khz) = text.trim().parse::<f64>() {
-            return Some((khz / 1e6, "cpufreq maximum"));
-        }
-    }
-    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
-    info.lines()
-        .filter(|l| l.starts_with("cpu MHz"))
-        .filter_map(|l| l.split(':').nth(1)?.trim().parse::<f64>().ok())
-        .reduce(f64::max)
-        .map(|mhz| (mhz / 1000.0, "/proc/cpuinfo cpu MHz"))
+    crate::system::Root::default().max_clock_ghz()
 }
 
 /// The most FP32 GFLOP/s `threads` threads could do at `clock_ghz`: FMA
