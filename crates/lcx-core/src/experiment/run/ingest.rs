@@ -2,7 +2,7 @@
 //! to its end, every JSON line is committed to the store as soon as it has
 //! arrived. A line gets its own transaction unless further complete lines
 //! were already waiting, in which case that burst shares one (up to
-//! [`MAX_BATCH`] lines): a trainer that prints once per iteration gets a
+//! [`MAX_BATCH`] lines, see [`super::rows`]): a trainer that prints once per iteration gets a
 //! transaction per line, while a child printing a million lines does not
 //! pay a million commits. A crash of the runner loses at most lines that
 //! had arrived but were not yet committed.
@@ -13,13 +13,10 @@ use std::time::{Duration, Instant};
 
 use super::cell::{CellInfo, End, Event, Reporter};
 use super::executor::{Launched, Msg};
-use super::line::{parse_line, Line};
 use super::output::{overlong_note, Tail, MAX_LINE};
+use super::rows::{flush, take_line, LineCounts, MAX_BATCH};
 use super::stop::KILL_GRACE;
-use crate::store::{LineProblems, MetricLine, Store, StoreError};
-
-/// Most lines committed in one transaction.
-const MAX_BATCH: usize = 4096;
+use crate::store::{MetricLine, Store, StoreError};
 
 /// How often a runner whose cell prints nothing checks that it still holds
 /// the experiment (see [`Store::check_claim`]).
@@ -38,147 +35,6 @@ fn stop_for(error: &StoreError, launched: &Launched) {
 /// exited and its process group was killed: a process that left the group
 /// (`setsid`) may still hold the pipe, and the cell must not wait for it.
 pub(crate) const STDOUT_GRACE: Duration = Duration::from_secs(2);
-
-#[derive(Debug, Default)]
-pub(crate) struct LineCounts {
-    /// JSON object lines seen (numbers lines without `iteration`).
-    json_lines: u64,
-    /// Lines stored.
-    pub stored: u64,
-    /// Lines refused because their iteration was already recorded.
-    pub duplicates: u64,
-    pub problems: LineProblems,
-}
-
-/// Commits the pending lines in one transaction. A duplicate iteration
-/// aborts that transaction, so the batch is then retried line by line and
-/// only the offending lines are dropped (with a warning).
-fn flush(
-    store: &mut Store,
-    info: &CellInfo,
-    batch: &mut Vec<MetricLine>,
-    counts: &mut LineCounts,
-    reporter: &mut dyn Reporter,
-    started: Instant,
-) -> Result<(), StoreError> {
-    if batch.is_empty() {
-        return Ok(());
-    }
-    match store.insert_lines(info.run_id, info.attempt, batch) {
-        Ok(()) => counts.stored += batch.len() as u64,
-        Err(StoreError::DuplicateIteration { .. }) => {
-            for line in batch.iter() {
-                match store.insert_lines(info.run_id, info.attempt, std::slice::from_ref(line)) {
-                    Ok(()) => counts.stored += 1,
-                    Err(StoreError::DuplicateIteration { name, .. }) => {
-                        counts.duplicates += 1;
-                        if counts.duplicates <= 3 {
-                            reporter.report(&Event::Warning {
-                                cell: info,
-                                message: format!(
-                                    "iteration {} of `{name}` was already recorded; line ignored",
-                                    line.iteration
-                                ),
-                            });
-                        }
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
-        }
-        Err(e) => return Err(e),
-    }
-    if let Some(last) = batch.last() {
-        reporter.report(&Event::Iteration {
-            cell: info,
-            iteration: last.iteration,
-            lines: counts.stored,
-            elapsed: started.elapsed(),
-        });
-    }
-    batch.clear();
-    Ok(())
-}
-
-/// Turns one stdout line into a stored line, a log line or a counted
-/// Turns one stdout line into a stored line, a log line or a counted
-/// problem, warning once per cell for each kind of problem.
-fn take_line(
-    bytes: &[u8],
-    info: &CellInfo,
-    batch: &mut Vec<MetricLine>,
-    counts: &mut LineCounts,
-    stdout_log: &mut Tail,
-    reporter: &mut dyn Reporter,
-) {
-    let text = String::from_utf8_lossy(bytes);
-    match parse_line(&text) {
-        Line::Log(line) => {
-            if !line.trim().is_empty() {
-                stdout_log.push(&line);
-            }
-        }
-        Line::Malformed { line, reason } => {
-            counts.problems.malformed += 1;
-            stdout_log.push(&line);
-            if counts.problems.malformed == 1 {
-                reporter.report(&Event::Warning {
-                    cell: info,
-                    message: format!(
-                        "a metric line was not stored ({reason}); such lines are counted \
-                         on the cell and kept in its log"
-                    ),
-                });
-            }
-        }
-        Line::Metrics {
-            iteration,
-            numbers,
-            texts,
-            nonfinite,
-        } => {
-            counts.json_lines += 1;
-            let iteration = iteration.unwrap_or(counts.json_lines as i64);
-            if !info.variable_iterations && iteration > i64::from(info.iterations) {
-                // A command that does not read LCX_ITERATIONS: the cell is
-                // the first `iterations` lines, as its report says.
-                counts.problems.extra += 1;
-                if counts.problems.extra == 1 {
-                    reporter.report(&Event::Warning {
-                        cell: info,
-                        message: format!(
-                            "printed a metric line for iteration {iteration}, past the {} \
-                             asked for: such lines are counted, not stored (read \
-                             LCX_ITERATIONS, or set variable_iterations = true)",
-                            info.iterations
-                        ),
-                    });
-                }
-                return;
-            }
-            if !nonfinite.is_empty() {
-                if counts.problems.nonfinite == 0 {
-                    let (name, value) = &nonfinite[0];
-                    reporter.report(&Event::Warning {
-                        cell: info,
-                        message: format!(
-                            "`{name}` is {} at iteration {iteration}; non-finite values are \
-                             stored apart and shown in the report",
-                            value.as_str()
-                        ),
-                    });
-                }
-                counts.problems.nonfinite += nonfinite.len() as i64;
-            }
-            batch.push(MetricLine {
-                iteration,
-                numbers,
-                texts,
-                nonfinite,
-            });
-        }
-    }
-}
 
 /// When a cell started, and how long it may run (its arm's `timeout`).
 #[derive(Debug, Clone, Copy)]
@@ -217,121 +73,147 @@ pub(crate) fn ingest(
     reporter: &mut dyn Reporter,
     clock: CellClock,
 ) -> Ingested {
-    let CellClock { started, timeout } = clock;
-    let Launched {
-        rx, on_end, job, ..
-    } = launched;
-    let job = job.as_deref();
-    let mut stdout_log = Tail::default();
-    let mut counts = LineCounts {
-        stored: stored_before,
-        ..LineCounts::default()
+    let mut reader = Reader {
+        store,
+        launched,
+        job_dir,
+        reporter,
+        clock,
+        counts: LineCounts::after(stored_before),
+        skip: stored_before,
+        current: info.clone(),
+        batch: Vec::new(),
+        stdout_log: Tail::default(),
+        waiting: None,
+        eof: false,
+        exit: None,
+        abandoned_pipe: false,
+        timed_out: None,
+        store_error: None,
     };
-    let mut skip = stored_before;
-    // The attempt the lines belong to: a job Slurm requeues starts a new one.
-    let mut current = info.clone();
-    let mut store_error = None;
-    let mut batch: Vec<MetricLine> = Vec::new();
-    let mut exit: Option<(Result<End, String>, Instant)> = None;
-    let mut eof = false;
-    let mut abandoned_pipe = false;
-    let mut waiting: Option<Msg> = None;
-    let mut timed_out = None;
-    while !(eof && exit.is_some()) {
-        // Past its timeout the cell is stopped, once, as a failing store
-        // stops it (`kill`: SIGKILL to a local cell's process group, scancel
-        // for a Slurm job); its exit then ends the loop.
-        if let Some(limit) = timeout.filter(|&l| exit.is_none() && started.elapsed() >= l) {
-            if timed_out.is_none() {
-                timed_out = Some(limit);
-                reporter.report(&Event::Warning {
-                    cell: &current,
-                    message: format!(
-                        "ran past its timeout of {}; stopping it",
-                        crate::text::duration_words(limit)
-                    ),
-                });
-                (launched.kill)();
+    while !(reader.eof && reader.exit.is_some()) {
+        reader.stop_if_overdue();
+        let msg = match reader.next() {
+            Ok(Next::Msg(msg)) => msg,
+            Ok(Next::Poll) => continue,
+            Ok(Next::Done) => break,
+            Err(e) => {
+                reader.fail(e);
+                break;
             }
-        }
-        let msg = match waiting.take() {
-            Some(msg) => msg,
-            None => match &exit {
-                None => match rx.recv_timeout(match timeout {
-                    // Wake for the timeout as well as for a takeover.
-                    Some(limit) if timed_out.is_none() => {
-                        CLAIM_POLL.min(limit.saturating_sub(started.elapsed()))
-                    }
-                    _ => CLAIM_POLL,
-                }) {
-                    Ok(msg) => msg,
-                    Err(RecvTimeoutError::Timeout) => {
-                        // A silent cell still notices a takeover within
-                        // a poll; a chatty one at its next line's write.
-                        if let Err(e) = store.check_claim() {
-                            stop_for(&e, launched);
-                            store_error = Some(e);
-                            break;
-                        }
-                        continue;
-                    }
-                    Err(RecvTimeoutError::Disconnected) => break,
-                },
-                Some((_, at)) => {
-                    let left = STDOUT_GRACE.saturating_sub(at.elapsed());
-                    match rx.recv_timeout(left) {
-                        Ok(msg) => msg,
-                        Err(_) => {
-                            abandoned_pipe = true;
-                            break;
-                        }
-                    }
-                }
-            },
         };
-        match msg {
-            Msg::Line(first) => {
-                // Commit as soon as no further line is already waiting: a
-                // child printing one line per iteration gets one transaction
-                // per line; a burst that arrived together shares one.
-                let mut next = Some(first);
-                while let Some(bytes) = next.take() {
-                    let before = batch.len();
-                    take_line(
-                        &bytes,
-                        &current,
-                        &mut batch,
-                        &mut counts,
-                        &mut stdout_log,
-                        reporter,
-                    );
-                    if skip > 0 && batch.len() > before {
-                        batch.pop();
-                        skip -= 1;
-                    }
-                    if batch.len() >= MAX_BATCH {
-                        break;
-                    }
-                    match rx.try_recv() {
-                        Ok(Msg::Line(bytes)) => next = Some(bytes),
-                        Ok(other) => waiting = Some(other),
-                        Err(_) => {}
-                    }
+        if let Err(e) = reader.take(msg) {
+            reader.fail(e);
+            break;
+        }
+    }
+    reader.await_killed();
+    reader.finish()
+}
+
+/// What the reader does after waiting for the stream.
+enum Next {
+    Msg(Msg),
+    /// Nothing came within a poll: look at the clock and wait again.
+    Poll,
+    /// The stream is over (closed, or given up after the exit).
+    Done,
+}
+
+/// One cell's stream being read: where its lines go, and what has been
+/// seen of it so far.
+struct Reader<'a> {
+    store: &'a mut Store,
+    launched: &'a Launched,
+    job_dir: Option<&'a Path>,
+    reporter: &'a mut dyn Reporter,
+    clock: CellClock,
+    counts: LineCounts,
+    /// Metric lines still to drop: an adopted job's, already stored.
+    skip: u64,
+    /// The attempt the lines belong to: a job Slurm requeues starts a new one.
+    current: CellInfo,
+    /// Lines read but not yet committed.
+    batch: Vec<MetricLine>,
+    stdout_log: Tail,
+    /// A message taken while draining a burst of lines, handled next.
+    waiting: Option<Msg>,
+    eof: bool,
+    exit: Option<(Result<End, String>, Instant)>,
+    abandoned_pipe: bool,
+    timed_out: Option<Duration>,
+    store_error: Option<StoreError>,
+}
+
+impl Reader<'_> {
+    /// Past its timeout the cell is stopped, once, as a failing store
+    /// stops it (`kill`: SIGKILL to a local cell's process group, scancel
+    /// for a Slurm job); its exit then ends the loop.
+    fn stop_if_overdue(&mut self) {
+        let CellClock { started, timeout } = self.clock;
+        let overdue = timeout.filter(|&l| self.exit.is_none() && started.elapsed() >= l);
+        let (Some(limit), None) = (overdue, self.timed_out) else {
+            return;
+        };
+        self.timed_out = Some(limit);
+        self.reporter.report(&Event::Warning {
+            cell: &self.current,
+            message: format!(
+                "ran past its timeout of {}; stopping it",
+                crate::text::duration_words(limit)
+            ),
+        });
+        (self.launched.kill)();
+    }
+
+    /// Waits for the next message: a poll at a time while the child runs
+    /// (so that a takeover or the timeout is noticed), then at most
+    /// [`STDOUT_GRACE`] after its exit.
+    fn next(&mut self) -> Result<Next, StoreError> {
+        if let Some(msg) = self.waiting.take() {
+            return Ok(Next::Msg(msg));
+        }
+        let rx = &self.launched.rx;
+        if let Some((_, at)) = &self.exit {
+            let left = STDOUT_GRACE.saturating_sub(at.elapsed());
+            return Ok(match rx.recv_timeout(left) {
+                Ok(msg) => Next::Msg(msg),
+                Err(_) => {
+                    self.abandoned_pipe = true;
+                    Next::Done
                 }
-                if let Err(e) = flush(store, &current, &mut batch, &mut counts, reporter, started) {
-                    // The store is unusable: stop the child, record what we
-                    // can, and give up.
-                    stop_for(&e, launched);
-                    store_error = Some(e);
-                    break;
-                }
+            });
+        }
+        let wait = match self.clock.timeout {
+            // Wake for the timeout as well as for a takeover.
+            Some(limit) if self.timed_out.is_none() => {
+                CLAIM_POLL.min(limit.saturating_sub(self.clock.started.elapsed()))
             }
+            _ => CLAIM_POLL,
+        };
+        match rx.recv_timeout(wait) {
+            Ok(msg) => Ok(Next::Msg(msg)),
+            Err(RecvTimeoutError::Timeout) => {
+                // A silent cell still notices a takeover within a poll; a
+                // chatty one at its next line's write.
+                self.store.check_claim()?;
+                Ok(Next::Poll)
+            }
+            Err(RecvTimeoutError::Disconnected) => Ok(Next::Done),
+        }
+    }
+
+    /// Handles one message; an error is the store's, and ends the cell.
+    fn take(&mut self, msg: Msg) -> Result<(), StoreError> {
+        let run_id = self.current.run_id;
+        match msg {
+            Msg::Line(first) => self.lines(first)?,
             Msg::Overlong { head, bytes } => {
-                counts.problems.overlong += 1;
-                stdout_log.push(&overlong_note(&head, bytes));
-                if counts.problems.overlong == 1 {
-                    reporter.report(&Event::Warning {
-                        cell: &current,
+                self.counts.problems.overlong += 1;
+                self.stdout_log.push(&overlong_note(&head, bytes));
+                if self.counts.problems.overlong == 1 {
+                    self.reporter.report(&Event::Warning {
+                        cell: &self.current,
                         message: format!(
                             "a stdout line of {bytes} bytes is over the {} MiB line cap; \
                              its head is kept in the cell's log",
@@ -340,79 +222,123 @@ pub(crate) fn ingest(
                     });
                 }
             }
-            Msg::Eof => eof = true,
-            Msg::RunStarted(started) => {
-                if let Err(e) = store.set_run_slurm_run(current.run_id, &started) {
-                    stop_for(&e, launched);
-                    store_error = Some(e);
-                    break;
-                }
-            }
-            Msg::Restarted => {
-                // Slurm requeued the job: what its earlier run printed is
-                // superseded, and the cell starts again as a new attempt.
-                let restarted = flush(store, &current, &mut batch, &mut counts, reporter, started)
-                    .and_then(|()| store.start_run(current.run_id))
-                    .and_then(|attempt| {
-                        current.attempt = attempt;
-                        store.set_run_placement(current.run_id, None, job)?;
-                        match job_dir {
-                            Some(dir) => {
-                                store.set_run_slurm_dir(current.run_id, &dir.display().to_string())
-                            }
-                            None => Ok(()),
-                        }
-                    });
-                if let Err(e) = restarted {
-                    stop_for(&e, launched);
-                    store_error = Some(e);
-                    break;
-                }
-                counts = LineCounts::default();
-                skip = 0;
-                reporter.report(&Event::Warning {
-                    cell: &current,
-                    message: format!(
-                        "Slurm requeued the job; its earlier lines are superseded and it runs \
-                         again as attempt {}",
-                        current.attempt
-                    ),
-                });
-            }
-            Msg::Placed(node) => {
-                if let Err(e) = store.set_run_placement(current.run_id, Some(&node), None) {
-                    stop_for(&e, launched);
-                    store_error = Some(e);
-                    break;
-                }
-            }
+            Msg::Eof => self.eof = true,
+            Msg::RunStarted(started) => self.store.set_run_slurm_run(run_id, &started)?,
+            Msg::Restarted => self.restart()?,
+            Msg::Placed(node) => self.store.set_run_placement(run_id, Some(&node), None)?,
             Msg::Ended { end, at } => {
                 // The cell is the child: whatever it left running in its
                 // group goes with it (and so does a grandchild's hold on
                 // the stdout pipe).
-                on_end();
-                exit = Some((end, at));
+                (self.launched.on_end)();
+                self.exit = Some((end, at));
             }
         }
+        Ok(())
     }
-    let left_to_other = matches!(store_error, Some(StoreError::TakenOver { .. })) && job.is_some();
-    if store_error.is_some() && exit.is_none() && !left_to_other {
-        // Wait for the killed child so its exit is what gets recorded.
-        while let Ok(msg) = rx.recv_timeout(KILL_GRACE) {
+
+    /// Takes `first` and every further line already waiting (up to
+    /// [`MAX_BATCH`]), then commits them: a child printing one line per
+    /// iteration gets one transaction per line; a burst that arrived
+    /// together shares one.
+    fn lines(&mut self, first: Vec<u8>) -> Result<(), StoreError> {
+        let mut next = Some(first);
+        while let Some(bytes) = next.take() {
+            let before = self.batch.len();
+            take_line(
+                &bytes,
+                &self.current,
+                &mut self.batch,
+                &mut self.counts,
+                &mut self.stdout_log,
+                self.reporter,
+            );
+            if self.skip > 0 && self.batch.len() > before {
+                self.batch.pop();
+                self.skip -= 1;
+            }
+            if self.batch.len() >= MAX_BATCH {
+                break;
+            }
+            match self.launched.rx.try_recv() {
+                Ok(Msg::Line(bytes)) => next = Some(bytes),
+                Ok(other) => self.waiting = Some(other),
+                Err(_) => {}
+            }
+        }
+        self.commit()
+    }
+
+    fn commit(&mut self) -> Result<(), StoreError> {
+        flush(
+            self.store,
+            &self.current,
+            &mut self.batch,
+            &mut self.counts,
+            self.reporter,
+            self.clock.started,
+        )
+    }
+
+    /// Slurm requeued the job: what its earlier run printed is superseded,
+    /// and the cell starts again as a new attempt.
+    fn restart(&mut self) -> Result<(), StoreError> {
+        self.commit()?;
+        let run_id = self.current.run_id;
+        self.current.attempt = self.store.start_run(run_id)?;
+        self.store
+            .set_run_placement(run_id, None, self.launched.job.as_deref())?;
+        if let Some(dir) = self.job_dir {
+            self.store
+                .set_run_slurm_dir(run_id, &dir.display().to_string())?;
+        }
+        self.counts = LineCounts::default();
+        self.skip = 0;
+        self.reporter.report(&Event::Warning {
+            cell: &self.current,
+            message: format!(
+                "Slurm requeued the job; its earlier lines are superseded and it runs again as \
+                 attempt {}",
+                self.current.attempt
+            ),
+        });
+        Ok(())
+    }
+
+    /// The store is unusable: stop the child, record what we can, and give
+    /// up.
+    fn fail(&mut self, error: StoreError) {
+        stop_for(&error, self.launched);
+        self.store_error = Some(error);
+    }
+
+    /// After a store failure, waits for the killed child so that its exit
+    /// is what gets recorded; not for a job left to the runner that took
+    /// the experiment over.
+    fn await_killed(&mut self) {
+        let left_to_other = matches!(self.store_error, Some(StoreError::TakenOver { .. }))
+            && self.launched.job.is_some();
+        if self.store_error.is_none() || self.exit.is_some() || left_to_other {
+            return;
+        }
+        while let Ok(msg) = self.launched.rx.recv_timeout(KILL_GRACE) {
             if let Msg::Ended { end, at } = msg {
-                exit = Some((end, at));
+                self.exit = Some((end, at));
                 break;
             }
         }
     }
-    Ingested {
-        counts,
-        stdout_log,
-        current,
-        exit,
-        abandoned_pipe,
-        store_error,
-        timed_out,
+
+    fn finish(self) -> Ingested {
+        Ingested {
+            counts: self.counts,
+            stdout_log: self.stdout_log,
+            current: self.current,
+            exit: self.exit,
+            abandoned_pipe: self.abandoned_pipe,
+            store_error: self.store_error,
+            timed_out: self.timed_out,
+        }
     }
 }
 

@@ -2,11 +2,13 @@
 //!
 //! The parts, in the order a cell meets them:
 //! - [`schedule`]: which cells run, in what order (plan order, a resume's
-//!   rest, adaptive repeats, CUDA requirements, Slurm placement);
+//!   rest, adaptive repeats, CUDA requirements, Slurm placement), and
+//!   [`rerun`] the contended ones again at the end;
+//! - [`attempt`]: one cell from its start to its recorded end;
 //! - [`executor::Executor`] ([`local`], [`slurm`]): where a cell's process runs and
 //!   how its output comes back, as one stream of [`executor::Msg`]s;
-//! - [`line`] and [`ingest`]: stdout lines become metric rows, committed
-//!   as they arrive;
+//! - [`line`], [`rows`] and [`ingest`]: stdout lines become metric rows,
+//!   committed as they arrive;
 //! - [`hooks`]: an arm's setup, prepare and cleanup around its cells;
 //! - [`cell`]: what a cell is and how its end becomes an outcome;
 //! - [`record`]: the experiment and its cells in the store.
@@ -22,6 +24,7 @@ use std::sync::Arc;
 
 use crate::store::{Store, StoreError};
 
+mod attempt;
 pub mod cell;
 pub mod executor;
 mod hooks;
@@ -31,6 +34,8 @@ pub mod local;
 pub mod output;
 pub mod placement;
 pub mod record;
+mod rerun;
+mod rows;
 pub mod schedule;
 pub mod slurm;
 pub mod stop;

@@ -1,31 +1,24 @@
-//! Which cells run, in what order, and one cell from start to record: a
-//! new experiment runs everything in plan order; a resume the cells not
-//! completed; adaptive repeats stop after the round whose data suffice; an
-//! arm that requires CUDA is skipped where there is none; Slurm cells are
-//! pinned to nodes as `[executor] placement` asks.
+//! Which cells run, and in what order: a new experiment runs everything in
+//! plan order; a resume the cells not completed; adaptive repeats stop
+//! after the round whose data suffice; an arm that requires CUDA is
+//! skipped where there is none; Slurm cells are pinned to nodes as
+//! `[executor] placement` asks. One cell from its start to its record is
+//! [`super::attempt`]'s, the contended cells' reruns [`super::rerun`]'s.
 
 use std::time::Instant;
 
-use super::cell::{
-    cell_program, outcome, summary, train_dir, Cell, CellInfo, Ending, Event, Reporter, Summary,
-};
-use super::executor::Adopt;
-use super::executor::{Executor, Launched, Place};
+use super::attempt::run_cell;
+use super::cell::{summary, CellInfo, Event, Reporter, Summary};
+use super::executor::{Adopt, Executor, Place};
 use super::hooks::ArmHooks;
-use super::ingest::{ingest, CellClock, Ingested, STDOUT_GRACE};
 use super::placement::Pinning;
-use super::record::{finish_cell, finish_unstarted};
+use super::record::finish_unstarted;
 use super::slurm::{adoptable, end_adopted, Slurm};
-use super::watch::{self, HostWatch};
 use super::{RunnerError, RunnerOptions};
-use crate::experiment::fingerprint::{self, PeakSource};
-use crate::experiment::plan::{self, Plan, Requirement};
+use crate::experiment::plan::{self, Arm, Plan, Requirement};
 use crate::experiment::slurm as client;
-use crate::store::{
-    ExperimentStatus, FastestPhase, Run, RunOutcome, RunStatus, RunnerIdentity, Store,
-};
+use crate::store::{ExperimentStatus, NodeInfo, Run, RunOutcome, RunStatus, RunnerIdentity, Store};
 use crate::system::lock::{Acquired, Held, HostLock};
-use crate::system::Root;
 
 /// Runs every cell of the experiment that is not completed yet, in plan
 /// order. A new experiment runs everything; a resumed one runs the
@@ -39,6 +32,65 @@ pub fn run(
     reporter: &mut dyn Reporter,
 ) -> Result<Summary, RunnerError> {
     let started = Instant::now();
+    let invocation = Invocation {
+        plan,
+        experiment_id,
+        options,
+    };
+    let (todo, placement) = begin(store, invocation, reporter)?;
+    let slurm = match &plan.executor {
+        plan::Executor::Slurm(o) => Some(Slurm::new(o)),
+        plan::Executor::Local => None,
+    };
+    if let (true, Some(slurm)) = (options.detach, &slurm) {
+        return slurm.detach(store, plan, experiment_id, todo, options, reporter);
+    }
+    // Several cells in flight: submit them all, then follow each in plan
+    // order; the jobs' own records give each cell's time and node.
+    let parallel = matches!(&plan.executor, plan::Executor::Slurm(o) if o.max_parallel > 1);
+    let (todo, placement) = match (&slurm, parallel && !options.stop.is_stopped()) {
+        (Some(slurm), true) => submit_ahead(store, invocation, slurm, todo, placement, reporter)?,
+        _ => (todo, placement),
+    };
+    let mut schedule = Schedule::new(invocation, &todo, placement, slurm.is_some(), parallel);
+    let mut cells_left = todo.into_iter().enumerate();
+    for (position, (arm_index, run)) in cells_left.by_ref() {
+        if schedule.cell(store, reporter, position, arm_index, &run)? == Flow::Stop {
+            break;
+        }
+    }
+    // Jobs submitted by `--detach` for cells this invocation stopped
+    // before: they must not run on unobserved.
+    for (_, (_, run)) in cells_left {
+        if let Some((job, _)) = adoptable(schedule.follow, &run) {
+            end_adopted(store, &run, &job)?;
+        }
+    }
+    schedule.end(store, reporter)?;
+    finish(store, invocation, started, reporter)
+}
+
+/// What every step of one invocation reads and none changes.
+#[derive(Clone, Copy)]
+pub(super) struct Invocation<'a> {
+    pub plan: &'a Plan,
+    pub experiment_id: i64,
+    pub options: &'a RunnerOptions,
+}
+
+/// Claims the experiment and says what this invocation runs; returns the
+/// cells to run, in plan order, and the Slurm placement their experiment's
+/// earlier cells imply.
+fn begin(
+    store: &mut Store,
+    invocation: Invocation<'_>,
+    reporter: &mut dyn Reporter,
+) -> Result<(Vec<(usize, Run)>, Pinning), RunnerError> {
+    let Invocation {
+        plan,
+        experiment_id,
+        options,
+    } = invocation;
     // Claim first: of two runners resuming one experiment, the second stops
     // here, before it has looked at which cells are left.
     store.claim_experiment(experiment_id, &RunnerIdentity::current(), options.takeover)?;
@@ -54,109 +106,153 @@ pub fn run(
         resumed,
         planned_cells: repaired,
     });
+    Ok((todo, Pinning::new(plan, &runs)))
+}
 
-    let mut placement = Pinning::new(plan, &runs);
-    let slurm_options = match &plan.executor {
-        plan::Executor::Slurm(o) => Some(Slurm::new(o)),
-        plan::Executor::Local => None,
-    };
-    if let (true, Some(slurm)) = (options.detach, &slurm_options) {
-        return slurm.detach(store, plan, experiment_id, todo, options, reporter);
+/// Several Slurm cells in flight (`max_parallel` above 1): every cell's
+/// job is submitted ahead, and the schedule then follows each. Returns the
+/// cells to follow, in plan order, and the placement now that the jobs
+/// are submitted.
+fn submit_ahead(
+    store: &mut Store,
+    invocation: Invocation<'_>,
+    slurm: &Slurm,
+    todo: Vec<(usize, Run)>,
+    placement: Pinning,
+    reporter: &mut dyn Reporter,
+) -> Result<(Vec<(usize, Run)>, Pinning), RunnerError> {
+    let Invocation {
+        plan,
+        experiment_id,
+        options,
+    } = invocation;
+    // Cells an earlier coordinator left jobs for are followed, the rest
+    // submitted.
+    let (adopt, submit): (Vec<_>, Vec<_>) = todo
+        .into_iter()
+        .partition(|(_, run)| adoptable(options.attach, run).is_some());
+    slurm.submit_all(store, plan, submit, options, reporter, placement)?;
+    let placement = Pinning::new(plan, &store.runs(experiment_id)?);
+    let runs = store.runs(experiment_id)?;
+    let mut todo: Vec<(usize, Run)> = adopt;
+    for run in runs {
+        if run.status == RunStatus::Running && !todo.iter().any(|(_, r)| r.id == run.id) {
+            if let Some(arm) = plan.arms.iter().position(|a| a.name == run.arm) {
+                todo.push((arm, run));
+            }
+        }
     }
-    // Several cells in flight: submit them all, then follow each in plan
-    // order; the jobs' own records give each cell's time and node.
-    let parallel = matches!(&plan.executor, plan::Executor::Slurm(o) if o.max_parallel > 1);
-    // Follow jobs already submitted (by `--detach`, an earlier
-    // coordinator, or just now) instead of submitting them.
-    let follow = options.attach || parallel;
-    let todo =
-        if let (true, false, Some(slurm)) = (parallel, options.stop.is_stopped(), &slurm_options) {
-            // Cells an earlier coordinator left jobs for are followed, the rest
-            // submitted.
-            let (adopt, submit): (Vec<_>, Vec<_>) = todo
-                .into_iter()
-                .partition(|(_, run)| adoptable(options.attach, run).is_some());
-            slurm.submit_all(store, plan, submit, options, reporter, placement)?;
-            placement = Pinning::new(plan, &store.runs(experiment_id)?);
-            let runs = store.runs(experiment_id)?;
-            let mut todo: Vec<(usize, Run)> = adopt;
-            for run in runs {
-                if run.status == RunStatus::Running && !todo.iter().any(|(_, r)| r.id == run.id) {
-                    if let Some(arm) = plan.arms.iter().position(|a| a.name == run.arm) {
-                        todo.push((arm, run));
-                    }
-                }
+    todo.sort_by_key(|(arm, run)| plan.cell_rank(*arm, run.repeat.max(1) as u32));
+    Ok((todo, placement))
+}
+
+/// Whether the schedule goes on after a cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Flow {
+    Next,
+    /// A stop, `--fail-fast`, or a stop while waiting for the host lock
+    /// or inside a hook: no further cell starts.
+    Stop,
+}
+
+/// What the schedule carries from one cell to the next.
+pub(super) struct Schedule<'a> {
+    pub invocation: Invocation<'a>,
+    pub executor: Box<dyn Executor + 'a>,
+    /// The cells run as Slurm jobs.
+    pub slurm: bool,
+    /// Follow jobs already submitted (by `--detach`, an earlier
+    /// coordinator, or just now) instead of submitting them.
+    pub follow: bool,
+    pub placement: Pinning,
+    /// Under `--attach`, the last job of the chain an earlier coordinator
+    /// left: a cell submitted now waits for it, so that cells still run
+    /// one at a time.
+    pub chain_tail: Option<String>,
+    /// A local cell runs on this machine; a Slurm job records its node.
+    pub local_node: Option<NodeInfo>,
+    /// Whether CUDA is usable, once asked (`None`: not asked yet).
+    pub cuda: Option<Option<bool>>,
+    /// One benchmark per host at a time; a Slurm cell runs on another node.
+    pub host_lock: Option<HostLock>,
+    pub hooks: ArmHooks<'a>,
+    /// How many cells this invocation runs, and each one's repeat (its
+    /// round), in order.
+    pub cells: usize,
+    pub rounds: Vec<i64>,
+    /// A cell failed under `--fail-fast`.
+    pub failed_fast: bool,
+    /// Adaptive repeats have enough data: why, for each cell left.
+    pub enough: Option<String>,
+}
+
+impl<'a> Schedule<'a> {
+    /// The schedule of `todo`, in that order; `parallel`: its Slurm jobs
+    /// were all submitted ahead.
+    fn new(
+        invocation: Invocation<'a>,
+        todo: &[(usize, Run)],
+        placement: Pinning,
+        slurm: bool,
+        parallel: bool,
+    ) -> Self {
+        let Invocation { plan, options, .. } = invocation;
+        let follow = options.attach || parallel;
+        Schedule {
+            invocation,
+            executor: for_plan(plan),
+            slurm,
+            follow,
+            placement,
+            chain_tail: todo
+                .iter()
+                .rev()
+                .find_map(|(_, run)| adoptable(follow, run).map(|(job, _)| job)),
+            local_node: (!slurm).then(crate::experiment::fingerprint::node),
+            cuda: options.cuda_available.map(Some),
+            host_lock: match (&options.host_lock, plan.host_lock && !slurm) {
+                (Some(path), true) => Some(HostLock::new(path, &plan.name)),
+                _ => None,
+            },
+            hooks: ArmHooks::new(plan, &options.stop),
+            cells: todo.len(),
+            rounds: todo.iter().map(|(_, r)| r.repeat).collect(),
+            failed_fast: false,
+            enough: None,
+        }
+    }
+
+    /// Runs or skips the cell `run` of arm `arm_index`, the `position`-th
+    /// (from 0) of this invocation.
+    fn cell(
+        &mut self,
+        store: &mut Store,
+        reporter: &mut dyn Reporter,
+        position: usize,
+        arm_index: usize,
+        run: &Run,
+    ) -> Result<Flow, RunnerError> {
+        let Invocation { plan, options, .. } = self.invocation;
+        if options.stop.is_stopped() || self.failed_fast {
+            // This cell is not run: an adopted job of it is cancelled.
+            if let Some(job) = adoptable(self.follow, run) {
+                end_adopted(store, run, &job.0)?;
             }
-            todo.sort_by_key(|(arm, run)| plan.cell_rank(*arm, run.repeat.max(1) as u32));
-            todo
-        } else {
-            todo
-        };
-    let slurm = slurm_options.is_some();
-    let executor = for_plan(plan);
-    // Under `--attach`, the last job of the chain an earlier coordinator
-    // left: a cell submitted now waits for it, so that cells still run one
-    // at a time.
-    let chain_tail: Option<String> = todo
-        .iter()
-        .rev()
-        .find_map(|(_, run)| adoptable(follow, run).map(|(job, _)| job));
-    // A local cell runs on this machine; a Slurm job records its node.
-    let local_node = (!slurm).then(crate::experiment::fingerprint::node);
-    let mut cuda: Option<Option<bool>> = options.cuda_available.map(Some);
-    // One benchmark per host at a time; a Slurm cell runs on another node.
-    let mut host_lock = match (&options.host_lock, plan.host_lock && !slurm) {
-        (Some(path), true) => Some(HostLock::new(path, &plan.name)),
-        _ => None,
-    };
-    let mut failed_fast = false;
-    let cells = todo.len();
-    let rounds: Vec<i64> = todo.iter().map(|(_, r)| r.repeat).collect();
-    let mut enough: Option<String> = None;
-    let mut cells_left = todo.into_iter().enumerate();
-    let mut hooks = ArmHooks::new(plan, &options.stop);
-    for (position, (arm_index, run)) in cells_left.by_ref() {
-        if options.stop.is_stopped() || failed_fast {
-            // This cell is not run: an adopted job of it is cancelled below.
-            if let Some(job) = adoptable(follow, &run) {
-                end_adopted(store, &run, &job.0)?;
-            }
-            break;
+            return Ok(Flow::Stop);
         }
         let arm = &plan.arms[arm_index];
-        let mut info = CellInfo::of(plan, arm, &run, position + 1, cells);
-        if let Some(reason) = &enough {
-            let reason = format!("not needed: {reason}");
+        let mut info = CellInfo::of(plan, arm, run, position + 1, self.cells);
+        if let Some(reason) = self.skip_reason(arm) {
             store.skip_run(run.id, &reason)?;
             reporter.report(&Event::CellSkipped {
                 cell: &info,
                 reason: &reason,
             });
-            continue;
+            return Ok(Flow::Next);
         }
         // The last cell of a round: adaptive repeats may stop after it.
-        let round_ends = rounds.get(position + 1) != Some(&run.repeat);
-        // On Slurm the job asks for a GPU (`gres`); the coordinator's own
-        // devices say nothing about the nodes'.
-        if arm.requires == Some(Requirement::Cuda) && !slurm {
-            let available = *cuda.get_or_insert_with(|| {
-                crate::experiment::fingerprint::torch_facts(&options.lcx_exe)
-                    .map(|t| t.cuda_available)
-            });
-            if available != Some(true) {
-                let reason = match available {
-                    Some(_) => "requires CUDA, and no CUDA device is available",
-                    None => "requires CUDA, and `lcx version --json` did not say whether a CUDA device is available",
-                };
-                store.skip_run(run.id, reason)?;
-                reporter.report(&Event::CellSkipped {
-                    cell: &info,
-                    reason,
-                });
-                continue;
-            }
-        }
-        let adopt = adoptable(follow, &run).map(|(job, dir)| Adopt {
+        let round_ends = self.rounds.get(position + 1) != Some(&run.repeat);
+        let adopt = adoptable(self.follow, run).map(|(job, dir)| Adopt {
             job,
             dir,
             stored: run.iterations_done.max(0) as u64,
@@ -165,96 +261,141 @@ pub fn run(
         // Held from before the cell's start is stamped until its end is
         // recorded: the wait is in no cell's time, and no two cells'
         // windows on this host overlap.
-        let _held = match host_lock.as_mut() {
+        let _held = match self.host_lock.as_mut() {
             Some(lock) => match take_host_lock(lock, &info, options, reporter)? {
                 Some(held) => Some(held),
-                None => break,
+                None => return Ok(Flow::Stop),
             },
             None => None,
         };
         // Setup and prepare, under the host lock, before the cell's clock.
-        if let Err(why) = hooks.before_cell(arm_index, &info) {
+        if let Err(why) = self.hooks.before_cell(arm_index, &info) {
             if options.stop.is_stopped() {
                 // Stopped inside a hook: the cell did not start.
-                break;
+                return Ok(Flow::Stop);
             }
             info.attempt = store.start_run(run.id)?;
             reporter.report(&Event::CellStarted { cell: &info });
             finish_unstarted(store, reporter, &info, why, 0.0)?;
-            failed_fast |= options.fail_fast;
-            continue;
+            self.failed_fast |= options.fail_fast;
+            return Ok(Flow::Next);
         }
         if adopt.is_none() {
             // A job an earlier coordinator left running (it was killed, its
             // login node went away) must not run beside the new attempt.
-            if let (Some(job), true) = (&run.slurm_job, slurm) {
+            if let (Some(job), true) = (&run.slurm_job, self.slurm) {
                 client::cancel(job);
             }
             info.attempt = store.start_run(run.id)?;
         }
-        let after = match (&adopt, &chain_tail) {
+        let place = self.place(run.repeat, adopt);
+        let executor = self.executor.as_ref();
+        let outcome = run_cell(
+            store, plan, arm_index, &info, options, reporter, place, executor,
+        )?;
+        self.after_cell(store, run, &outcome, round_ends)?;
+        Ok(Flow::Next)
+    }
+
+    /// Why a cell of `arm` is skipped, if it is: adaptive repeats already
+    /// have enough data, or the arm requires CUDA and there is none.
+    fn skip_reason(&mut self, arm: &Arm) -> Option<String> {
+        if let Some(reason) = &self.enough {
+            return Some(format!("not needed: {reason}"));
+        }
+        // On Slurm the job asks for a GPU (`gres`); the coordinator's own
+        // devices say nothing about the nodes'.
+        if arm.requires != Some(Requirement::Cuda) || self.slurm {
+            return None;
+        }
+        let lcx_exe = &self.invocation.options.lcx_exe;
+        let available = *self.cuda.get_or_insert_with(|| {
+            crate::experiment::fingerprint::torch_facts(lcx_exe).map(|t| t.cuda_available)
+        });
+        let reason = match available {
+            Some(true) => return None,
+            Some(false) => "requires CUDA, and no CUDA device is available",
+            None => "requires CUDA, and `lcx version --json` did not say whether a CUDA device is available",
+        };
+        Some(reason.to_string())
+    }
+
+    /// Where a cell of round `repeat` runs: the node it is pinned to, the
+    /// job it follows (`adopt`) or waits for, this machine's hardware.
+    fn place(&self, repeat: i64, adopt: Option<Adopt>) -> Place<'_> {
+        let after = match (&adopt, &self.chain_tail) {
             (None, Some(tail)) => match client::job_state(tail) {
                 Ok(Some(state)) if !state.is_final() => Some(tail.clone()),
                 _ => None,
             },
             _ => None,
         };
-        let place = Place {
-            nodelist: placement.node_for(run.repeat),
+        Place {
+            nodelist: self.placement.node_for(repeat),
             adopt,
             after,
-            node: local_node.as_ref(),
-        };
-        let outcome = run_cell(
-            store,
+            node: self.local_node.as_ref(),
+        }
+    }
+
+    /// What a cell's end means for the cells after it: the node its round
+    /// ran on, a failure under `--fail-fast`, and after a round's last
+    /// cell, whether adaptive repeats have enough data.
+    fn after_cell(
+        &mut self,
+        store: &Store,
+        run: &Run,
+        outcome: &RunOutcome,
+        round_ends: bool,
+    ) -> Result<(), RunnerError> {
+        let Invocation {
             plan,
-            arm_index,
-            &info,
+            experiment_id,
             options,
-            reporter,
-            place,
-            executor.as_ref(),
-        )?;
+        } = self.invocation;
         if let Some(host) = store.run(run.id)?.and_then(|r| r.host) {
-            placement.ran(run.repeat, host);
+            self.placement.ran(run.repeat, host);
         }
         if outcome.status == RunStatus::Failed && options.fail_fast {
-            failed_fast = true;
+            self.failed_fast = true;
         }
         if let (Some(a), Some(check), true) = (&plan.adaptive, &options.precise_enough, round_ends)
         {
             if run.repeat >= i64::from(a.min) && run.repeat < i64::from(a.max) {
                 if let Some(why) = (check.0)(store, experiment_id, a.precision)? {
-                    enough = Some(format!("stopped after round {}: {why}", run.repeat));
+                    self.enough = Some(format!("stopped after round {}: {why}", run.repeat));
                 }
             }
         }
+        Ok(())
     }
-    // Jobs submitted by `--detach` for cells this invocation stopped
-    // before: they must not run on unobserved.
-    for (_, (_, run)) in cells_left {
-        if let Some((job, _)) = adoptable(follow, &run) {
-            end_adopted(store, &run, &job)?;
+
+    /// After the last cell: `[measurement] rerun_contended`'s rounds, then
+    /// every started arm's cleanup.
+    fn end(mut self, store: &mut Store, reporter: &mut dyn Reporter) -> Result<(), RunnerError> {
+        let plan = self.invocation.plan;
+        if !self.slurm && !self.failed_fast && plan.measurement.rerun_contended > 0 {
+            self.rerun_contended(store, reporter)?;
         }
+        self.hooks
+            .finish(&mut |cell, message| reporter.report(&Event::Warning { cell, message }));
+        Ok(())
     }
+}
 
-    if !slurm && !failed_fast && plan.measurement.rerun_contended > 0 {
-        rerun_contended(
-            store,
-            plan,
-            experiment_id,
-            options,
-            reporter,
-            executor.as_ref(),
-            local_node.as_ref(),
-            host_lock.as_mut(),
-            &mut hooks,
-        )?;
-    }
-    hooks.finish(&mut |cell, message| reporter.report(&Event::Warning { cell, message }));
-
-    // The experiment's status comes from all its cells, including those an
-    // earlier invocation ran.
+/// The experiment's status comes from all its cells, including those an
+/// earlier invocation ran.
+fn finish(
+    store: &mut Store,
+    invocation: Invocation<'_>,
+    started: Instant,
+    reporter: &mut dyn Reporter,
+) -> Result<Summary, RunnerError> {
+    let Invocation {
+        experiment_id,
+        options,
+        ..
+    } = invocation;
     let runs = store.runs(experiment_id)?;
     let summary = summary(
         experiment_id,
@@ -270,118 +411,9 @@ pub fn run(
     Ok(summary)
 }
 
-/// `[measurement] rerun_contended`: up to that many rounds at the end of
-/// the schedule, each running again every completed cell that was
-/// contended, beside a fresh cell of the baseline from the same repeat (so
-/// the pair is measured under the same conditions), in plan order. Each
-/// rerun attempt records why it ran.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "the schedule's context that `run_cell` needs, the host lock and the hooks"
-)]
-fn rerun_contended(
-    store: &mut Store,
-    plan: &Plan,
-    experiment_id: i64,
-    options: &RunnerOptions,
-    reporter: &mut dyn Reporter,
-    executor: &dyn Executor,
-    node: Option<&crate::store::NodeInfo>,
-    mut host_lock: Option<&mut HostLock>,
-    hooks: &mut ArmHooks<'_>,
-) -> Result<(), RunnerError> {
-    for round in 1..=plan.measurement.rerun_contended {
-        let runs = store.runs(experiment_id)?;
-        let contended: Vec<(&Run, f64, f64)> = runs
-            .iter()
-            .filter(|r| r.status == RunStatus::Completed)
-            .filter_map(|r| {
-                let cores = r.contention.foreign_cores()?;
-                let limit = plan.measurement.threshold(r.contention.host_cpus);
-                (cores > limit).then_some((r, cores, limit))
-            })
-            .collect();
-        if contended.is_empty() {
-            break;
-        }
-        let mut again: Vec<(usize, &Run, String)> = Vec::new();
-        for (run, cores, limit) in &contended {
-            let note = format!(
-                "rerun {round}: attempt {} was contended ({cores:.2} cores of other programs' \
-                 CPU, limit {limit:.2})",
-                run.attempt
-            );
-            again.push((0, run, note));
-            if run.arm != plan.baseline {
-                if let Some(base) = runs
-                    .iter()
-                    .find(|b| b.arm == plan.baseline && b.repeat == run.repeat)
-                {
-                    // Stored text, shown as text (escaped) in reports: no
-                    // markdown of its own.
-                    let note = format!(
-                        "rerun {round}: the baseline beside contended arm {} #{}",
-                        run.arm, run.repeat
-                    );
-                    again.push((0, base, note));
-                }
-            }
-        }
-        for entry in &mut again {
-            entry.0 = plan
-                .arms
-                .iter()
-                .position(|a| a.name == entry.1.arm)
-                .unwrap_or(0);
-        }
-        again.sort_by_key(|(arm, run, _)| plan.cell_rank(*arm, run.repeat.max(1) as u32));
-        // A contended baseline cell is rerun once, not also as a partner.
-        again.dedup_by_key(|(_, run, _)| run.id);
-        let cells = again.len();
-        for (position, (arm_index, run, note)) in again.into_iter().enumerate() {
-            if options.stop.is_stopped() {
-                return Ok(());
-            }
-            let arm = &plan.arms[arm_index];
-            let mut info = CellInfo::of(plan, arm, run, position + 1, cells);
-            let _held = match host_lock.as_deref_mut() {
-                Some(lock) => match take_host_lock(lock, &info, options, reporter)? {
-                    Some(held) => Some(held),
-                    None => return Ok(()),
-                },
-                None => None,
-            };
-            if let Err(why) = hooks.before_cell(arm_index, &info) {
-                // The completed attempt stands; the rerun did not happen.
-                reporter.report(&Event::Warning {
-                    cell: &info,
-                    message: format!("not rerun: {why}"),
-                });
-                continue;
-            }
-            info.attempt = store.start_run(run.id)?;
-            store.set_run_rerun_note(run.id, &note)?;
-            reporter.report(&Event::Warning {
-                cell: &info,
-                message: note,
-            });
-            let place = Place {
-                nodelist: None,
-                adopt: None,
-                after: None,
-                node,
-            };
-            run_cell(
-                store, plan, arm_index, &info, options, reporter, place, executor,
-            )?;
-        }
-    }
-    Ok(())
-}
-
 /// Takes the host lock for a cell, saying whom it waits for; `None` when
 /// a stop came while waiting.
-fn take_host_lock(
+pub(super) fn take_host_lock(
     lock: &mut HostLock,
     cell: &CellInfo,
     options: &RunnerOptions,
@@ -439,261 +471,6 @@ pub(crate) fn cells_to_run(
     }
     todo.sort_by_key(|(arm, run)| plan.cell_rank(*arm, run.repeat.max(1) as u32));
     Ok((todo, resumed))
-}
-
-#[expect(
-    clippy::too_many_arguments,
-    reason = "one cell's whole context; each argument is a different part of it"
-)]
-fn run_cell(
-    store: &mut Store,
-    plan: &Plan,
-    arm_index: usize,
-    info: &CellInfo,
-    options: &RunnerOptions,
-    reporter: &mut dyn Reporter,
-    place: Place<'_>,
-    executor: &dyn Executor,
-) -> Result<RunOutcome, RunnerError> {
-    let arm = &plan.arms[arm_index];
-    reporter.report(&Event::CellStarted { cell: info });
-    // The runner's host is the cell's only for a local cell.
-    let local = matches!(plan.executor, plan::Executor::Local);
-    if let (true, Some(limit)) = (local, plan.measurement.wait_for_quiet) {
-        let root = Root::default();
-        let threshold = plan
-            .measurement
-            .threshold(root.online_cpus().map(|n| n as i64));
-        let stopped = || options.stop.is_stopped();
-        if let Err(cores) = watch::wait_for_quiet(
-            &root,
-            threshold,
-            crate::experiment::plan::seconds_duration(limit),
-            &stopped,
-        ) {
-            reporter.report(&Event::Warning {
-                cell: info,
-                message: format!(
-                    "the host stayed busy ({cores:.2} cores of other programs' CPU, limit \
-                     {threshold:.2}) for the {limit} s of wait_for_quiet; running the cell anyway"
-                ),
-            });
-        }
-    }
-    let started = Instant::now();
-    let waited_before = store.lock_wait();
-    let program = cell_program(arm, options);
-    let job_dir = executor.job_dir(info, place.adopt.as_ref())?;
-    let cell_dir = train_dir(plan, arm, info, job_dir.as_deref());
-    let cell = Cell {
-        plan,
-        arm,
-        info,
-        options,
-        program: &program,
-        cell_dir: cell_dir.as_deref(),
-        job_dir: job_dir.as_deref(),
-    };
-    let stored_before = place.adopt.as_ref().map_or(0, |a| a.stored);
-    let node = place.node;
-    let watch = local.then(|| HostWatch::start(Root::default()));
-    let launched = executor.launch(&cell, place, reporter);
-    let launched = match launched {
-        Ok(launched) => launched,
-        Err(error) => {
-            let wall = started.elapsed().as_secs_f64();
-            return Ok(finish_unstarted(store, reporter, info, error, wall)?);
-        }
-    };
-    store.set_run_placement(
-        info.run_id,
-        launched.host.as_deref(),
-        launched.job.as_deref(),
-    )?;
-    if let Some(cpus) = &launched.cpus {
-        store.set_run_cpus(info.run_id, &cpus.to_string())?;
-    }
-    if let Some(dir) = &job_dir {
-        store.set_run_slurm_dir(info.run_id, &dir.display().to_string())?;
-    }
-    if let Some(node) = node {
-        store.set_run_node(info.run_id, node)?;
-    }
-
-    let ingested = ingest(
-        store,
-        &launched,
-        info,
-        stored_before,
-        job_dir.as_deref(),
-        reporter,
-        CellClock {
-            started,
-            timeout: arm.timeout(),
-        },
-    );
-    let Launched { stderr, finish, .. } = launched;
-    let Ingested {
-        counts,
-        stdout_log,
-        current,
-        exit,
-        abandoned_pipe,
-        store_error,
-        timed_out,
-    } = ingested;
-    finish();
-    let cell_cpu = exit
-        .as_ref()
-        .and_then(|(end, _)| end.as_ref().ok())
-        .and_then(|end| end.cpu_seconds);
-    if let Some(watch) = watch {
-        store.set_run_contention(info.run_id, &watch.finish(cell_cpu))?;
-    }
-    let wall_seconds = exit
-        .as_ref()
-        .map_or_else(|| started.elapsed(), |(_, at)| at.duration_since(started))
-        .as_secs_f64();
-    // A job's own records say how long its command ran on the node
-    // (without queueing and polling) and what hardware it ran on.
-    let wall_seconds = job_dir
-        .as_deref()
-        .and_then(client::ran_seconds)
-        .unwrap_or(wall_seconds);
-    if let Some(node) = job_dir.as_deref().and_then(client::node_record) {
-        store.set_run_node(info.run_id, &node)?;
-    }
-    if abandoned_pipe {
-        reporter.report(&Event::Warning {
-            cell: &current,
-            message: format!(
-                "the child exited, but a process it started outside its process group still \
-                 holds its stdout; stopped reading {} s after the exit",
-                STDOUT_GRACE.as_secs()
-            ),
-        });
-    }
-    let stderr_tail = stderr.collect(abandoned_pipe);
-    let stderr = stderr_tail
-        .lock()
-        .map(|t| (t.text(), t.last_line().map(str::to_string), t.overlong));
-    let (mut tail_text, last_line, stderr_overlong) = stderr.unwrap_or_default();
-    if stderr_overlong > 0 {
-        reporter.report(&Event::Warning {
-            cell: &current,
-            message: format!(
-                "{} on stderr over the {} MiB line cap: cut, counted (runs.overlong_lines)",
-                crate::text::counted(stderr_overlong as u64, "line"),
-                super::output::MAX_LINE / (1024 * 1024)
-            ),
-        });
-    }
-    let problems = crate::store::LineProblems {
-        overlong: counts.problems.overlong + stderr_overlong,
-        ..counts.problems
-    };
-    if !stdout_log.is_empty() {
-        if !tail_text.is_empty() {
-            tail_text.push('\n');
-        }
-        tail_text.push_str("--- stdout (non-JSON lines) ---\n");
-        tail_text.push_str(&stdout_log.text());
-    }
-    let lines = counts.stored;
-    let mut outcome = outcome(
-        plan,
-        arm,
-        Ending {
-            end: exit.map_or_else(
-                || Err("the child's exit was not seen".to_string()),
-                |(end, _)| end,
-            ),
-            stored: counts.stored,
-            duplicates: counts.duplicates,
-            problems,
-            stopped: options.stop.is_stopped(),
-            last_line,
-            wall_seconds,
-            timed_out,
-        },
-    );
-    outcome.stderr_tail = (!tail_text.is_empty()).then_some(tail_text);
-    outcome.db_wait_seconds = Some((store.lock_wait() - waited_before).as_secs_f64());
-    if let Some(e) = store_error {
-        outcome.status = RunStatus::Failed;
-        outcome.error = Some(format!("recording failed: {e}"));
-        // Best effort: the store just failed, this may fail too.
-        let _ = store.finish_run(info.run_id, &outcome);
-        return Err(e.into());
-    }
-    finish_cell(
-        store,
-        plan,
-        info.run_id,
-        &mut outcome,
-        cell_dir.as_deref(),
-        options.keep_runs,
-    )?;
-    reporter.report(&Event::CellFinished {
-        cell: &current,
-        outcome: &outcome,
-        lines,
-    });
-    if local {
-        recheck_ceiling(store, &current, reporter)?;
-    }
-    Ok(outcome)
-}
-
-/// A phase can never run faster than the machine's ceiling: when a local
-/// cell's did, the recorded ceiling was a low probe. The runner probes
-/// again (once per experiment), keeps the host's best, and says so on the
-/// experiment (`peak_note`) and to the user; a rate still above the new
-/// probe points at the phase's FLOP count or clock instead.
-fn recheck_ceiling(
-    store: &mut Store,
-    info: &CellInfo,
-    reporter: &mut dyn Reporter,
-) -> Result<(), RunnerError> {
-    let Some(FastestPhase {
-        experiment,
-        ceiling,
-        source,
-        phase,
-        rate,
-    }) = store.fastest_phase(info.run_id)?
-    else {
-        return Ok(());
-    };
-    if rate <= ceiling || source.as_deref() == Some(PeakSource::Reprobed.as_str()) {
-        return Ok(());
-    }
-    let known = fingerprint::known_ceiling(Some(store), true);
-    let probed = known.probe.as_ref().map_or(0.0, |p| p.gflops);
-    let best = known.ceiling.gflops;
-    let mut note = format!(
-        "cell `{}` #{}'s {phase} phase ran at {rate:.1} GFLOP/s, above the recorded ceiling of \
-         {ceiling:.1}; a new probe read {probed:.1}, and the host's best is now {best:.1} ({})",
-        info.arm,
-        info.repeat,
-        known.ceiling.describe()
-    );
-    if known.ceiling.disturbed {
-        note.push_str("; no try of that probe had all its cores, so the figure is a floor");
-    }
-    if rate > best {
-        note.push_str(
-            "; the phase still runs above it, so its FLOP count or its clock is wrong, not only \
-             the probe",
-        );
-    }
-    let raised = (best > ceiling).then_some(&known.ceiling);
-    store.set_experiment_peak(experiment, raised, PeakSource::Reprobed.as_str(), &note)?;
-    reporter.report(&Event::Warning {
-        cell: info,
-        message: note,
-    });
-    Ok(())
 }
 
 #[cfg(test)]
