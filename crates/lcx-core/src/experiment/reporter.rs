@@ -1,5 +1,12 @@
 //! Reporters turn runner events into output on stderr: indicatif progress
 //! bars on a terminal, plain log lines otherwise (CI logs, pipes, tests).
+//!
+//! What an event says is written once, in [`said`], for both layouts; the
+//! reporters only decide where the words go (a log line, a note above the
+//! bars) and what else moves (the bars, the plain log's pace). The few
+//! places where the two layouts say different things are marked there,
+//! with why. They stay as they are: scripts and the integration tests read
+//! the plain lines byte for byte, and a refactor changes no one's output.
 
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -25,6 +32,119 @@ pub fn for_stderr(plain: bool) -> Box<dyn Reporter> {
     }
 }
 
+/// Which reporter an event's words are laid out for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    /// Log lines that each stand alone (CI logs, pipes).
+    Plain,
+    /// Notes printed above progress bars, which show the rest.
+    Bars,
+}
+
+/// What one event says: its lines, then a failed cell's stderr tail (which
+/// a plain log prints without its `lcx: ` prefix).
+#[derive(Debug, Default)]
+struct Said {
+    lines: Vec<String>,
+    tail: Vec<String>,
+}
+
+/// The words of `event` in `layout`: the one place both reporters take
+/// them from.
+fn said(event: &Event<'_>, layout: Layout) -> Said {
+    let plain = layout == Layout::Plain;
+    let mut said = Said::default();
+    match event {
+        Event::Started {
+            experiment_id,
+            name,
+            cells,
+            total_cells,
+            resumed,
+            planned_cells,
+        } => {
+            if *planned_cells {
+                said.lines.push(planned_note(*experiment_id));
+            }
+            let verb = if *resumed { "resuming" } else { "running" };
+            let mut line = format!(
+                "{verb} experiment {experiment_id} `{name}`: {cells} of {total_cells} cells"
+            );
+            // The plain line says "to run", which scripts and the
+            // integration tests look for; the terminal's bar counts the
+            // cells below its shorter line.
+            if plain {
+                line.push_str(" to run");
+            }
+            said.lines.push(line);
+        }
+        Event::CellSkipped { cell, reason } => {
+            // A plain line stands alone: it says which cell of how many,
+            // and shouts SKIPPED as the outcome lines shout FAILED (the
+            // integration tests look for it). A terminal note needs no
+            // position (the overall bar shows it) and says it in lower case.
+            said.lines.push(if plain {
+                format!("{}: SKIPPED: {reason}", positioned(cell))
+            } else {
+                format!("{}: skipped: {reason}", cell_name(cell))
+            });
+        }
+        Event::CellStarted { cell } => {
+            // On a terminal the cell's new bar says it started.
+            if plain {
+                let attempt = if cell.attempt > 1 {
+                    format!(" (attempt {})", cell.attempt)
+                } else {
+                    String::new()
+                };
+                said.lines
+                    .push(format!("{}: started{attempt}", positioned(cell)));
+            }
+        }
+        Event::Iteration {
+            cell,
+            iteration,
+            elapsed,
+            ..
+        } => {
+            // On a terminal the cell's bar moves instead.
+            if plain {
+                said.lines.push(format!(
+                    "{}: iteration {iteration}/{} ({:.1} s)",
+                    positioned(cell),
+                    cell.iterations,
+                    elapsed.as_secs_f64()
+                ));
+            }
+        }
+        Event::Warning { cell, message } => {
+            said.lines
+                .push(format!("{}: warning: {message}", cell_name(cell)));
+        }
+        Event::Note { cell, message } => {
+            said.lines.push(format!("{}: {message}", cell_name(cell)));
+        }
+        Event::CellFinished {
+            cell,
+            outcome,
+            lines,
+        } => {
+            said.lines.push(outcome_line(
+                cell,
+                outcome.status,
+                outcome.error.as_deref(),
+                *lines,
+                outcome.wall_seconds,
+            ));
+            if outcome.status == RunStatus::Failed {
+                said.tail = failure_tail(outcome.stderr_tail.as_deref());
+            }
+        }
+        Event::Finished { summary, .. } => said.lines.push(finished_line(summary)),
+    }
+    said
+}
+
 fn planned_note(experiment_id: i64) -> String {
     format!(
         "experiment {experiment_id} had no cells recorded (its runner was killed while \
@@ -43,6 +163,11 @@ fn cell_name(cell: &CellInfo) -> String {
     }
 }
 
+/// A cell with its place among this invocation's cells: `[2/6] a #1/3`.
+fn positioned(cell: &CellInfo) -> String {
+    format!("[{}/{}] {}", cell.position, cell.cells, cell_name(cell))
+}
+
 fn outcome_line(
     cell: &CellInfo,
     status: RunStatus,
@@ -50,7 +175,7 @@ fn outcome_line(
     lines: u64,
     secs: f64,
 ) -> String {
-    let head = format!("[{}/{}] {}", cell.position, cell.cells, cell_name(cell));
+    let head = positioned(cell);
     let lines = crate::text::counted(lines, "line");
     match status {
         RunStatus::Completed => format!("{head}: completed, {lines} in {secs:.2} s"),
@@ -113,89 +238,22 @@ impl<W: Write> PlainReporter<W> {
 impl<W: Write> Reporter for PlainReporter<W> {
     fn report(&mut self, event: &Event<'_>) {
         match event {
-            Event::Started {
-                experiment_id,
-                name,
-                cells,
-                total_cells,
-                resumed,
-                planned_cells,
-            } => {
-                let verb = if *resumed { "resuming" } else { "running" };
-                if *planned_cells {
-                    self.line(&planned_note(*experiment_id));
+            Event::CellStarted { .. } => self.last_progress = Instant::now(),
+            Event::Iteration { .. } => {
+                // A log gets a cell's progress now and then, not per line.
+                if self.last_progress.elapsed() < PLAIN_PROGRESS_EVERY {
+                    return;
                 }
-                self.line(&format!(
-                    "{verb} experiment {experiment_id} `{name}`: {cells} of {total_cells} cells to run"
-                ));
-            }
-            Event::CellSkipped { cell, reason } => {
-                self.line(&format!(
-                    "[{}/{}] {}: SKIPPED: {reason}",
-                    cell.position,
-                    cell.cells,
-                    cell_name(cell)
-                ));
-            }
-            Event::CellStarted { cell } => {
                 self.last_progress = Instant::now();
-                let attempt = if cell.attempt > 1 {
-                    format!(" (attempt {})", cell.attempt)
-                } else {
-                    String::new()
-                };
-                self.line(&format!(
-                    "[{}/{}] {}: started{attempt}",
-                    cell.position,
-                    cell.cells,
-                    cell_name(cell)
-                ));
             }
-            Event::Iteration {
-                cell,
-                iteration,
-                elapsed,
-                ..
-            } => {
-                if self.last_progress.elapsed() >= PLAIN_PROGRESS_EVERY {
-                    self.last_progress = Instant::now();
-                    self.line(&format!(
-                        "[{}/{}] {}: iteration {iteration}/{} ({:.1} s)",
-                        cell.position,
-                        cell.cells,
-                        cell_name(cell),
-                        cell.iterations,
-                        elapsed.as_secs_f64()
-                    ));
-                }
-            }
-            Event::Warning { cell, message } => {
-                self.line(&format!("{}: warning: {message}", cell_name(cell)));
-            }
-            Event::Note { cell, message } => {
-                self.line(&format!("{}: {message}", cell_name(cell)));
-            }
-            Event::CellFinished {
-                cell,
-                outcome,
-                lines,
-            } => {
-                self.line(&outcome_line(
-                    cell,
-                    outcome.status,
-                    outcome.error.as_deref(),
-                    *lines,
-                    outcome.wall_seconds,
-                ));
-                if outcome.status == RunStatus::Failed {
-                    for l in failure_tail(outcome.stderr_tail.as_deref()) {
-                        let _ = writeln!(self.out, "{}", crate::escape::terminal(&l));
-                    }
-                }
-            }
-            Event::Finished { summary, .. } => {
-                self.line(&finished_line(summary));
-            }
+            _ => {}
+        }
+        let said = said(event, Layout::Plain);
+        for line in &said.lines {
+            self.line(line);
+        }
+        for line in &said.tail {
+            let _ = writeln!(self.out, "{}", crate::escape::terminal(line));
         }
     }
 }
@@ -228,27 +286,32 @@ impl ProgressReporter {
     fn note(&self, text: &str) {
         let _ = self.multi.println(crate::escape::terminal(text));
     }
-}
 
-impl Reporter for ProgressReporter {
-    fn report(&mut self, event: &Event<'_>) {
+    /// Takes down the bars an event ends, before its notes print, so that
+    /// the notes are not drawn beside a finished bar.
+    fn clear_bars(&mut self, event: &Event<'_>) {
         match event {
-            Event::Started {
-                experiment_id,
-                name,
-                cells,
-                total_cells,
-                resumed,
-                planned_cells,
-            } => {
-                self.name = crate::escape::terminal_line(name).into_owned();
-                if *planned_cells {
-                    self.note(&planned_note(*experiment_id));
+            Event::CellFinished { .. } => {
+                if let Some(bar) = self.cell.take() {
+                    bar.finish_and_clear();
+                    self.multi.remove(&bar);
                 }
-                let verb = if *resumed { "resuming" } else { "running" };
-                self.note(&format!(
-                    "{verb} experiment {experiment_id} `{name}`: {cells} of {total_cells} cells"
-                ));
+            }
+            Event::Finished { .. } => {
+                if let Some(b) = self.overall.take() {
+                    b.finish_and_clear();
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Puts up or moves the bars an event starts or advances, after its
+    /// notes.
+    fn draw_bars(&mut self, event: &Event<'_>) {
+        match event {
+            Event::Started { name, cells, .. } => {
+                self.name = crate::escape::terminal_line(name).into_owned();
                 let bar = self.multi.add(ProgressBar::new(*cells as u64));
                 bar.set_style(
                     ProgressStyle::with_template(
@@ -258,12 +321,6 @@ impl Reporter for ProgressReporter {
                 );
                 bar.set_prefix(self.name.clone());
                 self.overall = Some(bar);
-            }
-            Event::CellSkipped { cell, reason } => {
-                self.note(&format!("{}: skipped: {reason}", cell_name(cell)));
-                if let Some(b) = &self.overall {
-                    b.inc(1);
-                }
             }
             Event::CellStarted { cell } => {
                 let bar = self.multi.add(ProgressBar::new(u64::from(cell.iterations)));
@@ -278,54 +335,51 @@ impl Reporter for ProgressReporter {
                 bar.enable_steady_tick(Duration::from_millis(250));
                 self.cell = Some(bar);
             }
-            Event::Iteration { cell, lines, .. } => {
+            Event::Iteration { lines, .. } => {
                 if let Some(bar) = &self.cell {
                     if *lines > bar.length().unwrap_or(0) {
                         bar.set_length(*lines);
                     }
                     bar.set_position(*lines);
                 }
-                let _ = cell;
             }
-            Event::Warning { cell, message } => {
-                self.note(&format!("{}: warning: {message}", cell_name(cell)));
-            }
-            Event::Note { cell, message } => {
-                self.note(&format!("{}: {message}", cell_name(cell)));
-            }
-            Event::CellFinished {
-                cell,
-                outcome,
-                lines,
-            } => {
-                if let Some(bar) = self.cell.take() {
-                    bar.finish_and_clear();
-                    self.multi.remove(&bar);
-                }
-                self.note(&outcome_line(
-                    cell,
-                    outcome.status,
-                    outcome.error.as_deref(),
-                    *lines,
-                    outcome.wall_seconds,
-                ));
-                if outcome.status == RunStatus::Failed {
-                    for l in failure_tail(outcome.stderr_tail.as_deref()) {
-                        self.note(&l);
-                    }
-                }
+            Event::CellSkipped { .. } | Event::CellFinished { .. } => {
                 if let Some(b) = &self.overall {
                     b.inc(1);
                 }
             }
-            Event::Finished { summary, .. } => {
-                if let Some(b) = self.overall.take() {
-                    b.finish_and_clear();
-                }
-                self.note(&finished_line(summary));
-            }
+            Event::Warning { .. } | Event::Note { .. } | Event::Finished { .. } => {}
         }
     }
+}
+
+impl Reporter for ProgressReporter {
+    fn report(&mut self, event: &Event<'_>) {
+        self.clear_bars(event);
+        let said = said(event, Layout::Bars);
+        for line in said.lines.iter().chain(&said.tail) {
+            self.note(line);
+        }
+        self.draw_bars(event);
+    }
+}
+
+/// An event as a test names it, briefly: `start a#1`, `skipped a#1`,
+/// `completed a#1`, `warning a`; `None` for an iteration. The library's
+/// [`RecordingReporter`] keeps exactly these; the runner's unit tests add
+/// the event's reason or message.
+pub(crate) fn recorded(event: &Event<'_>) -> Option<String> {
+    let key = |cell: &CellInfo| format!("{}#{}", cell.arm, cell.repeat);
+    Some(match event {
+        Event::Started { cells, .. } => format!("started {cells}"),
+        Event::CellSkipped { cell, .. } => format!("skipped {}", key(cell)),
+        Event::CellStarted { cell } => format!("start {}", key(cell)),
+        Event::Iteration { .. } => return None,
+        Event::Warning { cell, .. } => format!("warning {}", cell.arm),
+        Event::Note { cell, .. } => format!("note {}", cell.arm),
+        Event::CellFinished { cell, outcome, .. } => format!("{} {}", outcome.status, key(cell)),
+        Event::Finished { summary, .. } => format!("finished {}", summary.status),
+    })
 }
 
 /// Records events as text; for tests.
@@ -336,18 +390,151 @@ pub struct RecordingReporter {
 
 impl Reporter for RecordingReporter {
     fn report(&mut self, event: &Event<'_>) {
-        let text = match event {
-            Event::Started { cells, .. } => format!("started {cells}"),
-            Event::CellSkipped { cell, .. } => format!("skipped {}#{}", cell.arm, cell.repeat),
-            Event::CellStarted { cell } => format!("start {}#{}", cell.arm, cell.repeat),
-            Event::Iteration { .. } => return,
-            Event::Warning { cell, .. } => format!("warning {}", cell.arm),
-            Event::Note { cell, .. } => format!("note {}", cell.arm),
-            Event::CellFinished { cell, outcome, .. } => {
-                format!("{} {}#{}", outcome.status, cell.arm, cell.repeat)
-            }
-            Event::Finished { summary, .. } => format!("finished {}", summary.status),
+        self.events.extend(recorded(event));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::run::Summary;
+    use crate::store::{ExperimentStatus, LineProblems, RunOutcome};
+
+    fn cell(arm: &str, repeat: u32, position: usize, attempt: i64) -> CellInfo {
+        CellInfo {
+            run_id: 1,
+            arm: arm.into(),
+            label: arm.into(),
+            repeat,
+            repeats: 2,
+            position,
+            cells: 2,
+            iterations: 10,
+            variable_iterations: false,
+            attempt,
+        }
+    }
+
+    /// One of each event, in a run's order; `each` gets every one.
+    fn a_run(each: &mut dyn FnMut(&Event<'_>)) {
+        let (a, b) = (cell("a", 1, 1, 1), cell("b", 2, 2, 2));
+        let outcome = RunOutcome {
+            status: RunStatus::Failed,
+            exit_code: Some(1),
+            signal: None,
+            error: Some("exit 1".into()),
+            stderr_tail: Some("e1\ne2".into()),
+            wall_seconds: 0.5,
+            db_wait_seconds: None,
+            problems: LineProblems::default(),
         };
-        self.events.push(text);
+        let summary = Summary {
+            experiment_id: 7,
+            status: ExperimentStatus::Failed,
+            completed: 0,
+            failed: 1,
+            skipped: 1,
+            interrupted: 0,
+            pending: 2,
+            wall_seconds: 1.5,
+        };
+        let events = [
+            Event::Started {
+                experiment_id: 7,
+                name: "demo",
+                cells: 2,
+                total_cells: 4,
+                resumed: true,
+                planned_cells: true,
+            },
+            Event::CellSkipped {
+                cell: &a,
+                reason: "requires CUDA",
+            },
+            Event::CellStarted { cell: &b },
+            Event::Iteration {
+                cell: &b,
+                iteration: 3,
+                lines: 3,
+                elapsed: Duration::from_millis(1500),
+            },
+            Event::Warning {
+                cell: &b,
+                message: "slow".into(),
+            },
+            Event::Note {
+                cell: &b,
+                message: "job 12".into(),
+            },
+            Event::CellFinished {
+                cell: &b,
+                outcome: &outcome,
+                lines: 1,
+            },
+            Event::Finished {
+                experiment_id: 7,
+                summary: &summary,
+            },
+        ];
+        for event in &events {
+            each(event);
+        }
+    }
+
+    #[test]
+    fn the_plain_log_says_each_event_on_its_own_line() {
+        let mut out = Vec::new();
+        let mut plain = PlainReporter::new(&mut out);
+        a_run(&mut |event| plain.report(event));
+        // The iteration came right after the start: a log is not told.
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "lcx: experiment 7 had no cells recorded (its runner was killed while creating it); \
+             they are planned from its stored plan\n\
+             lcx: resuming experiment 7 `demo`: 2 of 4 cells to run\n\
+             lcx: [1/2] a #1/2: SKIPPED: requires CUDA\n\
+             lcx: [2/2] b #2/2: started (attempt 2)\n\
+             lcx: b #2/2: warning: slow\n\
+             lcx: b #2/2: job 12\n\
+             lcx: [2/2] b #2/2: FAILED after 1 line (0.50 s): exit 1\n    | e1\n    | e2\n\
+             lcx: experiment 7 failed: 0 completed, 1 failed, 0 interrupted, 1 skipped, 2 not \
+             run (1.5 s)\n"
+        );
+    }
+
+    #[test]
+    fn the_notes_above_the_bars_say_less_where_a_bar_shows_it() {
+        let mut notes = Vec::new();
+        a_run(&mut |event| {
+            let said = said(event, Layout::Bars);
+            notes.extend(said.lines.into_iter().chain(said.tail));
+        });
+        assert_eq!(
+            notes[1..3],
+            [
+                "resuming experiment 7 `demo`: 2 of 4 cells",
+                "a #1/2: skipped: requires CUDA",
+            ]
+        );
+        assert_eq!(notes[3], "b #2/2: warning: slow");
+        assert_eq!(notes.len(), 9, "{notes:#?}");
+    }
+
+    #[test]
+    fn a_test_recorder_names_each_event_briefly() {
+        let mut recorder = RecordingReporter::default();
+        a_run(&mut |event| recorder.report(event));
+        assert_eq!(
+            recorder.events,
+            [
+                "started 2",
+                "skipped a#1",
+                "start b#2",
+                "warning b",
+                "note b",
+                "failed b#2",
+                "finished failed",
+            ]
+        );
     }
 }

@@ -1,5 +1,6 @@
 //! What the runner's unit tests share: a command plan from a few lines of
-//! TOML, runner options, a reporter that keeps what it is told, and an
+//! TOML, runner options, a reporter that keeps what it is told (in the
+//! words of [`crate::experiment::reporter::RecordingReporter`]), and an
 //! experiment recorded in an in-memory store.
 
 use std::path::{Path, PathBuf};
@@ -31,27 +32,26 @@ pub(crate) fn options() -> RunnerOptions {
     }
 }
 
-/// Keeps each event as one short line (`warning: …`, `finished x#1: …`).
+/// Keeps each event as the library's recording reporter names it, with its
+/// reason or message where it has one (`warning a: …`, `skipped a#1: …`),
+/// so that a test can look for the runner's words.
 #[derive(Default)]
 pub(crate) struct Recorder(pub Vec<String>);
 
 impl Reporter for Recorder {
     fn report(&mut self, event: &Event<'_>) {
-        let line = match event {
-            Event::Warning { message, .. } => format!("warning: {message}"),
-            Event::CellFinished { cell, outcome, .. } => format!(
-                "finished {}#{}: {}",
-                cell.arm,
-                cell.repeat,
-                outcome.status.as_str()
-            ),
-            Event::CellSkipped { cell, reason } => {
-                format!("skipped {}#{}: {reason}", cell.arm, cell.repeat)
-            }
-            Event::CellStarted { cell } => format!("started {}#{}", cell.arm, cell.repeat),
-            _ => return,
+        let Some(head) = crate::experiment::reporter::recorded(event) else {
+            return;
         };
-        self.0.push(line);
+        let detail = match event {
+            Event::CellSkipped { reason, .. } => Some(*reason),
+            Event::Warning { message, .. } | Event::Note { message, .. } => Some(message.as_str()),
+            _ => None,
+        };
+        self.0.push(match detail {
+            Some(detail) => format!("{head}: {detail}"),
+            None => head,
+        });
     }
 }
 
