@@ -257,6 +257,21 @@ fn stats_from_row(row: &Row<'_>, per_run: bool) -> rusqlite::Result<MetricStats>
 }
 
 impl Store {
+    /// Every row of one statement, each made a value by `map`: the shape
+    /// of most reads here, written once.
+    fn rows<T>(
+        &self,
+        sql: &str,
+        params: impl rusqlite::Params,
+        map: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    ) -> Result<Vec<T>, StoreError> {
+        let mut stmt = self.conn.prepare(sql)?;
+        let rows = stmt
+            .query_map(params, map)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
     /// A local cell's fastest CPU phase against its experiment's recorded
     /// ceiling: `(experiment, ceiling, ceiling's source, phase, rate)`;
     /// `None` when the run wrote no phase rate, the experiment has no
@@ -446,18 +461,14 @@ impl Store {
         &self,
         experiment_id: i64,
     ) -> Result<Vec<(i64, i64, String, String)>, StoreError> {
-        let mut stmt = self.conn.prepare(
+        self.rows(
             "SELECT n.run_id, n.iteration, n.name, n.value FROM metric_nonfinite n
              JOIN runs r ON r.id = n.run_id
              WHERE r.experiment_id = ?1 AND n.superseded = 0
              ORDER BY n.run_id, n.name, n.iteration",
-        )?;
-        let rows = stmt
-            .query_map([experiment_id], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(rows)
+            [experiment_id],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )
     }
 
     /// (arm, precision asked for, precision that ran), distinct, from the
@@ -467,7 +478,7 @@ impl Store {
         &self,
         experiment_id: i64,
     ) -> Result<Vec<(String, String, String)>, StoreError> {
-        let mut stmt = self.conn.prepare(
+        self.rows(
             "SELECT DISTINCT r.arm, asked.value, ran.value FROM runs r
              JOIN metric_text ran ON ran.run_id = r.id AND ran.name = 'precision'
                   AND ran.superseded = 0
@@ -475,11 +486,9 @@ impl Store {
                   AND asked.superseded = 0 AND asked.iteration = ran.iteration
              WHERE r.experiment_id = ?1
              ORDER BY r.arm_index, asked.value, ran.value",
-        )?;
-        let rows = stmt
-            .query_map([experiment_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(rows)
+            [experiment_id],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
     }
 
     /// (arm, value), distinct, of one text field over an experiment's live
@@ -489,18 +498,14 @@ impl Store {
         experiment_id: i64,
         name: &str,
     ) -> Result<Vec<(String, String)>, StoreError> {
-        let mut stmt = self.conn.prepare(
+        self.rows(
             "SELECT DISTINCT r.arm, t.value FROM metric_text t
              JOIN runs r ON r.id = t.run_id
              WHERE r.experiment_id = ?1 AND t.name = ?2 AND t.superseded = 0
              ORDER BY r.arm_index, t.value",
-        )?;
-        let rows = stmt
-            .query_map(rusqlite::params![experiment_id, name], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(rows)
+            rusqlite::params![experiment_id, name],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
     }
 
     /// One run by id.
@@ -554,32 +559,28 @@ impl Store {
 
     /// Every live numeric value of a run, by iteration then name.
     pub fn run_metrics(&self, run_id: i64) -> Result<Vec<MetricPoint>, StoreError> {
-        let mut stmt = self.conn.prepare(
+        self.rows(
             "SELECT iteration, name, value FROM metrics
              WHERE run_id = ?1 AND superseded = 0 ORDER BY iteration, name",
-        )?;
-        let rows = stmt
-            .query_map([run_id], |r| {
+            [run_id],
+            |r| {
                 Ok(MetricPoint {
                     iteration: r.get(0)?,
                     name: r.get(1)?,
                     value: r.get(2)?,
                 })
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(rows)
+            },
+        )
     }
 
     /// A run's live text fields (e.g. `mode`), as (iteration, name, value).
     pub fn run_texts(&self, run_id: i64) -> Result<Vec<(i64, String, String)>, StoreError> {
-        let mut stmt = self.conn.prepare(
+        self.rows(
             "SELECT iteration, name, value FROM metric_text
              WHERE run_id = ?1 AND superseded = 0 ORDER BY iteration, name",
-        )?;
-        let rows = stmt
-            .query_map([run_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(rows)
+            [run_id],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
     }
 
     /// Text values per arm and field name of an experiment's live lines:
@@ -589,54 +590,44 @@ impl Store {
         &self,
         experiment_id: i64,
     ) -> Result<Vec<(String, String, i64, String)>, StoreError> {
-        let mut stmt = self.conn.prepare(
+        self.rows(
             "SELECT r.arm, t.name, COUNT(*), MIN(t.value) FROM metric_text t
              JOIN runs r ON r.id = t.run_id
              WHERE r.experiment_id = ?1 AND t.superseded = 0
              GROUP BY r.arm, t.name ORDER BY r.arm, t.name",
-        )?;
-        let rows = stmt
-            .query_map([experiment_id], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(rows)
+            [experiment_id],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )
     }
 
     /// Names of all metrics recorded for an experiment, sorted.
     pub fn metric_names(&self, experiment_id: i64) -> Result<Vec<String>, StoreError> {
-        let mut stmt = self.conn.prepare(
+        self.rows(
             "SELECT DISTINCT m.name FROM metrics m JOIN runs r ON r.id = m.run_id
              WHERE r.experiment_id = ?1 AND m.superseded = 0 ORDER BY m.name",
-        )?;
-        let rows = stmt
-            .query_map([experiment_id], |r| r.get(0))?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(rows)
+            [experiment_id],
+            |r| r.get(0),
+        )
     }
 
     /// Warm-up-excluded per-run aggregates (view `run_metric_stats`).
     pub fn run_stats(&self, experiment_id: i64) -> Result<Vec<MetricStats>, StoreError> {
-        let mut stmt = self.conn.prepare(
+        self.rows(
             "SELECT * FROM run_metric_stats WHERE experiment_id = ?1
              ORDER BY run_id, name",
-        )?;
-        let rows = stmt
-            .query_map([experiment_id], |r| stats_from_row(r, true))?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(rows)
+            [experiment_id],
+            |r| stats_from_row(r, true),
+        )
     }
 
     /// Warm-up-excluded per-arm aggregates over all repeats (view
     /// `arm_metric_stats`).
     pub fn arm_stats(&self, experiment_id: i64) -> Result<Vec<MetricStats>, StoreError> {
-        let mut stmt = self.conn.prepare(
+        self.rows(
             "SELECT * FROM arm_metric_stats WHERE experiment_id = ?1 ORDER BY arm, name",
-        )?;
-        let rows = stmt
-            .query_map([experiment_id], |r| stats_from_row(r, false))?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(rows)
+            [experiment_id],
+            |r| stats_from_row(r, false),
+        )
     }
 
     /// One arm's aggregate of one metric across every experiment of a name,
@@ -667,12 +658,11 @@ impl Store {
 
     /// Reports recorded for an experiment, oldest first.
     pub fn reports(&self, experiment_id: i64) -> Result<Vec<ReportRecord>, StoreError> {
-        let mut stmt = self.conn.prepare(
+        self.rows(
             "SELECT id, experiment_id, path, sha256, format, created_at FROM reports
              WHERE experiment_id = ?1 ORDER BY id",
-        )?;
-        let rows = stmt
-            .query_map([experiment_id], |r| {
+            [experiment_id],
+            |r| {
                 Ok(ReportRecord {
                     id: r.get(0)?,
                     experiment_id: r.get(1)?,
@@ -681,9 +671,8 @@ impl Store {
                     format: r.get(4)?,
                     created_at: r.get(5)?,
                 })
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(rows)
+            },
+        )
     }
 
     /// [`Store::query`], interrupted once it has run `limit` (`None`: no
