@@ -3,23 +3,24 @@
 //! experiment named `<name>-bisect`: the arm at `good` (baseline) and at the
 //! probed commit, interleaved, stored in the database like any other. A
 //! probed commit whose build fails is skipped, as `git bisect skip` does,
-//! and the answer may then be a range of commits rather than one.
+//! and the answer may then be a range of commits rather than one. That
+//! policy is lcx-core's `session::bisect`; this file turns the flags into
+//! its request, opens the database and prints what it reports.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
 
-use lcx_core::experiment::bisect::{Found, Probe};
-use lcx_core::experiment::revision::RevisionError;
-use lcx_core::experiment::run::StopSignal;
-use lcx_core::experiment::{bisect, plan, reporter};
-use lcx_core::report::stats::Verdict;
-use lcx_core::session::{Host, Prepared, RunRequest, RunSettings, SessionError, Start};
-use lcx_core::store::{ExperimentStatus, Store};
+use lcx_core::experiment::reporter;
+use lcx_core::experiment::run::{Reporter, StopSignal};
+use lcx_core::session::bisect::{
+    short, BisectObserver, BisectRequest, Finding, Outcome, ProbeReport,
+};
+use lcx_core::session::{Host, SessionError};
+use lcx_core::store::Store;
 
 use crate::args::DbArgs;
-use crate::bad_input;
 
 /// Exit code when `bad` is not slower than `good` (nothing to bisect).
 const EXIT_NOT_REGRESSED: u8 = 1;
@@ -56,224 +57,122 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
-    let (file_plan, _) = plan::load(&args.file, &plan::Overrides::default()).map_err(bad_input)?;
-    let arm = args
-        .arm
-        .clone()
-        .unwrap_or_else(|| file_plan.baseline.clone());
-    if !file_plan.arms.iter().any(|a| a.name == arm) {
-        return Err(bad_input(anyhow::anyhow!(
-            "--arm {arm}: no such arm in {} (arms: {})",
-            args.file.display(),
-            file_plan
-                .arms
-                .iter()
-                .map(|a| a.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )));
-    }
-    let metric = match args.metric.clone().or_else(|| file_plan.primary_metric()) {
-        Some(m) => m,
-        None => {
-            return Err(bad_input(anyhow::anyhow!(
-                "{}: no metric to judge: give --metric, a [gate] or [[columns]]",
-                args.file.display()
-            )))
-        }
-    };
-    // One probe: the arm at `good` as the baseline, at `rev` as the
-    // candidate, read from the file by the same reader as any plan.
-    let probe = |good_rev: &str, rev: &str| plan::Overrides {
+    let request = BisectRequest {
+        file: args.file,
+        good: args.good,
+        bad: args.bad,
+        arm: args.arm,
+        metric: args.metric,
         repeats: args.repeats,
         iterations: args.iterations,
-        probe: Some(plan::Probe {
-            arm: arm.clone(),
-            good: (good_rev.to_string(), format!("{arm} at {}", args.good)),
-            candidate: (rev.to_string(), format!("{arm} at {rev}")),
-            metric: metric.clone(),
-        }),
-        ..plan::Overrides::default()
+        db: args.db.to_path_buf(),
     };
-    let (first, _) = plan::load(&args.file, &probe(&args.good, &args.bad)).map_err(bad_input)?;
-    let repository = first
-        .arms
-        .iter()
-        .find_map(|a| a.revision.as_ref())
-        .map(|r| r.repository.clone())
-        .context("the bisected arm's repository")?;
-    // Both ends resolve once: a commit made during a long bisect moves
-    // neither `main` as the baseline nor the range.
-    let ends = bisect::resolve(&repository, &args.good)
-        .and_then(|g| bisect::resolve(&repository, &args.bad).map(|b| (g, b)));
-    let (good_sha, bad_sha) = ends.map_err(|e| bad_input(anyhow::anyhow!("{e}")))?;
-    let commits = bisect::range(&repository, &good_sha, &bad_sha).map_err(|e| {
-        bad_input(anyhow::anyhow!(
-            "--good {} --bad {}: {e}",
-            args.good,
-            args.bad
-        ))
-    })?;
-    if commits.is_empty() {
-        return Err(bad_input(anyhow::anyhow!(
-            "--bad {} is not a descendant of --good {} in {}: nothing to bisect",
-            args.bad,
-            args.good,
-            repository.display()
-        )));
-    }
-
+    let bisection = request.prepare()?;
     // The database is opened (and made) before the first build: a wrong
     // --db fails at once.
-    drop(Store::open(&args.db).map_err(SessionError::opening)?);
+    drop(Store::open(&request.db).map_err(SessionError::opening)?);
     // Builds of lcx revisions link the libtorch this lcx was built against.
     let libtorch = option_env!("LCX_LIBTORCH_LIB").map(Path::new);
     let stop = StopSignal::on_signals().context("installing the Ctrl-C handler")?;
     let host = Host::this_process(libtorch)
         .context("locating the lcx binary")?
         .with_stop(Arc::clone(&stop));
-    let steps = (commits.len() as f64).log2().ceil() as usize;
     outln!(
-        "bisecting `{arm}` on {metric}: {} commits in {}..{}, about {steps} probes after \
+        "bisecting `{}` on {}: {} commits in {}..{}, about {} probes after \
          checking the ends",
-        commits.len(),
-        args.good,
-        args.bad
+        bisection.arm,
+        bisection.metric,
+        bisection.commits.len(),
+        request.good,
+        request.bad,
+        bisection.expected_probes()
     );
-    // Runs one probe: `Bad` when the commit is regressed against good,
-    // `Skip` when it does not build and `skippable` (any commit but the
-    // ends: a bisection needs a judged good and bad end).
-    let mut probe_count = 0;
-    let mut judge = |commit: &bisect::Commit, skippable: bool| -> anyhow::Result<Probe> {
-        probe_count += 1;
-        let request = RunRequest {
-            start: Start::File(args.file.clone()),
-            overrides: probe(&good_sha, &commit.sha),
-            db: args.db.to_path_buf(),
-            detach: false,
-            takeover: false,
-        };
-        let prepared = match request.prepare(&host, &mut |line: &str| errln!("lcx: {line}")) {
-            // Only the probed commit's own build: `good` failing to build
-            // leaves nothing to compare with.
-            Err(SessionError::Revision(RevisionError::Build(failure)))
-                if skippable && failure.arm == "candidate" =>
-            {
-                errln!(
-                    "lcx: {} does not build (`{}` {}): skipping it, as `git bisect skip` \
-                     does; build log: {}",
-                    short(&commit.sha),
-                    failure.command,
-                    failure.status,
-                    failure.log.display()
-                );
-                outln!(
-                    "probe {probe_count}: {} {}: skipped, does not build",
-                    short(&commit.sha),
-                    commit.subject
-                );
-                return Ok(Probe::Skip);
-            }
-            other => other?,
-        };
-        let Prepared::Ready(mut session) = prepared else {
-            anyhow::bail!("a probe is a new experiment, so it always has cells to run");
-        };
-        let settings = RunSettings {
-            fail_fast: false,
-            keep_runs: false,
-            stop: Arc::clone(&stop),
-            cuda_available: None,
-            host_lock: true,
-        };
-        let mut reporter = reporter::for_stderr(args.plain);
-        let summary = session.run(&host, settings, reporter.as_mut());
-        drop(reporter);
-        let summary = summary?;
-        let id = session.experiment_id;
-        if summary.status == ExperimentStatus::Interrupted {
-            anyhow::bail!(
-                "interrupted at {} (experiment {id}); the probes so far are in {}",
-                short(&commit.sha),
-                args.db.display()
+    let mut printer = Printer { plain: args.plain };
+    match bisection.run(&host, &stop, &mut printer)? {
+        Outcome::NotRegressed => {
+            outln!(
+                "{} is not regressed against {} on {}: nothing to bisect",
+                request.bad,
+                request.good,
+                bisection.metric
             );
+            return Ok(EXIT_NOT_REGRESSED);
         }
-        let report = lcx_core::report::build::load(&session.store, id, Default::default())
-            .with_context(|| format!("reading experiment {id}"))?;
-        let verdict = report
-            .arms
-            .iter()
-            .find(|a| a.name == "candidate")
-            .and_then(|a| a.metric(&metric))
-            .and_then(|m| m.comparison.as_ref())
-            .map(|c| (c.verdict, c.speedup.map(|s| s.ratio)));
-        let (word, ratio) = match verdict {
-            Some((v, ratio)) => (v.text(), ratio),
-            None => ("no data", None),
-        };
-        let ratio = ratio.map_or_else(String::new, |r| format!(", {r:.2}× of good's speed"));
-        outln!(
-            "probe {probe_count}: {} {}: {word}{ratio} (experiment {id})",
+        Outcome::First(commit) => outln!(
+            "first regressed revision: {} {}",
             short(&commit.sha),
             commit.subject
-        );
-        if summary.status != ExperimentStatus::Completed && verdict.is_none() {
-            anyhow::bail!(
-                "probe of {} did not complete (experiment {id}): see `lcx report {id} --db {}`",
-                short(&commit.sha),
-                args.db.display()
-            );
-        }
-        Ok(match verdict {
-            Some((Verdict::Regressed, _)) => Probe::Bad,
-            _ => Probe::Good,
-        })
-    };
-    let last = &commits[commits.len() - 1];
-    if judge(last, false)? != Probe::Bad {
-        outln!(
-            "{} is not regressed against {} on {metric}: nothing to bisect",
-            args.bad,
-            args.good
-        );
-        return Ok(EXIT_NOT_REGRESSED);
-    }
-    match bisect::first_bad(commits.len(), |i| judge(&commits[i], true))? {
-        Found::One(i) => outln!(
-            "first regressed revision: {} {}",
-            short(&commits[i].sha),
-            commits[i].subject
         ),
-        Found::OneOf(range) => {
-            // What `git bisect` says when skips leave several candidates:
-            // the commits it could not tell apart, none of them blamed.
-            outln!(
-                "skipped commits that do not build leave more than one candidate: the first \
-                 regressed revision is one of: {}",
-                range
-                    .iter()
-                    .map(|&i| short(&commits[i].sha))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            );
-            // Every one but the last was skipped; the last is regressed.
-            for (k, &i) in range.iter().enumerate() {
-                let why = if k + 1 == range.len() {
-                    "regressed"
-                } else {
-                    "skipped: does not build"
-                };
-                outln!(
-                    "  {} {} ({why})",
-                    short(&commits[i].sha),
-                    commits[i].subject
-                );
-            }
-        }
+        Outcome::OneOf(candidates) => print_candidates(&candidates),
     }
     Ok(0)
 }
 
-fn short(sha: &str) -> &str {
-    &sha[..12.min(sha.len())]
+/// What `git bisect` says when skips leave several candidates: the commits
+/// it could not tell apart, none of them blamed.
+fn print_candidates(candidates: &[lcx_core::experiment::bisect::Commit]) {
+    outln!(
+        "skipped commits that do not build leave more than one candidate: the first \
+         regressed revision is one of: {}",
+        candidates
+            .iter()
+            .map(|c| short(&c.sha))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    // Every one but the last was skipped; the last is regressed.
+    for (k, c) in candidates.iter().enumerate() {
+        let why = if k + 1 == candidates.len() {
+            "regressed"
+        } else {
+            "skipped: does not build"
+        };
+        outln!("  {} {} ({why})", short(&c.sha), c.subject);
+    }
+}
+
+/// Prints a bisection's progress: builds and probes' cells on stderr, one
+/// line per probe on stdout.
+struct Printer {
+    plain: bool,
+}
+
+impl BisectObserver for Printer {
+    fn build_progress(&mut self, line: &str) {
+        errln!("lcx: {line}");
+    }
+
+    fn reporter(&mut self) -> Box<dyn Reporter> {
+        reporter::for_stderr(self.plain)
+    }
+
+    fn probed(&mut self, probe: &ProbeReport<'_>) {
+        let (n, sha, subject) = (
+            probe.number,
+            short(&probe.commit.sha),
+            &probe.commit.subject,
+        );
+        match &probe.finding {
+            Finding::Skipped(failure) => {
+                errln!(
+                    "lcx: {sha} does not build (`{}` {}): skipping it, as `git bisect skip` \
+                     does; build log: {}",
+                    failure.command,
+                    failure.status,
+                    failure.log.display()
+                );
+                outln!("probe {n}: {sha} {subject}: skipped, does not build");
+            }
+            Finding::Judged {
+                verdict,
+                ratio,
+                experiment_id,
+            } => {
+                let word = verdict.map_or("no data", |v| v.text());
+                let ratio =
+                    ratio.map_or_else(String::new, |r| format!(", {r:.2}× of good's speed"));
+                outln!("probe {n}: {sha} {subject}: {word}{ratio} (experiment {experiment_id})");
+            }
+        }
+    }
 }

@@ -39,6 +39,9 @@ pub fn exit_code_for(err: &anyhow::Error) -> u8 {
             || cause
                 .downcast_ref::<lcx_core::session::SessionError>()
                 .is_some_and(lcx_core::session::SessionError::is_user_input)
+            || cause
+                .downcast_ref::<lcx_core::session::bisect::BisectError>()
+                .is_some_and(lcx_core::session::bisect::BisectError::is_user_input)
     };
     if err.chain().any(user_input) {
         2

@@ -1,7 +1,7 @@
 //! `lcx bisect`: which commit of `good..bad` made an arm slower. Each probe
 //! is an ordinary two-arm experiment (the good revision against the commit
 //! probed, interleaved); this module holds the search and the commit list,
-//! the command line's `bisect.rs` runs the experiments.
+//! `session::bisect` runs the experiments and decides what each one means.
 
 use std::path::Path;
 

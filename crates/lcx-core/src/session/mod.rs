@@ -5,6 +5,7 @@
 //! with this machine's fingerprint, and its cells run. The command line
 //! turns flags into a [`RunRequest`] and prints what comes back; every
 //! decision is made here, so both commands make it the same way.
+//! `bisect.rs` is `lcx bisect`'s search, one such run per probed commit.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,6 +18,7 @@ use crate::experiment::run::{
 };
 use crate::store::{ExperimentStatus, RunStatus, Store, StoreError};
 
+pub mod bisect;
 mod dry_run;
 
 pub use dry_run::{dry_run_text, shell_words};
