@@ -1,8 +1,11 @@
 //! `lcx history NAME [--arm A] [--metric M]`: one arm's warm-up-excluded
 //! mean across every past experiment of that name, with changes marked.
+//! Which experiments and which metric are lcx-core's `report::history`;
+//! this file asks the database and prints.
 
+use lcx_core::report::build;
+use lcx_core::report::history::{self, MetricError};
 use lcx_core::report::stats::VerdictRule;
-use lcx_core::report::{build, history};
 
 use crate::args::DbArgs;
 use crate::db::{open_db, user_or_not};
@@ -45,57 +48,23 @@ pub struct Args {
     db: DbArgs,
 }
 
-pub fn run(mut args: Args) -> anyhow::Result<u8> {
+pub fn run(args: Args) -> anyhow::Result<u8> {
     let store = open_db(&args.db)?;
-    let mut experiments = store.experiments(Some(&args.name)).map_err(user_or_not)?;
-    // A name wins over an id or `latest` that spells it: an experiment
-    // may be named `3`.
-    if experiments.is_empty() && (args.name == "latest" || args.name.parse::<i64>().is_ok()) {
-        if let Ok(e) = store.find_experiment(&args.name) {
-            args.name = e.name;
-            experiments = store.experiments(Some(&args.name)).map_err(user_or_not)?;
-        }
-    }
+    let (name, experiments) =
+        history::named_experiments(&store, &args.name).map_err(user_or_not)?;
     let Some(latest) = experiments.first() else {
         return Err(crate::bad_input(anyhow::anyhow!(
-            "no experiment named `{}` in {} (see `lcx list`)",
-            args.name,
+            "no experiment named `{name}` in {} (see `lcx list`)",
             args.db.display()
         )));
     };
-    let plan = build::stored_plan(latest).ok();
-    let metric = match &args.metric {
-        Some(m) => m.clone(),
-        // The report's own choice: for a command experiment without a gate
-        // or columns that is a metric its command printed, not the trainer's.
-        None => build::report_metric(&store, latest)
-            .map_err(user_or_not)?
-            .unwrap_or_else(|| "time/iteration_seconds".into()),
-    };
-    if let Some(asked) = &args.metric {
-        let mut known: Vec<String> = Vec::new();
-        for e in &experiments {
-            for name in store.metric_names_fast(e.id).map_err(user_or_not)? {
-                if !known.contains(&name) {
-                    known.push(name);
-                }
-            }
-        }
-        if !known.contains(asked) {
-            let near = lcx_core::config::nearest(asked, &known, 3);
-            let hint = if near.is_empty() {
-                "they recorded no metrics".to_string()
-            } else {
-                format!("closest recorded: {}", near.join(", "))
-            };
-            return Err(crate::bad_input(anyhow::anyhow!(
-                "--metric {asked}: no experiment named `{}` recorded it ({hint})",
-                args.name
-            )));
-        }
-    }
+    let metric = history::history_metric(&store, &name, &experiments, args.metric.as_deref())
+        .map_err(|e| match e {
+            MetricError::Store(e) => user_or_not(e),
+            e => crate::bad_input(e),
+        })?;
     let mut runs = store
-        .history_runs(&args.name, args.arm.as_deref(), args.revision.as_deref())
+        .history_runs(&name, args.arm.as_deref(), args.revision.as_deref())
         .map_err(user_or_not)?;
     lcx_core::report::moments::history_moments(&store, &mut runs, &metric).map_err(user_or_not)?;
     if args.of_peak {
@@ -110,17 +79,16 @@ pub fn run(mut args: Args) -> anyhow::Result<u8> {
     if runs.is_empty() {
         if let Some(arm) = &args.arm {
             return Err(crate::bad_input(anyhow::anyhow!(
-                "experiment `{}` has no arm named `{arm}`",
-                args.name
+                "experiment `{name}` has no arm named `{arm}`"
             )));
         }
     }
-    let (direction, _) = build::metric_direction(plan.as_ref(), &metric);
     let rule = VerdictRule {
         alpha: 0.05,
         min_effect: args.min_effect,
     };
-    let judged = (!build::is_descriptive(plan.as_ref(), &metric)).then_some(direction);
+    let plan = build::stored_plan(latest).ok();
+    let judged = history::judged_direction(plan.as_ref(), &metric);
     let rows = history::history_rows(&experiments, &runs, judged, rule);
     if rows.iter().all(|r| r.summary.is_none()) {
         errln!("note: no post-warm-up values of `{metric}` were recorded for these runs");

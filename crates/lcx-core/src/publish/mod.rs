@@ -29,7 +29,8 @@ pub use pages::IndexRow;
 
 use crate::report::archive::{plot_metrics, plots_for};
 use crate::report::build::{self, counted_runs, stored_plan};
-use crate::report::history::{self, compare_reports, render_compare, render_history};
+use crate::report::compare::{compare_reports, render_compare};
+use crate::report::history::{self, render_history};
 use crate::report::model::Report;
 use crate::report::plots::PlotError;
 use crate::report::render::render_markdown;
@@ -142,80 +143,139 @@ impl Writer<'_> {
 /// Writes the site of every experiment in `store` into `dir` (created if
 /// missing). `dir` must be new, empty, or a site an earlier publish wrote.
 pub fn publish(store: &Store, dir: &Path) -> Result<Published, PublishError> {
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| PublishError::Io { path, source }
+    open_folder(dir)?;
+    let mut site = Site {
+        store,
+        dir,
+        out: Writer { dir, written: 0 },
+        old: Manifest::read(dir),
+        new: Manifest {
+            format: SITE_FORMAT,
+            lcx: env!("CARGO_PKG_VERSION").to_string(),
+            ..Manifest::default()
+        },
+        done: Published::default(),
+        rule: VerdictRule {
+            alpha: 0.05,
+            min_effect: 0.05,
+        },
     };
-    if dir.exists() && !dir.join(MANIFEST).exists() {
-        let mut entries = std::fs::read_dir(dir).map_err(io(dir))?;
-        if entries.next().is_some() {
-            return Err(PublishError::NotASite(dir.to_path_buf()));
-        }
-    }
-    std::fs::create_dir_all(dir).map_err(io(dir))?;
-    let old = Manifest::read(dir);
-    let mut new = Manifest {
-        format: SITE_FORMAT,
-        lcx: env!("CARGO_PKG_VERSION").to_string(),
-        ..Manifest::default()
-    };
-    let mut out = Writer { dir, written: 0 };
-    let mut done = Published::default();
-    out.put("assets/site.css", assets::CSS)?;
-    out.put("assets/site.js", assets::JS)?;
+    site.out.put("assets/site.css", assets::CSS)?;
+    site.out.put("assets/site.js", assets::JS)?;
 
     let mut experiments = store.experiments(None)?;
     experiments.reverse(); // oldest first: a page's previous run is built before it
-    let statuses: HashMap<i64, String> = store
-        .experiment_list(None)?
-        .into_iter()
-        .map(|r| (r.id, r.status))
-        .collect();
     let mut by_name: BTreeMap<String, Vec<i64>> = BTreeMap::new();
     for e in &experiments {
         by_name.entry(e.name.clone()).or_default().push(e.id);
     }
-    let neighbours = |e: &Experiment| {
-        let ids = &by_name[&e.name];
-        let at = ids.iter().position(|i| *i == e.id).unwrap_or(0);
-        (at.checked_sub(1).map(|k| ids[k]), ids.get(at + 1).copied())
+    site.experiment_pages(&experiments, &by_name)?;
+    site.done.experiments = site.new.experiments.len();
+    site.history_pages(&experiments, &by_name)?;
+    site.finish()
+}
+
+/// Makes `dir` if missing; refuses a folder with files that holds no
+/// site lcx wrote.
+fn open_folder(dir: &Path) -> Result<(), PublishError> {
+    let io = |source| PublishError::Io {
+        path: dir.to_path_buf(),
+        source,
     };
-    let rule = VerdictRule {
-        alpha: 0.05,
-        min_effect: 0.05,
-    };
-    // The last report built per name: the next run of it diffs against it.
-    let mut last_report: HashMap<String, Report> = HashMap::new();
-    for e in &experiments {
-        let runs = store.runs(e.id)?;
-        let (previous, next) = neighbours(e);
-        let status = statuses.get(&e.id).cloned().unwrap_or_default();
-        // The previous run's own signature, not only its id: its page's
-        // content (a resumed run, say) is this page's diff.
-        let previous_signature = previous
-            .and_then(|p| new.experiments.get(&p))
-            .map(|p| p.signature.clone());
-        let signature = experiment_signature(e, &status, &runs, previous, previous_signature, next);
-        let page = format!("e/{}.html", e.id);
-        if let Some(entry) = old
-            .experiments
-            .get(&e.id)
-            .filter(|o| o.signature == signature && o.files.iter().all(|f| dir.join(f).exists()))
-        {
-            new.experiments.insert(e.id, entry.clone());
-            last_report.remove(&e.name);
-            done.kept += 1;
-            continue;
+    if dir.exists() && !dir.join(MANIFEST).exists() {
+        let mut entries = std::fs::read_dir(dir).map_err(io)?;
+        if entries.next().is_some() {
+            return Err(PublishError::NotASite(dir.to_path_buf()));
         }
-        let report = build::load(store, e.id, build::Options::default())?;
-        let series = store.iteration_series(e.id, &counted_runs(&runs), &plot_metrics(&report))?;
+    }
+    std::fs::create_dir_all(dir).map_err(io)
+}
+
+/// One publish under way: the store it reads, the files it writes, the
+/// manifest it found and the one it is making.
+struct Site<'a> {
+    store: &'a Store,
+    dir: &'a Path,
+    out: Writer<'a>,
+    old: Manifest,
+    new: Manifest,
+    done: Published,
+    /// How a page's diff against the previous run and a history judge.
+    rule: VerdictRule,
+}
+
+impl Site<'_> {
+    /// A page per experiment (`experiments` oldest first; `by_name`, the
+    /// ids of each name in that order), rebuilt only where its signature
+    /// changed.
+    fn experiment_pages(
+        &mut self,
+        experiments: &[Experiment],
+        by_name: &BTreeMap<String, Vec<i64>>,
+    ) -> Result<(), PublishError> {
+        let statuses: HashMap<i64, String> = self
+            .store
+            .experiment_list(None)?
+            .into_iter()
+            .map(|r| (r.id, r.status))
+            .collect();
+        let neighbours = |e: &Experiment| {
+            let ids = &by_name[&e.name];
+            let at = ids.iter().position(|i| *i == e.id).unwrap_or(0);
+            (at.checked_sub(1).map(|k| ids[k]), ids.get(at + 1).copied())
+        };
+        // The last report built per name: the next run of it diffs against it.
+        let mut last_report: HashMap<String, Report> = HashMap::new();
+        for e in experiments {
+            let runs = self.store.runs(e.id)?;
+            let (previous, next) = neighbours(e);
+            let status = statuses.get(&e.id).cloned().unwrap_or_default();
+            // The previous run's own signature, not only its id: its page's
+            // content (a resumed run, say) is this page's diff.
+            let previous_signature = previous
+                .and_then(|p| self.new.experiments.get(&p))
+                .map(|p| p.signature.clone());
+            let signature =
+                experiment_signature(e, &status, &runs, previous, previous_signature, next);
+            if let Some(entry) = self.old.experiments.get(&e.id).filter(|o| {
+                o.signature == signature && o.files.iter().all(|f| self.dir.join(f).exists())
+            }) {
+                self.new.experiments.insert(e.id, entry.clone());
+                last_report.remove(&e.name);
+                self.done.kept += 1;
+                continue;
+            }
+            let previous_report = last_report.remove(&e.name);
+            let report =
+                self.experiment_page(e, &runs, (previous, next), previous_report, signature)?;
+            last_report.insert(e.name.clone(), report);
+        }
+        Ok(())
+    }
+
+    /// Builds and writes experiment `e`'s page and plots, recorded under
+    /// `signature`; returns its report, which the next run of its name
+    /// diffs against. `previous_report` is the last one built of the name.
+    fn experiment_page(
+        &mut self,
+        e: &Experiment,
+        runs: &[Run],
+        (previous, next): (Option<i64>, Option<i64>),
+        previous_report: Option<Report>,
+        signature: String,
+    ) -> Result<Report, PublishError> {
+        let page = format!("e/{}.html", e.id);
+        let report = build::load(self.store, e.id, build::Options::default())?;
+        let series =
+            self.store
+                .iteration_series(e.id, &counted_runs(runs), &plot_metrics(&report))?;
         let plots = plots_for(&report, &series)?;
         let mut linked = report.clone();
         let mut files = vec![page.clone()];
         linked.plots = Vec::new();
         for (title, suffix, svg) in &plots {
             let name = format!("{}-{suffix}.svg", e.id);
-            out.put(&format!("e/{name}"), svg)?;
+            self.out.put(&format!("e/{name}"), svg)?;
             files.push(format!("e/{name}"));
             linked.plots.push((title.clone(), name));
         }
@@ -224,13 +284,13 @@ pub fn publish(store: &Store, dir: &Path) -> Result<Published, PublishError> {
             history::commit_label(e),
             history::fingerprint_summary(&e.fingerprint),
         );
-        let previous_report = match (previous, last_report.remove(&e.name)) {
+        let previous_report = match (previous, previous_report) {
             (Some(p), Some(r)) if r.experiment.id == p => Some(r),
-            (Some(p), _) => Some(build::load(store, p, build::Options::default())?),
+            (Some(p), _) => Some(build::load(self.store, p, build::Options::default())?),
             (None, _) => None,
         };
         let diff_markdown = previous_report.as_ref().map(|prev| {
-            let rows = compare_reports(prev, &report, rule);
+            let rows = compare_reports(prev, &report, self.rule);
             render_compare(
                 &crate::report::prose::Prose::ours(format!("#{}", prev.experiment.id)),
                 &crate::report::prose::Prose::ours(format!("#{}", e.id)),
@@ -249,8 +309,8 @@ pub fn publish(store: &Store, dir: &Path) -> Result<Published, PublishError> {
             diff_markdown,
             histories,
         });
-        out.put(&page, &html)?;
-        new.experiments.insert(
+        self.out.put(&page, &html)?;
+        self.new.experiments.insert(
             e.id,
             Entry {
                 signature,
@@ -258,21 +318,78 @@ pub fn publish(store: &Store, dir: &Path) -> Result<Published, PublishError> {
                 files,
             },
         );
-        last_report.insert(e.name.clone(), report);
+        Ok(report)
     }
-    done.experiments = new.experiments.len();
 
-    // One history page per (name, arm, metric) that any report of the name
-    // showed: every experiment page's history links lead somewhere.
-    for (name, ids) in &by_name {
-        let name_signature: Vec<&str> = ids
-            .iter()
-            .filter_map(|id| new.experiments.get(id).map(|e| e.signature.as_str()))
-            .collect();
+    /// One history page per (name, arm, metric) that any report of the
+    /// name showed: every experiment page's history links lead somewhere.
+    fn history_pages(
+        &mut self,
+        experiments: &[Experiment],
+        by_name: &BTreeMap<String, Vec<i64>>,
+    ) -> Result<(), PublishError> {
+        for (name, ids) in by_name {
+            let name_signature: Vec<String> = ids
+                .iter()
+                .filter_map(|id| self.new.experiments.get(id).map(|e| e.signature.clone()))
+                .collect();
+            let pairs = self.shown_pairs(ids);
+            let named: Vec<Experiment> = experiments
+                .iter()
+                .filter(|e| &e.name == name)
+                .cloned()
+                .collect();
+            let plan = named.last().and_then(|e| stored_plan(e).ok());
+            for (metric, arms) in &pairs {
+                let mut moments: Option<Vec<crate::store::report_read::HistoryRun>> = None;
+                for arm in arms {
+                    let rel = history_path(name, arm, metric);
+                    let signature = crate::experiment::plan::sha256_hex(
+                        serde_json::json!([SITE_FORMAT, name_signature, arm, metric])
+                            .to_string()
+                            .as_bytes(),
+                    );
+                    self.done.histories += 1;
+                    if self.old.histories.get(&rel) == Some(&signature)
+                        && self.dir.join(&rel).exists()
+                    {
+                        self.new.histories.insert(rel, signature);
+                        self.done.kept += 1;
+                        continue;
+                    }
+                    let all = match &mut moments {
+                        Some(m) => m,
+                        None => {
+                            let mut runs = self.store.history_runs(name, None, None)?;
+                            crate::report::moments::history_moments(self.store, &mut runs, metric)?;
+                            moments.insert(runs)
+                        }
+                    };
+                    let runs: Vec<_> = all.iter().filter(|r| &r.arm == arm).cloned().collect();
+                    let judged = history::judged_direction(plan.as_ref(), metric);
+                    let rows = history::history_rows(&named, &runs, judged, self.rule);
+                    let svg = chart::history_svg(metric, &rows, &|id| format!("../e/{id}.html"));
+                    let html = pages::history_page(
+                        name,
+                        arm,
+                        metric,
+                        &svg,
+                        &render_history(metric, &rows),
+                    );
+                    self.out.put(&rel, &html)?;
+                    self.new.histories.insert(rel, signature);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Metric → the arms showing it, over the index rows of `ids`' pages.
+    fn shown_pairs(&self, ids: &[i64]) -> BTreeMap<String, Vec<String>> {
         let mut pairs: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for row in ids
             .iter()
-            .filter_map(|id| new.experiments.get(id))
+            .filter_map(|id| self.new.experiments.get(id))
             .map(|e| &e.row)
         {
             for metric in &row.metrics {
@@ -284,79 +401,45 @@ pub fn publish(store: &Store, dir: &Path) -> Result<Published, PublishError> {
                 }
             }
         }
-        let named: Vec<Experiment> = experiments
-            .iter()
-            .filter(|e| &e.name == name)
-            .cloned()
+        pairs
+    }
+
+    /// The index, the pages of experiments removed since (`lcx rm`) and of
+    /// histories gone deleted, and the manifest last.
+    fn finish(mut self) -> Result<Published, PublishError> {
+        // Newest first, as `lcx list`.
+        let rows: Vec<IndexRow> = self
+            .new
+            .experiments
+            .values()
+            .rev()
+            .map(|e| e.row.clone())
             .collect();
-        let plan = named.last().and_then(|e| stored_plan(e).ok());
-        for (metric, arms) in &pairs {
-            let mut moments: Option<Vec<crate::store::report_read::HistoryRun>> = None;
-            for arm in arms {
-                let rel = history_path(name, arm, metric);
-                let signature = crate::experiment::plan::sha256_hex(
-                    serde_json::json!([SITE_FORMAT, name_signature, arm, metric])
-                        .to_string()
-                        .as_bytes(),
-                );
-                done.histories += 1;
-                if old.histories.get(&rel) == Some(&signature) && dir.join(&rel).exists() {
-                    new.histories.insert(rel, signature);
-                    done.kept += 1;
-                    continue;
-                }
-                let all = match &mut moments {
-                    Some(m) => m,
-                    None => {
-                        let mut runs = store.history_runs(name, None, None)?;
-                        crate::report::moments::history_moments(store, &mut runs, metric)?;
-                        moments.insert(runs)
-                    }
-                };
-                let runs: Vec<_> = all.iter().filter(|r| &r.arm == arm).cloned().collect();
-                let (direction, _) = build::metric_direction(plan.as_ref(), metric);
-                let judged = (!build::is_descriptive(plan.as_ref(), metric)).then_some(direction);
-                let rows = history::history_rows(&named, &runs, judged, rule);
-                let svg = chart::history_svg(metric, &rows, &|id| format!("../e/{id}.html"));
-                let html =
-                    pages::history_page(name, arm, metric, &svg, &render_history(metric, &rows));
-                out.put(&rel, &html)?;
-                new.histories.insert(rel, signature);
+        self.out.put("index.html", &pages::index_page(&rows))?;
+        let keep: BTreeSet<&String> = self
+            .new
+            .experiments
+            .values()
+            .flat_map(|e| e.files.iter())
+            .chain(self.new.histories.keys())
+            .collect();
+        let stale = self
+            .old
+            .experiments
+            .values()
+            .flat_map(|e| e.files.iter())
+            .chain(self.old.histories.keys())
+            .filter(|f| !keep.contains(f));
+        for f in stale {
+            if std::fs::remove_file(self.dir.join(f)).is_ok() {
+                self.done.removed += 1;
             }
         }
+        let manifest = serde_json::to_string_pretty(&self.new).unwrap_or_default();
+        self.out.put(MANIFEST, &manifest)?;
+        self.done.written = self.out.written;
+        Ok(self.done)
     }
-
-    // Newest first, as `lcx list`.
-    let rows: Vec<IndexRow> = new
-        .experiments
-        .values()
-        .rev()
-        .map(|e| e.row.clone())
-        .collect();
-    out.put("index.html", &pages::index_page(&rows))?;
-
-    // Pages of experiments removed since (`lcx rm`) and of histories gone.
-    let keep: BTreeSet<&String> = new
-        .experiments
-        .values()
-        .flat_map(|e| e.files.iter())
-        .chain(new.histories.keys())
-        .collect();
-    let stale = old
-        .experiments
-        .values()
-        .flat_map(|e| e.files.iter())
-        .chain(old.histories.keys())
-        .filter(|f| !keep.contains(f));
-    for f in stale {
-        if std::fs::remove_file(dir.join(f)).is_ok() {
-            done.removed += 1;
-        }
-    }
-    let manifest = serde_json::to_string_pretty(&new).unwrap_or_default();
-    out.put(MANIFEST, &manifest)?;
-    done.written = out.written;
-    Ok(done)
 }
 
 /// What an experiment's page depends on, hashed.

@@ -1,19 +1,20 @@
-//! `lcx history` and `lcx compare`, as pure functions over store rows:
-//! one arm's warm-up-excluded mean across past experiments (with a marker
-//! where it changed significantly from the previous comparable run), and
-//! two experiments or runs side by side.
-
-use std::fmt::Write as _;
+//! `lcx history`: which experiments and which metric it shows, and, as
+//! pure functions over store rows, one arm's warm-up-excluded mean across
+//! past experiments (with a marker where it changed significantly from the
+//! previous comparable run). The host fingerprint's key and summary here
+//! are shared with `lcx compare` ([`super::compare`]) and the site.
 
 use serde::Serialize;
 
+use crate::experiment::plan::Plan;
+use crate::metrics::ITERATION_SECONDS;
 use crate::store::report_read::{HistoryRun, RunMoments};
-use crate::store::{Experiment, Fingerprint};
+use crate::store::{Experiment, Fingerprint, Store, StoreError};
 use crate::text::markdown_table;
 
-use super::model::Report;
+use super::build;
 use super::moments::{replicate_summary, shown_summary, SPREAD_LEGEND};
-use super::render::{mean_sd, p_text, speedup_text};
+use super::render::{mean_sd, p_text};
 use super::stats::{compare, Comparison, Direction, Summary, Verdict, VerdictRule};
 use crate::escape::md_inline as md;
 
@@ -86,6 +87,88 @@ pub fn scale_to_peak(experiments: &[Experiment], runs: &mut Vec<HistoryRun>) -> 
         }
     });
     without.len()
+}
+
+/// The experiments `lcx history NAME` covers, newest first, with the
+/// name they share. A name wins over an id or `latest` that spells it (an
+/// experiment may be named `3`); only when no experiment has that name is
+/// it read as a selector, for the history of the name it finds.
+pub fn named_experiments(
+    store: &Store,
+    name: &str,
+) -> Result<(String, Vec<Experiment>), StoreError> {
+    let experiments = store.experiments(Some(name))?;
+    if experiments.is_empty() && (name == "latest" || name.parse::<i64>().is_ok()) {
+        if let Ok(e) = store.find_experiment(name) {
+            let experiments = store.experiments(Some(&e.name))?;
+            return Ok((e.name, experiments));
+        }
+    }
+    Ok((name.to_string(), experiments))
+}
+
+/// Why `lcx history` cannot show the metric asked for.
+#[derive(Debug, thiserror::Error)]
+pub enum MetricError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// No experiment of the name recorded it: a typo, most likely.
+    #[error("--metric {asked}: no experiment named `{name}` recorded it ({hint})")]
+    NotRecorded {
+        asked: String,
+        name: String,
+        hint: String,
+    },
+}
+
+/// The metric `lcx history` shows for `experiments` (newest first, all
+/// named `name`): `asked`, which one of them must have recorded, else the
+/// one `lcx report` leads with for the newest ([`build::report_metric`]:
+/// for a command experiment without a gate or columns that is a metric its
+/// command printed, not the trainer's), else the trainer's iteration time.
+pub fn history_metric(
+    store: &Store,
+    name: &str,
+    experiments: &[Experiment],
+    asked: Option<&str>,
+) -> Result<String, MetricError> {
+    let Some(asked) = asked else {
+        let chosen = match experiments.first() {
+            Some(latest) => build::report_metric(store, latest)?,
+            None => None,
+        };
+        return Ok(chosen.unwrap_or_else(|| ITERATION_SECONDS.into()));
+    };
+    let mut known: Vec<String> = Vec::new();
+    for e in experiments {
+        for recorded in store.metric_names_fast(e.id)? {
+            if !known.contains(&recorded) {
+                known.push(recorded);
+            }
+        }
+    }
+    if known.iter().any(|k| k == asked) {
+        return Ok(asked.to_string());
+    }
+    let near = crate::config::nearest(asked, &known, 3);
+    let hint = if near.is_empty() {
+        "they recorded no metrics".to_string()
+    } else {
+        format!("closest recorded: {}", near.join(", "))
+    };
+    Err(MetricError::NotRecorded {
+        asked: asked.to_string(),
+        name: name.to_string(),
+        hint,
+    })
+}
+
+/// Which way a change of `metric` counts in a history, by `plan`, the
+/// stored plan of its newest experiment (as in that one's report); `None`
+/// for a descriptive metric, whose values are shown, never judged.
+pub fn judged_direction(plan: Option<&Plan>, metric: &str) -> Option<Direction> {
+    let (direction, _) = build::metric_direction(plan, metric);
+    (!build::is_descriptive(plan, metric)).then_some(direction)
 }
 
 /// One line of `lcx history`.
@@ -258,9 +341,8 @@ pub fn history_rows(
     rule: VerdictRule,
 ) -> Vec<HistoryRow> {
     let mut rows: Vec<HistoryRow> = Vec::new();
-    // (arm, fingerprint key, set-up) → (experiment id, replicate summary)
-    // of the last row: rows compare within one host and one set-up.
-    type Slot = (String, String, Setup);
+    // Slot → (experiment id, replicate summary) of the last row: rows
+    // compare within one host and one set-up.
     let mut last: Vec<(Slot, (i64, Summary))> = Vec::new();
     let mut exps: Vec<&Experiment> = experiments.iter().collect();
     exps.sort_by_key(|e| e.id);
@@ -337,9 +419,19 @@ pub fn history_rows(
             });
         }
     }
-    // Step changes within each arm's rows on one fingerprint and set-up.
+    mark_steps(&mut rows, direction, rule.min_effect);
+    rows
+}
+
+/// An arm on one host fingerprint (its key) and one set-up: the rows of a
+/// history that are compared with each other.
+type Slot = (String, String, Setup);
+
+/// Marks the step changes within each arm's rows on one fingerprint and
+/// set-up ([`step_changes`]), and which way each goes for the metric.
+fn mark_steps(rows: &mut [HistoryRow], direction: Option<Direction>, min_effect: f64) {
     let mut groups: Vec<Slot> = Vec::new();
-    for r in &rows {
+    for r in rows.iter() {
         let g = (r.arm.clone(), r.fingerprint_key.clone(), r.setup.clone());
         if !groups.contains(&g) {
             groups.push(g);
@@ -356,7 +448,7 @@ pub fn history_rows(
             .iter()
             .filter_map(|&i| rows[i].replicate.map(|s| s.mean))
             .collect();
-        for (at, rel) in step_changes(&means, rule.min_effect) {
+        for (at, rel) in step_changes(&means, min_effect) {
             let row = &mut rows[idx[at]];
             row.step = Some(rel);
             row.step_verdict = direction.map(|d| {
@@ -368,7 +460,6 @@ pub fn history_rows(
             });
         }
     }
-    rows
 }
 
 fn short(commit: &str) -> String {
@@ -469,113 +560,6 @@ pub fn render_history(metric: &str, rows: &[HistoryRow]) -> String {
              shifts, by the piecewise-constant fit that minimises squared error plus 3 σ² ln \
              n per segment, keeping steps of at least the minimum effect.\n"
     ));
-    out
-}
-
-/// One row of `lcx compare`.
-#[derive(Debug, Clone, Serialize)]
-pub struct CompareRow {
-    pub arm: String,
-    pub metric: String,
-    pub label: String,
-    pub a: Option<Summary>,
-    pub b: Option<Summary>,
-    /// B against A (A is the reference).
-    pub comparison: Option<Comparison>,
-}
-
-/// Side by side on shared arms and metrics of two reports' arms.
-pub fn compare_reports(a: &Report, b: &Report, rule: VerdictRule) -> Vec<CompareRow> {
-    let mut rows = Vec::new();
-    let mut metrics: Vec<(String, String)> = Vec::new();
-    for c in &a.columns {
-        if !metrics.iter().any(|(m, _)| m == &c.metric) {
-            metrics.push((c.metric.clone(), c.label.clone()));
-        }
-    }
-    for arm_a in &a.arms {
-        let Some(arm_b) = b.arms.iter().find(|x| x.name == arm_a.name) else {
-            continue;
-        };
-        for (metric, label) in &metrics {
-            let (Some(ma), Some(mb)) = (arm_a.metric(metric), arm_b.metric(metric)) else {
-                continue;
-            };
-            // Numbers of an arm without enough completed cells are shown,
-            // never judged (decision 0018).
-            let judged = arm_a.unjudged.is_none() && arm_b.unjudged.is_none();
-            let comparison = match (&ma.replicate, &mb.replicate) {
-                (Some(x), Some(y)) if !ma.descriptive && judged => {
-                    Some(compare(x, y, ma.direction, rule))
-                }
-                _ => None,
-            };
-            rows.push(CompareRow {
-                arm: arm_a.name.clone(),
-                metric: metric.clone(),
-                label: label.clone(),
-                a: ma.summary,
-                b: mb.summary,
-                comparison,
-            });
-        }
-    }
-    rows
-}
-
-/// The compare table plus warnings (mismatched fingerprints or configs).
-pub fn render_compare(
-    a_name: &super::prose::Prose,
-    b_name: &super::prose::Prose,
-    rows: &[CompareRow],
-    warnings: &[String],
-) -> String {
-    let mut t = markdown_table();
-    t.set_header(vec![
-        "Arm".to_string(),
-        "Metric".to_string(),
-        format!("A: {}", a_name.markdown()),
-        format!("B: {}", b_name.markdown()),
-        "B vs A".to_string(),
-        "Verdict".to_string(),
-    ]);
-    for r in rows {
-        let fmt = |s: &Option<Summary>| s.as_ref().map(mean_sd).unwrap_or_else(|| "—".into());
-        let (ratio, verdict) = match &r.comparison {
-            Some(c) => (
-                c.speedup
-                    .as_ref()
-                    .map(speedup_text)
-                    .unwrap_or_else(|| "—".into()),
-                match c.welch {
-                    Some(w) => format!("{} ({})", c.verdict.text(), p_text(w.p_value)),
-                    None => c.verdict.text().to_string(),
-                },
-            ),
-            None => ("—".into(), "no data".into()),
-        };
-        t.add_row(vec![
-            md(&r.arm),
-            md(&r.label),
-            fmt(&r.a),
-            fmt(&r.b),
-            ratio,
-            verdict,
-        ]);
-    }
-    let mut out = String::new();
-    if rows.is_empty() {
-        out.push_str("No shared arm and metric to compare.\n");
-    } else {
-        let _ = writeln!(out, "{t}");
-        let _ = writeln!(
-            out,
-            "\nWarm-up-excluded mean; {SPREAD_LEGEND}. B vs A is a speedup (> 1: B is better)."
-        );
-    }
-    for w in warnings {
-        let _ = writeln!(out, "Warning: {}", md(w));
-    }
     out
 }
 

@@ -7,6 +7,7 @@
 
 pub mod archive;
 pub mod build;
+pub mod compare;
 pub mod history;
 pub mod model;
 pub mod moments;
