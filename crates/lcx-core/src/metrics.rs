@@ -441,6 +441,35 @@ mod tests {
     }
 
     #[test]
+    fn the_peak_line_holds_exactly_the_bench_peak_names() {
+        // Every optional figure present: a probe ran and --device was given.
+        let line = crate::bench::peak_line::PeakLine {
+            iteration: 1,
+            isa: "avx2-fma",
+            threads: 4,
+            fp32_gflops_core: 1.0,
+            fp32_gflops: 4.0,
+            stream_gbytes_per_second: 2.0,
+            tries: 3,
+            spread: 0.01,
+            source: "probed",
+            probe: Some(crate::bench::peak_line::ProbeFigures {
+                fp32_gflops: 4.0,
+                fp32_gflops_core: 1.0,
+                tries: 3,
+                discarded: 0,
+                spread: 0.01,
+                disturbed: 0,
+                seconds: 0.5,
+            }),
+            matmul_gflops: Some(5.0),
+            matmul_half_gflops: Some(9.0),
+        };
+        let value: serde_json::Value = serde_json::from_str(&line.to_json()).unwrap();
+        assert_eq!(numeric_keys(&value), listed(Writers::BENCH_PEAK));
+    }
+
+    #[test]
     fn a_near_miss_is_matched_with_its_wildcards_filled() {
         let closest = |typo: &str| closest_written(Writers::TRAIN, typo);
         assert_eq!(

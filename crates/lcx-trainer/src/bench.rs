@@ -1,5 +1,9 @@
-//! `lcx bench trainer` (docs/deep-cfr.md §12.1): the cost of one advantage pass (both
-//! players) plus one strategy pass on synthetic memories, fp32 or AMP.
+//! The timings behind `lcx bench` that need libtorch: `lcx bench trainer`
+//! (docs/deep-cfr.md §12.1), the cost of one advantage pass (both players)
+//! plus one strategy pass on synthetic memories, fp32 or AMP, each mode's
+//! warm-up and timed calls; and `lcx bench peak --device`'s matrix
+//! products. The lines and tables they feed are lcx-core's (`bench::`);
+//! nothing here prints.
 
 use std::time::Instant;
 
@@ -7,6 +11,8 @@ use tch::{Device, Kind, Tensor};
 
 use crate::run::train::{TrainError, Trainer};
 use crate::{device, TrainerError};
+use lcx_core::bench::peak_line::DeviceRates;
+use lcx_core::bench::trainer::TrainerSample;
 use lcx_core::cfr::memory::SampleRef;
 use lcx_core::cfr::regret::ACTIONS;
 use lcx_core::config::TrainerConfig;
@@ -144,6 +150,136 @@ pub fn weights_digest(trainer: &Trainer) -> String {
     format!("{h:016x}")
 }
 
+/// The modes `lcx bench trainer` times, as (requested, AMP on): both with
+/// `--both` (fp32 first), else AMP when `--amp` or the config asks for it,
+/// else fp32.
+pub fn modes(both: bool, amp: bool) -> &'static [(&'static str, bool)] {
+    if both {
+        &[("fp32", false), ("amp", true)]
+    } else if amp {
+        &[("amp", true)]
+    } else {
+        &[("fp32", false)]
+    }
+}
+
+/// What happens while the modes are timed, for the caller to write or say.
+#[derive(Debug)]
+pub enum TrainerBenchEvent<'a> {
+    /// AMP was asked for where it cannot run (no CUDA): this mode trains
+    /// in fp32.
+    AmpFallsBack,
+    /// One timed call, as the metric line the runner ingests.
+    Sample(&'a TrainerSample<'a>),
+}
+
+/// One mode's timings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModeTiming {
+    /// What was asked for (`fp32`, `amp`), and what ran.
+    pub requested: &'static str,
+    pub precision: &'static str,
+    /// What the steps ran on, as a table shows it (`lcx kernel, avx2-fma`,
+    /// `libtorch`).
+    pub backend: String,
+    /// Mean, p50 and p95 milliseconds of the timed calls ([`summarize`]).
+    pub ms: (f64, f64, f64),
+}
+
+/// Every mode's timings, with the initial weights' digest (of the last
+/// mode's trainer; one seed draws the same weights in every mode).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrainerTimings {
+    pub modes: Vec<ModeTiming>,
+    pub digest: String,
+}
+
+/// Times each of `modes` on a fresh [`synthetic_trainer`] of `config`:
+/// `warmup` untimed calls, then `runs` timed ones, each reported to `on`
+/// as it is measured (iterations numbered across modes from 1). An error
+/// `on` returns stops the timing.
+pub fn time_modes<E: From<TrainError>>(
+    config: &TrainerConfig,
+    modes: &[(&'static str, bool)],
+    warmup: usize,
+    runs: usize,
+    mut on: impl FnMut(TrainerBenchEvent<'_>) -> Result<(), E>,
+) -> Result<TrainerTimings, E> {
+    let mut timings = TrainerTimings {
+        modes: Vec::with_capacity(modes.len()),
+        digest: String::new(),
+    };
+    let mut iteration = 0;
+    for &(requested, amp) in modes {
+        let mut t = synthetic_trainer(config.clone(), amp)?;
+        timings.digest = weights_digest(&t);
+        // The kernel's width too (see `Trainer::training_kernel`).
+        let kernel = t.training_kernel();
+        if amp && t.amp_falls_back_to_fp32() {
+            on(TrainerBenchEvent::AmpFallsBack)?;
+        }
+        let precision = t.precision();
+        for _ in 0..warmup {
+            time_training_call(&mut t)?;
+        }
+        let mut ms = Vec::with_capacity(runs);
+        for _ in 0..runs {
+            let (v, adv_loss, strat_loss) = timed_training_call(&mut t)?;
+            iteration += 1;
+            on(TrainerBenchEvent::Sample(&TrainerSample {
+                iteration,
+                precision,
+                precision_requested: requested,
+                training_kernel: &kernel,
+                ms_per_call: v,
+                loss_advantage: adv_loss,
+                loss_strategy: strat_loss,
+            }))?;
+            ms.push(v);
+        }
+        timings.modes.push(ModeTiming {
+            requested,
+            precision,
+            backend: kernel.replacen("lcx ", "lcx kernel, ", 1),
+            ms: summarize(&ms),
+        });
+    }
+    Ok(timings)
+}
+
+/// Why `lcx bench peak --device` could not time its matrix products.
+#[derive(Debug, thiserror::Error)]
+pub enum RatesError {
+    #[error("timing the matrix product")]
+    Fp32(#[source] tch::TchError),
+    #[error("timing the FP16 matrix product")]
+    Half(#[source] tch::TchError),
+}
+
+/// `target`'s matrix-product ceilings, the best of 5 products of `size`²
+/// matrices: FP32 always, and on a GPU FP16 too, the tensor-core ceiling
+/// an AMP arm is read against (on a CPU, FP16 products are no faster and
+/// not what AMP runs).
+pub fn device_rates(target: Device, size: i64) -> Result<DeviceRates, RatesError> {
+    let fp32_gflops = device::matmul_gflops(target, size, 5, Kind::Float)
+        .map_err(RatesError::Fp32)?
+        .0;
+    let half_gflops = match target {
+        Device::Cuda(_) => Some(
+            device::matmul_gflops(target, size, 5, Kind::Half)
+                .map_err(RatesError::Half)?
+                .0,
+        ),
+        _ => None,
+    };
+    Ok(DeviceRates {
+        device: format!("{target:?}"),
+        size,
+        fp32_gflops,
+        half_gflops,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,5 +298,33 @@ mod tests {
         assert!(ms > 0.0);
         assert_ne!(before, crate::run::train::flat_parameters(&t.nets));
         assert_eq!(summarize(&[3.0, 1.0, 2.0, 10.0]), (4.0, 3.0, 10.0));
+    }
+
+    #[test]
+    fn every_mode_is_timed_and_its_calls_numbered_across_modes() {
+        let mut events = Vec::new();
+        let timings =
+            time_modes::<TrainError>(&crate::smoke_config(), modes(true, false), 1, 2, |event| {
+                events.push(match event {
+                    TrainerBenchEvent::AmpFallsBack => "amp falls back".to_string(),
+                    TrainerBenchEvent::Sample(s) => {
+                        format!("{} {}", s.iteration, s.precision_requested)
+                    }
+                });
+                Ok(())
+            })
+            .unwrap();
+        let requested: Vec<&str> = timings.modes.iter().map(|m| m.requested).collect();
+        assert_eq!(requested, ["fp32", "amp"]);
+        let mut expected = vec!["1 fp32", "2 fp32"];
+        if !device::cuda_available() {
+            // Said before the mode's first call, once.
+            expected.push("amp falls back");
+        }
+        expected.extend(["3 amp", "4 amp"]);
+        assert_eq!(events, expected);
+        assert!(timings.modes.iter().all(|m| m.ms.0 > 0.0));
+        assert_eq!(modes(false, true), [("amp", true)]);
+        assert_eq!(modes(false, false), [("fp32", false)]);
     }
 }

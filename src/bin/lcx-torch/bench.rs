@@ -1,4 +1,7 @@
-//! `lcx bench …`: micro-benchmarks of the engine and the networks.
+//! `lcx bench …`: micro-benchmarks of the engine and the networks. This
+//! file parses the flags and prints; the timings are lcx-core's `bench`
+//! and lcx-trainer's `bench` (whatever needs libtorch), and so are the
+//! metric lines, typed where they are defined.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -143,7 +146,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
 }
 
 fn peak(args: PeakArgs) -> anyhow::Result<u8> {
-    use lcx_core::bench::peak;
+    use lcx_core::bench::peak_line::{peak_text, PeakLine};
     if args.matmul_size < 1 {
         return Err(bad_input(anyhow::anyhow!("--matmul-size must be ≥ 1")));
     }
@@ -154,136 +157,17 @@ fn peak(args: PeakArgs) -> anyhow::Result<u8> {
         ),
     };
     let known = lcx_core::experiment::fingerprint::known_ceiling(None, args.refresh);
-    let c = &known.ceiling;
-    let matmul = match device {
-        None => None,
-        Some(d) => Some((
-            d,
-            device::matmul_gflops(d, args.matmul_size, 5, device::Kind::Float)
-                .context("timing the matrix product")?
-                .0,
-        )),
-    };
-    // A GPU's FP16 tensor-core ceiling: what an AMP arm is read against
-    // (on a CPU, FP16 products are no faster and not what AMP runs).
-    let half = match device {
-        Some(d @ device::Device::Cuda(_)) => Some(
-            device::matmul_gflops(d, args.matmul_size, 5, device::Kind::Half)
-                .context("timing the FP16 matrix product")?
-                .0,
-        ),
-        _ => None,
-    };
-    let mut line = serde_json::json!({
-        "iteration": 1,
-        "peak/isa": c.isa,
-        "peak/threads": c.threads,
-        "peak/fp32_gflops_core": c.gflops_core,
-        "peak/fp32_gflops": c.gflops,
-        "peak/stream_gbytes_per_second": c.stream_gbytes_per_second,
-        "peak/tries": c.tries,
-        "peak/spread": c.spread,
-        "peak/source": known.source.as_str(),
-    });
-    if let Some(p) = &known.probe {
-        line["peak/probe_fp32_gflops"] = serde_json::json!(p.gflops);
-        line["peak/probe_fp32_gflops_core"] = serde_json::json!(p.gflops_core);
-        line["peak/probe_tries"] = serde_json::json!(p.tries);
-        line["peak/probe_discarded"] = serde_json::json!(p.discarded);
-        line["peak/probe_spread"] = serde_json::json!(p.spread);
-        line["peak/probe_disturbed"] = serde_json::json!(u8::from(p.disturbed));
-        line["peak/probe_seconds"] = serde_json::json!(p.seconds);
-    }
-    if let Some((_, g)) = matmul {
-        line["peak/matmul_gflops"] = serde_json::json!(g);
-    }
-    if let Some(g) = half {
-        line["peak/matmul_half_gflops"] = serde_json::json!(g);
-    }
+    let rates = device
+        .map(|d| lcx_trainer::bench::device_rates(d, args.matmul_size))
+        .transpose()?;
     let mut sink = metrics_sink(args.metrics_out.as_ref())?;
     if let Some(out) = sink.as_mut() {
+        let line = PeakLine::new(&known, rates.as_ref()).to_json();
         writeln!(out, "{line}")
             .and_then(|()| out.flush())
             .context("writing --metrics-out")?;
     }
-    let mut table = markdown_table();
-    table.set_header(["measure", "value"]);
-    table.add_row([
-        format!("FP32 GFLOP/s, one core ({})", c.isa),
-        format!("{:.1}", c.gflops_core),
-    ]);
-    table.add_row([
-        format!("FP32 GFLOP/s, {} threads", c.threads),
-        format!("{:.1}", c.gflops),
-    ]);
-    table.add_row([
-        "stream triad GB/s".to_string(),
-        format!("{:.1}", c.stream_gbytes_per_second),
-    ]);
-    if let Some(p) = &known.probe {
-        table.add_row([
-            format!("this probe: FP32 GFLOP/s, one core / {} threads", p.threads),
-            format!("{:.1} / {:.1}", p.gflops_core, p.gflops),
-        ]);
-    }
-    if let Some((d, g)) = matmul {
-        table.add_row([
-            format!(
-                "libtorch {n}×{n} FP32 matmul GFLOP/s on {d:?} (TF32 off)",
-                n = args.matmul_size
-            ),
-            format!("{g:.1}"),
-        ]);
-    }
-    if let Some(g) = half {
-        table.add_row([
-            format!(
-                "libtorch {n}×{n} FP16 matmul GFLOP/s (tensor cores)",
-                n = args.matmul_size
-            ),
-            format!("{g:.1}"),
-        ]);
-    }
-    if let Some((ghz, source)) = peak::reported_clock_ghz() {
-        table.add_row([
-            format!("FMA bound at {ghz:.2} GHz ({source}), one core"),
-            format!("{:.1}", peak::theoretical_gflops(1, ghz, &c.isa)),
-        ]);
-    }
-    let how = match (known.source, &known.probe) {
-        (lcx_core::experiment::fingerprint::PeakSource::Cached, _) => format!(
-            "this host's ceiling, cached ({}, {} clean probes; --refresh probes again)",
-            c.describe(),
-            c.probes
-        ),
-        (_, Some(p)) if p.disturbed => format!(
-            "probe DISTURBED: no try had all its cores ({} discarded in {:.2} s); the figures \
-             are a floor, not the ceiling{}",
-            p.discarded,
-            p.seconds,
-            if c.probes > 0
-                && known.source != lcx_core::experiment::fingerprint::PeakSource::Disturbed
-            {
-                format!(
-                    "; the host's best known ceiling is shown ({})",
-                    c.describe()
-                )
-            } else {
-                String::new()
-            }
-        ),
-        (_, Some(p)) => format!(
-            "probed in {:.2} s: {} clean tries, {} discarded as disturbed, spread {:.1} %; \
-             the host's best ceiling: {}",
-            p.seconds,
-            p.tries,
-            p.discarded,
-            100.0 * p.spread,
-            c.describe()
-        ),
-        (_, None) => c.describe(),
-    };
-    let text = format!("{how}\n{table}");
+    let text = peak_text(&known, rates.as_ref());
     if args
         .metrics_out
         .as_ref()
@@ -462,10 +346,7 @@ fn engine(args: EngineArgs) -> anyhow::Result<u8> {
 }
 
 fn trainer(args: TrainerArgs) -> anyhow::Result<u8> {
-    use lcx_core::bench::trainer::TrainerSample;
-    use lcx_trainer::bench::{
-        summarize, synthetic_trainer, time_training_call, timed_training_call, weights_digest,
-    };
+    use lcx_trainer::bench::{modes, time_modes, TrainerBenchEvent};
     if args.runs == 0 {
         return Err(bad_input(anyhow::anyhow!("--runs must be ≥ 1")));
     }
@@ -482,82 +363,55 @@ fn trainer(args: TrainerArgs) -> anyhow::Result<u8> {
         .metrics_out
         .as_ref()
         .is_some_and(|p| p.as_os_str() == "-");
-    let modes: &[(&str, bool)] = if args.both {
-        &[("fp32", false), ("amp", true)]
-    } else if args.amp || cfg.run.use_amp {
-        &[("amp", true)]
-    } else {
-        &[("fp32", false)]
-    };
-    let mut rows = Vec::new();
-    let mut iteration = 0;
-    let mut digest = String::new();
-    for &(mode, amp) in modes {
-        let mut t = synthetic_trainer(cfg.clone(), amp)?;
-        digest = weights_digest(&t);
-        // The kernel's width too (see `Trainer::training_kernel`).
-        let kernel = t.training_kernel();
-        let backend = kernel.replacen("lcx ", "lcx kernel, ", 1);
-        if amp && t.amp_falls_back_to_fp32() {
-            eprintln!("note: AMP needs CUDA; the amp mode on {device:?} trains in fp32");
-        }
-        let precision = t.precision();
-        for _ in 0..args.warmup {
-            time_training_call(&mut t)?;
-        }
-        let mut ms = Vec::with_capacity(args.runs);
-        for _ in 0..args.runs {
-            let (v, adv_loss, strat_loss) = timed_training_call(&mut t)?;
-            iteration += 1;
-            if let Some(out) = sink.as_mut() {
-                let line = serde_json::to_string(&TrainerSample {
-                    iteration,
-                    precision,
-                    precision_requested: mode,
-                    training_kernel: &kernel,
-                    ms_per_call: v,
-                    loss_advantage: adv_loss,
-                    loss_strategy: strat_loss,
-                })
-                .context("writing --metrics-out")?;
-                writeln!(out, "{line}")
-                    .and_then(|()| out.flush())
-                    .context("writing --metrics-out")?;
+    let modes = modes(args.both, args.amp || cfg.run.use_amp);
+    let timings = time_modes(&cfg, modes, args.warmup, args.runs, |event| {
+        match event {
+            TrainerBenchEvent::AmpFallsBack => {
+                eprintln!("note: AMP needs CUDA; the amp mode on {device:?} trains in fp32");
             }
-            ms.push(v);
+            TrainerBenchEvent::Sample(sample) => {
+                if let Some(out) = sink.as_mut() {
+                    let line = serde_json::to_string(sample).context("writing --metrics-out")?;
+                    writeln!(out, "{line}")
+                        .and_then(|()| out.flush())
+                        .context("writing --metrics-out")?;
+                }
+            }
         }
-        let shown = if precision == mode {
-            mode.to_string()
-        } else {
-            // The report's words for the same mismatch (report/build.rs).
-            format!(
-                "{} requested, ran {precision}: no CUDA",
-                mode.to_uppercase()
-            )
-        };
-        rows.push((shown, precision, backend, summarize(&ms)));
-    }
+        anyhow::Ok(())
+    })?;
     let o = &cfg.optimization;
     let mut table = markdown_table();
     table.set_header(["mode", "training", "mean ms", "p50 ms", "p95 ms"]);
-    for (mode, _, backend, (mean, p50, p95)) in &rows {
+    for m in &timings.modes {
+        let (mean, p50, p95) = m.ms;
+        let shown = if m.precision == m.requested {
+            m.requested.to_string()
+        } else {
+            // The report's words for the same mismatch (report/build.rs).
+            format!(
+                "{} requested, ran {}: no CUDA",
+                m.requested.to_uppercase(),
+                m.precision
+            )
+        };
         table.add_row([
-            mode.clone(),
-            backend.to_string(),
+            shown,
+            m.backend.clone(),
             format!("{mean:.2}"),
             format!("{p50:.2}"),
             format!("{p95:.2}"),
         ]);
     }
     let mut text = format!(
-        "device {device:?}, {} runs after {} warm-up; per run: advantage {}×{} (both players) + strategy {}×{}; initial weights digest {digest}\n{table}",
+        "device {device:?}, {} runs after {} warm-up; per run: advantage {}×{} (both players) + strategy {}×{}; initial weights digest {}\n{table}",
         args.runs, args.warmup, o.advantage_updates_per_iteration, o.advantage_batch_size,
-        o.strategy_updates_per_iteration, o.strategy_batch_size,
+        o.strategy_updates_per_iteration, o.strategy_batch_size, timings.digest,
     );
     // A speedup of fp32 over fp32 would be noise with a label on it.
-    if let [a, b] = rows.as_slice() {
-        if a.1 != b.1 {
-            text.push_str(&format!("\nspeedup: {:.2}x", a.3 .0 / b.3 .0));
+    if let [a, b] = timings.modes.as_slice() {
+        if a.precision != b.precision {
+            text.push_str(&format!("\nspeedup: {:.2}x", a.ms.0 / b.ms.0));
         } else {
             text.push_str("\nno speedup: both modes ran fp32");
         }

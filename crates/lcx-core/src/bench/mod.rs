@@ -4,5 +4,6 @@
 pub mod engine;
 pub mod forward;
 pub mod peak;
+pub mod peak_line;
 pub mod process;
 pub mod trainer;
