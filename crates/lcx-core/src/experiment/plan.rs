@@ -392,24 +392,16 @@ pub enum Executor {
     Slurm(Box<SlurmOptions>),
 }
 
-/// `[executor] kind = "slurm"`: the `sbatch` options of every cell.
+/// `[executor] kind = "slurm"`: the `sbatch` options of every cell, and
+/// how the experiment's cells are spread over the cluster.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct SlurmOptions {
-    pub partition: Option<String>,
-    pub account: Option<String>,
-    pub qos: Option<String>,
-    /// Time limit per cell, in a form `sbatch --time` takes (`30`, `1:00:00`).
-    pub time: Option<String>,
-    pub cpus_per_task: Option<u32>,
-    /// `sbatch --mem` (`4G`).
-    pub mem: Option<String>,
-    /// `sbatch --gres`; arms with `requires = "cuda"` ask for `gpu:1`
-    /// when this is not given.
-    pub gres: Option<String>,
-    pub constraint: Option<String>,
-    /// More `sbatch` flags, as given.
-    pub extra: Vec<String>,
+    /// The options each cell's job is submitted with, stored beside the
+    /// keys below as they always were (flattened, so a stored plan reads
+    /// the same either way).
+    #[serde(flatten)]
+    pub sbatch: SbatchOptions,
     /// Which nodes the cells may land on.
     pub placement: Placement,
     /// Cells in flight at once. Above 1 every cell is submitted up front,
@@ -426,15 +418,7 @@ pub struct SlurmOptions {
 impl Default for SlurmOptions {
     fn default() -> SlurmOptions {
         SlurmOptions {
-            partition: None,
-            account: None,
-            qos: None,
-            time: None,
-            cpus_per_task: None,
-            mem: None,
-            gres: None,
-            constraint: None,
-            extra: Vec::new(),
+            sbatch: SbatchOptions::default(),
             placement: Placement::default(),
             // Plans stored before the key existed ran one cell at a time.
             max_parallel: 1,
@@ -443,25 +427,75 @@ impl Default for SlurmOptions {
     }
 }
 
+/// The sbatch options read as the experiment's own (`options.gres`), as
+/// they did when `SlurmOptions` listed them itself: its readers need not
+/// know which options an arm may replace.
+impl std::ops::Deref for SlurmOptions {
+    type Target = SbatchOptions;
+
+    fn deref(&self) -> &SbatchOptions {
+        &self.sbatch
+    }
+}
+
 impl SlurmOptions {
     /// The options of one arm's cells: each option the arm gives replaces
     /// `[executor]`'s; its `extra` flags come after `[executor]`'s (sbatch
     /// takes the last of a repeated flag).
-    pub fn for_arm(&self, arm: &SlurmOverrides) -> SlurmOptions {
-        let pick = |own: &Option<String>, all: &Option<String>| own.clone().or_else(|| all.clone());
+    pub fn for_arm(&self, arm: &SbatchOptions) -> SlurmOptions {
         SlurmOptions {
-            partition: pick(&arm.partition, &self.partition),
-            account: pick(&arm.account, &self.account),
-            qos: pick(&arm.qos, &self.qos),
-            time: pick(&arm.time, &self.time),
-            cpus_per_task: arm.cpus_per_task.or(self.cpus_per_task),
-            mem: pick(&arm.mem, &self.mem),
-            gres: pick(&arm.gres, &self.gres),
-            constraint: pick(&arm.constraint, &self.constraint),
-            extra: self.extra.iter().chain(&arm.extra).cloned().collect(),
+            sbatch: arm.over(&self.sbatch),
             placement: self.placement,
             max_parallel: self.max_parallel,
             requeue: self.requeue,
+        }
+    }
+}
+
+/// The `sbatch` options a file passes through to Slurm, as `[executor]`
+/// gives them for every cell and `[arms.executor]` for one arm's cells (a
+/// GPU arm's `gres`, a slower arm's `time`). Every one may be absent: an
+/// arm's absent one keeps `[executor]`'s ([`SlurmOptions::for_arm`]), and
+/// an absent one of `[executor]` is left to the cluster's default.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SbatchOptions {
+    pub partition: Option<String>,
+    pub account: Option<String>,
+    pub qos: Option<String>,
+    /// Time limit per cell, in a form `sbatch --time` takes (`30`, `1:00:00`).
+    pub time: Option<String>,
+    pub cpus_per_task: Option<u32>,
+    /// `sbatch --mem` (`4G`).
+    pub mem: Option<String>,
+    /// `sbatch --gres`; arms with `requires = "cuda"` ask for `gpu:1`
+    /// when this is not given.
+    pub gres: Option<String>,
+    pub constraint: Option<String>,
+    /// More `sbatch` flags, as given.
+    pub extra: Vec<String>,
+}
+
+impl SbatchOptions {
+    pub fn is_empty(&self) -> bool {
+        *self == SbatchOptions::default()
+    }
+
+    /// These options laid over `under`: each one given here wins, and
+    /// `extra` comes after `under`'s (sbatch takes the last of a repeated
+    /// flag, so the arm's still wins).
+    pub fn over(&self, under: &SbatchOptions) -> SbatchOptions {
+        let pick = |own: &Option<String>, all: &Option<String>| own.clone().or_else(|| all.clone());
+        SbatchOptions {
+            partition: pick(&self.partition, &under.partition),
+            account: pick(&self.account, &under.account),
+            qos: pick(&self.qos, &under.qos),
+            time: pick(&self.time, &under.time),
+            cpus_per_task: self.cpus_per_task.or(under.cpus_per_task),
+            mem: pick(&self.mem, &under.mem),
+            gres: pick(&self.gres, &under.gres),
+            constraint: pick(&self.constraint, &under.constraint),
+            extra: under.extra.iter().chain(&self.extra).cloned().collect(),
         }
     }
 
@@ -487,31 +521,6 @@ impl SlurmOptions {
         }
         out.extend(self.extra.iter().cloned());
         out
-    }
-}
-
-/// `[arms.executor]`: an arm's own `sbatch` options (a GPU arm's `gres`,
-/// a slower arm's `time`); only Slurm cells read them. Unlike
-/// [`SlurmOptions`] it has no experiment-wide keys (`placement`,
-/// `max_parallel`, `requeue`) and every field may be absent: an absent one
-/// keeps `[executor]`'s ([`SlurmOptions::for_arm`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct SlurmOverrides {
-    pub partition: Option<String>,
-    pub account: Option<String>,
-    pub qos: Option<String>,
-    pub time: Option<String>,
-    pub cpus_per_task: Option<u32>,
-    pub mem: Option<String>,
-    pub gres: Option<String>,
-    pub constraint: Option<String>,
-    pub extra: Vec<String>,
-}
-
-impl SlurmOverrides {
-    pub fn is_empty(&self) -> bool {
-        *self == SlurmOverrides::default()
     }
 }
 
@@ -556,8 +565,8 @@ pub struct Arm {
     #[serde(default)]
     pub revision: Option<Revision>,
     /// `[arms.executor]`: this arm's sbatch options (Slurm cells only).
-    #[serde(default, skip_serializing_if = "SlurmOverrides::is_empty")]
-    pub slurm: SlurmOverrides,
+    #[serde(default, skip_serializing_if = "SbatchOptions::is_empty")]
+    pub slurm: SbatchOptions,
     /// The CPUs the arm's cells run on (`cpus = "0-3"`, or the set
     /// `[measurement] pin = true` chose when the experiment was created);
     /// `None`: wherever the kernel schedules them.

@@ -64,208 +64,253 @@ impl Reader<'_> {
         Ok(arms)
     }
 
+    /// The `[[arms]]` tables, in file order.
     pub(super) fn arms(
         &self,
         t: &toml::Table,
         workload: Workload,
     ) -> Result<Vec<RawArm>, PlanError> {
-        let mut out = Vec::new();
-        for (i, arm) in self.tables(t, "arms")?.into_iter().enumerate() {
-            let name = self.read(at(arm, &format!("arms[{i}].")).string("name"))?;
-            let key = match &name {
-                Some(n) => format!("arms[{i}] (`{n}`)"),
-                None => format!("arms[{i}]"),
-            };
-            let prefix = format!("{key}.");
-            self.check_keys(arm, &prefix, ARM_KEYS)?;
-            let name = name.ok_or_else(|| self.err(format!("{prefix}name"), "missing"))?;
-            check_arm_name(&name).map_err(|m| self.err(format!("{prefix}name"), m))?;
-            let label = self
-                .read(at(arm, &prefix).string("label"))?
-                .unwrap_or_else(|| name.clone());
-            check_visible(&label).map_err(|m| self.err(format!("{prefix}label"), m))?;
-            let requires = match self.read(at(arm, &prefix).string("requires"))?.as_deref() {
-                None => None,
-                Some("cuda") => Some(Requirement::Cuda),
-                Some(other) => {
-                    return Err(self.err(
-                        format!("{prefix}requires"),
-                        format!("unknown requirement `{other}` (expected cuda)"),
-                    ))
-                }
-            };
-            let set = self.sets(arm, "set", &prefix)?;
-            let args = self.read(at(arm, &prefix).strings("args"))?;
-            for (i, a) in args.iter().enumerate() {
-                self.no_nul(format!("{prefix}args[{i}]"), a)?;
-                // One cell measures one mode: `--both` would print fp32 and
-                // AMP lines as iterations 1..2N of one cell.
-                if workload == Workload::BenchTrainer && a == "--both" {
-                    return Err(self.err(
-                        format!("{prefix}args[{i}]"),
-                        "`--both` times two modes in one cell; give fp32 and `--amp` their own arms",
-                    ));
-                }
-            }
-            let revision = match self.read(at(arm, &prefix).string("revision"))? {
-                Some(r) => Some(self.revision_text(&format!("{prefix}revision"), &r)?),
-                None => None,
-            };
-            let build = self.read(at(arm, &prefix).string("build"))?;
-            if let Some(b) = &build {
-                self.check_build(&format!("{prefix}build"), b, workload)?;
-            }
-            let slurm = match arm.get("executor") {
-                None => SlurmOverrides::default(),
-                Some(toml::Value::Table(e)) => {
-                    let table_prefix = format!("{prefix}executor.");
-                    if let Some(key) = EXPERIMENT_EXECUTOR_KEYS
-                        .iter()
-                        .find(|k| e.contains_key(**k))
-                    {
-                        return Err(self.err(
-                            format!("{table_prefix}{key}"),
-                            "applies to every cell of the experiment: set it in [executor]",
-                        ));
-                    }
-                    self.check_keys(e, &table_prefix, ARM_EXECUTOR_KEYS)?;
-                    self.slurm_fields(e, &table_prefix)?
-                }
-                Some(other) => {
-                    return Err(self.key_error(KeyError::wrong(
-                        format!("{prefix}executor"),
-                        format!(
-                            "a table of sbatch options ({})",
-                            ARM_EXECUTOR_KEYS.join(", ")
-                        ),
-                        other,
-                    )))
-                }
-            };
-            let timed = self.timing(arm, &prefix, workload)?;
-            let cpus = match arm.get("cpus") {
-                None => None,
-                Some(toml::Value::String(s)) => {
-                    Some(CpuSet::parse(s).map_err(|m| self.err(format!("{prefix}cpus"), m))?)
-                }
-                Some(toml::Value::Integer(n)) => Some(
-                    usize::try_from(*n)
-                        .ok()
-                        .filter(|n| *n <= crate::system::affinity::MAX_CPU)
-                        .map(|n| CpuSet::from_cpus([n]))
-                        .ok_or_else(|| {
-                            self.err(format!("{prefix}cpus"), format!("{n} is not a CPU number"))
-                        })?,
-                ),
-                Some(other) => {
-                    return Err(self.key_error(KeyError::wrong(
-                        format!("{prefix}cpus"),
-                        "a CPU list as a string (\"0-3,6\")",
-                        other,
-                    )))
-                }
-            };
-            let timeout = self.timeout(arm, &prefix)?;
-            let variable = self.read(at(arm, &prefix).boolean("variable_iterations"))?;
-            if variable.is_some() && workload.uses_config() {
+        self.tables(t, "arms")?
+            .into_iter()
+            .enumerate()
+            .map(|(i, arm)| self.arm(i, arm, workload))
+            .collect()
+    }
+
+    /// `[[arms]]` table `i`, its keys read in the order they are checked.
+    fn arm(&self, i: usize, arm: &toml::Table, workload: Workload) -> Result<RawArm, PlanError> {
+        let name = self.read(at(arm, &format!("arms[{i}].")).string("name"))?;
+        // Errors name the arm by its name where it has one.
+        let key = match &name {
+            Some(n) => format!("arms[{i}] (`{n}`)"),
+            None => format!("arms[{i}]"),
+        };
+        let prefix = format!("{key}.");
+        self.check_keys(arm, &prefix, ARM_KEYS)?;
+        let name = name.ok_or_else(|| self.err(format!("{prefix}name"), "missing"))?;
+        check_arm_name(&name).map_err(|m| self.err(format!("{prefix}name"), m))?;
+        let label = self
+            .read(at(arm, &prefix).string("label"))?
+            .unwrap_or_else(|| name.clone());
+        check_visible(&label).map_err(|m| self.err(format!("{prefix}label"), m))?;
+        let requires = match self.read(at(arm, &prefix).string("requires"))?.as_deref() {
+            None => None,
+            Some("cuda") => Some(Requirement::Cuda),
+            Some(other) => {
                 return Err(self.err(
-                    format!("{prefix}variable_iterations"),
-                    "only command arms may emit a variable number of lines",
+                    format!("{prefix}requires"),
+                    format!("unknown requirement `{other}` (expected cuda)"),
+                ))
+            }
+        };
+        let set = self.sets(arm, "set", &prefix)?;
+        let args = self.arm_args(arm, &prefix, workload)?;
+        let revision = match self.read(at(arm, &prefix).string("revision"))? {
+            Some(r) => Some(self.revision_text(&format!("{prefix}revision"), &r)?),
+            None => None,
+        };
+        let build = self.read(at(arm, &prefix).string("build"))?;
+        if let Some(b) = &build {
+            self.check_build(&format!("{prefix}build"), b, workload)?;
+        }
+        let slurm = self.arm_executor(arm, &prefix)?;
+        let timed = self.timing(arm, &prefix, workload)?;
+        let cpus = self.arm_cpus(arm, &prefix)?;
+        let timeout = self.timeout(arm, &prefix)?;
+        let variable = self.read(at(arm, &prefix).boolean("variable_iterations"))?;
+        if variable.is_some() && workload.uses_config() {
+            return Err(self.err(
+                format!("{prefix}variable_iterations"),
+                "only command arms may emit a variable number of lines",
+            ));
+        }
+        let env = self.arm_env(arm, &prefix)?;
+        let command = self.argv(arm, &prefix, "command")?;
+        let command_string = match arm.get("command") {
+            Some(toml::Value::String(s)) => Some(s.clone()),
+            _ => None,
+        };
+        let hooks = self.hooks(arm, &prefix)?;
+        self.check_arm_workload(&prefix, workload, command.is_some(), &set, &args)?;
+        Ok(RawArm {
+            name,
+            label,
+            key,
+            requires,
+            set,
+            args,
+            env,
+            command,
+            variable_iterations: variable.unwrap_or(false),
+            variable_set: variable.is_some(),
+            timed,
+            command_string,
+            timeout,
+            hooks,
+            revision,
+            build,
+            slurm,
+            cpus,
+        })
+    }
+
+    /// An arm's `args`, after the workload's own.
+    fn arm_args(
+        &self,
+        arm: &toml::Table,
+        prefix: &str,
+        workload: Workload,
+    ) -> Result<Vec<String>, PlanError> {
+        let args = self.read(at(arm, prefix).strings("args"))?;
+        for (i, a) in args.iter().enumerate() {
+            self.no_nul(format!("{prefix}args[{i}]"), a)?;
+            // One cell measures one mode: `--both` would print fp32 and
+            // AMP lines as iterations 1..2N of one cell.
+            if workload == Workload::BenchTrainer && a == "--both" {
+                return Err(self.err(
+                    format!("{prefix}args[{i}]"),
+                    "`--both` times two modes in one cell; give fp32 and `--amp` their own arms",
                 ));
             }
-            let env = match arm.get("env") {
-                None => BTreeMap::new(),
-                Some(toml::Value::Table(env)) => {
-                    let mut out = BTreeMap::new();
-                    for (k, v) in env {
-                        let value = match v {
-                            toml::Value::String(s) => s.clone(),
-                            toml::Value::Integer(_)
-                            | toml::Value::Float(_)
-                            | toml::Value::Boolean(_) => v.to_string(),
-                            other => {
-                                return Err(self.key_error(KeyError::wrong(
-                                    format!("{prefix}env.{k}"),
-                                    "a string",
-                                    other,
-                                )))
-                            }
-                        };
-                        check_env_name(k).map_err(|m| self.err(format!("{prefix}env.{k}"), m))?;
-                        self.no_nul(format!("{prefix}env.{k}"), k)?;
-                        self.no_nul(format!("{prefix}env.{k}"), &value)?;
-                        out.insert(k.clone(), value);
-                    }
-                    out
+        }
+        Ok(args)
+    }
+
+    /// `[arms.executor]`: the arm's own sbatch options. The keys that
+    /// apply to every cell of the experiment are refused here, not ignored.
+    fn arm_executor(&self, arm: &toml::Table, prefix: &str) -> Result<SbatchOptions, PlanError> {
+        match arm.get("executor") {
+            None => Ok(SbatchOptions::default()),
+            Some(toml::Value::Table(e)) => {
+                let table_prefix = format!("{prefix}executor.");
+                if let Some(key) = EXPERIMENT_EXECUTOR_KEYS
+                    .iter()
+                    .find(|k| e.contains_key(**k))
+                {
+                    return Err(self.err(
+                        format!("{table_prefix}{key}"),
+                        "applies to every cell of the experiment: set it in [executor]",
+                    ));
                 }
-                Some(other) => {
+                self.check_keys(e, &table_prefix, ARM_EXECUTOR_KEYS)?;
+                self.slurm_fields(e, &table_prefix)
+            }
+            Some(other) => Err(self.key_error(KeyError::wrong(
+                format!("{prefix}executor"),
+                format!(
+                    "a table of sbatch options ({})",
+                    ARM_EXECUTOR_KEYS.join(", ")
+                ),
+                other,
+            ))),
+        }
+    }
+
+    /// An arm's `cpus`: a CPU list (`"0-3,6"`) or one CPU's number.
+    fn arm_cpus(&self, arm: &toml::Table, prefix: &str) -> Result<Option<CpuSet>, PlanError> {
+        match arm.get("cpus") {
+            None => Ok(None),
+            Some(toml::Value::String(s)) => Ok(Some(
+                CpuSet::parse(s).map_err(|m| self.err(format!("{prefix}cpus"), m))?,
+            )),
+            Some(toml::Value::Integer(n)) => Ok(Some(
+                usize::try_from(*n)
+                    .ok()
+                    .filter(|n| *n <= crate::system::affinity::MAX_CPU)
+                    .map(|n| CpuSet::from_cpus([n]))
+                    .ok_or_else(|| {
+                        self.err(format!("{prefix}cpus"), format!("{n} is not a CPU number"))
+                    })?,
+            )),
+            Some(other) => Err(self.key_error(KeyError::wrong(
+                format!("{prefix}cpus"),
+                "a CPU list as a string (\"0-3,6\")",
+                other,
+            ))),
+        }
+    }
+
+    /// An arm's `env`: names and values for the cells' environment
+    /// (numbers and booleans written as TOML writes them).
+    fn arm_env(
+        &self,
+        arm: &toml::Table,
+        prefix: &str,
+    ) -> Result<BTreeMap<String, String>, PlanError> {
+        let env = match arm.get("env") {
+            None => return Ok(BTreeMap::new()),
+            Some(toml::Value::Table(env)) => env,
+            Some(other) => {
+                return Err(self.key_error(KeyError::wrong(
+                    format!("{prefix}env"),
+                    "a table of strings",
+                    other,
+                )))
+            }
+        };
+        let mut out = BTreeMap::new();
+        for (k, v) in env {
+            let value = match v {
+                toml::Value::String(s) => s.clone(),
+                toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::Boolean(_) => {
+                    v.to_string()
+                }
+                other => {
                     return Err(self.key_error(KeyError::wrong(
-                        format!("{prefix}env"),
-                        "a table of strings",
+                        format!("{prefix}env.{k}"),
+                        "a string",
                         other,
                     )))
                 }
             };
-            let command = self.argv(arm, &prefix, "command")?;
-            let command_string = match arm.get("command") {
-                Some(toml::Value::String(s)) => Some(s.clone()),
-                _ => None,
-            };
-            let hooks = self.hooks(arm, &prefix)?;
-            match workload {
-                Workload::Command => {
-                    if command.is_none() {
-                        return Err(self.err(
-                            format!("{prefix}command"),
-                            "missing (a command workload arm runs this program)",
-                        ));
-                    }
-                    if !set.is_empty() {
-                        return Err(self.err(
-                            format!("{prefix}set"),
-                            "a command arm has no trainer config to set (use `env`)",
-                        ));
-                    }
-                    if !args.is_empty() {
-                        return Err(self.err(
-                            format!("{prefix}args"),
-                            "a command arm takes its arguments in `command`",
-                        ));
-                    }
-                }
-                _ => {
-                    if command.is_some() {
-                        return Err(self.err(
-                            format!("{prefix}command"),
-                            format!(
-                                "only `workload = \"command\"` arms run a command (this is {})",
-                                workload.as_str()
-                            ),
-                        ));
-                    }
-                }
-            }
-            out.push(RawArm {
-                name,
-                label,
-                key,
-                requires,
-                set,
-                args,
-                env,
-                command,
-                variable_iterations: variable.unwrap_or(false),
-                variable_set: variable.is_some(),
-                timed,
-                command_string,
-                timeout,
-                hooks,
-                revision,
-                build,
-                slurm,
-                cpus,
-            });
+            check_env_name(k).map_err(|m| self.err(format!("{prefix}env.{k}"), m))?;
+            self.no_nul(format!("{prefix}env.{k}"), k)?;
+            self.no_nul(format!("{prefix}env.{k}"), &value)?;
+            out.insert(k.clone(), value);
         }
         Ok(out)
+    }
+
+    /// A command arm runs its `command` and nothing else; an lcx arm runs
+    /// no command.
+    fn check_arm_workload(
+        &self,
+        prefix: &str,
+        workload: Workload,
+        has_command: bool,
+        set: &[String],
+        args: &[String],
+    ) -> Result<(), PlanError> {
+        if workload != Workload::Command {
+            if has_command {
+                return Err(self.err(
+                    format!("{prefix}command"),
+                    format!(
+                        "only `workload = \"command\"` arms run a command (this is {})",
+                        workload.as_str()
+                    ),
+                ));
+            }
+            return Ok(());
+        }
+        if !has_command {
+            return Err(self.err(
+                format!("{prefix}command"),
+                "missing (a command workload arm runs this program)",
+            ));
+        }
+        if !set.is_empty() {
+            return Err(self.err(
+                format!("{prefix}set"),
+                "a command arm has no trainer config to set (use `env`)",
+            ));
+        }
+        if !args.is_empty() {
+            return Err(self.err(
+                format!("{prefix}args"),
+                "a command arm takes its arguments in `command`",
+            ));
+        }
+        Ok(())
     }
 }

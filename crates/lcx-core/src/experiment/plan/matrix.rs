@@ -2,6 +2,17 @@
 
 use super::*;
 
+/// What one combination of matrix values gives an arm: its part of the
+/// arm's name and label, and where each value goes.
+struct Combo {
+    name: String,
+    label: String,
+    set: Vec<String>,
+    args: Vec<String>,
+    env: BTreeMap<String, String>,
+    revision: Option<String>,
+}
+
 impl Reader<'_> {
     /// Crosses the arms with the `[matrix]` combinations.
     pub(super) fn expand_matrix(
@@ -23,109 +34,12 @@ impl Reader<'_> {
                 "is empty (give at least one key with a list of values)",
             ));
         }
-        let mut axes: Vec<Axis> = Vec::new();
-        for (key, values) in matrix {
-            let full = format!("matrix.{key}");
-            self.no_nul(&full, key)?;
-            if let Some(var) = key.strip_prefix("env.") {
-                // The rule an arm's own `env` keys follow.
-                check_env_name(var).map_err(|m| self.err(full.clone(), m))?;
-            }
-            let kind_ok = if key == "revision" {
-                true
-            } else if let Some(var) = key.strip_prefix("env.") {
-                !var.is_empty()
-            } else if key.starts_with("--") {
-                workload.uses_config() && key.len() > 2
-            } else {
-                workload.uses_config()
-            };
-            if !kind_ok {
-                return Err(self.err(
-                    full,
-                    if workload.uses_config() {
-                        "expected a config key (traversal.scheduler), a flag (--batch-sizes), env.NAME or revision"
-                    } else {
-                        "a command workload only takes env.NAME and revision matrix keys"
-                    },
-                ));
-            }
-            let items = match values {
-                toml::Value::Array(items) if !items.is_empty() => items,
-                toml::Value::Array(_) => return Err(self.err(full, "the list of values is empty")),
-                other => {
-                    return Err(self.key_error(KeyError::wrong(full, "a list of values", other)))
-                }
-            };
-            let mut vals = Vec::new();
-            for (i, item) in items.iter().enumerate() {
-                let raw = match item {
-                    toml::Value::String(s) => s.clone(),
-                    toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::Boolean(_) => {
-                        item.to_string()
-                    }
-                    other => {
-                        return Err(self.key_error(KeyError::wrong(
-                            format!("{full}[{i}]"),
-                            "a string, number or boolean",
-                            other,
-                        )))
-                    }
-                };
-                self.no_nul(format!("{full}[{i}]"), &raw)?;
-                let raw = if key == "revision" {
-                    self.revision_text(&format!("{full}[{i}]"), &raw)?
-                } else {
-                    raw
-                };
-                vals.push((raw, item.to_string()));
-            }
-            // The arm names' part for this key: the rule arm names follow.
-            let short = sanitize(
-                &key.trim_start_matches("--")
-                    .rsplit('.')
-                    .next()
-                    .unwrap_or(key)
-                    .to_lowercase(),
-            );
-            axes.push((key.clone(), short, vals));
-        }
-        // The arms it makes, counted before any is made: a cap with its
-        // figure, not gigabytes of arms to find out.
-        let bases_count = arms.len().max(1);
-        let total = axes
+        let axes = matrix
             .iter()
-            .try_fold(bases_count, |n, (_, _, vals)| n.checked_mul(vals.len()));
-        match total {
-            Some(n) if n <= MAX_ARMS => {}
-            _ => {
-                let sizes: Vec<String> = axes.iter().map(|(_, _, v)| v.len().to_string()).collect();
-                return Err(self.err(
-                    "matrix",
-                    format!(
-                        "makes {} arms ({} [[arms]] × {} values); at most {MAX_ARMS} arms in \
-                         one experiment (fewer values, or several experiments)",
-                        total.map_or_else(|| "more than 2^64".to_string(), |n| n.to_string()),
-                        bases_count,
-                        sizes.join(" × ")
-                    ),
-                ));
-            }
-        }
-        // Cartesian product, first key slowest.
-        let mut combos: Vec<Vec<usize>> = vec![Vec::new()];
-        for (_, _, vals) in &axes {
-            combos = combos
-                .into_iter()
-                .flat_map(|c| {
-                    (0..vals.len()).map(move |i| {
-                        let mut next = c.clone();
-                        next.push(i);
-                        next
-                    })
-                })
-                .collect();
-        }
+            .map(|(key, values)| self.axis(key, values, workload))
+            .collect::<Result<Vec<Axis>, PlanError>>()?;
+        self.check_matrix_size(&axes, arms.len())?;
+        let combos = combinations(&axes);
         let bases = if arms.is_empty() {
             vec![None]
         } else {
@@ -134,93 +48,7 @@ impl Reader<'_> {
         let mut out = Vec::new();
         for base in &bases {
             for combo in &combos {
-                let mut name_parts = Vec::new();
-                let mut label_parts = Vec::new();
-                let mut set = Vec::new();
-                let mut args = Vec::new();
-                let mut env = BTreeMap::new();
-                let mut revision = None;
-                for (axis, &i) in axes.iter().zip(combo) {
-                    let (key, short, vals) = axis;
-                    let (raw, toml_text) = &vals[i];
-                    name_parts.push(format!("{short}-{}", sanitize(raw)));
-                    label_parts.push(format!("{short} {raw}"));
-                    if key == "revision" {
-                        revision = Some(raw.clone());
-                    } else if let Some(var) = key.strip_prefix("env.") {
-                        env.insert(var.to_string(), raw.clone());
-                    } else if key.starts_with("--") {
-                        args.push(key.clone());
-                        args.push(raw.clone());
-                    } else {
-                        set.push(format!("{key}={toml_text}"));
-                    }
-                }
-                let combo_name = name_parts.join("_");
-                let combo_label = label_parts.join(", ");
-                let arm = match base {
-                    None => {
-                        if workload == Workload::Command {
-                            return Err(self.err(
-                                "arms",
-                                "a command matrix needs [[arms]] with a `command` to vary",
-                            ));
-                        }
-                        RawArm {
-                            name: combo_name.clone(),
-                            label: combo_label,
-                            key: format!("matrix ({combo_name})"),
-                            requires: None,
-                            set,
-                            args,
-                            env,
-                            command: None,
-                            variable_iterations: false,
-                            variable_set: false,
-                            timed: None,
-                            command_string: None,
-                            timeout: None,
-                            hooks: Hooks::default(),
-                            revision,
-                            build: None,
-                            slurm: SlurmOverrides::default(),
-                            cpus: None,
-                        }
-                    }
-                    Some(b) => {
-                        if let (Some(own), Some(_)) = (&b.revision, &revision) {
-                            return Err(self.err(
-                                "matrix.revision",
-                                format!(
-                                    "{} has `revision = \"{own}\"` itself; give the revision in one place",
-                                    b.key
-                                ),
-                            ));
-                        }
-                        let mut arm_env = b.env.clone();
-                        arm_env.extend(env);
-                        RawArm {
-                            name: format!("{}-{combo_name}", b.name),
-                            label: format!("{}, {combo_label}", b.label),
-                            key: format!("{} × matrix ({combo_name})", b.key),
-                            requires: b.requires,
-                            set: b.set.iter().cloned().chain(set).collect(),
-                            args: b.args.iter().cloned().chain(args).collect(),
-                            env: arm_env,
-                            command: b.command.clone(),
-                            variable_iterations: b.variable_iterations,
-                            variable_set: b.variable_set,
-                            timed: b.timed,
-                            command_string: b.command_string.clone(),
-                            timeout: b.timeout,
-                            hooks: b.hooks.clone(),
-                            revision: revision.or_else(|| b.revision.clone()),
-                            build: b.build.clone(),
-                            slurm: b.slurm.clone(),
-                            cpus: b.cpus.clone(),
-                        }
-                    }
-                };
+                let arm = self.matrix_arm(base.as_ref(), combo_of(&axes, combo), workload)?;
                 check_arm_name(&arm.name).map_err(|m| self.err(arm.key.clone(), m))?;
                 check_visible(&arm.label).map_err(|m| self.err(arm.key.clone(), m))?;
                 out.push(arm);
@@ -228,4 +56,207 @@ impl Reader<'_> {
         }
         Ok(out)
     }
+
+    /// One matrix key and its values. A key is `revision`, `env.NAME`, a
+    /// flag (`--batch-sizes`) or a config key; a command workload takes
+    /// only the first two.
+    fn axis(&self, key: &str, values: &toml::Value, workload: Workload) -> Result<Axis, PlanError> {
+        let full = format!("matrix.{key}");
+        self.no_nul(&full, key)?;
+        if let Some(var) = key.strip_prefix("env.") {
+            // The rule an arm's own `env` keys follow.
+            check_env_name(var).map_err(|m| self.err(full.clone(), m))?;
+        }
+        let kind_ok = if key == "revision" {
+            true
+        } else if let Some(var) = key.strip_prefix("env.") {
+            !var.is_empty()
+        } else if key.starts_with("--") {
+            workload.uses_config() && key.len() > 2
+        } else {
+            workload.uses_config()
+        };
+        if !kind_ok {
+            return Err(self.err(
+                full,
+                if workload.uses_config() {
+                    "expected a config key (traversal.scheduler), a flag (--batch-sizes), env.NAME or revision"
+                } else {
+                    "a command workload only takes env.NAME and revision matrix keys"
+                },
+            ));
+        }
+        let items = match values {
+            toml::Value::Array(items) if !items.is_empty() => items,
+            toml::Value::Array(_) => return Err(self.err(full, "the list of values is empty")),
+            other => return Err(self.key_error(KeyError::wrong(full, "a list of values", other))),
+        };
+        let mut vals = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let raw = match item {
+                toml::Value::String(s) => s.clone(),
+                toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::Boolean(_) => {
+                    item.to_string()
+                }
+                other => {
+                    return Err(self.key_error(KeyError::wrong(
+                        format!("{full}[{i}]"),
+                        "a string, number or boolean",
+                        other,
+                    )))
+                }
+            };
+            self.no_nul(format!("{full}[{i}]"), &raw)?;
+            let raw = if key == "revision" {
+                self.revision_text(&format!("{full}[{i}]"), &raw)?
+            } else {
+                raw
+            };
+            vals.push((raw, item.to_string()));
+        }
+        // The arm names' part for this key: the rule arm names follow.
+        let short = sanitize(
+            &key.trim_start_matches("--")
+                .rsplit('.')
+                .next()
+                .unwrap_or(key)
+                .to_lowercase(),
+        );
+        Ok((key.to_string(), short, vals))
+    }
+
+    /// The arms the matrix makes, counted before any is made: a cap with
+    /// its figure, not gigabytes of arms to find out.
+    fn check_matrix_size(&self, axes: &[Axis], arms: usize) -> Result<(), PlanError> {
+        let bases_count = arms.max(1);
+        let total = axes
+            .iter()
+            .try_fold(bases_count, |n, (_, _, vals)| n.checked_mul(vals.len()));
+        match total {
+            Some(n) if n <= MAX_ARMS => Ok(()),
+            _ => {
+                let sizes: Vec<String> = axes.iter().map(|(_, _, v)| v.len().to_string()).collect();
+                Err(self.err(
+                    "matrix",
+                    format!(
+                        "makes {} arms ({} [[arms]] × {} values); at most {MAX_ARMS} arms in \
+                         one experiment (fewer values, or several experiments)",
+                        total.map_or_else(|| "more than 2^64".to_string(), |n| n.to_string()),
+                        bases_count,
+                        sizes.join(" × ")
+                    ),
+                ))
+            }
+        }
+    }
+
+    /// The arm of one combination: on its own (a file without `[[arms]]`)
+    /// or on a base arm, whose settings it extends.
+    fn matrix_arm(
+        &self,
+        base: Option<&RawArm>,
+        combo: Combo,
+        workload: Workload,
+    ) -> Result<RawArm, PlanError> {
+        let Some(b) = base else {
+            if workload == Workload::Command {
+                return Err(self.err(
+                    "arms",
+                    "a command matrix needs [[arms]] with a `command` to vary",
+                ));
+            }
+            return Ok(RawArm {
+                key: format!("matrix ({})", combo.name),
+                name: combo.name,
+                label: combo.label,
+                requires: None,
+                set: combo.set,
+                args: combo.args,
+                env: combo.env,
+                command: None,
+                variable_iterations: false,
+                variable_set: false,
+                timed: None,
+                command_string: None,
+                timeout: None,
+                hooks: Hooks::default(),
+                revision: combo.revision,
+                build: None,
+                slurm: SbatchOptions::default(),
+                cpus: None,
+            });
+        };
+        if let (Some(own), Some(_)) = (&b.revision, &combo.revision) {
+            return Err(self.err(
+                "matrix.revision",
+                format!(
+                    "{} has `revision = \"{own}\"` itself; give the revision in one place",
+                    b.key
+                ),
+            ));
+        }
+        let mut env = b.env.clone();
+        env.extend(combo.env);
+        Ok(RawArm {
+            name: format!("{}-{}", b.name, combo.name),
+            label: format!("{}, {}", b.label, combo.label),
+            key: format!("{} × matrix ({})", b.key, combo.name),
+            set: b.set.iter().cloned().chain(combo.set).collect(),
+            args: b.args.iter().cloned().chain(combo.args).collect(),
+            env,
+            revision: combo.revision.or_else(|| b.revision.clone()),
+            ..b.clone()
+        })
+    }
+}
+
+/// Every combination of the axes' values (as indices), first key slowest.
+fn combinations(axes: &[Axis]) -> Vec<Vec<usize>> {
+    let mut combos: Vec<Vec<usize>> = vec![Vec::new()];
+    for (_, _, vals) in axes {
+        combos = combos
+            .into_iter()
+            .flat_map(|c| {
+                (0..vals.len()).map(move |i| {
+                    let mut next = c.clone();
+                    next.push(i);
+                    next
+                })
+            })
+            .collect();
+    }
+    combos
+}
+
+/// Where the values of one combination go: `revision`, the environment, a
+/// flag and its value, or a `set` entry (the value as TOML wrote it).
+fn combo_of(axes: &[Axis], combo: &[usize]) -> Combo {
+    let mut name_parts = Vec::new();
+    let mut label_parts = Vec::new();
+    let mut out = Combo {
+        name: String::new(),
+        label: String::new(),
+        set: Vec::new(),
+        args: Vec::new(),
+        env: BTreeMap::new(),
+        revision: None,
+    };
+    for ((key, short, vals), &i) in axes.iter().zip(combo) {
+        let (raw, toml_text) = &vals[i];
+        name_parts.push(format!("{short}-{}", sanitize(raw)));
+        label_parts.push(format!("{short} {raw}"));
+        if key == "revision" {
+            out.revision = Some(raw.clone());
+        } else if let Some(var) = key.strip_prefix("env.") {
+            out.env.insert(var.to_string(), raw.clone());
+        } else if key.starts_with("--") {
+            out.args.push(key.clone());
+            out.args.push(raw.clone());
+        } else {
+            out.set.push(format!("{key}={toml_text}"));
+        }
+    }
+    out.name = name_parts.join("_");
+    out.label = label_parts.join(", ");
+    out
 }

@@ -88,47 +88,7 @@ impl Reader<'_> {
     ) -> Result<Arm, PlanError> {
         let iterations = plan.iterations.to_string();
         if plan.workload == Workload::Command {
-            let mut argv = raw.command.unwrap_or_default();
-            let (program, args) = if raw.timed == Some(true) {
-                // lcx runs the command once per iteration and writes the
-                // lines (bench::process); the count is on its command line
-                // too, so that the report's reproduce line runs as pasted.
-                let mut timer = vec![
-                    "time-process".to_string(),
-                    "--iterations".into(),
-                    iterations,
-                ];
-                // A string runs as its words when it holds no shell syntax;
-                // otherwise through `sh -c`, the shell's start-up taken off
-                // (decision 0023).
-                match raw.command_string.as_deref().map(super::shell::words) {
-                    Some(Some(words)) => argv = words,
-                    Some(None) => timer.push("--subtract-shell".into()),
-                    None => {}
-                }
-                timer.push("--".into());
-                (Program::Timer, timer.into_iter().chain(argv).collect())
-            } else {
-                (Program::External(argv.remove(0)), argv)
-            };
-            return Ok(Arm {
-                name: raw.name,
-                label: raw.label,
-                requires: raw.requires,
-                set: raw.set,
-                program,
-                args,
-                env: raw.env,
-                workdir: Some(base_dir.to_path_buf()),
-                config_toml: None,
-                config_sha256: None,
-                variable_iterations: raw.variable_iterations,
-                revision,
-                slurm: raw.slurm,
-                cpus: raw.cpus,
-                timeout_seconds: raw.timeout,
-                hooks: raw.hooks.clone(),
-            });
+            return Ok(command_arm(raw, iterations, base_dir, revision));
         }
         let mut sets: Vec<String> = plan
             .file_set
@@ -137,31 +97,10 @@ impl Reader<'_> {
             .chain(&raw.set)
             .cloned()
             .collect();
-        let mut args: Vec<String> = match plan.workload {
-            Workload::Train => vec!["train".into()],
-            Workload::BenchForward => vec!["bench".into(), "forward".into()],
-            Workload::BenchTrainer => vec!["bench".into(), "trainer".into()],
-            Workload::Command => Vec::new(),
-        };
         if plan.workload == Workload::Train {
             sets.push(format!("run.max_iterations={iterations}"));
         }
-        // The child reads the config resolved here from its stdin (the
-        // runner writes `config_toml`), never the file or the `set` list
-        // again: a resume after the file changed runs what was recorded.
-        args.extend(["--config".into(), "-".into()]);
-        match plan.workload {
-            Workload::BenchForward => args.extend(["--reps".into(), iterations.clone()]),
-            Workload::BenchTrainer => args.extend([
-                "--runs".into(),
-                iterations.clone(),
-                "--warmup".into(),
-                "0".into(),
-            ]),
-            _ => {}
-        }
-        args.extend(raw.args.iter().cloned());
-        args.extend(["--metrics-out".into(), "-".into()]);
+        let args = lcx_args(plan.workload, &iterations, &raw.args);
         if let Some(mut revision) = revision {
             revision.config_sets = sets;
             return Ok(Arm {
@@ -180,7 +119,7 @@ impl Reader<'_> {
                 slurm: raw.slurm,
                 cpus: raw.cpus,
                 timeout_seconds: raw.timeout,
-                hooks: raw.hooks.clone(),
+                hooks: raw.hooks,
             });
         }
 
@@ -216,9 +155,89 @@ impl Reader<'_> {
             slurm: raw.slurm,
             cpus: raw.cpus,
             timeout_seconds: raw.timeout,
-            hooks: raw.hooks.clone(),
+            hooks: raw.hooks,
         })
     }
+}
+
+/// A command arm: its command as the file gave it, or (`timing =
+/// "process"`) run by lcx's timer, in the experiment file's folder.
+fn command_arm(
+    raw: RawArm,
+    iterations: String,
+    base_dir: &Path,
+    revision: Option<Revision>,
+) -> Arm {
+    let mut argv = raw.command.unwrap_or_default();
+    let (program, args) = if raw.timed == Some(true) {
+        // lcx runs the command once per iteration and writes the
+        // lines (bench::process); the count is on its command line
+        // too, so that the report's reproduce line runs as pasted.
+        let mut timer = vec![
+            "time-process".to_string(),
+            "--iterations".into(),
+            iterations,
+        ];
+        // A string runs as its words when it holds no shell syntax;
+        // otherwise through `sh -c`, the shell's start-up taken off
+        // (decision 0023).
+        match raw.command_string.as_deref().map(super::shell::words) {
+            Some(Some(words)) => argv = words,
+            Some(None) => timer.push("--subtract-shell".into()),
+            None => {}
+        }
+        timer.push("--".into());
+        (Program::Timer, timer.into_iter().chain(argv).collect())
+    } else {
+        (Program::External(argv.remove(0)), argv)
+    };
+    Arm {
+        name: raw.name,
+        label: raw.label,
+        requires: raw.requires,
+        set: raw.set,
+        program,
+        args,
+        env: raw.env,
+        workdir: Some(base_dir.to_path_buf()),
+        config_toml: None,
+        config_sha256: None,
+        variable_iterations: raw.variable_iterations,
+        revision,
+        slurm: raw.slurm,
+        cpus: raw.cpus,
+        timeout_seconds: raw.timeout,
+        hooks: raw.hooks,
+    }
+}
+
+/// The arguments of an lcx workload's cell: its subcommand, the config on
+/// stdin, the iteration count where the subcommand takes one, the arm's
+/// own `args`, and metric lines on stdout.
+fn lcx_args(workload: Workload, iterations: &str, own: &[String]) -> Vec<String> {
+    let mut args: Vec<String> = match workload {
+        Workload::Train => vec!["train".into()],
+        Workload::BenchForward => vec!["bench".into(), "forward".into()],
+        Workload::BenchTrainer => vec!["bench".into(), "trainer".into()],
+        Workload::Command => Vec::new(),
+    };
+    // The child reads the config resolved here from its stdin (the
+    // runner writes `config_toml`), never the file or the `set` list
+    // again: a resume after the file changed runs what was recorded.
+    args.extend(["--config".into(), "-".into()]);
+    match workload {
+        Workload::BenchForward => args.extend(["--reps".into(), iterations.to_string()]),
+        Workload::BenchTrainer => args.extend([
+            "--runs".into(),
+            iterations.to_string(),
+            "--warmup".into(),
+            "0".into(),
+        ]),
+        _ => {}
+    }
+    args.extend(own.iter().cloned());
+    args.extend(["--metrics-out".into(), "-".into()]);
+    args
 }
 
 /// A revision as git will be asked for it: `worktree`, or something `git

@@ -236,6 +236,7 @@ mod tests {
     use std::process::Command;
 
     use super::*;
+    use crate::experiment::plan::SbatchOptions;
 
     #[test]
     fn sbatch_values_with_spaces_or_percent_are_quoted() {
@@ -253,9 +254,12 @@ mod tests {
     fn the_job_script_quotes_and_feeds_the_config() {
         let dir = Path::new("/shared/runs/slurm/3/run-5-1");
         let options = SlurmOptions {
-            partition: Some("gpu".into()),
-            time: Some("10".into()),
-            extra: vec!["--exclusive".into()],
+            sbatch: SbatchOptions {
+                partition: Some("gpu".into()),
+                time: Some("10".into()),
+                extra: vec!["--exclusive".into()],
+                ..SbatchOptions::default()
+            },
             ..SlurmOptions::default()
         };
         let args = vec!["train".to_string(), "it's".to_string()];
@@ -316,14 +320,17 @@ mod tests {
         let commands = |value: &str| {
             let some = Some(value.to_string());
             let options = SlurmOptions {
-                partition: some.clone(),
-                account: some.clone(),
-                qos: some.clone(),
-                time: some.clone(),
-                mem: some.clone(),
-                gres: some.clone(),
-                constraint: some,
-                extra: vec![format!("--comment={value}")],
+                sbatch: SbatchOptions {
+                    partition: some.clone(),
+                    account: some.clone(),
+                    qos: some.clone(),
+                    time: some.clone(),
+                    mem: some.clone(),
+                    gres: some.clone(),
+                    constraint: some,
+                    extra: vec![format!("--comment={value}")],
+                    ..SbatchOptions::default()
+                },
                 ..SlurmOptions::default()
             };
             let s = script(&JobSpec {

@@ -75,14 +75,17 @@ mod tests {
     use std::path::{Path, PathBuf};
 
     use super::*;
-    use crate::experiment::plan::SlurmOptions;
+    use crate::experiment::plan::{SbatchOptions, SlurmOptions};
 
     #[test]
     fn an_option_of_two_lines_is_refused_before_anything_is_written() {
         let dir = tempfile::tempdir().unwrap();
         let job = dir.path().join("job");
         let options = SlurmOptions {
-            partition: Some("gpu\ntouch pwned".into()),
+            sbatch: SbatchOptions {
+                partition: Some("gpu\ntouch pwned".into()),
+                ..SbatchOptions::default()
+            },
             ..SlurmOptions::default()
         };
         let spec = JobSpec {
