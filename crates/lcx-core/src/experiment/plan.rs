@@ -427,17 +427,6 @@ impl Default for SlurmOptions {
     }
 }
 
-/// The sbatch options read as the experiment's own (`options.gres`), as
-/// they did when `SlurmOptions` listed them itself: its readers need not
-/// know which options an arm may replace.
-impl std::ops::Deref for SlurmOptions {
-    type Target = SbatchOptions;
-
-    fn deref(&self) -> &SbatchOptions {
-        &self.sbatch
-    }
-}
-
 impl SlurmOptions {
     /// The options of one arm's cells: each option the arm gives replaces
     /// `[executor]`'s; its `extra` flags come after `[executor]`'s (sbatch

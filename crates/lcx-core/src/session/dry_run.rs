@@ -68,8 +68,8 @@ pub fn dry_run_text(plan: &Plan, builds: &[Planned]) -> String {
         ));
         for arm in &plan.arms {
             let options = slurm.for_arm(&arm.slurm);
-            let mut flags = options.flags();
-            if arm.requires == Some(Requirement::Cuda) && options.gres.is_none() {
+            let mut flags = options.sbatch.flags();
+            if arm.requires == Some(Requirement::Cuda) && options.sbatch.gres.is_none() {
                 flags.push("--gres=gpu:1".into());
             }
             line(format!(

@@ -592,9 +592,9 @@ fn the_executor_table_and_flag() {
     let Executor::Slurm(o) = &p.executor else {
         panic!("{:?}", p.executor)
     };
-    assert_eq!(o.partition.as_deref(), Some("gpu"));
-    assert_eq!(o.cpus_per_task, Some(4));
-    assert_eq!(o.extra, ["--exclusive"]);
+    assert_eq!(o.sbatch.partition.as_deref(), Some("gpu"));
+    assert_eq!(o.sbatch.cpus_per_task, Some(4));
+    assert_eq!(o.sbatch.extra, ["--exclusive"]);
     assert_eq!(o.placement, Placement::SameNode, "the default");
     assert_eq!(o.max_parallel, 1, "the default");
     assert!(!o.requeue, "the default");
@@ -698,17 +698,17 @@ fn an_arm_gives_its_own_sbatch_options() {
     // The matrix keeps each arm's own options.
     let a = o.for_arm(&arm("a-").slurm);
     assert_eq!(
-        (a.time.as_deref(), a.gres.as_deref()),
+        (a.sbatch.time.as_deref(), a.sbatch.gres.as_deref()),
         (Some("10"), Some("gpu:1"))
     );
-    assert_eq!(a.extra, ["--exclusive"]);
+    assert_eq!(a.sbatch.extra, ["--exclusive"]);
     let b = o.for_arm(&arm("b-").slurm);
     assert_eq!(
-        (b.time.as_deref(), b.gres.as_deref()),
+        (b.sbatch.time.as_deref(), b.sbatch.gres.as_deref()),
         (Some("30"), Some("gpu:2"))
     );
     assert_eq!(
-        b.extra,
+        b.sbatch.extra,
         ["--exclusive", "--comment=b"],
         "the arm's flags come last"
     );

@@ -53,7 +53,7 @@ pub fn sbatch_options(spec: &JobSpec<'_>) -> Vec<String> {
         // cluster's `JobFileAppend`: the follower reads it from the start.
         "--open-mode=truncate".to_string(),
     ];
-    if o.gres.is_none() && spec.wants_gpu {
+    if o.sbatch.gres.is_none() && spec.wants_gpu {
         args.push("--gres=gpu:1".to_string());
     }
     if let Some(node) = &spec.nodelist {
@@ -62,7 +62,7 @@ pub fn sbatch_options(spec: &JobSpec<'_>) -> Vec<String> {
     if let Some(job) = &spec.after {
         args.push(format!("--dependency=afterany:{job}"));
     }
-    args.extend(o.flags());
+    args.extend(o.sbatch.flags());
     args
 }
 
