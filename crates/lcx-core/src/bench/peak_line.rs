@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::bench::peak;
-use crate::experiment::fingerprint::{KnownCeiling, PeakSource};
+use crate::bench::peak::cache::{KnownCeiling, PeakSource};
 use crate::text::markdown_table;
 
 /// A libtorch device's matrix-product rates (`--device`): the ceilings a

@@ -9,7 +9,9 @@ use std::sync::{Mutex, PoisonError};
 use serde::{Deserialize, Serialize};
 
 use crate::bench::peak::cache::{self, Ceiling, HostKey};
-use crate::bench::peak::Peak;
+// Where a ceiling came from is the peak cache's to say; an experiment's
+// fingerprint records it under these names.
+pub use crate::bench::peak::cache::{KnownCeiling, PeakSource};
 use crate::store::{Fingerprint, Store};
 
 /// What libtorch says of this machine, as `lcx version --json` prints it.
@@ -52,57 +54,6 @@ fn ask_torch(lcx_exe: &Path) -> Option<TorchFacts> {
         return None;
     }
     serde_json::from_slice(&out.stdout).ok()
-}
-
-/// Where an experiment's ceiling came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PeakSource {
-    /// The host's best clean probe of this boot: no probe ran.
-    Cached,
-    /// Probed now (and folded into the host's best, which is what counts).
-    Probed,
-    /// Probed now, no try had all its cores, and nothing better is known:
-    /// a floor, not a ceiling.
-    Disturbed,
-    /// A phase ran faster than the recorded ceiling and the runner probed
-    /// again.
-    Reprobed,
-}
-
-impl PeakSource {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PeakSource::Cached => "cached",
-            PeakSource::Probed => "probed",
-            PeakSource::Disturbed => "disturbed",
-            PeakSource::Reprobed => "reprobed",
-        }
-    }
-}
-
-/// The best ceiling known for this host, and the probe that ran for it.
-#[derive(Debug, Clone)]
-pub struct KnownCeiling {
-    pub ceiling: Ceiling,
-    pub source: PeakSource,
-    pub probe: Option<Peak>,
-}
-
-impl KnownCeiling {
-    /// `ceiling` found as `clean` says (cached, probed), unless it is a
-    /// floor: then it says so, whichever way it was found.
-    fn new(ceiling: Ceiling, clean: PeakSource, probe: Option<Peak>) -> KnownCeiling {
-        let source = if ceiling.disturbed {
-            PeakSource::Disturbed
-        } else {
-            clean
-        };
-        KnownCeiling {
-            ceiling,
-            source,
-            probe,
-        }
-    }
 }
 
 /// This host's FP32 ceiling: the best clean probe of this boot from the

@@ -241,6 +241,57 @@ pub fn now() -> String {
     chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
+/// Where an experiment's ceiling came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeakSource {
+    /// The host's best clean probe of this boot: no probe ran.
+    Cached,
+    /// Probed now (and folded into the host's best, which is what counts).
+    Probed,
+    /// Probed now, no try had all its cores, and nothing better is known:
+    /// a floor, not a ceiling.
+    Disturbed,
+    /// A phase ran faster than the recorded ceiling and the runner probed
+    /// again.
+    Reprobed,
+}
+
+impl PeakSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PeakSource::Cached => "cached",
+            PeakSource::Probed => "probed",
+            PeakSource::Disturbed => "disturbed",
+            PeakSource::Reprobed => "reprobed",
+        }
+    }
+}
+
+/// The best ceiling known for this host, and the probe that ran for it.
+#[derive(Debug, Clone)]
+pub struct KnownCeiling {
+    pub ceiling: Ceiling,
+    pub source: PeakSource,
+    pub probe: Option<Peak>,
+}
+
+impl KnownCeiling {
+    /// `ceiling` found as `clean` says (cached, probed), unless it is a
+    /// floor: then it says so, whichever way it was found.
+    pub(crate) fn new(ceiling: Ceiling, clean: PeakSource, probe: Option<Peak>) -> KnownCeiling {
+        let source = if ceiling.disturbed {
+            PeakSource::Disturbed
+        } else {
+            clean
+        };
+        KnownCeiling {
+            ceiling,
+            source,
+            probe,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
