@@ -539,7 +539,7 @@ fn a_planted_long_function_is_measured() {
 /// The Rust files of a crate's `src` (relative to it) that ARCHITECTURE.md's
 /// codemap does not name: a file is named by its name in a row that also
 /// names its folder (`schedule.rs` in the `experiment/run/` row), a folder's
-/// `mod.rs` by the folder; a crate's `lib.rs` and `main.rs`, and a
+/// `mod.rs` by the folder (`peak/` in the `bench/` row); a crate's `lib.rs` and `main.rs`, and a
 /// module's unit tests in `tests.rs`, go without.
 fn unnamed_in_codemap(codemap: &str, src: &Path) -> Vec<String> {
     let rows: Vec<&str> = codemap.lines().filter(|l| l.starts_with('|')).collect();
@@ -559,7 +559,10 @@ fn unnamed_in_codemap(codemap: &str, src: &Path) -> Vec<String> {
             "lib.rs" | "main.rs" if folder.is_empty() => true,
             // A module's unit tests, kept beside it in their own file.
             "tests.rs" => true,
-            "mod.rs" => rows.iter().any(|r| r.contains(&format!("{folder}/"))),
+            "mod.rs" => {
+                let last = folder.rsplit('/').next().unwrap_or(&folder);
+                rows.iter().any(|r| r.contains(&format!("{last}/")))
+            }
             _ if folder.is_empty() => rows.iter().any(|r| r.contains(&name)),
             _ => {
                 let last = folder.rsplit('/').next().unwrap_or(&folder);
