@@ -117,7 +117,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             }
             outln!(
                 "removed {} from {}",
-                lcx_core::report::render::counted(removed, "build"),
+                lcx_core::text::counted(removed, "build"),
                 cache.root.display()
             );
             Ok(0)

@@ -4,7 +4,7 @@
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
-use lcx_core::report::render::csv_field as csv;
+use lcx_core::report::words::csv_field as csv;
 
 use crate::args::{formats, DbArgs, Format};
 use crate::db::{open_db, user_or_not};

@@ -7,9 +7,9 @@
 
 use std::time::Duration;
 
-use lcx_core::report::render::counted;
 use lcx_core::report::rows;
 use lcx_core::store::{Store, StoreError};
+use lcx_core::text::counted;
 
 use crate::args::{formats, DbArgs, Format};
 use crate::db::user_or_not;

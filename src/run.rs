@@ -263,7 +263,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             outln!(
                 "experiment {id} detached: {} submitted as Slurm jobs{}; \
                  follow them with `lcx run --attach {id} --db {db}`",
-                lcx_core::report::render::counted(summary.pending as u64, "cell"),
+                lcx_core::text::counted(summary.pending as u64, "cell"),
                 match summary.failed {
                     0 => String::new(),
                     n => format!(" ({n} could not be submitted)"),

@@ -15,7 +15,7 @@
 //!   for `http:`, `https:`, a relative path or a `#fragment`
 //!   ([`safe_href`]); the site's markdown goes through `ammonia` as well
 //!   (`publish::html`);
-//! - **CSV and JSON** quote by their own rules (`report::render::csv_field`,
+//! - **CSV and JSON** quote by their own rules (`report::words::csv_field`,
 //!   serde_json, [`json_visible`]); written to a terminal, CSV also follows
 //!   the terminal's rule.
 //!

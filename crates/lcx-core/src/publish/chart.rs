@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 
 use super::html::esc;
 use crate::report::history::HistoryRow;
-use crate::report::render::{mean_sd, num};
 use crate::report::stats::Verdict;
+use crate::report::words::{mean_sd, num};
 
 const W: f64 = 860.0;
 const H: f64 = 340.0;

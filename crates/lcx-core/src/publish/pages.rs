@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::html::{badge, esc, markdown, page};
 use crate::report::model::Report;
-use crate::report::render::speedup_text;
+use crate::report::words::speedup_text;
 
 /// One experiment as the index lists it (kept in the site's manifest, so
 /// an unchanged experiment's row costs no report).
@@ -88,8 +88,8 @@ fn headline(report: &Report) -> Option<String> {
     Some(format!(
         "{arm} {} [{}, {}] on {metric}",
         speedup_text(speedup),
-        crate::report::render::num(speedup.ci_low),
-        crate::report::render::num(speedup.ci_high)
+        crate::report::words::num(speedup.ci_low),
+        crate::report::words::num(speedup.ci_high)
     ))
 }
 

@@ -588,7 +588,7 @@ pub fn precision_reached(report: &Report, precision: f64) -> Option<String> {
     }
     Some(format!(
         "every judged speedup's interval is within ±{}%",
-        super::render::num(precision * 100.0)
+        super::words::num(precision * 100.0)
     ))
 }
 
@@ -687,15 +687,15 @@ fn guard_outcomes(
                     let why = match t.decision {
                         Decision::Fail => Some(Prose::ours(format!(
                             "worse by {} (interval {} to {}), beyond the margin of {}",
-                            super::render::num(-t.gain),
-                            super::render::num(-t.ci_high),
-                            super::render::num(-t.ci_low),
-                            super::render::num(g.margin)
+                            super::words::num(-t.gain),
+                            super::words::num(-t.ci_high),
+                            super::words::num(-t.ci_low),
+                            super::words::num(g.margin)
                         ))),
                         Decision::Inconclusive if t.ci_low.is_nan() && g.paired => {
                             Some(Prose::ours(format!(
                                 "{} in both arms: no interval",
-                                super::render::counted(pairs.unwrap_or(0) as u64, "repeat")
+                                crate::text::counted(pairs.unwrap_or(0) as u64, "repeat")
                             )))
                         }
                         Decision::Inconclusive if t.ci_low.is_nan() => {
@@ -718,8 +718,8 @@ fn guard_outcomes(
                             Some(Prose::ours(format!(
                                 "the interval {} to {} holds minus the margin: neither shown \
                                  within it nor beyond{more}",
-                                super::render::num(t.ci_low),
-                                super::render::num(t.ci_high)
+                                super::words::num(t.ci_low),
+                                super::words::num(t.ci_high)
                             )))
                         }
                         Decision::Pass => None,
@@ -774,7 +774,7 @@ fn series_remarks(
                 " settles only after iteration {} (detected), but the warm-up is {warmup}: {} \
                  may be start-up transient.",
                 points[detected - 1].0,
-                super::render::counted((detected - warmup) as u64, "more iteration")
+                crate::text::counted((detected - warmup) as u64, "more iteration")
             )));
         } else if detected < warmup && run.warmup.is_none() && values.len() >= 8 {
             longer.push((*run_id, detected));
@@ -786,7 +786,7 @@ fn series_remarks(
                     " trends after the warm-up ({:+.2} % per iteration, {}): the mean depends \
                      on how long the cell ran.",
                     slope * 100.0,
-                    super::render::p_text(p)
+                    super::words::p_text(p)
                 )));
             }
         }
@@ -810,7 +810,7 @@ fn series_remarks(
                 " by the modified z-score (beyond {:.1} on the MAD, which Gaussian noise of {} \
                  passes about 3 % of the time), kept in the statistics: {}{}.",
                 super::stats::outlier_threshold(after.len()),
-                super::render::counted(after.len() as u64, "value"),
+                crate::text::counted(after.len() as u64, "value"),
                 shown.join(", "),
                 if flagged.len() > 5 {
                     format!(" and {} more", flagged.len() - 5)
@@ -828,7 +828,7 @@ fn series_remarks(
              excluded all the same.",
             e.warmup,
             longer.len(),
-            super::render::counted(series.len() as u64, "cell"),
+            crate::text::counted(series.len() as u64, "cell"),
         )));
     }
     out
@@ -1166,11 +1166,11 @@ fn environment(e: &Experiment, plan: Option<&Plan>, runs: &[Run]) -> Vec<(Prose,
         match (f.peak_fp32_gflops, f.peak_fp32_gflops_core) {
             (Some(all), Some(core)) => Some(format!(
                 "{} GFLOP/s FP32 on all cores, {} on one ({}); {} GB/s stream{}",
-                super::render::num(all),
-                super::render::num(core),
+                super::words::num(all),
+                super::words::num(core),
                 f.peak_isa.as_deref().unwrap_or("?"),
                 f.peak_stream_gbytes_per_second
-                    .map(super::render::num)
+                    .map(super::words::num)
                     .unwrap_or_else(|| "?".into()),
                 peak_provenance(f)
                     .map(|p| format!(" ({p})"))
@@ -1721,9 +1721,8 @@ pub fn assemble(input: Input, options: Options) -> Report {
                          (stopped, a paused machine, or starved): Wall s includes that time, \
                          the metrics the child timed do not.",
                         r.repeat,
-                        super::render::num(stall),
-                        r.wall_seconds
-                            .map_or_else(|| "?".into(), super::render::num)
+                        super::words::num(stall),
+                        r.wall_seconds.map_or_else(|| "?".into(), super::words::num)
                     )),
             );
         }
@@ -1980,7 +1979,7 @@ fn net_result(
         };
         let s = c
             .speedup
-            .map(|s| format!(" {}", super::render::speedup_text(&s)))
+            .map(|s| format!(" {}", super::words::speedup_text(&s)))
             .unwrap_or_default();
         if let Some((_, names)) = groups.iter_mut().find(|(v, _)| *v == c.verdict) {
             names.push(Prose::of_text(&a.name).and(s));

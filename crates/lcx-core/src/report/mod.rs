@@ -16,6 +16,7 @@ pub mod prose;
 pub mod render;
 pub mod rows;
 pub mod stats;
+pub mod words;
 
 #[cfg(test)]
 pub(crate) mod fixture;

@@ -226,12 +226,12 @@ fn line_plot(
             .x_labels(x.ticks)
             .x_label_formatter(&|v| {
                 if x.whole {
-                    super::render::num(v.round())
+                    super::words::num(v.round())
                 } else {
-                    super::render::tick(*v)
+                    super::words::tick(*v)
                 }
             })
-            .y_label_formatter(&|y| super::render::tick(*y))
+            .y_label_formatter(&|y| super::words::tick(*y))
             .draw()
             .map_err(|x| e(x.to_string()))?;
         if warmup > 0 {
@@ -441,8 +441,8 @@ pub fn batch_plot(title: &str, y_label: &str, lines: &[Line]) -> Result<String, 
             .configure_mesh()
             .x_desc("batch size (log scale)")
             .y_desc(format!("{y_label} (log scale)"))
-            .x_label_formatter(&|x| super::render::num(*x))
-            .y_label_formatter(&|y| super::render::num(*y))
+            .x_label_formatter(&|x| super::words::num(*x))
+            .y_label_formatter(&|y| super::words::num(*y))
             .draw()
             .map_err(|x| e(x.to_string()))?;
         for l in lines {

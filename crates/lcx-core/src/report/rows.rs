@@ -1,7 +1,7 @@
 //! Pure renderers of `lcx query`'s rows: a markdown table, CSV or JSON.
 //! Like the report renderers they only serialise: data in, text out.
 
-use super::render::csv_field;
+use super::words::csv_field;
 use crate::store::{QueryResult, SqlValue};
 use crate::text::markdown_table;
 
