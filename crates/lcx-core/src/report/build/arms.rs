@@ -1,0 +1,241 @@
+//! The arms of a report: their order and labels as the cells recorded
+//! them, which cells count, each metric's statistics per arm, and the arm
+//! rows with their comparisons against the baseline. Gates, guards and
+//! `--check` are judged from these rows elsewhere (`judge`, `guards`,
+//! `check`); nothing here reads the store.
+
+use std::collections::BTreeMap;
+
+use crate::experiment::Plan;
+use crate::report::model::{ArmResult, MetricResult, Prose};
+use crate::report::stats::{compare, Summary, VerdictRule};
+use crate::store::report_read::RunMoments;
+use crate::store::{Run, RunStatus};
+
+use super::columns::{is_descriptive, metric_direction};
+use super::Input;
+
+/// An arm as its cells name it.
+pub(super) struct ArmName {
+    pub name: String,
+    pub label: String,
+}
+
+/// The arms in plan order (cells carry their arm's index), each labelled
+/// as its first cell recorded.
+pub(super) fn arm_order(runs: &[Run]) -> Vec<ArmName> {
+    let mut order: Vec<(i64, String, String)> = Vec::new();
+    for r in runs {
+        if !order.iter().any(|(_, name, _)| name == &r.arm) {
+            order.push((r.arm_index, r.arm.clone(), r.arm_label.clone()));
+        }
+    }
+    order.sort_by_key(|(i, _, _)| *i);
+    order
+        .into_iter()
+        .map(|(_, name, label)| ArmName { name, label })
+        .collect()
+}
+
+/// The runs whose numbers count: completed ones, or for an arm without any
+/// completed run, whatever it has (the arm is then marked partial).
+pub fn counted_runs(runs: &[Run]) -> Vec<i64> {
+    let mut by_arm: BTreeMap<&str, Vec<&Run>> = BTreeMap::new();
+    for r in runs {
+        by_arm.entry(&r.arm).or_default().push(r);
+    }
+    let mut ids = Vec::new();
+    for arm_runs in by_arm.values() {
+        let done: Vec<i64> = arm_runs
+            .iter()
+            .filter(|r| r.status == RunStatus::Completed)
+            .map(|r| r.id)
+            .collect();
+        if done.is_empty() {
+            ids.extend(arm_runs.iter().map(|r| r.id));
+        } else {
+            ids.extend(done);
+        }
+    }
+    ids.sort_unstable();
+    ids
+}
+
+/// One arm's statistics of one metric, before any comparison.
+struct Stat {
+    pooled: Option<Summary>,
+    replicate: Option<Summary>,
+    replicates: usize,
+    unit: &'static str,
+    excluded: i64,
+}
+
+/// [`Stat`]s by (arm, metric).
+type Stats = BTreeMap<(String, String), Stat>;
+
+/// Every arm's statistics of every needed metric, over the counted cells.
+fn statistics(arms: &[ArmName], needed: &[String], input: &Input, counted: &[i64]) -> Stats {
+    let mut stats = Stats::new();
+    for ArmName { name: arm, .. } in arms {
+        for metric in needed {
+            let ms: Vec<&RunMoments> = input
+                .moments
+                .iter()
+                .filter(|m| &m.arm == arm && &m.name == metric && counted.contains(&m.run_id))
+                .collect();
+            let excluded = ms.iter().map(|m| m.excluded).sum();
+            let with_data: Vec<&RunMoments> = ms.iter().copied().filter(|m| m.n > 0).collect();
+            let median = input
+                .medians
+                .iter()
+                .find(|(a, n, _)| a == arm && n == metric)
+                .map(|(_, _, v)| *v);
+            let pooled = pooled(&with_data, median);
+            let (replicate, replicates, unit) =
+                match crate::report::moments::replicate_summary(&with_data) {
+                    // One cell: its iterations, the pooled summary (with its median).
+                    Some((s, k, "iterations")) => (pooled.or(Some(s)), k, "iterations"),
+                    Some((s, k, u)) => (Some(s), k, u),
+                    None => (None, 0, "iterations"),
+                };
+            stats.insert(
+                (arm.clone(), metric.clone()),
+                Stat {
+                    pooled,
+                    replicate,
+                    replicates,
+                    unit,
+                    excluded,
+                },
+            );
+        }
+    }
+    stats
+}
+
+/// Pools per-run moments into one summary (median from SQL).
+fn pooled(moments: &[&RunMoments], median: Option<f64>) -> Option<Summary> {
+    let mut s = crate::report::moments::shown_summary(moments)?;
+    s.median = median;
+    Some(s)
+}
+
+/// What every arm's comparisons rest on.
+pub(super) struct Basis<'a> {
+    pub plan: Option<&'a Plan>,
+    /// The metrics the report shows or judges.
+    pub needed: &'a [String],
+    pub baseline: &'a str,
+    pub rule: VerdictRule,
+    /// The arms whose numbers no verdict may use, with why.
+    pub unjudged: &'a BTreeMap<&'a str, Prose>,
+}
+
+/// The arm rows in plan order, and the remarks they call for, per arm in
+/// this order: no completed cell, not judged, a precision other than the
+/// one asked for.
+pub(super) fn arm_results(
+    input: &Input,
+    counted: &[i64],
+    order: &[ArmName],
+    basis: &Basis,
+) -> (Vec<ArmResult>, Vec<Prose>) {
+    let stats = statistics(order, basis.needed, input, counted);
+    let base_judged = !basis.unjudged.contains_key(basis.baseline);
+    let mut arms = Vec::new();
+    let mut remarks = Vec::new();
+    for ArmName { name: arm, label } in order {
+        let arm_runs: Vec<&Run> = input.runs.iter().filter(|r| &r.arm == arm).collect();
+        let completed = arm_runs
+            .iter()
+            .filter(|r| r.status == RunStatus::Completed)
+            .count();
+        let is_baseline = arm == basis.baseline;
+        let judged = base_judged && !basis.unjudged.contains_key(arm.as_str());
+        let metrics = metric_results(arm, is_baseline || !judged, &stats, basis);
+        let partial = completed == 0 && arm_runs.iter().any(|r| r.iterations_done > 0);
+        if partial {
+            remarks.push(Prose::ours("Arm ").name(arm).and(
+                " has no completed cell; its numbers come from incomplete cells (shown, never \
+                 judged).",
+            ));
+        }
+        if let Some(why) = basis.unjudged.get(arm.as_str()) {
+            remarks.push(Prose::ours("Not judged: ").then(why.clone()).and("."));
+        }
+        // Never label what did not run: an AMP arm whose steps ran fp32
+        // says so in its own row.
+        let mut label = label.clone();
+        let mismatched = precision_mismatches(&input.precisions, arm);
+        if !mismatched.is_empty() {
+            label = format!("{label} ({})", mismatched.join("; "));
+            remarks.push(
+                Prose::ours("Arm ")
+                    .name(arm)
+                    .and(": ")
+                    .text(mismatched.join("; "))
+                    .and("; its numbers are not AMP numbers."),
+            );
+        }
+        let revision = basis
+            .plan
+            .and_then(|p| p.arms.iter().find(|a| &a.name == arm))
+            .and_then(|a| a.revision.as_ref())
+            .map(|r| r.describe());
+        arms.push(ArmResult {
+            name: arm.clone(),
+            label,
+            is_baseline,
+            cells: arm_runs.len(),
+            completed,
+            partial,
+            unjudged: basis.unjudged.get(arm.as_str()).cloned(),
+            metrics,
+            revision,
+        });
+    }
+    (arms, remarks)
+}
+
+/// One arm's result on each needed metric, compared with the baseline's
+/// unless `uncompared` (the baseline itself, or an arm that may not be
+/// judged) or the metric is descriptive.
+fn metric_results(arm: &str, uncompared: bool, stats: &Stats, basis: &Basis) -> Vec<MetricResult> {
+    basis
+        .needed
+        .iter()
+        .map(|metric| {
+            let (direction, _) = metric_direction(basis.plan, metric);
+            let descriptive = is_descriptive(basis.plan, metric);
+            let st = &stats[&(arm.to_string(), metric.clone())];
+            let base = &stats
+                .get(&(basis.baseline.to_string(), metric.clone()))
+                .and_then(|b| b.replicate);
+            let comparison = match (uncompared || descriptive, base, &st.replicate) {
+                (false, Some(b), Some(a)) => Some(compare(b, a, direction, basis.rule)),
+                _ => None,
+            };
+            MetricResult {
+                metric: metric.clone(),
+                direction,
+                summary: st.pooled,
+                replicate: st.replicate,
+                replicates: st.replicates,
+                replicate_unit: st.unit.to_string(),
+                excluded_warmup: st.excluded,
+                comparison,
+                descriptive,
+            }
+        })
+        .collect()
+}
+
+/// `FP16 requested, ran fp32: no CUDA` for each precision `arm` asked for
+/// and did not run.
+fn precision_mismatches(precisions: &[(String, String, String)], arm: &str) -> Vec<String> {
+    precisions
+        .iter()
+        .filter(|(a, asked, ran)| a == arm && asked != ran)
+        .map(|(_, asked, ran)| format!("{} requested, ran {ran}: no CUDA", asked.to_uppercase()))
+        .collect()
+}

@@ -1,0 +1,354 @@
+//! Judgements over the arm rows: which arms may be judged at all, the
+//! verdict rule, the gate, the net result on the primary metric, and
+//! whether adaptive repeats have reached their precision. Guards and
+//! `--check` have files of their own; nothing here changes the arm rows.
+
+use std::collections::BTreeMap;
+
+use crate::experiment::Gate;
+use crate::report::model::{
+    ArmResult, ColumnKind, GateArm, GateOutcome, Prose, Report, ReportColumn,
+};
+use crate::report::stats::{Decision, GateTest, Verdict, VerdictRule};
+use crate::store::{Run, RunStatus};
+
+use super::arms::ArmName;
+use super::columns::label_of;
+use super::Options;
+
+/// The verdict rule: the command line's α and minimum effect, else the
+/// gate's minimum effect, else 0.05 for either.
+pub(super) fn verdict_rule(options: Options, gate: Option<&Gate>) -> VerdictRule {
+    VerdictRule {
+        alpha: options.alpha.unwrap_or(0.05),
+        min_effect: options
+            .min_effect
+            .or(gate.and_then(|g| g.min_effect))
+            .unwrap_or(0.05),
+    }
+}
+
+/// The first line of a cell's error (the runner's word and the child's
+/// last stderr line), or its status.
+pub(super) fn first_error_line(r: &Run) -> String {
+    r.error
+        .as_deref()
+        .and_then(|e| e.lines().map(str::trim).find(|l| !l.is_empty()))
+        .map(str::to_string)
+        .unwrap_or_else(|| r.status.to_string())
+}
+
+/// Why no verdict, gate or guard may use an arm's numbers, if none may.
+/// Judgements rest on completed cells only, and the rule needs two
+/// replicates per arm: two completed cells when the arm has several (each
+/// repeat one replicate), its one cell completed when it has one (its
+/// iterations the replicates). Cells skipped as not needed (adaptive
+/// repeats) are neither missing nor failed.
+pub fn unjudged_reason(arm: &str, runs: &[Run], iterations: i64) -> Option<Prose> {
+    let mine: Vec<&Run> = runs
+        .iter()
+        .filter(|r| r.arm == arm && r.status != RunStatus::Skipped)
+        .collect();
+    let completed = mine
+        .iter()
+        .filter(|r| r.status == RunStatus::Completed)
+        .count();
+    let need = if mine.len() > 1 { 2 } else { 1 };
+    if mine.is_empty() || completed >= need {
+        return None;
+    }
+    let not_done: Vec<&&Run> = mine
+        .iter()
+        .filter(|r| r.status != RunStatus::Completed)
+        .collect();
+    // The cell that says why, before a pending or interrupted one.
+    let first = not_done
+        .iter()
+        .find(|r| r.error.is_some())
+        .or(not_done.first())
+        .map(|r| {
+            Prose::ours(format!(
+                " ({} after {} of {}: ",
+                r.status,
+                r.iterations_done,
+                crate::text::counted(iterations.max(0) as u64, "iteration"),
+            ))
+            .text(first_error_line(r))
+            .and(")")
+        });
+    let rule = if need == 2 {
+        "a judgement needs 2 completed cells per arm (each repeat one replicate)"
+    } else {
+        "a judgement needs its one cell completed"
+    };
+    Some(
+        Prose::of_name(arm)
+            .and(format!(
+                ": {} of {} did not complete",
+                not_done.len(),
+                crate::text::counted(mine.len() as u64, "cell"),
+            ))
+            .then(first.unwrap_or_default())
+            .and(format!("; {rule}")),
+    )
+}
+
+/// The arms whose numbers no verdict, gate or guard may use, with why:
+/// judgements rest on completed cells only.
+pub(super) fn unjudged_arms<'a>(
+    order: &'a [ArmName],
+    runs: &[Run],
+    iterations: i64,
+) -> BTreeMap<&'a str, Prose> {
+    order
+        .iter()
+        .filter_map(|a| {
+            unjudged_reason(&a.name, runs, iterations).map(|why| (a.name.as_str(), why))
+        })
+        .collect()
+}
+
+/// What a gate or guard is judged from: the arm rows, the cells behind
+/// them, the experiment's baseline and the arms that may not be judged.
+pub(super) struct Evidence<'a> {
+    pub arms: &'a [ArmResult],
+    pub runs: &'a [Run],
+    pub baseline: &'a str,
+    pub unjudged: &'a BTreeMap<&'a str, Prose>,
+}
+
+/// The gate on every arm it judges, and its decision over them.
+pub(super) fn gate_outcome(
+    g: &Gate,
+    ev: &Evidence,
+    rule: VerdictRule,
+    columns: &[ReportColumn],
+) -> GateOutcome {
+    let test = GateTest::from_min_speedup(g.min_speedup);
+    let targets: Vec<String> = match &g.arm {
+        Some(a) => vec![a.clone()],
+        None => ev
+            .arms
+            .iter()
+            .filter(|a| !a.is_baseline)
+            .map(|a| a.name.clone())
+            .collect(),
+    };
+    let base_missing =
+        no_data(ev, &g.metric, ev.baseline).map(|why| Prose::ours("baseline ").then(why));
+    let gate_arms: Vec<GateArm> = targets
+        .iter()
+        .map(|name| gate_arm(ev, g, test, name, base_missing.as_ref()))
+        .collect();
+    let decision = if gate_arms.is_empty() {
+        Decision::Inconclusive
+    } else {
+        Decision::combine(gate_arms.iter().map(|a| a.decision))
+    };
+    GateOutcome {
+        metric: g.metric.clone(),
+        label: label_of(columns, &g.metric),
+        min_speedup: g.min_speedup,
+        test,
+        rule: test.describe(rule.alpha),
+        pass: decision == Decision::Pass,
+        decision,
+        arms: gate_arms,
+    }
+}
+
+/// Why an arm has nothing for the gate to judge: too few completed cells,
+/// its cells' skip reason or status, or the metric never emitted.
+fn no_data(ev: &Evidence, metric: &str, arm: &str) -> Option<Prose> {
+    if let Some(why) = ev.unjudged.get(arm) {
+        return Some(why.clone());
+    }
+    let has = ev
+        .arms
+        .iter()
+        .find(|a| a.name == arm)
+        .and_then(|a| a.metric(metric))
+        .is_some_and(|m| m.replicate.is_some());
+    if has {
+        return None;
+    }
+    let runs: Vec<&Run> = ev.runs.iter().filter(|r| r.arm == arm).collect();
+    if let Some(reason) = runs.iter().find_map(|r| r.skip_reason.as_deref()) {
+        return Some(
+            Prose::of_name(arm)
+                .and(" has no data (skipped: ")
+                .text(reason)
+                .and(")"),
+        );
+    }
+    Some(match runs.first() {
+        Some(r) if r.status != RunStatus::Completed => {
+            Prose::of_name(arm).and(format!(" has no data (its cells are {})", r.status))
+        }
+        Some(_) => Prose::of_name(arm).and(" recorded no ").name(metric),
+        None => Prose::ours("no arm named ").name(arm),
+    })
+}
+
+/// The gate on one arm: INCONCLUSIVE, naming every side that lacks data
+/// (not only the first), else the test's decision on its speedup.
+fn gate_arm(
+    ev: &Evidence,
+    g: &Gate,
+    test: GateTest,
+    name: &str,
+    base_missing: Option<&Prose>,
+) -> GateArm {
+    let metric = ev
+        .arms
+        .iter()
+        .find(|a| a.name == name)
+        .and_then(|a| a.metric(&g.metric));
+    let missing: Vec<Prose> = base_missing
+        .cloned()
+        .into_iter()
+        .chain(no_data(ev, &g.metric, name))
+        .collect();
+    let (decision, why, speedup, verdict) = if !missing.is_empty() {
+        (
+            Decision::Inconclusive,
+            Some(Prose::join(missing, "; ")),
+            None,
+            Verdict::Inconclusive,
+        )
+    } else {
+        let c = metric.and_then(|m| m.comparison);
+        let speedup = c.and_then(|c| c.speedup);
+        let replicates = metric.map_or(0, |m| m.replicates).min(
+            ev.arms
+                .iter()
+                .find(|a| a.is_baseline)
+                .and_then(|a| a.metric(&g.metric))
+                .map_or(0, |m| m.replicates),
+        );
+        let (d, why) = test.decide(speedup.as_ref(), replicates);
+        (
+            d,
+            why.map(Prose::ours),
+            speedup,
+            c.map_or(Verdict::Inconclusive, |c| c.verdict),
+        )
+    };
+    GateArm {
+        arm: name.to_string(),
+        speedup,
+        verdict,
+        pass: decision == Decision::Pass,
+        decision,
+        why,
+    }
+}
+
+/// The net result on the primary metric: the arms grouped by verdict, each
+/// with its speedup, then those without data and those not judged.
+pub(super) fn net_result(
+    arms: &[ArmResult],
+    primary: Option<&str>,
+    columns: &[ReportColumn],
+) -> Prose {
+    let Some(metric) = primary else {
+        return "no metrics to compare".into();
+    };
+    let label = label_of(columns, metric);
+    let others: Vec<&ArmResult> = arms.iter().filter(|a| !a.is_baseline).collect();
+    if others.is_empty() {
+        return "a single arm, nothing to compare".into();
+    }
+    let has_data = |a: &ArmResult| a.metric(metric).is_some_and(|m| m.replicate.is_some());
+    if let Some(base) = arms.iter().find(|a| a.is_baseline) {
+        if let Some(why) = &base.unjudged {
+            return Prose::ours("nothing judged on ")
+                .text(&label)
+                .and(": baseline ")
+                .then(why.clone());
+        }
+        if !has_data(base) {
+            return Prose::ours("no data for the baseline ")
+                .name(&base.name)
+                .and(" on ")
+                .text(&label)
+                .and(": nothing can be compared");
+        }
+    }
+    let mut groups: [(Verdict, Vec<Prose>); 4] = [
+        (Verdict::Improved, Vec::new()),
+        (Verdict::Regressed, Vec::new()),
+        (Verdict::Equivalent, Vec::new()),
+        (Verdict::Inconclusive, Vec::new()),
+    ];
+    let mut without = Vec::new();
+    let mut unjudged = Vec::new();
+    for a in &others {
+        if let Some(why) = &a.unjudged {
+            unjudged.push(why.clone());
+            continue;
+        }
+        let Some(c) = a.metric(metric).and_then(|m| m.comparison) else {
+            without.push(Prose::of_name(&a.name));
+            continue;
+        };
+        let s = c
+            .speedup
+            .map(|s| format!(" {}", crate::report::words::speedup_text(&s)))
+            .unwrap_or_default();
+        if let Some((_, names)) = groups.iter_mut().find(|(v, _)| *v == c.verdict) {
+            names.push(Prose::of_text(&a.name).and(s));
+        }
+    }
+    let mut parts: Vec<Prose> = groups
+        .into_iter()
+        .filter(|(_, names)| !names.is_empty())
+        .map(|(v, names)| Prose::ours(format!("{} ", v.text())).then(Prose::join(names, "; ")))
+        .collect();
+    if !without.is_empty() {
+        parts.push(Prose::ours("no data for ").then(Prose::join(without, ", ")));
+    }
+    if !unjudged.is_empty() {
+        parts.push(Prose::ours("not judged: ").then(Prose::join(unjudged, "; ")));
+    }
+    Prose::ours("on ")
+        .text(&label)
+        .and(": ")
+        .then(Prose::join(parts, "; "))
+}
+
+/// Whether adaptive repeats may stop: every non-baseline arm's speedup on
+/// the gate's metric and on every speedup column has an interval within
+/// ±`precision` of its estimate (on the log scale). `None`: go on.
+pub fn precision_reached(report: &Report, precision: f64) -> Option<String> {
+    // Only judged metrics have a speedup to be precise about.
+    let judged = || report.columns.iter().filter(|c| !c.descriptive);
+    let mut metrics: Vec<&str> = judged()
+        .filter(|c| c.kind == ColumnKind::Speedup)
+        .map(|c| c.metric.as_str())
+        .collect();
+    if let Some(g) = &report.gate {
+        metrics.push(&g.metric);
+    }
+    if metrics.is_empty() {
+        if let Some(c) = judged().next() {
+            metrics.push(&c.metric);
+        }
+    }
+    let others: Vec<&ArmResult> = report.arms.iter().filter(|a| !a.is_baseline).collect();
+    if metrics.is_empty() || others.is_empty() {
+        return None;
+    }
+    for arm in others {
+        for m in &metrics {
+            let s = arm.metric(m)?.comparison?.speedup?;
+            if !crate::report::stats::within_precision(&s, precision) {
+                return None;
+            }
+        }
+    }
+    Some(format!(
+        "every judged speedup's interval is within ±{}%",
+        crate::report::words::num(precision * 100.0)
+    ))
+}
