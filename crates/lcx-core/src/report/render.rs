@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use super::model::{ColumnKind, Report};
+use super::model::{ArmResult, ColumnKind, MetricResult, Report};
 use super::moments::SPREAD_LEGEND;
 use super::stats::{equivalence_band, Comparison, Direction, GateTest, Verdict};
 use super::words::{csv_field, num, trim_number};
@@ -420,8 +420,36 @@ fn decisions(report: &Report) -> String {
     out
 }
 
-/// The whole report as markdown in the shape of a hand-written record.
+/// The whole report as markdown in the shape of a hand-written record:
+/// its sections in order, each written by its own function below.
 pub fn render_markdown(report: &Report) -> String {
+    let sections = [
+        heading(report),
+        arms_section(report),
+        report
+            .roofline
+            .as_ref()
+            .map(roofline_section)
+            .unwrap_or_default(),
+        decisions(report),
+        verdicts_section(report),
+        cells_section(report),
+        reproduce_section(report),
+        environment_section(report),
+        runs_section(report),
+        notes_section(report),
+        plots_section(report),
+    ];
+    let mut out = sections.concat();
+    while out.ends_with("\n\n") {
+        out.pop();
+    }
+    out
+}
+
+/// The title, the date and status, the author's description and the
+/// one-line shape of the experiment.
+fn heading(report: &Report) -> String {
     let e = &report.experiment;
     let mut out = String::new();
     let _ = writeln!(out, "# {}\n", md(&e.name));
@@ -446,51 +474,56 @@ pub fn render_markdown(report: &Report) -> String {
         counted(e.repeats.max(0) as u64, "repeat"),
         code(&report.baseline)
     );
+    out
+}
 
+/// The arm table and the paragraph that says how to read it.
+fn arms_section(report: &Report) -> String {
+    let e = &report.experiment;
+    let mut out = String::new();
     if report.columns.is_empty() || report.arms.is_empty() {
         out.push_str("No metrics were recorded for this experiment.\n\n");
+        return out;
+    }
+    out.push_str(&arm_table(report));
+    out.push_str("\n\n");
+    let unit = replicate_units(report);
+    let excluded = if e.warmup_auto {
+        "warm-up detected per cell (MSER and the first iterations against the rest), its length in the Runs table".to_string()
     } else {
-        out.push_str(&arm_table(report));
-        out.push_str("\n\n");
-        let unit = replicate_units(report);
-        let excluded = if e.warmup_auto {
-            "warm-up detected per cell (MSER and the first iterations against the rest), its length in the Runs table".to_string()
-        } else {
-            format!(
-                "first {} excluded",
-                counted(e.warmup.max(0) as u64, "iteration")
-            )
-        };
-        let finals: Vec<String> = report
-            .columns
-            .iter()
-            .filter(|c| c.fold == crate::experiment::Fold::Last && c.kind == ColumnKind::Value)
-            .map(|c| md(&c.label))
-            .collect();
-        let finals = if finals.is_empty() {
-            String::new()
-        } else {
-            format!(
-                " In {} (`fold = \"last\"`) a cell's value is its last recorded one, not \
-                 the mean of its iterations.",
-                finals.join(", ")
-            )
-        };
-        let _ = writeln!(
-            out,
-            "Warm-up-excluded means ({excluded}); {SPREAD_LEGEND}; in the tests \
-             {unit}. Speedup = baseline mean / arm mean (arm / baseline for \
-             higher-is-better metrics), so > 1 is better; ± is its standard error.{finals}\n"
-        );
-    }
+        format!(
+            "first {} excluded",
+            counted(e.warmup.max(0) as u64, "iteration")
+        )
+    };
+    let finals: Vec<String> = report
+        .columns
+        .iter()
+        .filter(|c| c.fold == crate::experiment::Fold::Last && c.kind == ColumnKind::Value)
+        .map(|c| md(&c.label))
+        .collect();
+    let finals = if finals.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " In {} (`fold = \"last\"`) a cell's value is its last recorded one, not \
+             the mean of its iterations.",
+            finals.join(", ")
+        )
+    };
+    let _ = writeln!(
+        out,
+        "Warm-up-excluded means ({excluded}); {SPREAD_LEGEND}; in the tests \
+         {unit}. Speedup = baseline mean / arm mean (arm / baseline for \
+         higher-is-better metrics), so > 1 is better; ± is its standard error.{finals}\n"
+    );
+    out
+}
 
-    if let Some(r) = &report.roofline {
-        out.push_str(&roofline_section(r));
-    }
-
-    out.push_str(&decisions(report));
-
-    // Per-arm verdicts on every metric of the table.
+/// Per-arm verdicts on every metric of the table, under the rule they
+/// follow; nothing for a report with one arm or no metric.
+fn verdicts_section(report: &Report) -> String {
+    let mut out = String::new();
     let mut metrics: Vec<(&str, &str)> = Vec::new();
     for c in &report.columns {
         if !metrics.iter().any(|(m, _)| *m == c.metric) {
@@ -498,217 +531,263 @@ pub fn render_markdown(report: &Report) -> String {
         }
     }
     let others: Vec<_> = report.arms.iter().filter(|a| !a.is_baseline).collect();
-    if !others.is_empty() && !metrics.is_empty() {
-        let _ = writeln!(
-            out,
-            "## Verdicts vs {}\n\n{}\n",
-            code(&report.baseline),
-            verdict_rule_text(report.rule.alpha, report.rule.min_effect)
-        );
-        let baseline = report.arms.iter().find(|a| a.is_baseline);
-        for arm in others {
-            let has_data = arm.metrics.iter().any(|m| m.summary.is_some());
-            if !has_data {
-                let why = report
-                    .incomplete
-                    .iter()
-                    .find(|c| c.arm == arm.name)
-                    .map(|c| {
-                        let reason = c
-                            .reason
-                            .as_deref()
-                            .map(|r| format!(": {}", md(r)))
-                            .unwrap_or_default();
-                        format!(" ({}{reason})", c.status)
-                    })
-                    .unwrap_or_default();
-                let _ = writeln!(out, "- **{}**: no data{why}", md(&arm.name));
-                continue;
-            }
-            let _ = writeln!(out, "- **{}**", md(&arm.name));
-            for (metric, label) in &metrics {
-                let m = arm.metric(metric);
-                let text = match m.and_then(|m| m.comparison.as_ref()) {
-                    Some(c) => {
-                        let more = match c.more_replicates {
-                            Some(k) => format!(
-                                "; about {} per arm would decide",
-                                counted(k as u64, "more replicate")
-                            ),
-                            None => String::new(),
-                        };
-                        format!("{} ({}{more})", c.verdict.text(), comparison_detail(c))
-                    }
-                    // An arm at another revision that ran and wrote other
-                    // metrics: this one is not among what that code emits.
-                    None if m.and_then(|m| m.summary.as_ref()).is_none() => match &arm.revision {
-                        Some(r) => format!("not emitted by {}", md(r)),
-                        None => "no data".into(),
-                    },
-                    None if m.is_some_and(|m| m.descriptive) => {
-                        let mean = |m: Option<&super::model::MetricResult>| {
-                            m.and_then(|m| m.summary.as_ref())
-                                .map_or_else(|| "—".to_string(), |s| num(s.mean))
-                        };
-                        format!(
-                            "not judged, a description of the work: {} against {}",
-                            mean(m),
-                            mean(baseline.and_then(|b| b.metric(metric)))
-                        )
-                    }
-                    None if baseline
-                        .and_then(|b| b.metric(metric))
-                        .and_then(|m| m.summary.as_ref())
-                        .is_none() =>
-                    {
-                        "no baseline data".into()
-                    }
-                    None => Verdict::Inconclusive.text().to_string(),
-                };
-                let _ = writeln!(out, "  - {}: {text}", md(label));
-            }
-        }
-        out.push('\n');
+    if others.is_empty() || metrics.is_empty() {
+        return out;
     }
+    let _ = writeln!(
+        out,
+        "## Verdicts vs {}\n\n{}\n",
+        code(&report.baseline),
+        verdict_rule_text(report.rule.alpha, report.rule.min_effect)
+    );
+    let baseline = report.arms.iter().find(|a| a.is_baseline);
+    for arm in others {
+        let has_data = arm.metrics.iter().any(|m| m.summary.is_some());
+        if !has_data {
+            let why = report
+                .incomplete
+                .iter()
+                .find(|c| c.arm == arm.name)
+                .map(|c| {
+                    let reason = c
+                        .reason
+                        .as_deref()
+                        .map(|r| format!(": {}", md(r)))
+                        .unwrap_or_default();
+                    format!(" ({}{reason})", c.status)
+                })
+                .unwrap_or_default();
+            let _ = writeln!(out, "- **{}**: no data{why}", md(&arm.name));
+            continue;
+        }
+        let _ = writeln!(out, "- **{}**", md(&arm.name));
+        for (metric, label) in &metrics {
+            let text = metric_verdict(arm, baseline, metric);
+            let _ = writeln!(out, "  - {}: {text}", md(label));
+        }
+    }
+    out.push('\n');
+    out
+}
 
-    out.push_str("## Cells\n\n");
+/// One arm's verdict on one metric, with its detail, or why it has none.
+fn metric_verdict(arm: &ArmResult, baseline: Option<&ArmResult>, metric: &str) -> String {
+    let m = arm.metric(metric);
+    match m.and_then(|m| m.comparison.as_ref()) {
+        Some(c) => {
+            let more = match c.more_replicates {
+                Some(k) => format!(
+                    "; about {} per arm would decide",
+                    counted(k as u64, "more replicate")
+                ),
+                None => String::new(),
+            };
+            format!("{} ({}{more})", c.verdict.text(), comparison_detail(c))
+        }
+        // An arm at another revision that ran and wrote other
+        // metrics: this one is not among what that code emits.
+        None if m.and_then(|m| m.summary.as_ref()).is_none() => match &arm.revision {
+            Some(r) => format!("not emitted by {}", md(r)),
+            None => "no data".into(),
+        },
+        None if m.is_some_and(|m| m.descriptive) => {
+            let mean = |m: Option<&MetricResult>| {
+                m.and_then(|m| m.summary.as_ref())
+                    .map_or_else(|| "—".to_string(), |s| num(s.mean))
+            };
+            format!(
+                "not judged, a description of the work: {} against {}",
+                mean(m),
+                mean(baseline.and_then(|b| b.metric(metric)))
+            )
+        }
+        None if baseline
+            .and_then(|b| b.metric(metric))
+            .and_then(|m| m.summary.as_ref())
+            .is_none() =>
+        {
+            "no baseline data".into()
+        }
+        None => Verdict::Inconclusive.text().to_string(),
+    }
+}
+
+/// The Cells section: what did not complete, what printed lines the
+/// statistics left out, what ran again and what ran on a busy host.
+fn cells_section(report: &Report) -> String {
+    let mut out = String::from("## Cells\n\n");
+    out.push_str(&incomplete_cells(report));
+    out.push_str(&line_problems(report));
+    out.push_str(&reruns(report));
+    out.push_str(&contended_cells(report));
+    out
+}
+
+/// Whether every cell completed, else the table of those that did not.
+fn incomplete_cells(report: &Report) -> String {
+    let mut out = String::new();
     if report.incomplete.is_empty() {
         let _ = match report.total_cells {
             1 => writeln!(out, "The one cell completed.\n"),
             n => writeln!(out, "All {n} cells completed.\n"),
         };
-    } else {
-        let _ = writeln!(
-            out,
-            "{} of {} cells did not complete; statistics use completed cells only \
-             (an arm without any completed cell is marked partial).\n",
-            report.incomplete.len(),
-            report.total_cells
-        );
-        let mut t = markdown_table();
-        t.set_header(vec![
-            "Run",
-            "Arm",
-            "Repeat",
-            "Status",
-            "Exit",
-            "Iterations",
-            "Reason",
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "{} of {} cells did not complete; statistics use completed cells only \
+         (an arm without any completed cell is marked partial).\n",
+        report.incomplete.len(),
+        report.total_cells
+    );
+    let mut t = markdown_table();
+    t.set_header(vec![
+        "Run",
+        "Arm",
+        "Repeat",
+        "Status",
+        "Exit",
+        "Iterations",
+        "Reason",
+    ]);
+    for c in &report.incomplete {
+        let exit = match (c.exit_code, c.signal) {
+            (Some(code), _) => code.to_string(),
+            (None, Some(sig)) => format!("signal {sig}"),
+            (None, None) => "—".into(),
+        };
+        t.add_row(vec![
+            c.run_id.to_string(),
+            md(&c.arm),
+            c.repeat.to_string(),
+            c.status.clone(),
+            exit,
+            c.iterations_done.to_string(),
+            c.reason.as_deref().map(md).unwrap_or_else(|| "—".into()),
         ]);
-        for c in &report.incomplete {
-            let exit = match (c.exit_code, c.signal) {
-                (Some(code), _) => code.to_string(),
-                (None, Some(sig)) => format!("signal {sig}"),
-                (None, None) => "—".into(),
-            };
-            t.add_row(vec![
-                c.run_id.to_string(),
-                md(&c.arm),
-                c.repeat.to_string(),
-                c.status.clone(),
-                exit,
-                c.iterations_done.to_string(),
-                c.reason.as_deref().map(md).unwrap_or_else(|| "—".into()),
-            ]);
-        }
-        let _ = writeln!(out, "{t}\n");
     }
-    if !report.line_problems.is_empty() {
-        let _ = writeln!(
-            out,
-            "{} of {} cells printed output that is not in the statistics: lines that are \
-             not valid metric JSON, lines over the 1 MiB cap (both kept in the cell's \
-             `stderr_tail`), non-finite values (kept in `metric_nonfinite`, never \
-             averaged), and metric lines past the `iterations` asked for (counted, not \
-             stored: the command should read `LCX_ITERATIONS`, or its arm say \
-             `variable_iterations = true`).\n",
-            report.line_problems.len(),
-            report.total_cells
-        );
-        let mut t = markdown_table();
-        t.set_header(vec![
-            "Run",
-            "Arm",
-            "Repeat",
-            "Malformed lines",
-            "Overlong lines",
-            "Non-finite values",
-            "Lines past iterations",
+    let _ = writeln!(out, "{t}\n");
+    out
+}
+
+/// The cells whose output had lines the statistics left out, and each
+/// non-finite value they printed.
+fn line_problems(report: &Report) -> String {
+    let mut out = String::new();
+    if report.line_problems.is_empty() {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "{} of {} cells printed output that is not in the statistics: lines that are \
+         not valid metric JSON, lines over the 1 MiB cap (both kept in the cell's \
+         `stderr_tail`), non-finite values (kept in `metric_nonfinite`, never \
+         averaged), and metric lines past the `iterations` asked for (counted, not \
+         stored: the command should read `LCX_ITERATIONS`, or its arm say \
+         `variable_iterations = true`).\n",
+        report.line_problems.len(),
+        report.total_cells
+    );
+    let mut t = markdown_table();
+    t.set_header(vec![
+        "Run",
+        "Arm",
+        "Repeat",
+        "Malformed lines",
+        "Overlong lines",
+        "Non-finite values",
+        "Lines past iterations",
+    ]);
+    for p in &report.line_problems {
+        t.add_row(vec![
+            p.run_id.to_string(),
+            md(&p.arm),
+            p.repeat.to_string(),
+            p.malformed.to_string(),
+            p.overlong.to_string(),
+            p.nonfinite_values.to_string(),
+            p.extra.to_string(),
         ]);
-        for p in &report.line_problems {
-            t.add_row(vec![
-                p.run_id.to_string(),
-                md(&p.arm),
-                p.repeat.to_string(),
-                p.malformed.to_string(),
-                p.overlong.to_string(),
-                p.nonfinite_values.to_string(),
-                p.extra.to_string(),
-            ]);
-        }
-        let _ = writeln!(out, "{t}\n");
-        for p in report
-            .line_problems
-            .iter()
-            .filter(|p| !p.nonfinite.is_empty())
-        {
-            for detail in &p.nonfinite {
-                let _ = writeln!(
-                    out,
-                    "- run {} ({} #{}): {}",
-                    p.run_id,
-                    code(&p.arm),
-                    p.repeat,
-                    detail.markdown()
-                );
-            }
-        }
-        if report.line_problems.iter().any(|p| !p.nonfinite.is_empty()) {
-            out.push('\n');
+    }
+    let _ = writeln!(out, "{t}\n");
+    for p in report
+        .line_problems
+        .iter()
+        .filter(|p| !p.nonfinite.is_empty())
+    {
+        for detail in &p.nonfinite {
+            let _ = writeln!(
+                out,
+                "- run {} ({} #{}): {}",
+                p.run_id,
+                code(&p.arm),
+                p.repeat,
+                detail.markdown()
+            );
         }
     }
+    if report.line_problems.iter().any(|p| !p.nonfinite.is_empty()) {
+        out.push('\n');
+    }
+    out
+}
 
-    if !report.reruns.is_empty() {
-        let _ = writeln!(
-            out,
-            "Cells run again after the schedule (`[measurement] rerun_contended`); the \
-             statistics use the rerun, the earlier attempt's rows are kept, superseded.\n"
-        );
-        let mut t = markdown_table();
-        t.set_header(vec!["Run", "Arm", "Repeat", "Attempt", "Why"]);
-        for r in &report.reruns {
-            t.add_row(vec![
-                r.run_id.to_string(),
-                md(&r.arm),
-                r.repeat.to_string(),
-                r.attempt.to_string(),
-                md(&r.why),
-            ]);
-        }
-        let _ = writeln!(out, "{t}\n");
+/// The cells run again after the schedule.
+fn reruns(report: &Report) -> String {
+    let mut out = String::new();
+    if report.reruns.is_empty() {
+        return out;
     }
-    if !report.contended.is_empty() {
-        let _ = writeln!(
-            out,
-            "Contended cells: other programs used the host's CPUs while they ran (the \
-             host's busy time less the cell's own and the runner's, averaged over the \
-             cell, in cores).\n"
-        );
-        let mut t = markdown_table();
-        t.set_header(vec!["Run", "Arm", "Repeat", "Foreign CPU", "Limit"]);
-        for c in &report.contended {
-            t.add_row(vec![
-                c.run_id.to_string(),
-                md(&c.arm),
-                c.repeat.to_string(),
-                format!("{:.2} cores", c.foreign_cores),
-                format!("{:.2}", c.threshold),
-            ]);
-        }
-        let _ = writeln!(out, "{t}\n");
+    let _ = writeln!(
+        out,
+        "Cells run again after the schedule (`[measurement] rerun_contended`); the \
+         statistics use the rerun, the earlier attempt's rows are kept, superseded.\n"
+    );
+    let mut t = markdown_table();
+    t.set_header(vec!["Run", "Arm", "Repeat", "Attempt", "Why"]);
+    for r in &report.reruns {
+        t.add_row(vec![
+            r.run_id.to_string(),
+            md(&r.arm),
+            r.repeat.to_string(),
+            r.attempt.to_string(),
+            md(&r.why),
+        ]);
     }
+    let _ = writeln!(out, "{t}\n");
+    out
+}
 
-    out.push_str("## Reproduce\n\n");
+/// The cells that ran while other programs used the host's CPUs.
+fn contended_cells(report: &Report) -> String {
+    let mut out = String::new();
+    if report.contended.is_empty() {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "Contended cells: other programs used the host's CPUs while they ran (the \
+         host's busy time less the cell's own and the runner's, averaged over the \
+         cell, in cores).\n"
+    );
+    let mut t = markdown_table();
+    t.set_header(vec!["Run", "Arm", "Repeat", "Foreign CPU", "Limit"]);
+    for c in &report.contended {
+        t.add_row(vec![
+            c.run_id.to_string(),
+            md(&c.arm),
+            c.repeat.to_string(),
+            format!("{:.2} cores", c.foreign_cores),
+            format!("{:.2}", c.threshold),
+        ]);
+    }
+    let _ = writeln!(out, "{t}\n");
+    out
+}
+
+/// The experiment's `lcx run` line and one cell's line per arm.
+fn reproduce_section(report: &Report) -> String {
+    let mut out = String::from("## Reproduce\n\n");
     out.push_str(&code_block("sh", &report.reproduce.experiment));
     if !report.reproduce.cells.is_empty() {
         out.push_str("One cell of each arm:\n\n");
@@ -718,14 +797,23 @@ pub fn render_markdown(report: &Report) -> String {
         }
         out.push_str(&code_block("sh", lines.trim_end()));
     }
+    out
+}
 
-    out.push_str("## Environment\n\n");
+/// The environment, a list of what and its value.
+fn environment_section(report: &Report) -> String {
+    let mut out = String::from("## Environment\n\n");
     for (k, v) in &report.environment {
         let _ = writeln!(out, "- {}: {}", k.markdown(), md(v));
     }
     out.push('\n');
+    out
+}
 
-    out.push_str("## Runs\n\n");
+/// The Runs table: every cell, with its node and Slurm job where any cell
+/// ran as one.
+fn runs_section(report: &Report) -> String {
+    let mut out = String::from("## Runs\n\n");
     let mut t = markdown_table();
     // Slurm cells also say where they ran and as which job.
     let jobs = report.runs.iter().any(|r| r.slurm_job.is_some());
@@ -771,45 +859,49 @@ pub fn render_markdown(report: &Report) -> String {
         t.add_row(row);
     }
     let _ = writeln!(out, "{t}\n");
+    out
+}
 
-    let unknown: Vec<&str> = report
-        .columns
-        .iter()
-        .filter(|c| !c.direction_known)
-        .map(|c| c.metric.as_str())
-        .collect();
-    if !report.notes.trim().is_empty() || !report.remarks.is_empty() || !unknown.is_empty() {
-        out.push_str("## Notes\n\n");
-        if !report.notes.trim().is_empty() {
-            let _ = writeln!(out, "{}\n", md_block(report.notes.trim()));
-        }
-        for r in &report.remarks {
-            let _ = writeln!(out, "- {}", r.markdown());
-        }
-        let mut seen = Vec::new();
-        for c in report.columns.iter().filter(|c| !c.direction_known) {
-            if seen.contains(&c.metric) {
-                continue;
-            }
-            seen.push(c.metric.clone());
-            let _ = writeln!(
-                out,
-                "- {}: direction unknown, treated as {} (set `direction` in `[[columns]]`).",
-                code(&c.metric),
-                direction_word(c.direction)
-            );
-        }
-        out.push('\n');
+/// The author's notes, lcx's remarks and the metrics whose direction was
+/// guessed; nothing when there are none.
+fn notes_section(report: &Report) -> String {
+    let mut out = String::new();
+    let unknown = report.columns.iter().any(|c| !c.direction_known);
+    if report.notes.trim().is_empty() && report.remarks.is_empty() && !unknown {
+        return out;
     }
+    out.push_str("## Notes\n\n");
+    if !report.notes.trim().is_empty() {
+        let _ = writeln!(out, "{}\n", md_block(report.notes.trim()));
+    }
+    for r in &report.remarks {
+        let _ = writeln!(out, "- {}", r.markdown());
+    }
+    let mut seen = Vec::new();
+    for c in report.columns.iter().filter(|c| !c.direction_known) {
+        if seen.contains(&c.metric) {
+            continue;
+        }
+        seen.push(c.metric.clone());
+        let _ = writeln!(
+            out,
+            "- {}: direction unknown, treated as {} (set `direction` in `[[columns]]`).",
+            code(&c.metric),
+            direction_word(c.direction)
+        );
+    }
+    out.push('\n');
+    out
+}
 
+/// The plots, each an image link.
+fn plots_section(report: &Report) -> String {
+    let mut out = String::new();
     if !report.plots.is_empty() {
         out.push_str("## Plots\n\n");
         for (title, path) in &report.plots {
             let _ = writeln!(out, "![{}]({path})\n", md(title));
         }
-    }
-    while out.ends_with("\n\n") {
-        out.pop();
     }
     out
 }
