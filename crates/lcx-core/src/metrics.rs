@@ -17,22 +17,72 @@
 //! Names from `command` arms are not listed; the reports fall back to
 //! reading a direction from the name for those.
 
-/// Which way a metric improves; `Neither` for counts that describe the
-/// work rather than judge it (nodes visited, samples stored).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Better {
+use serde::{Deserialize, Serialize};
+
+/// Which way a metric improves: `Lower` for times and costs, `Higher` for
+/// throughputs and win rates, `Neither` for counts that describe the work
+/// rather than judge it (nodes visited, samples stored). The one type for
+/// "which way is better": the vocabulary below, an experiment file's
+/// `direction` key and the reports' judgements all use it.
+///
+/// Serde writes it as the file and `metric_info.direction` do (`lower`,
+/// `higher`, `none`); the report's JSON has its own spelling (see
+/// `report::model`). A `Neither` metric is shown and never judged; where
+/// arithmetic needs a side all the same, `Neither` takes `Lower`'s, as the
+/// reports always have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
     Lower,
     Higher,
+    /// `direction = "none"` on a column, or a count in the vocabulary: a
+    /// description of the work (a batch size, µs per call across batch
+    /// sizes), shown and never judged.
+    #[serde(rename = "none")]
     Neither,
 }
 
-impl Better {
-    /// The word stored in `metric_info.direction`.
+impl Direction {
+    /// `report/history.rs`'s tests still spell the report's former names
+    /// for `Lower` and `Higher`; these keep them compiling until they
+    /// change. Nothing else should use them.
+    #[allow(
+        non_upper_case_globals,
+        reason = "stand-ins for enum variants, named as the variants were"
+    )]
+    pub const LowerIsBetter: Direction = Direction::Lower;
+    #[allow(
+        non_upper_case_globals,
+        reason = "stand-ins for enum variants, named as the variants were"
+    )]
+    pub const HigherIsBetter: Direction = Direction::Higher;
+
+    /// The word stored in `metric_info.direction` and written in a report's
+    /// CSV: `lower`, `higher`, `none`.
     pub fn word(self) -> &'static str {
         match self {
-            Better::Lower => "lower",
-            Better::Higher => "higher",
-            Better::Neither => "none",
+            Direction::Lower => "lower",
+            Direction::Higher => "higher",
+            Direction::Neither => "none",
+        }
+    }
+
+    /// Parses a judged direction as people spell it (`lower` / `higher`,
+    /// with a few common aliases); never `Neither`.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "lower" | "lower_is_better" | "lower-is-better" | "down" | "min" => Some(Self::Lower),
+            "higher" | "higher_is_better" | "higher-is-better" | "up" | "max" => Some(Self::Higher),
+            _ => None,
+        }
+    }
+
+    /// How much better `arm` is than `baseline`: their difference, sign
+    /// flipped for lower-is-better (and `Neither`), so > 0 is better.
+    pub fn gain(self, arm: f64, baseline: f64) -> f64 {
+        match self {
+            Self::Higher => arm - baseline,
+            Self::Lower | Self::Neither => baseline - arm,
         }
     }
 }
@@ -45,7 +95,7 @@ pub struct MetricInfo {
     /// What a value is measured in, as a table header or axis shows it
     /// (`s`, `nodes/s`, `µs`); `1` for plain numbers and ratios.
     pub unit: &'static str,
-    pub better: Better,
+    pub better: Direction,
     /// The built-in programs whose lines hold it.
     pub writers: Writers,
     pub description: &'static str,
@@ -94,7 +144,7 @@ pub const FORWARD_BATCH_MAX: &str = "traversal/forward_batch_max";
 const fn m(
     name: &'static str,
     unit: &'static str,
-    better: Better,
+    better: Direction,
     writers: Writers,
     description: &'static str,
 ) -> MetricInfo {
@@ -107,7 +157,7 @@ const fn m(
     }
 }
 
-use Better::{Higher, Lower, Neither};
+use Direction::{Higher, Lower, Neither};
 const TRAIN: Writers = Writers::TRAIN;
 const BENCH_FORWARD: Writers = Writers::BENCH_FORWARD;
 const BENCH_TRAINER: Writers = Writers::BENCH_TRAINER;
@@ -371,7 +421,7 @@ mod tests {
         assert!(tr.description.contains("traversal second"));
         assert_eq!(
             lookup("eval/heuristic/win_rate0").unwrap().better,
-            Better::Higher
+            Direction::Higher
         );
         assert!(lookup("my/own_metric").is_none());
     }

@@ -213,20 +213,10 @@ pub enum Show {
     Both,
 }
 
-/// A file's `direction` key: whether smaller or larger values of a metric
-/// are better, or (`none`) that the column is not judged at all. The
-/// report judges with [`crate::report::stats::Direction`], which has no
-/// third case: a `none` column never reaches a judgement.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Direction {
-    Lower,
-    Higher,
-    /// `direction = "none"` on a column: a description of the work (a
-    /// batch size, µs per call across batch sizes), shown and never judged.
-    #[serde(rename = "none")]
-    Neither,
-}
+/// A file's `direction` key (`lower`, `higher`, or `none`: the column is
+/// not judged at all): the metric vocabulary's type, which the reports
+/// judge with too.
+pub use crate::metrics::Direction;
 
 /// What one cell contributes of a metric to the statistics.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -101,6 +101,7 @@ pub struct ReportColumn {
     pub metric: String,
     pub label: String,
     pub kind: ColumnKind,
+    #[serde(serialize_with = "report_direction")]
     pub direction: Direction,
     /// False when the direction was guessed (unknown metric name, no
     /// `direction` in the file).
@@ -117,6 +118,7 @@ pub struct ReportColumn {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MetricResult {
     pub metric: String,
+    #[serde(serialize_with = "report_direction")]
     pub direction: Direction,
     /// Pooled over every post-warm-up iteration of the arm's runs.
     pub summary: Option<Summary>,
@@ -314,6 +316,7 @@ pub struct GuardOutcome {
     /// `Last`: each cell's final value was compared.
     pub fold: crate::experiment::Fold,
     pub margin: f64,
+    #[serde(serialize_with = "report_direction")]
     pub direction: Direction,
     /// `paired = true`: the repeats both arms ran, whose per-repeat
     /// differences the test used.
@@ -323,6 +326,17 @@ pub struct GuardOutcome {
     pub test: Option<super::stats::GuardTest>,
     pub decision: Decision,
     pub why: Option<Prose>,
+}
+
+/// A direction as the report's JSON has always spelled it,
+/// `lower_is_better` or `higher_is_better`, where the experiment file and
+/// the database write `lower`, `higher` or `none`. A row's direction is a
+/// side to judge on; `Neither` takes lower's, as [`Direction`] says.
+fn report_direction<S: serde::Serializer>(d: &Direction, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(match d {
+        Direction::Higher => "higher_is_better",
+        Direction::Lower | Direction::Neither => "lower_is_better",
+    })
 }
 
 /// Commands that reproduce the experiment.

@@ -380,10 +380,12 @@ pub fn verdict_line(report: &Report) -> Option<String> {
     ))
 }
 
+/// The side a guard or a guessed column judges on, in words; `Neither`
+/// takes lower's, as [`Direction`] says.
 fn direction_word(d: Direction) -> &'static str {
     match d {
-        Direction::LowerIsBetter => "lower is better",
-        Direction::HigherIsBetter => "higher is better",
+        Direction::Lower | Direction::Neither => "lower is better",
+        Direction::Higher => "higher is better",
     }
 }
 

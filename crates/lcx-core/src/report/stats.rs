@@ -10,63 +10,20 @@
 
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
-/// Which way a metric improves, for a judgement: the file's
-/// [`crate::experiment::Direction`] less its `none` (a column that is never
-/// judged), plus what the metric vocabulary says of unlisted metrics.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Direction {
-    /// Times and costs: smaller is better.
-    LowerIsBetter,
-    /// Throughputs and win rates: larger is better.
-    HigherIsBetter,
-}
-
-impl Direction {
-    /// Parses the experiment file's spelling (`lower` / `higher`, with a few
-    /// common aliases).
-    pub fn parse(text: &str) -> Option<Self> {
-        match text.trim().to_ascii_lowercase().as_str() {
-            "lower" | "lower_is_better" | "lower-is-better" | "down" | "min" => {
-                Some(Self::LowerIsBetter)
-            }
-            "higher" | "higher_is_better" | "higher-is-better" | "up" | "max" => {
-                Some(Self::HigherIsBetter)
-            }
-            _ => None,
-        }
-    }
-
-    /// How much better `arm` is than `baseline`: their difference, sign
-    /// flipped for lower-is-better, so > 0 is better.
-    pub fn gain(self, arm: f64, baseline: f64) -> f64 {
-        match self {
-            Self::HigherIsBetter => arm - baseline,
-            Self::LowerIsBetter => baseline - arm,
-        }
-    }
-
-    /// Short word for tables and JSON.
-    pub fn word(self) -> &'static str {
-        match self {
-            Self::LowerIsBetter => "lower",
-            Self::HigherIsBetter => "higher",
-        }
-    }
-}
+/// Which way a metric improves: the metric vocabulary's type, named here
+/// because every judgement below takes one.
+pub use crate::metrics::Direction;
 
 /// The direction of a metric from the vocabulary ([`crate::metrics`]), else
 /// from its name (`command` arms), and whether it was recognised (an unknown metric is treated as lower-is-better and the report
 /// says so).
 pub fn direction_for(metric: &str) -> (Direction, bool) {
-    use crate::metrics::Better;
     match crate::metrics::lookup(metric).map(|i| i.better) {
-        Some(Better::Lower) => return (Direction::LowerIsBetter, true),
-        Some(Better::Higher) => return (Direction::HigherIsBetter, true),
+        Some(d @ (Direction::Lower | Direction::Higher)) => return (d, true),
         // A count of work has no better side: the name decides, as for a
         // `command` arm's metric (reports show such metrics without judging
         // them; see `report::build::is_descriptive`).
-        Some(Better::Neither) | None => {}
+        Some(Direction::Neither) | None => {}
     }
     let m = metric.to_ascii_lowercase();
     // Throughput names first: `nodes_per_second` must not match `_seconds`.
@@ -77,7 +34,7 @@ pub fn direction_for(metric: &str) -> (Direction, bool) {
         || m.contains("win_rate")
         || m.contains("score_diff");
     if higher {
-        return (Direction::HigherIsBetter, true);
+        return (Direction::Higher, true);
     }
     let lower = m.ends_with("_seconds")
         || m.ends_with("_ms")
@@ -85,9 +42,9 @@ pub fn direction_for(metric: &str) -> (Direction, bool) {
         || m.contains("us_per_")
         || m.starts_with("loss/");
     if lower {
-        return (Direction::LowerIsBetter, true);
+        return (Direction::Lower, true);
     }
-    (Direction::LowerIsBetter, false)
+    (Direction::Lower, false)
 }
 
 /// Descriptive statistics of one series.
@@ -278,8 +235,8 @@ pub fn speedup_at(
         return None;
     }
     let ratio = match direction {
-        Direction::LowerIsBetter => baseline.mean / arm.mean,
-        Direction::HigherIsBetter => arm.mean / baseline.mean,
+        Direction::Lower | Direction::Neither => baseline.mean / arm.mean,
+        Direction::Higher => arm.mean / baseline.mean,
     };
     // Squared relative standard errors of the two means.
     let rb = (baseline.sem() / baseline.mean).powi(2);
@@ -930,7 +887,7 @@ mod tests {
         let c2 = Summary::from_values(&[1.0, 1.0, 1.0]).unwrap();
         assert_eq!(welch(&c1, &c1).unwrap().p_value, 1.0);
         assert_eq!(welch(&c1, &c2).unwrap().p_value, 0.0);
-        let cmp = compare(&c1, &c2, Direction::LowerIsBetter, VerdictRule::default());
+        let cmp = compare(&c1, &c2, Direction::Lower, VerdictRule::default());
         assert_eq!(cmp.verdict, Verdict::Improved);
         assert_eq!(cmp.speedup.unwrap().ratio, 2.0);
     }
@@ -939,16 +896,16 @@ mod tests {
     fn speedup_direction_and_interval() {
         let base = Summary::from_values(&[2.0, 2.1, 1.9, 2.0]).unwrap();
         let fast = Summary::from_values(&[1.0, 1.05, 0.95, 1.0]).unwrap();
-        let s = speedup(&base, &fast, Direction::LowerIsBetter).unwrap();
+        let s = speedup(&base, &fast, Direction::Lower).unwrap();
         assert!((s.ratio - 2.0).abs() < 1e-12);
         assert!(s.ci_low < 2.0 && s.ci_high > 2.0);
         assert!(s.se > 0.0);
-        let h = speedup(&base, &fast, Direction::HigherIsBetter).unwrap();
+        let h = speedup(&base, &fast, Direction::Higher).unwrap();
         assert!((h.ratio - 0.5).abs() < 1e-12);
         assert!(speedup(
             &base,
             &Summary::from_values(&[0.0]).unwrap(),
-            Direction::LowerIsBetter
+            Direction::Lower
         )
         .is_none());
     }
@@ -956,35 +913,20 @@ mod tests {
     #[test]
     fn direction_table() {
         use Direction::*;
-        assert_eq!(
-            direction_for("time/iteration_seconds"),
-            (LowerIsBetter, true)
-        );
-        assert_eq!(
-            direction_for("time/traversal_seconds"),
-            (LowerIsBetter, true)
-        );
-        assert_eq!(
-            direction_for("traversal/nodes_per_second"),
-            (HigherIsBetter, true)
-        );
-        assert_eq!(direction_for("bench/us_per_call"), (LowerIsBetter, true));
-        assert_eq!(direction_for("bench/us_per_state"), (LowerIsBetter, true));
-        assert_eq!(direction_for("bench/ms_per_step"), (LowerIsBetter, true));
-        assert_eq!(
-            direction_for("eval/random/win_rate0"),
-            (HigherIsBetter, true)
-        );
+        assert_eq!(direction_for("time/iteration_seconds"), (Lower, true));
+        assert_eq!(direction_for("time/traversal_seconds"), (Lower, true));
+        assert_eq!(direction_for("traversal/nodes_per_second"), (Higher, true));
+        assert_eq!(direction_for("bench/us_per_call"), (Lower, true));
+        assert_eq!(direction_for("bench/us_per_state"), (Lower, true));
+        assert_eq!(direction_for("bench/ms_per_step"), (Lower, true));
+        assert_eq!(direction_for("eval/random/win_rate0"), (Higher, true));
         // The vocabulary decides for lcx's own names…
-        assert_eq!(
-            direction_for("interleaved/forward_seconds"),
-            (LowerIsBetter, true)
-        );
+        assert_eq!(direction_for("interleaved/forward_seconds"), (Lower, true));
         // …a count of work has no better side, and a command arm's name
         // without a telling suffix is unknown.
-        assert_eq!(direction_for("traversal/nodes"), (LowerIsBetter, false));
-        assert_eq!(direction_for("mine/batch"), (LowerIsBetter, false));
-        assert_eq!(Direction::parse("higher"), Some(HigherIsBetter));
+        assert_eq!(direction_for("traversal/nodes"), (Lower, false));
+        assert_eq!(direction_for("mine/batch"), (Lower, false));
+        assert_eq!(Direction::parse("higher"), Some(Higher));
         assert_eq!(Direction::parse("sideways"), None);
     }
 
@@ -1006,7 +948,7 @@ mod tests {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
             let a = normal_series(&mut rng, 8, 1.0, 0.03);
             let b = normal_series(&mut rng, 8, 1.0, 0.03);
-            let c = compare_values(&a, &b, Direction::LowerIsBetter, rule).unwrap();
+            let c = compare_values(&a, &b, Direction::Lower, rule).unwrap();
             if matches!(c.verdict, Verdict::Improved | Verdict::Regressed) {
                 changed += 1;
             }
@@ -1041,13 +983,7 @@ mod tests {
             let base = normal_series(&mut rng, 8, 1.0, 0.03);
             // The arm is 10% faster (lower time).
             let arm = normal_series(&mut rng, 8, 0.9, 0.027);
-            let c = compare_values(
-                &base,
-                &arm,
-                Direction::LowerIsBetter,
-                VerdictRule::default(),
-            )
-            .unwrap();
+            let c = compare_values(&base, &arm, Direction::Lower, VerdictRule::default()).unwrap();
             match c.verdict {
                 Verdict::Improved => detected += 1,
                 Verdict::Regressed => wrong_way += 1,
@@ -1060,13 +996,7 @@ mod tests {
         let mut rng = ChaCha8Rng::seed_from_u64(7);
         let base = normal_series(&mut rng, 8, 100.0, 3.0);
         let arm = normal_series(&mut rng, 8, 90.0, 2.7);
-        let c = compare_values(
-            &base,
-            &arm,
-            Direction::HigherIsBetter,
-            VerdictRule::default(),
-        )
-        .unwrap();
+        let c = compare_values(&base, &arm, Direction::Higher, VerdictRule::default()).unwrap();
         assert_eq!(c.verdict, Verdict::Regressed);
         assert!(c.speedup.unwrap().ratio < 1.0);
     }
@@ -1078,7 +1008,7 @@ mod tests {
             let mut rng = ChaCha8Rng::seed_from_u64(50_000 + seed);
             let base = Summary::from_values(&normal_series(&mut rng, 8, 2.0, 0.06)).unwrap();
             let arm = Summary::from_values(&normal_series(&mut rng, 8, 1.0, 0.03)).unwrap();
-            let s = speedup(&base, &arm, Direction::LowerIsBetter).unwrap();
+            let s = speedup(&base, &arm, Direction::Lower).unwrap();
             if s.ci_low <= 2.0 && 2.0 <= s.ci_high {
                 covered += 1;
             }
@@ -1092,13 +1022,7 @@ mod tests {
         // Very precise data, 2% shift: significant but below the 5% floor.
         let base: Vec<f64> = (0..50).map(|i| 1.0 + (i % 5) as f64 * 1e-4).collect();
         let arm: Vec<f64> = base.iter().map(|x| x * 0.98).collect();
-        let c = compare_values(
-            &base,
-            &arm,
-            Direction::LowerIsBetter,
-            VerdictRule::default(),
-        )
-        .unwrap();
+        let c = compare_values(&base, &arm, Direction::Lower, VerdictRule::default()).unwrap();
         assert!(c.welch.unwrap().p_value < 0.001);
         assert_eq!(c.verdict, Verdict::Equivalent);
     }
@@ -1147,7 +1071,7 @@ mod tests {
             let mut rng = ChaCha8Rng::seed_from_u64(first + seed);
             let base = arm_replicates(&mut rng, 1.0, repeats, n, process, sd);
             let arm = arm_replicates(&mut rng, ratio, repeats, n, process, sd);
-            let c = compare(&base, &arm, Direction::LowerIsBetter, rule);
+            let c = compare(&base, &arm, Direction::Lower, rule);
             out[match c.verdict {
                 Verdict::Improved => 0,
                 Verdict::Regressed => 1,
@@ -1242,12 +1166,7 @@ mod tests {
             let mut rng = ChaCha8Rng::seed_from_u64(90_000 + seed);
             let base = arm_replicates(&mut rng, 1.0, repeats, n, process, sd);
             let arm = arm_replicates(&mut rng, ratio, repeats, n, process, sd);
-            let c = compare(
-                &base,
-                &arm,
-                Direction::LowerIsBetter,
-                VerdictRule::default(),
-            );
+            let c = compare(&base, &arm, Direction::Lower, VerdictRule::default());
             out[match test.decide(c.speedup.as_ref(), repeats).0 {
                 Decision::Pass => 0,
                 Decision::Fail => 1,
@@ -1448,7 +1367,7 @@ mod tests {
                 let arm =
                     Summary::from_values(&normal_series(&mut rng, repeats, 0.80 + shift, 0.02))
                         .unwrap();
-                let g = guard_test(&base, &arm, Direction::HigherIsBetter, 0.05, 0.05);
+                let g = guard_test(&base, &arm, Direction::Higher, 0.05, 0.05);
                 out[match g.decision {
                     Decision::Pass => 0,
                     Decision::Fail => 1,
@@ -1506,14 +1425,13 @@ mod tests {
                     Decision::Fail => 1,
                     Decision::Inconclusive => 2,
                 };
-                let higher = Direction::HigherIsBetter;
+                let higher = Direction::Higher;
                 paired[slot(paired_guard_test(&cells, higher, 0.05, 0.05).decision)] += 1;
                 let (b, a) = (
                     Summary::from_values(&base).unwrap(),
                     Summary::from_values(&arm).unwrap(),
                 );
-                unpaired
-                    [slot(guard_test(&b, &a, Direction::HigherIsBetter, 0.05, 0.05).decision)] += 1;
+                unpaired[slot(guard_test(&b, &a, Direction::Higher, 0.05, 0.05).decision)] += 1;
             }
             (paired, unpaired)
         };
@@ -1537,7 +1455,7 @@ mod tests {
         // Lower-is-better: a sign flip of an equal pair must not give -0.
         let same = paired_guard_test(
             &[(0.3, 0.3), (0.5, 0.5), (0.7, 0.7)],
-            Direction::LowerIsBetter,
+            Direction::Lower,
             0.05,
             0.05,
         );
@@ -1545,7 +1463,7 @@ mod tests {
         assert_eq!((same.gain, same.ci_low, same.ci_high), (0.0, 0.0, 0.0));
         assert!(same.gain.is_sign_positive(), "-0 shown as a loss");
         // One pair: no interval.
-        let one = paired_guard_test(&[(0.6, 0.5)], Direction::HigherIsBetter, 0.05, 0.05);
+        let one = paired_guard_test(&[(0.6, 0.5)], Direction::Higher, 0.05, 0.05);
         assert_eq!(one.decision, Decision::Inconclusive);
         assert!(one.ci_low.is_nan());
     }
@@ -1576,7 +1494,7 @@ mod tests {
                 }
                 let b = Summary::from_values(&replicates(&base_runs)).unwrap();
                 let a = Summary::from_values(&replicates(&arm_runs)).unwrap();
-                let c = compare(&b, &a, Direction::LowerIsBetter, VerdictRule::default());
+                let c = compare(&b, &a, Direction::Lower, VerdictRule::default());
                 last = Some(c.verdict);
                 rounds_total += 1;
                 if c.speedup.is_some_and(|s| within_precision(&s, precision)) {

@@ -4,7 +4,7 @@
 //! it is judged at all. It reads the plan and the recorded metric names
 //! only; it must not look at cells or their numbers.
 
-use crate::experiment::{self, Fold, Plan, Show};
+use crate::experiment::{Fold, Plan, Show};
 use crate::report::model::{ColumnKind, Prose, ReportColumn};
 use crate::report::stats::{direction_for, Direction};
 use crate::store::Experiment;
@@ -23,17 +23,9 @@ pub fn primary_metric(plan: Option<&Plan>, columns: &[ReportColumn]) -> Option<S
     })
 }
 
-pub(super) fn plan_direction(d: experiment::Direction) -> Direction {
-    match d {
-        // Never used to judge: a `none` column is descriptive.
-        experiment::Direction::Lower | experiment::Direction::Neither => Direction::LowerIsBetter,
-        experiment::Direction::Higher => Direction::HigherIsBetter,
-    }
-}
-
 /// The `direction` the file gives `metric` on any of its columns or guards
 /// (the reader makes them agree).
-fn file_direction(plan: Option<&Plan>, metric: &str) -> Option<experiment::Direction> {
+fn file_direction(plan: Option<&Plan>, metric: &str) -> Option<Direction> {
     plan.and_then(|p| {
         p.columns
             .iter()
@@ -61,9 +53,8 @@ pub fn is_descriptive(plan: Option<&Plan>, metric: &str) -> bool {
         return false;
     }
     match file_direction(plan, metric) {
-        Some(d) => d == experiment::Direction::Neither,
-        None => crate::metrics::lookup(metric)
-            .is_some_and(|i| i.better == crate::metrics::Better::Neither),
+        Some(d) => d == Direction::Neither,
+        None => crate::metrics::lookup(metric).is_some_and(|i| i.better == Direction::Neither),
     }
 }
 
@@ -71,7 +62,10 @@ pub fn is_descriptive(plan: Option<&Plan>, metric: &str) -> bool {
 /// metric, else the name table.
 pub fn metric_direction(plan: Option<&Plan>, metric: &str) -> (Direction, bool) {
     match file_direction(plan, metric) {
-        Some(d) => (plan_direction(d), true),
+        // A `none` column is never judged (it is descriptive), but a report
+        // row carries a side all the same: lower's, as it always has.
+        Some(Direction::Neither) => (Direction::Lower, true),
+        Some(d) => (d, true),
         None => direction_for(metric),
     }
 }

@@ -12,7 +12,7 @@ use crate::report::words::num;
 use crate::store::report_read::RunMoments;
 use crate::store::RunStatus;
 
-use super::columns::{metric_direction, plan_direction};
+use super::columns::metric_direction;
 use super::judge::Evidence;
 
 /// Each counted cell's value of `metric` in `arm` (its mean after the
@@ -52,7 +52,7 @@ pub(super) fn guard_outcomes(
         // column's), else the name table's. The reader refuses `none` on a
         // guard and a guard disagreeing with a column.
         let direction = match g.direction {
-            Some(d) => plan_direction(d),
+            Some(d) => d,
             None => metric_direction(Some(plan), &g.metric).0,
         };
         let baseline = g.baseline.as_deref().unwrap_or(ev.baseline);

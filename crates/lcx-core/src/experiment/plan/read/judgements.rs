@@ -132,7 +132,7 @@ impl Reader<'_> {
         }
         for (i, g) in guards.iter().enumerate() {
             let neither = crate::metrics::lookup(&g.metric)
-                .is_some_and(|m| m.better == crate::metrics::Better::Neither);
+                .is_some_and(|m| m.better == crate::metrics::Direction::Neither);
             if undirected(&g.metric) || (neither && g.direction.is_none()) {
                 return Err(self.err(
                     format!("guard[{i}].direction"),
