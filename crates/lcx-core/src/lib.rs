@@ -17,6 +17,7 @@ pub mod game;
 pub mod metrics;
 pub mod publish;
 pub mod report;
+pub mod sample;
 pub mod session;
 pub mod store;
 pub mod system;

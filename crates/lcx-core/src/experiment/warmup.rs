@@ -7,19 +7,10 @@
 /// start, and a million-iteration cell must not slow a report.
 pub const SERIES_HEAD: usize = 2000;
 
-/// Mean and sample standard deviation (0 below two values).
+/// Mean and sample standard deviation (0 below two values); no values
+/// have no mean and no spread.
 fn moments(values: &[f64]) -> (f64, f64) {
-    let n = values.len() as f64;
-    if values.is_empty() {
-        return (f64::NAN, 0.0);
-    }
-    let mean = values.iter().sum::<f64>() / n;
-    let sd = if values.len() > 1 {
-        (values.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
-    } else {
-        0.0
-    };
-    (mean, sd)
+    crate::sample::mean_sd(values).unwrap_or((f64::NAN, 0.0))
 }
 
 /// How many leading values of a series are a start-up transient, by the
@@ -115,18 +106,15 @@ pub fn leading_outliers(values: &[f64]) -> usize {
     if n < 8 || values.iter().any(|x| !x.is_finite()) {
         return 0;
     }
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        let m = v.len();
-        if m % 2 == 1 {
-            v[m / 2]
-        } else {
-            (v[m / 2 - 1] + v[m / 2]) / 2.0
-        }
-    };
+    let median = |mut v: Vec<f64>| crate::sample::median_in_place(&mut v);
     let rest = &values[n / 2..];
-    let center = median(&mut rest.to_vec());
-    let mad = 1.4826 * median(&mut rest.iter().map(|x| (x - center).abs()).collect());
+    let Some(center) = median(rest.to_vec()) else {
+        return 0;
+    };
+    let Some(mad) = median(rest.iter().map(|x| (x - center).abs()).collect()) else {
+        return 0;
+    };
+    let mad = 1.4826 * mad;
     let (_, sd) = moments(rest);
     let scale = values.iter().map(|x| x.abs()).sum::<f64>() / n as f64;
     // A constant second half: any visible departure is a transient.

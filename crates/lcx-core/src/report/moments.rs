@@ -84,7 +84,7 @@ pub fn summaries(
         out.moments.push(m);
     })?;
     for ((arm, name), mut values) in pooled {
-        if let Some(median) = median_in_place(&mut values) {
+        if let Some(median) = crate::sample::median_in_place(&mut values) {
             out.medians.push((arm, name, median));
         }
     }
@@ -170,26 +170,6 @@ pub fn run_moments(
     Ok(summaries(store, experiment_id, names, runs, &[])?.moments)
 }
 
-/// The median (mean of the two middle values when the count is even) by
-/// selection, O(n); `None` for no values.
-fn median_in_place(values: &mut [f64]) -> Option<f64> {
-    let n = values.len();
-    if n == 0 {
-        return None;
-    }
-    let (_, &mut upper, _) = values.select_nth_unstable_by(n / 2, f64::total_cmp);
-    if n % 2 == 1 {
-        return Some(upper);
-    }
-    // The lower middle is the largest value left of the upper one.
-    let lower = values[..n / 2]
-        .iter()
-        .copied()
-        .max_by(f64::total_cmp)
-        .unwrap_or(upper);
-    Some((lower + upper) / 2.0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -236,22 +216,5 @@ mod tests {
         // Arm a: {4, 12} → 8; arm b: {8}.
         assert_eq!(last.medians[0], ("a".into(), "t".into(), 8.0));
         assert_eq!(last.medians[1], ("b".into(), "t".into(), 8.0));
-    }
-
-    #[test]
-    fn median_by_selection_matches_sorting() {
-        assert_eq!(median_in_place(&mut []), None);
-        assert_eq!(median_in_place(&mut [3.0]), Some(3.0));
-        assert_eq!(median_in_place(&mut [4.0, 1.0]), Some(2.5));
-        assert_eq!(median_in_place(&mut [5.0, 1.0, 9.0, 2.0, 2.0]), Some(2.0));
-        assert_eq!(median_in_place(&mut [8.0, 1.0, 9.0, 2.0]), Some(5.0));
-        // Against a sort, on a scrambled series with repeats.
-        let mut v: Vec<f64> = (0..101).map(|i| ((i * 37) % 23) as f64).collect();
-        let mut sorted = v.clone();
-        sorted.sort_by(f64::total_cmp);
-        assert_eq!(median_in_place(&mut v), Some(sorted[50]));
-        let mut even: Vec<f64> = sorted[..100].iter().rev().copied().collect();
-        let want = (sorted[49] + sorted[50]) / 2.0;
-        assert_eq!(median_in_place(&mut even), Some(want));
     }
 }

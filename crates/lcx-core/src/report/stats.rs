@@ -68,26 +68,18 @@ impl Summary {
         if v.is_empty() {
             return None;
         }
+        // Sorted, so that the sums run in one order whatever the input's.
         v.sort_by(f64::total_cmp);
         let n = v.len();
-        let mean = v.iter().sum::<f64>() / n as f64;
-        let sd = if n > 1 {
-            (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
-        } else {
-            0.0
-        };
-        let median = if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        };
+        let (min, max) = (v[0], v[n - 1]);
+        let (mean, sd) = crate::sample::mean_sd(&v)?;
         Some(Self {
             n,
             mean,
-            median: Some(median),
+            median: crate::sample::median_in_place(&mut v),
             sd,
-            min: v[0],
-            max: v[n - 1],
+            min,
+            max,
         })
     }
 
@@ -747,17 +739,13 @@ pub fn outliers(values: &[f64]) -> Vec<(usize, f64)> {
     if values.len() < 8 {
         return Vec::new();
     }
-    let median_of = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        }
+    let median_of = |mut v: Vec<f64>| crate::sample::median_in_place(&mut v);
+    let Some(median) = median_of(values.to_vec()) else {
+        return Vec::new();
     };
-    let median = median_of(&mut values.to_vec());
-    let mad = median_of(&mut values.iter().map(|x| (x - median).abs()).collect());
+    let Some(mad) = median_of(values.iter().map(|x| (x - median).abs()).collect()) else {
+        return Vec::new();
+    };
     if mad <= 0.0 || !mad.is_finite() {
         return Vec::new();
     }
