@@ -27,6 +27,31 @@ pub fn history_svg(label: &str, rows: &[HistoryRow], href: &dyn Fn(i64) -> Strin
         .filter_map(|(i, r)| r.summary.map(|s| (i, s.mean, s.sd)))
         .filter(|(_, m, s)| m.is_finite() && s.is_finite())
         .collect();
+    let mut svg = String::new();
+    let _ = write!(
+        svg,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" viewBox=\"0 0 {W} {H}\" \
+         role=\"group\" aria-labelledby=\"chart-title chart-desc\">\
+         <title id=\"chart-title\">{}</title><desc id=\"chart-desc\">{}</desc>",
+        esc(&format!("{label} across experiments")),
+        esc(&describe(rows, values.len()))
+    );
+    let (lo, hi) = value_range(&values);
+    let frame = Frame {
+        n: rows.len().max(1),
+        lo,
+        hi,
+    };
+    axes(&mut svg, &frame);
+    changes(&mut svg, rows, &frame);
+    series(&mut svg, rows, &values, &frame, href);
+    svg.push_str("</svg>");
+    svg
+}
+
+/// The chart's `<desc>`: how many experiments, how many with data, where
+/// the steps are and how often the host changed.
+fn describe(rows: &[HistoryRow], with_data: usize) -> String {
     let steps: Vec<String> = rows
         .iter()
         .filter_map(|r| {
@@ -35,10 +60,10 @@ pub fn history_svg(label: &str, rows: &[HistoryRow], href: &dyn Fn(i64) -> Strin
         })
         .collect();
     let hosts = rows.iter().filter(|r| r.new_host).count();
-    let desc = format!(
+    format!(
         "{} experiments, {} with data{}{}",
         rows.len(),
-        values.len(),
+        with_data,
         if steps.is_empty() {
             ", no step change".to_string()
         } else {
@@ -48,39 +73,53 @@ pub fn history_svg(label: &str, rows: &[HistoryRow], href: &dyn Fn(i64) -> Strin
             0 => String::new(),
             n => format!(", {n} change(s) of host"),
         }
-    );
-    let mut svg = String::new();
-    let _ = write!(
-        svg,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" viewBox=\"0 0 {W} {H}\" \
-         role=\"group\" aria-labelledby=\"chart-title chart-desc\">\
-         <title id=\"chart-title\">{}</title><desc id=\"chart-desc\">{}</desc>",
-        esc(&format!("{label} across experiments")),
-        esc(&desc)
-    );
+    )
+}
+
+/// The values the y axis spans: every mean ± sd, padded; a flat series
+/// gets a band around its value, no series a unit range.
+fn value_range(values: &[(usize, f64, f64)]) -> (f64, f64) {
     let (lo, hi) = values
         .iter()
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), (_, m, s)| {
             (lo.min(m - s), hi.max(m + s))
         });
-    let (lo, hi) = if !lo.is_finite() {
+    if !lo.is_finite() {
         (0.0, 1.0)
     } else if hi - lo < f64::EPSILON * hi.abs().max(1.0) {
         (lo - lo.abs().max(1.0) * 0.05, hi + hi.abs().max(1.0) * 0.05)
     } else {
         let pad = (hi - lo) * 0.08;
         (lo - pad, hi + pad)
-    };
-    let n = rows.len().max(1);
-    let x = |i: usize| {
-        if n == 1 {
+    }
+}
+
+/// Where rows and values land: `n` rows across, `lo` to `hi` up.
+struct Frame {
+    n: usize,
+    lo: f64,
+    hi: f64,
+}
+
+impl Frame {
+    /// The x of row `i` (one row sits in the middle).
+    fn x(&self, i: usize) -> f64 {
+        if self.n == 1 {
             LEFT + (W - LEFT - RIGHT) / 2.0
         } else {
-            LEFT + (W - LEFT - RIGHT) * i as f64 / (n - 1) as f64
+            LEFT + (W - LEFT - RIGHT) * i as f64 / (self.n - 1) as f64
         }
-    };
-    let y = |v: f64| TOP + (H - TOP - BOTTOM) * (1.0 - (v - lo) / (hi - lo));
-    // Axes and five value ticks.
+    }
+
+    /// The y of value `v`.
+    fn y(&self, v: f64) -> f64 {
+        TOP + (H - TOP - BOTTOM) * (1.0 - (v - self.lo) / (self.hi - self.lo))
+    }
+}
+
+/// Axes, five value ticks and the x axis's label.
+fn axes(svg: &mut String, f: &Frame) {
+    let (lo, hi) = (f.lo, f.hi);
     let _ = write!(
         svg,
         "<line class=\"axis\" x1=\"{LEFT}\" y1=\"{TOP}\" x2=\"{LEFT}\" y2=\"{}\"/>\
@@ -96,9 +135,9 @@ pub fn history_svg(label: &str, rows: &[HistoryRow], href: &dyn Fn(i64) -> Strin
              <text class=\"tick\" x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
             W - RIGHT,
             LEFT - 6.0,
-            y(v) + 4.0,
+            f.y(v) + 4.0,
             esc(&num(v)),
-            y = y(v)
+            y = f.y(v)
         );
     }
     let _ = write!(
@@ -107,9 +146,14 @@ pub fn history_svg(label: &str, rows: &[HistoryRow], href: &dyn Fn(i64) -> Strin
         LEFT + (W - LEFT - RIGHT) / 2.0,
         H - 12.0
     );
-    // Host changes and step changes: marked lines with their words.
+}
+
+/// Host changes and step changes: marked lines with their words, between
+/// a row and the one before it.
+fn changes(svg: &mut String, rows: &[HistoryRow], f: &Frame) {
+    let n = f.n;
     for (i, r) in rows.iter().enumerate() {
-        let xi = x(i)
+        let xi = f.x(i)
             - if n > 1 {
                 (W - LEFT - RIGHT) / (2.0 * (n - 1) as f64)
             } else {
@@ -151,10 +195,20 @@ pub fn history_svg(label: &str, rows: &[HistoryRow], href: &dyn Fn(i64) -> Strin
             );
         }
     }
-    // The line through the means, then each point with its ± bar.
+}
+
+/// The line through the means, then each point with its ± bar, a link to
+/// its experiment with the row in its hover title.
+fn series(
+    svg: &mut String,
+    rows: &[HistoryRow],
+    values: &[(usize, f64, f64)],
+    f: &Frame,
+    href: &dyn Fn(i64) -> String,
+) {
     let path: Vec<String> = values
         .iter()
-        .map(|(i, m, _)| format!("{:.1},{:.1}", x(*i), y(*m)))
+        .map(|(i, m, _)| format!("{:.1},{:.1}", f.x(*i), f.y(*m)))
         .collect();
     if path.len() > 1 {
         let _ = write!(
@@ -163,7 +217,7 @@ pub fn history_svg(label: &str, rows: &[HistoryRow], href: &dyn Fn(i64) -> Strin
             path.join(" ")
         );
     }
-    for (i, m, s) in &values {
+    for (i, m, s) in values {
         let r = &rows[*i];
         let tip = format!(
             "#{} {} {} {}: {}",
@@ -181,12 +235,10 @@ pub fn history_svg(label: &str, rows: &[HistoryRow], href: &dyn Fn(i64) -> Strin
             esc(&href(r.experiment_id)),
             r.experiment_id,
             esc(&tip),
-            y(m - s),
-            y(m + s),
-            y(*m),
-            x = x(*i)
+            f.y(m - s),
+            f.y(m + s),
+            f.y(*m),
+            x = f.x(*i)
         );
     }
-    svg.push_str("</svg>");
-    svg
 }

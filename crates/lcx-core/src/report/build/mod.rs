@@ -6,8 +6,10 @@
 //! the arithmetic. `assemble` is pure so it can be tested without SQLite;
 //! it runs the steps of this folder in order (each a file: columns, arms,
 //! judge, guards, check, remarks, cells, roofline, reproduce, environment)
-//! and puts their results together. The steps pass each other small typed
-//! values, never the whole input, and none of them reads the store.
+//! and puts their results together. Each step takes the parts of the input
+//! it reads and small typed values from the steps before it (`Basis`,
+//! `Evidence`, `Outcomes`) rather than one shared context; none of them
+//! reads the store.
 
 mod arms;
 mod cells;
