@@ -43,20 +43,6 @@ pub enum Direction {
 }
 
 impl Direction {
-    /// `report/history.rs`'s tests still spell the report's former names
-    /// for `Lower` and `Higher`; these keep them compiling until they
-    /// change. Nothing else should use them.
-    #[allow(
-        non_upper_case_globals,
-        reason = "stand-ins for enum variants, named as the variants were"
-    )]
-    pub const LowerIsBetter: Direction = Direction::Lower;
-    #[allow(
-        non_upper_case_globals,
-        reason = "stand-ins for enum variants, named as the variants were"
-    )]
-    pub const HigherIsBetter: Direction = Direction::Higher;
-
     /// The word stored in `metric_info.direction` and written in a report's
     /// CSV: `lower`, `higher`, `none`.
     pub fn word(self) -> &'static str {

@@ -18,8 +18,8 @@ use super::build;
 use super::history::{fingerprint_key, fingerprint_summary};
 use super::model::Report;
 use super::moments::SPREAD_LEGEND;
-use super::render::{mean_sd, p_text, speedup_text};
 use super::stats::{compare, Comparison, Summary, VerdictRule};
+use super::words::{mean_sd, p_text, speedup_text};
 use crate::escape::md_inline as md;
 
 /// What `lcx compare` shows: its rows, and what may make them not

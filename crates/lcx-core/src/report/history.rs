@@ -14,8 +14,8 @@ use crate::text::markdown_table;
 
 use super::build;
 use super::moments::{replicate_summary, shown_summary, SPREAD_LEGEND};
-use super::render::{mean_sd, p_text};
 use super::stats::{compare, Comparison, Direction, Summary, Verdict, VerdictRule};
+use super::words::{mean_sd, p_text};
 use crate::escape::md_inline as md;
 
 /// What must match for two timings to be comparable: host, CPU, GPU, torch
@@ -633,12 +633,7 @@ mod tests {
     fn marks_significant_changes_against_same_fingerprint_only() {
         let exps = vec![exp(1, "h"), exp(2, "h"), exp(3, "other"), exp(4, "h")];
         let runs = vec![hrun(1, 1.0), hrun(2, 1.0), hrun(3, 5.0), hrun(4, 1.5)];
-        let rows = history_rows(
-            &exps,
-            &runs,
-            Some(Direction::LowerIsBetter),
-            VerdictRule::default(),
-        );
+        let rows = history_rows(&exps, &runs, Some(Direction::Lower), VerdictRule::default());
         assert_eq!(rows.len(), 4);
         assert!(rows[0].change.is_none());
         assert!(matches!(
@@ -665,12 +660,7 @@ mod tests {
             let m = run.moments.as_mut().unwrap();
             (m.n, m.sum, m.sum_sq) = (1, 1.0, 1.0);
         }
-        let rows = history_rows(
-            &exps,
-            &runs,
-            Some(Direction::LowerIsBetter),
-            VerdictRule::default(),
-        );
+        let rows = history_rows(&exps, &runs, Some(Direction::Lower), VerdictRule::default());
         let text = render_history("t", &rows);
         assert!(
             text.contains("+0.0% vs #1 (too few values for a test)"),
@@ -712,12 +702,7 @@ mod tests {
         runs[3].command = argv(&["lcx", "bench", "trainer", "--amp"]);
         runs[4].command = runs[3].command.clone();
         exps[4].iterations = 99;
-        let rows = history_rows(
-            &exps,
-            &runs,
-            Some(Direction::LowerIsBetter),
-            VerdictRule::default(),
-        );
+        let rows = history_rows(&exps, &runs, Some(Direction::Lower), VerdictRule::default());
         assert_eq!(rows[1].series_break.as_deref(), Some("config changed"));
         assert!(rows[1].change.is_none(), "not compared with another config");
         assert_eq!(rows[2].series_break.as_deref(), Some("config changed"));
@@ -781,12 +766,7 @@ mod tests {
                 r
             })
             .collect();
-        history_rows(
-            &exps,
-            &runs,
-            Some(Direction::LowerIsBetter),
-            VerdictRule::default(),
-        )
+        history_rows(&exps, &runs, Some(Direction::Lower), VerdictRule::default())
     }
 
     #[test]

@@ -12,9 +12,7 @@ use super::stats::{equivalence_band, Comparison, Direction, GateTest, Verdict};
 use super::words::{csv_field, num, trim_number};
 use crate::text::{counted, markdown_table};
 
-// `history.rs` still imports these three from here; the numbers' words
-// live in `words`, which the builder uses too.
-pub(super) use super::words::{mean_sd, p_text, speedup_text};
+use super::words::{mean_sd, p_text, speedup_text};
 
 // Every string of the report that lcx did not write itself goes through
 // one of these (crate::escape's markdown rule): `md` for text, `code` for
