@@ -137,6 +137,8 @@ fn the_host_and_its_ceiling_name_nothing_above_them() {
     }
 }
 
+/// The renderers of reports, query rows and the site's pages turn data
+/// into strings; what writes them is elsewhere.
 #[test]
 fn no_io_in_the_renderers() {
     for needle in [
@@ -146,11 +148,21 @@ fn no_io_in_the_renderers() {
         "println!",
         "eprintln!",
     ] {
-        assert_eq!(
-            files_naming("crates/lcx-core/src/report/render.rs", needle, None),
-            Vec::<String>::new(),
-            "`{needle}` in the renderer"
-        );
+        for renderer in [
+            "crates/lcx-core/src/report/render.rs",
+            "crates/lcx-core/src/report/words.rs",
+            "crates/lcx-core/src/report/plots.rs",
+            "crates/lcx-core/src/report/rows.rs",
+            "crates/lcx-core/src/publish/pages.rs",
+            "crates/lcx-core/src/publish/chart.rs",
+            "crates/lcx-core/src/publish/html.rs",
+        ] {
+            assert_eq!(
+                files_naming(renderer, needle, None),
+                Vec::<String>::new(),
+                "`{needle}` in a renderer"
+            );
+        }
     }
 }
 
