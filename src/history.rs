@@ -3,7 +3,7 @@
 //! Which experiments and which metric are lcx-core's `report::history`;
 //! this file asks the database and prints.
 
-use lcx_core::report::build;
+use lcx_core::report::builder;
 use lcx_core::report::history::{self, MetricError};
 use lcx_core::report::stats::VerdictRule;
 
@@ -87,7 +87,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         alpha: 0.05,
         min_effect: args.min_effect,
     };
-    let plan = build::stored_plan(latest).ok();
+    let plan = builder::stored_plan(latest).ok();
     let judged = history::judged_direction(plan.as_ref(), &metric);
     let rows = history::history_rows(&experiments, &runs, judged, rule);
     if rows.iter().all(|r| r.summary.is_none()) {

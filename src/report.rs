@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 
 use lcx_core::escape;
-use lcx_core::report::{self, archive, build};
+use lcx_core::report::{self, archive, builder};
 use lcx_core::store::Store;
 
 use crate::args::{formats, DbArgs, Format};
@@ -74,7 +74,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 .id,
         ]
     };
-    let options = build::Options {
+    let options = builder::Options {
         min_effect: args.min_effect,
         alpha: None,
         allow_contended: args.allow_contended,

@@ -12,7 +12,7 @@ use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 use super::html::markdown as site_markdown;
 use super::pages::{experiment_page, history_page, index_page, ExperimentPage, IndexRow};
 use crate::escape::{is_hidden_control, safe_href};
-use crate::report::build::{assemble, Options as ReportOptions};
+use crate::report::builder::{assemble, Options as ReportOptions};
 use crate::report::fixture::hostile_input;
 use crate::report::render::{render_csv, render_json, render_markdown};
 

@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 pub use pages::IndexRow;
 
 use crate::report::archive::{plot_metrics, plots_for};
-use crate::report::build::{self, counted_runs, stored_plan};
+use crate::report::builder::{self, counted_runs, stored_plan};
 use crate::report::compare::{compare_reports, render_compare};
 use crate::report::history::{self, render_history};
 use crate::report::model::Report;
@@ -265,7 +265,7 @@ impl Site<'_> {
         signature: String,
     ) -> Result<Report, PublishError> {
         let page = format!("e/{}.html", e.id);
-        let report = build::load(self.store, e.id, build::Options::default())?;
+        let report = builder::load(self.store, e.id, builder::Options::default())?;
         let series =
             self.store
                 .iteration_series(e.id, &counted_runs(runs), &plot_metrics(&report))?;
@@ -286,7 +286,7 @@ impl Site<'_> {
         );
         let previous_report = match (previous, previous_report) {
             (Some(p), Some(r)) if r.experiment.id == p => Some(r),
-            (Some(p), _) => Some(build::load(self.store, p, build::Options::default())?),
+            (Some(p), _) => Some(builder::load(self.store, p, builder::Options::default())?),
             (None, _) => None,
         };
         let diff_markdown = previous_report.as_ref().map(|prev| {

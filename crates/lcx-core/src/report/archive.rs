@@ -481,7 +481,7 @@ pub fn write(dir: &Path, report: &Report, plots: &[Plot]) -> Result<Archived, Ar
 /// and records each file, with its sha256, in the `reports` table.
 pub fn archive(store: &mut Store, dir: &Path, report: &Report) -> Result<Archived, ArchiveError> {
     let id = report.experiment.id;
-    let counted = super::build::counted_runs(&store.runs(id)?);
+    let counted = super::builder::counted_runs(&store.runs(id)?);
     let series = store.iteration_series(id, &counted, &plot_metrics(report))?;
     let plots = plots_for(report, &series)?;
     let written = write(dir, report, &plots)?;
@@ -703,8 +703,8 @@ mod tests {
         let mut kinds = std::collections::BTreeSet::new();
         for file in &files {
             let (store, id, plan) = seeded(file);
-            let report = crate::report::build::load(&store, id, Default::default()).unwrap();
-            let counted = crate::report::build::counted_runs(&store.runs(id).unwrap());
+            let report = crate::report::builder::load(&store, id, Default::default()).unwrap();
+            let counted = crate::report::builder::counted_runs(&store.runs(id).unwrap());
             let series = store
                 .iteration_series(id, &counted, &plot_metrics(&report))
                 .unwrap();

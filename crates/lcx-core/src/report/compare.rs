@@ -1,7 +1,7 @@
 //! `lcx compare`'s judging: two experiments side by side on their shared
 //! arms and metrics, or two runs, each pair tested only where both sides
 //! have the completed cells a judgement needs (the report builder's rule,
-//! [`build::unjudged_reason`], never a copy of it), and the warnings that
+//! [`builder::unjudged_reason`], never a copy of it), and the warnings that
 //! say what else differs between them. The store is read here as the
 //! builder reads it; the command line finds the experiments and runs,
 //! and prints. Nothing here writes or prints.
@@ -14,7 +14,7 @@ use crate::store::report_read::RunMoments;
 use crate::store::{Experiment, Run, Store, StoreError};
 use crate::text::markdown_table;
 
-use super::build;
+use super::builder;
 use super::history::{fingerprint_key, fingerprint_summary};
 use super::model::Report;
 use super::moments::SPREAD_LEGEND;
@@ -150,8 +150,8 @@ pub fn experiments(
         alpha: Some(rule.alpha),
         allow_contended: false,
     };
-    let ra = build::load(store, a.id, options)?;
-    let rb = build::load(store, b.id, options)?;
+    let ra = builder::load(store, a.id, options)?;
+    let rb = builder::load(store, b.id, options)?;
     let rows = compare_reports(&ra, &rb, rule);
     let mut warnings = Vec::new();
     if fingerprint_key(&a.fingerprint) != fingerprint_key(&b.fingerprint) {
@@ -198,17 +198,17 @@ pub fn runs(
     (eb, run_b): (&Experiment, &Run),
     rule: VerdictRule,
 ) -> Result<Compared, StoreError> {
-    let plan_a = build::stored_plan(ea).ok();
+    let plan_a = builder::stored_plan(ea).ok();
     let names_a = store.metric_names_fast(ea.id)?;
-    let columns = build::resolve_columns(ea, plan_a.as_ref(), &names_a);
-    let metrics = build::needed_metrics(&columns, plan_a.as_ref());
+    let columns = builder::resolve_columns(ea, plan_a.as_ref(), &names_a);
+    let metrics = builder::needed_metrics(&columns, plan_a.as_ref());
     let ma = super::moments::run_moments(store, ea.id, &metrics, &[run_a.id])?;
     let mb = super::moments::run_moments(store, eb.id, &metrics, &[run_b.id])?;
     // Each run is a cell of its own: judged only when it completed, the
     // report's rule for an arm of one cell. A skipped cell counts as
     // judged there, but it never ran, so it has no values to compare.
     let completed = |e: &Experiment, run: &Run| {
-        build::unjudged_reason(&run.arm, std::slice::from_ref(run), e.iterations).is_none()
+        builder::unjudged_reason(&run.arm, std::slice::from_ref(run), e.iterations).is_none()
     };
     let judged = completed(ea, run_a) && completed(eb, run_b);
     let mut rows = Vec::new();
@@ -217,7 +217,7 @@ pub fn runs(
         if sa.is_none() && sb.is_none() {
             continue;
         }
-        let direction = build::metric_direction(plan_a.as_ref(), metric).0;
+        let direction = builder::metric_direction(plan_a.as_ref(), metric).0;
         rows.push(CompareRow {
             arm: format!("{} / {}", run_a.arm, run_b.arm),
             metric: metric.clone(),
@@ -230,7 +230,7 @@ pub fn runs(
             b: sb,
             comparison: match (&sa, &sb) {
                 // A description of the work is shown, never judged.
-                _ if build::is_descriptive(plan_a.as_ref(), metric) => None,
+                _ if builder::is_descriptive(plan_a.as_ref(), metric) => None,
                 // A cell that did not complete is shown, never judged.
                 _ if !judged => None,
                 (Some(x), Some(y)) => Some(compare(x, y, direction, rule)),

@@ -7,7 +7,7 @@ use crate::experiment::{Arm, Column, Direction, Fold, Gate, Order, Plan, Program
 use crate::store::report_read::RunMoments;
 use crate::store::{Experiment, ExperimentStatus, Fingerprint, Run, RunStatus};
 
-use super::build::{assemble, Input, Options};
+use super::builder::{assemble, Input, Options};
 use super::model::Report;
 
 fn arm(name: &str, label: &str, set: &[&str]) -> Arm {
@@ -524,7 +524,7 @@ mod tests {
     use rand::{Rng, SeedableRng};
 
     use super::*;
-    use crate::report::build::kernel_remark;
+    use crate::report::builder::kernel_remark;
     use crate::report::prose::Prose;
     use crate::report::stats::Decision;
 

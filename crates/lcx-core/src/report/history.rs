@@ -12,7 +12,7 @@ use crate::store::report_read::{HistoryRun, RunMoments};
 use crate::store::{Experiment, Fingerprint, Store, StoreError};
 use crate::text::markdown_table;
 
-use super::build;
+use super::builder;
 use super::moments::{replicate_summary, shown_summary, SPREAD_LEGEND};
 use super::stats::{compare, Comparison, Direction, Summary, Verdict, VerdictRule};
 use super::words::{mean_sd, p_text};
@@ -123,7 +123,7 @@ pub enum MetricError {
 
 /// The metric `lcx history` shows for `experiments` (newest first, all
 /// named `name`): `asked`, which one of them must have recorded, else the
-/// one `lcx report` leads with for the newest ([`build::report_metric`]:
+/// one `lcx report` leads with for the newest ([`builder::report_metric`]:
 /// for a command experiment without a gate or columns that is a metric its
 /// command printed, not the trainer's), else the trainer's iteration time.
 pub fn history_metric(
@@ -134,7 +134,7 @@ pub fn history_metric(
 ) -> Result<String, MetricError> {
     let Some(asked) = asked else {
         let chosen = match experiments.first() {
-            Some(latest) => build::report_metric(store, latest)?,
+            Some(latest) => builder::report_metric(store, latest)?,
             None => None,
         };
         return Ok(chosen.unwrap_or_else(|| ITERATION_SECONDS.into()));
@@ -167,8 +167,8 @@ pub fn history_metric(
 /// stored plan of its newest experiment (as in that one's report); `None`
 /// for a descriptive metric, whose values are shown, never judged.
 pub fn judged_direction(plan: Option<&Plan>, metric: &str) -> Option<Direction> {
-    let (direction, _) = build::metric_direction(plan, metric);
-    (!build::is_descriptive(plan, metric)).then_some(direction)
+    let (direction, _) = builder::metric_direction(plan, metric);
+    (!builder::is_descriptive(plan, metric)).then_some(direction)
 }
 
 /// One line of `lcx history`.

@@ -1,12 +1,12 @@
 //! Reports: statistics and verdicts over stored runs, pure renderers
 //! (markdown, JSON, CSV, SVG plots) and the dated archive.
 //!
-//! Nothing here touches SQLite or clap: [`build::load`] asks the store for
-//! each cell's series and [`moments`] folds them, [`build::assemble`] turns
+//! Nothing here touches SQLite or clap: [`builder::load`] asks the store for
+//! each cell's series and [`moments`] folds them, [`builder::assemble`] turns
 //! those into a [`model::Report`], and the renderers turn that into text.
 
 pub mod archive;
-pub mod build;
+pub mod builder;
 pub mod compare;
 pub mod history;
 pub mod model;
@@ -21,6 +21,6 @@ pub mod words;
 #[cfg(test)]
 pub(crate) mod fixture;
 
-pub use build::{load, Options};
+pub use builder::{load, Options};
 pub use model::Report;
 pub use render::{render_csv, render_json, render_markdown, render_summary};

@@ -1,6 +1,6 @@
 //! Plain report data: what a report says, independent of how it is shown.
 //!
-//! [`super::build`] fills a [`Report`] from stored rows; the pure renderers
+//! [`super::builder`] fills a [`Report`] from stored rows; the pure renderers
 //! in [`super::render`] turn it into markdown, JSON or CSV. Keeping the data
 //! separate lets the renderers be snapshot-tested on hand-built reports.
 

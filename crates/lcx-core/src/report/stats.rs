@@ -22,7 +22,7 @@ pub fn direction_for(metric: &str) -> (Direction, bool) {
         Some(d @ (Direction::Lower | Direction::Higher)) => return (d, true),
         // A count of work has no better side: the name decides, as for a
         // `command` arm's metric (reports show such metrics without judging
-        // them; see `report::build::is_descriptive`).
+        // them; see `report::builder::is_descriptive`).
         Some(Direction::Neither) | None => {}
     }
     let m = metric.to_ascii_lowercase();

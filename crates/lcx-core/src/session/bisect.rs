@@ -419,7 +419,7 @@ fn candidate_verdict(
     id: i64,
     metric: &str,
 ) -> Result<Option<(Verdict, Option<f64>)>, BisectError> {
-    let report = crate::report::build::load(store, id, Default::default())
+    let report = crate::report::builder::load(store, id, Default::default())
         .map_err(|source| BisectError::Report { id, source })?;
     Ok(report
         .arms

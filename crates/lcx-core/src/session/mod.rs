@@ -430,8 +430,10 @@ impl Session {
 /// precision.
 fn precision_check() -> PrecisionCheck {
     PrecisionCheck(Arc::new(|store, id, precision| {
-        let report = crate::report::build::load(store, id, Default::default())?;
-        Ok(crate::report::build::precision_reached(&report, precision))
+        let report = crate::report::builder::load(store, id, Default::default())?;
+        Ok(crate::report::builder::precision_reached(
+            &report, precision,
+        ))
     }))
 }
 
