@@ -5,7 +5,7 @@
 //!
 //! This sits below both the model builder and the renderers: it knows the
 //! statistics' small types ([`Summary`], [`Speedup`]) and nothing of a
-//! `Report`, and it must not reach up into `build` or `render`.
+//! `Report`, and it must not reach up into `builder` or `render`.
 
 use super::stats::{Speedup, Summary};
 
