@@ -153,6 +153,8 @@ const PROCESS: Writers = Writers::PROCESS;
 
 /// Every metric lcx writes. Exact names before wildcard ones; no two
 /// entries match one name (a test checks).
+// A table, one `m(...)` row per metric: its rows share a shape because
+// they are data, and a helper per group would only hide the names.
 pub const VOCABULARY: &[MetricInfo] = &[
     // Time per iteration, and its parts.
     m(ITERATION_SECONDS, "s", Lower, TRAIN, "Wall time of one training iteration: traversals, memory, training, evaluation and checkpoints."),

@@ -287,6 +287,16 @@ impl Bot for NoisyBot {
     }
 }
 
+/// A hand's cards that could follow one opener in its colour
+/// (`Ctx::opener_support`).
+#[derive(Default)]
+struct OpenerSupport {
+    numbers: i32,
+    handshakes: i32,
+    sum: i32,
+    high: i32,
+}
+
 /// One decision's inputs, bundled so the helpers stay short.
 struct Ctx<'a> {
     v: &'a View,
@@ -425,27 +435,42 @@ impl Ctx<'_> {
         value + self.bonus_potential(card.color(), 0, 1, Some(card))
     }
 
+    /// What the hand holds to follow `opener` in its colour: the handshakes,
+    /// and the numbers at or above the opener (their count, face sum, and how
+    /// many reach the middle rank). A lower number would be dead once the
+    /// opener is down, so it does not count.
+    fn opener_support(&self, opener: Card) -> OpenerSupport {
+        let v = self.v;
+        let mut support = OpenerSupport::default();
+        for &card in v.hand() {
+            if card.color() != opener.color() {
+                continue;
+            }
+            if card.is_handshake() {
+                support.handshakes += 1;
+            } else if card.rank() >= opener.rank() {
+                support.numbers += 1;
+                support.sum += v.face(card);
+                if card.rank() >= self.d.middle_rank {
+                    support.high += 1;
+                }
+            }
+        }
+        support
+    }
+
     /// Value (> 0 means "worth opening") of opening `card`'s colour with it:
     /// strong, speculative, exceptional or single-late-card patterns.
     fn opening_plan_value(&self, opener: Card, deck_left: i32) -> f64 {
         let v = self.v;
         let d = self.d;
         let me = self.me();
-        let (mut numbers, mut handshakes, mut sum, mut high) = (0i32, 0i32, 0i32, 0i32);
-        for &card in v.hand() {
-            if card.color() != opener.color() {
-                continue;
-            }
-            if card.is_handshake() {
-                handshakes += 1;
-            } else if card.rank() >= opener.rank() {
-                numbers += 1;
-                sum += v.face(card);
-                if card.rank() >= d.middle_rank {
-                    high += 1;
-                }
-            }
-        }
+        let OpenerSupport {
+            numbers,
+            handshakes,
+            sum,
+            high,
+        } = self.opener_support(opener);
         let opened = v.opened_colors(me);
         let penalty = Self::new_color_penalty(opened);
         let opener_face = v.face(opener);
@@ -488,18 +513,12 @@ impl Ctx<'_> {
 
     fn open_value(&self, opener: Card) -> f64 {
         let v = self.v;
-        let (mut numbers, mut handshakes, mut sum) = (0i32, 0i32, 0i32);
-        for &card in v.hand() {
-            if card.color() != opener.color() {
-                continue;
-            }
-            if card.is_handshake() {
-                handshakes += 1;
-            } else if card.rank() >= opener.rank() {
-                numbers += 1;
-                sum += v.face(card);
-            }
-        }
+        let OpenerSupport {
+            numbers,
+            handshakes,
+            sum,
+            ..
+        } = self.opener_support(opener);
         let mut value = f64::from(sum) + 2.0 * f64::from(numbers) + 1.5 * f64::from(handshakes);
         value += self.opening_plan_value(opener, v.deck_len);
         // Opening accepts the expedition penalty.

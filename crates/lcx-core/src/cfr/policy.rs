@@ -30,6 +30,9 @@ pub struct PolicyError(pub String);
 /// A batched policy. `states` holds `rows` info states of the encoding's
 /// dimension, row-major; `out` receives `rows` × 22 outputs.
 pub trait Policy {
+    // Every impl (the trainer's TorchPolicy and its Sync wrapper, the tests'
+    // tables) writes this signature out again: Rust asks each impl to, so
+    // the repeats are not logic to share.
     fn evaluate(
         &self,
         net: Net,

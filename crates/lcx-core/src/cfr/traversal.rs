@@ -692,6 +692,8 @@ impl<'a, P: Policy> RecursiveTraverser<'a, P> {
         }
         let (v_tilde, u) = outcome_values(params, v, q[action], sigma[action]);
         if player == p {
+            // As the external-sampling push above, kept apart: the inner
+            // loop's speed and samples are pinned by benchmarks and tests.
             let target = outcome_target(mask, action, v_tilde, u, params.unsampled_zero);
             let first_open = has_legal_first_open(state, player, mask);
             self.out.advantage.push(

@@ -102,6 +102,9 @@ type RawExperiment = (Experiment, String, Option<String>, bool);
 
 /// Raw row → struct in two steps so JSON/enum parse errors surface as
 /// [`StoreError`] rather than being squeezed through rusqlite's error type.
+// This, `run_from_row` and report_read.rs's row closures look alike line
+// by line, `field: row.get(N)?`, because each names its own SELECT's
+// columns by position; there is no shared logic to pull out of them.
 fn experiment_from_row(row: &Row<'_>) -> rusqlite::Result<RawExperiment> {
     let status: String = row.get(12)?;
     let command_line: Option<String> = row.get(18)?;

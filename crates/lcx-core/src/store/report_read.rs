@@ -338,6 +338,8 @@ impl Store {
         let mut st = self.conn.prepare(sql)?;
         let rows: Vec<(HistoryRun, Option<String>, Option<String>)> = st
             .query_map(rusqlite::params![name, arm, revision], |r| {
+                // Column by position, like read.rs's row mappers: alike in
+                // shape only, as each reads its own SELECT.
                 let run = HistoryRun {
                     experiment_id: r.get(0)?,
                     run_id: r.get(1)?,

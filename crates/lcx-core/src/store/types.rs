@@ -106,6 +106,9 @@ pub struct Fingerprint {
     pub torch_version: Option<String>,
     pub torch_intra_threads: Option<i64>,
     pub torch_inter_threads: Option<i64>,
+    // The fields below came with later migrations; each carries
+    // `serde(default)` so that JSON written without them still reads. The
+    // attribute repeats per field, as serde wants it: no logic repeats.
     /// `lcx bench peak` at the experiment's start: the FMA loop's
     /// instruction set, its FP32 GFLOP/s on one core and on every core, and
     /// the streaming triad's GB/s.
@@ -158,6 +161,9 @@ pub struct NewExperiment {
 }
 
 /// An experiment row.
+// Repeats `NewExperiment`'s fields rather than nesting it: readers name
+// them flat (`experiment.name`) all over the workspace, and this is the
+// row as read, where those are only some of its columns.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Experiment {
     pub id: i64,

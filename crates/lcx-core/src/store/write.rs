@@ -677,6 +677,8 @@ impl Store {
             )?;
             return Ok(());
         };
+        // The ceiling's measurements bound as in `save_host_peak`, but into
+        // experiments' own column names: the statements share values only.
         self.write(
             "UPDATE experiments SET peak_fp32_gflops = ?1, peak_fp32_gflops_core = ?2,
                 peak_stream_gbytes_per_second = ?3, peak_tries = ?4, peak_spread = ?5,

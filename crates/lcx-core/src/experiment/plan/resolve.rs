@@ -103,24 +103,7 @@ impl Reader<'_> {
         let args = lcx_args(plan.workload, &iterations, &raw.args);
         if let Some(mut revision) = revision {
             revision.config_sets = sets;
-            return Ok(Arm {
-                name: raw.name,
-                label: raw.label,
-                requires: raw.requires,
-                set: raw.set,
-                program: Program::Lcx,
-                args,
-                env: raw.env,
-                workdir: None,
-                config_toml: None,
-                config_sha256: None,
-                variable_iterations: false,
-                revision: Some(revision),
-                slurm: raw.slurm,
-                cpus: raw.cpus,
-                timeout_seconds: raw.timeout,
-                hooks: raw.hooks,
-            });
+            return Ok(lcx_arm(raw, args, None, Some(revision)));
         }
 
         let config_err = |error| PlanError::Config {
@@ -137,26 +120,37 @@ impl Reader<'_> {
             _ => crate::config::load(plan.config.as_deref(), &sets),
         }
         .map_err(config_err)?;
-        let toml_text = config.to_toml();
-        let sha = sha256_hex(toml_text.as_bytes());
-        Ok(Arm {
-            name: raw.name,
-            label: raw.label,
-            requires: raw.requires,
-            set: raw.set,
-            program: Program::Lcx,
-            args,
-            env: raw.env,
-            workdir: None,
-            config_toml: Some(toml_text),
-            config_sha256: Some(sha),
-            variable_iterations: false,
-            revision: None,
-            slurm: raw.slurm,
-            cpus: raw.cpus,
-            timeout_seconds: raw.timeout,
-            hooks: raw.hooks,
-        })
+        Ok(lcx_arm(raw, args, Some(config.to_toml()), None))
+    }
+}
+
+/// An lcx workload's arm: `lcx` with `args`, in the runner's folder. The
+/// resolved config (with its digest) travels with the arm, except at a
+/// revision, whose own lcx resolves the `set` list once built.
+fn lcx_arm(
+    raw: RawArm,
+    args: Vec<String>,
+    config_toml: Option<String>,
+    revision: Option<Revision>,
+) -> Arm {
+    let config_sha256 = config_toml.as_deref().map(|t| sha256_hex(t.as_bytes()));
+    Arm {
+        name: raw.name,
+        label: raw.label,
+        requires: raw.requires,
+        set: raw.set,
+        program: Program::Lcx,
+        args,
+        env: raw.env,
+        workdir: None,
+        config_toml,
+        config_sha256,
+        variable_iterations: false,
+        revision,
+        slurm: raw.slurm,
+        cpus: raw.cpus,
+        timeout_seconds: raw.timeout,
+        hooks: raw.hooks,
     }
 }
 

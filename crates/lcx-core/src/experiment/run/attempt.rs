@@ -185,15 +185,6 @@ fn record_end(
     reporter: &mut dyn Reporter,
     ran: Ran,
 ) -> Result<RunOutcome, RunnerError> {
-    let Ran {
-        ingested,
-        stderr,
-        started,
-        waited_before,
-        watch,
-        job_dir,
-        cell_dir,
-    } = ran;
     let Ingested {
         counts,
         stdout_log,
@@ -202,9 +193,16 @@ fn record_end(
         abandoned_pipe,
         store_error,
         timed_out,
-    } = ingested;
-    let wall_seconds = record_host(store, info, &exit, started, watch, job_dir.as_deref())?;
-    let tails = output_tails(reporter, &current, stderr, abandoned_pipe, &stdout_log);
+    } = ran.ingested;
+    let wall_seconds = record_host(
+        store,
+        info,
+        &exit,
+        ran.started,
+        ran.watch,
+        ran.job_dir.as_deref(),
+    )?;
+    let tails = output_tails(reporter, &current, ran.stderr, abandoned_pipe, &stdout_log);
     let problems = LineProblems {
         overlong: counts.problems.overlong + tails.stderr_overlong,
         ..counts.problems
@@ -228,7 +226,7 @@ fn record_end(
         },
     );
     outcome.stderr_tail = (!tails.text.is_empty()).then_some(tails.text);
-    outcome.db_wait_seconds = Some((store.lock_wait() - waited_before).as_secs_f64());
+    outcome.db_wait_seconds = Some((store.lock_wait() - ran.waited_before).as_secs_f64());
     if let Some(e) = store_error {
         outcome.status = RunStatus::Failed;
         outcome.error = Some(format!("recording failed: {e}"));
@@ -241,7 +239,7 @@ fn record_end(
         plan,
         info.run_id,
         &mut outcome,
-        cell_dir.as_deref(),
+        ran.cell_dir.as_deref(),
         options.keep_runs,
     )?;
     reporter.report(&Event::CellFinished {

@@ -297,15 +297,11 @@ pub(crate) fn outcome(plan: &Plan, arm: &Arm, ending: Ending) -> RunOutcome {
         timed_out,
     } = ending;
     let mut outcome = match end {
+        // An end never seen fails as an unstarted cell does, keeping the
+        // line problems met before it was lost.
         Err(error) => RunOutcome {
-            status: RunStatus::Failed,
-            exit_code: None,
-            signal: None,
-            error: Some(error),
-            stderr_tail: None,
-            wall_seconds,
-            db_wait_seconds: None,
             problems,
+            ..unstarted(error, wall_seconds)
         },
         Ok(End {
             exit_code,

@@ -8,7 +8,7 @@
 use super::attempt::run_cell;
 use super::cell::{CellInfo, Event, Reporter};
 use super::executor::Place;
-use super::schedule::{take_host_lock, Flow, Invocation, Schedule};
+use super::schedule::{Flow, Invocation, Schedule};
 use super::RunnerError;
 use crate::experiment::plan::Plan;
 use crate::store::{Run, RunStatus, Store};
@@ -58,12 +58,8 @@ impl Schedule<'_> {
         if options.stop.is_stopped() {
             return Ok(Flow::Stop);
         }
-        let _held = match self.host_lock.as_mut() {
-            Some(lock) => match take_host_lock(lock, &info, options, reporter)? {
-                Some(held) => Some(held),
-                None => return Ok(Flow::Stop),
-            },
-            None => None,
+        let Some(_held) = self.hold_host(&info, reporter)? else {
+            return Ok(Flow::Stop);
         };
         if let Err(why) = self.hooks.before_cell(arm_index, &info) {
             // The completed attempt stands; the rerun did not happen.

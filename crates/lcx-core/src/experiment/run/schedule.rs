@@ -121,6 +121,8 @@ fn submit_ahead(
     placement: Pinning,
     reporter: &mut dyn Reporter,
 ) -> Result<(Vec<(usize, Run)>, Pinning), RunnerError> {
+    // Unpacked as in `begin`: the lines the two share are the parameter
+    // list that `Invocation` bundles, not logic to share.
     let Invocation {
         plan,
         experiment_id,
@@ -222,6 +224,21 @@ impl<'a> Schedule<'a> {
         }
     }
 
+    /// Takes this invocation's host lock, where it has one, for `cell`:
+    /// `None` when a stop came while waiting, else the guard to keep until
+    /// the cell's end is recorded (itself `None` when there is no lock).
+    pub(super) fn hold_host(
+        &mut self,
+        cell: &CellInfo,
+        reporter: &mut dyn Reporter,
+    ) -> Result<Option<Option<Held>>, RunnerError> {
+        let options = self.invocation.options;
+        Ok(match self.host_lock.as_mut() {
+            Some(lock) => take_host_lock(lock, cell, options, reporter)?.map(Some),
+            None => Some(None),
+        })
+    }
+
     /// Runs or skips the cell `run` of arm `arm_index`, the `position`-th
     /// (from 0) of this invocation.
     fn cell(
@@ -261,12 +278,8 @@ impl<'a> Schedule<'a> {
         // Held from before the cell's start is stamped until its end is
         // recorded: the wait is in no cell's time, and no two cells'
         // windows on this host overlap.
-        let _held = match self.host_lock.as_mut() {
-            Some(lock) => match take_host_lock(lock, &info, options, reporter)? {
-                Some(held) => Some(held),
-                None => return Ok(Flow::Stop),
-            },
-            None => None,
+        let Some(_held) = self.hold_host(&info, reporter)? else {
+            return Ok(Flow::Stop);
         };
         // Setup and prepare, under the host lock, before the cell's clock.
         if let Err(why) = self.hooks.before_cell(arm_index, &info) {
@@ -413,7 +426,7 @@ fn finish(
 
 /// Takes the host lock for a cell, saying whom it waits for; `None` when
 /// a stop came while waiting.
-pub(super) fn take_host_lock(
+fn take_host_lock(
     lock: &mut HostLock,
     cell: &CellInfo,
     options: &RunnerOptions,

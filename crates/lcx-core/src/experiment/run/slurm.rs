@@ -147,6 +147,8 @@ impl<'a> Slurm<'a> {
     }
 
     /// [`submit_all`]'s loop; every job it submits goes into `submitted`.
+    /// It takes submit_all's parameters one for one (hence the repeated
+    /// signature) and adds only `submitted`, the list submit_all cleans up.
     #[expect(
         clippy::too_many_arguments,
         reason = "submit_all's own state, split out so that submit_all can cancel what it submitted on any error"
