@@ -707,6 +707,12 @@ fn dense_general(
 
 /// [`dense_general`] at the width `wide` says (true: AVX-512, which the
 /// CPU must have), so that tests can run both widths in one process.
+// Its parameter list repeats dense_general's plus `wide`: the operands go
+// through by value, as the `expect` below says, rather than in a struct.
+// Each optional operand in `extras` is checked and turned into a pointer
+// alike, but with its own length, its own pointer kind (`mut` or `const`)
+// and, for the squares, a fill: written out per operand, so that each
+// check stands next to the operand it guards.
 #[expect(
     clippy::too_many_arguments,
     reason = "the kernel's operands; a struct would be built and torn down per call on the hot path"
@@ -883,6 +889,8 @@ fn row_blocks(rows: usize, max: usize) -> impl Iterator<Item = (usize, usize)> {
 ///
 /// # Safety
 /// As [`walk_tiles`]; for `wide`, the CPU must support AVX-512F.
+// Its operands pass unchanged to the width's kernel and on to walk_tiles,
+// so each of those repeats this parameter list (no struct on the hot path).
 #[cfg(target_arch = "x86_64")]
 #[expect(
     clippy::too_many_arguments,
@@ -907,6 +915,10 @@ unsafe fn dense_x86(
 
 /// # Safety
 /// As [`walk_tiles`].
+// dense_avx2 and dense_avx512 share their parameters and their
+// walk_tiles call, and differ in the micro-kernel table: they are two
+// functions because each needs its own `target_feature`, which is what
+// lets the micro-kernels inline with the right instruction set.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn dense_avx2(
@@ -1306,6 +1318,10 @@ unsafe fn micro<const MR: usize, const KS: usize>(t: &Tile) {
 /// FMA chain per output, the same epilogue and the same order of every
 /// sum (the squares go through 8-lane halves in the AVX2 kernel's order),
 /// so its bits are [`micro`]'s.
+// Its k loop is micro's written out again on purpose: the same unrolled
+// walk expands a different `step!` (512-bit registers, `NP` panels, one
+// accumulator array per panel, see below), and each kernel's loop is kept
+// as measured rather than routed through a shared macro.
 ///
 /// # Safety
 /// AVX-512F, and [`micro`]'s conditions for each of the `NP` panels
@@ -1669,22 +1685,47 @@ pub(crate) mod tests {
                 );
             }
         }
+        packed_copy_matches_packing_the_output(&layer, &x, rows, outputs);
+        row_panels_hold_the_outputs_and_their_squares(&layer, &x, rows, outputs);
+        let (by_rows, strips) = strips_give_the_bits_of_rows(&layer, &x, rows, inputs);
+        a_relu_mask_and_column_sums_match_a_loop(&layer, &strips, &by_rows, rows);
+        an_overflowing_square_makes_its_panel_sum_infinite(&layer, &x, rows);
+        transpose_matches_its_definition();
+    }
+
+    /// `packed_outputs_and_packings_match_their_definitions`: the packed
+    /// copy stored beside the output is what packing the output gives, and
+    /// the output is `dense`'s, on one task or several.
+    fn packed_copy_matches_packing_the_output(
+        layer: &Layer,
+        x: &[f32],
+        rows: usize,
+        outputs: usize,
+    ) {
         for threads in [1, 3] {
             let mut y = vec![0.0f32; rows * outputs];
             let mut packed = Layer::default();
             packed.prepare_rows(rows, outputs);
-            dense_threads_packed(&layer, &x, rows, &mut y, Some(&mut packed), true, threads);
+            dense_threads_packed(layer, x, rows, &mut y, Some(&mut packed), true, threads);
             let mut want = Layer::default();
             want.pack_rows(rows, outputs, &y);
             assert_eq!(packed.panels, want.panels, "{threads} threads");
             assert_eq!(want.panels.len(), 3 * rows * PANEL);
             let mut plain = vec![0.0f32; rows * outputs];
-            dense(&layer, &x, rows, &mut plain, true);
+            dense(layer, x, rows, &mut plain, true);
             assert_eq!(y, plain);
         }
-        // Outputs in row panels only, with sums of squares per panel: the
-        // values `dense` writes, the sums of their squares, and the same
-        // bits on one task or several.
+    }
+
+    /// Outputs in row panels only, with sums of squares per panel: the
+    /// values `dense` writes, the sums of their squares, and the same
+    /// bits on one task or several.
+    fn row_panels_hold_the_outputs_and_their_squares(
+        layer: &Layer,
+        x: &[f32],
+        rows: usize,
+        outputs: usize,
+    ) {
         let mut sums_one_task = Vec::new();
         for threads in [1, 3] {
             let mut packed = vec![f32::NAN; 3 * rows * PANEL];
@@ -1694,9 +1735,9 @@ pub(crate) mod tests {
                 squares: Some(&mut sums),
                 ..Extras::default()
             };
-            dense_into_panels(layer.view(), Left::Rows, &x, rows, extras, threads);
+            dense_into_panels(layer.view(), Left::Rows, x, rows, extras, threads);
             let mut plain = vec![0.0f32; rows * outputs];
-            dense(&layer, &x, rows, &mut plain, false);
+            dense(layer, x, rows, &mut plain, false);
             assert_eq!(packed, to_row_panels(&plain, rows, outputs));
             assert_eq!(from_row_panels(&packed, rows, outputs), plain);
             for (p, &got) in sums.iter().enumerate() {
@@ -1716,19 +1757,28 @@ pub(crate) mod tests {
                 assert_eq!(sums, sums_one_task);
             }
         }
-        // The left operand read from row panels, or from the row panels of
-        // its transpose, gives the same bits as read by rows: the same
-        // FMA chains in the same k order. 61 rows and 37 inputs leave
-        // partial strips on both sides.
+    }
+
+    /// The left operand read from row panels, or from the row panels of
+    /// its transpose, gives the same bits as read by rows: the same
+    /// FMA chains in the same k order. 61 rows and 37 inputs leave
+    /// partial strips on both sides. Returns the output by rows and the
+    /// left operand's row panels.
+    fn strips_give_the_bits_of_rows(
+        layer: &Layer,
+        x: &[f32],
+        rows: usize,
+        inputs: usize,
+    ) -> (Vec<f32>, Vec<f32>) {
         let mut by_rows = vec![0.0f32; 3 * rows * PANEL];
         let extras = Extras {
             packed: Some(&mut by_rows),
             ..Extras::default()
         };
-        dense_into_panels(layer.view(), Left::Rows, &x, rows, extras, 1);
-        let strips = to_row_panels(&x, rows, inputs);
+        dense_into_panels(layer.view(), Left::Rows, x, rows, extras, 1);
+        let strips = to_row_panels(x, rows, inputs);
         let mut xt = vec![0.0f32; rows * inputs];
-        transpose(&x, rows, inputs, &mut xt, rows);
+        transpose(x, rows, inputs, &mut xt, rows);
         let strips_t = to_row_panels(&xt, inputs, rows);
         for threads in [1, 3] {
             for (left, a) in [(Left::Strips, &strips), (Left::StripsT, &strips_t)] {
@@ -1741,10 +1791,19 @@ pub(crate) mod tests {
                 assert_eq!(got, by_rows, "{left:?}, {threads} threads");
             }
         }
-        // Masked by a ReLU's output (off where it is ≤ 0, on where it is
-        // NaN), with column sums added in row order onto what was there:
-        // the masked values, and the sums a loop over the rows gives, to
-        // the bit, on one task or several.
+        (by_rows, strips)
+    }
+
+    /// Masked by a ReLU's output (off where it is ≤ 0, on where it is
+    /// NaN), with column sums added in row order onto what was there:
+    /// the masked values, and the sums a loop over the rows gives, to
+    /// the bit, on one task or several.
+    fn a_relu_mask_and_column_sums_match_a_loop(
+        layer: &Layer,
+        strips: &[f32],
+        by_rows: &[f32],
+        rows: usize,
+    ) {
         let relu_out: Vec<f32> = (0..3 * rows * PANEL)
             .map(|i| match i % 7 {
                 0 => 0.0,
@@ -1775,13 +1834,16 @@ pub(crate) mod tests {
                 column_sums: Some(&mut sums),
                 ..Extras::default()
             };
-            dense_into_panels(layer.view(), Left::Strips, &strips, rows, extras, threads);
+            dense_into_panels(layer.view(), Left::Strips, strips, rows, extras, threads);
             assert_eq!(got, want, "{threads} threads");
             assert_eq!(sums, want_sums, "{threads} threads");
         }
-        // An output whose square overflows f32 makes its panel's sum
-        // infinite (training takes that as a non-finite gradient norm).
-        let mut huge = x.clone();
+    }
+
+    /// An output whose square overflows f32 makes its panel's sum
+    /// infinite (training takes that as a non-finite gradient norm).
+    fn an_overflowing_square_makes_its_panel_sum_infinite(layer: &Layer, x: &[f32], rows: usize) {
+        let mut huge = x.to_vec();
         huge[3] = 1e30;
         let mut packed = vec![0.0f32; 3 * rows * PANEL];
         let mut sums = vec![0.0; 3];
@@ -1792,8 +1854,11 @@ pub(crate) mod tests {
         };
         dense_into_panels(layer.view(), Left::Rows, &huge, rows, extras, 1);
         assert!(sums.iter().all(|s| s.is_infinite()), "{sums:?}");
-        // Whole 16 × 16 tiles (the AVX2 path) and partial ones, into a
-        // destination with and without padding between its rows.
+    }
+
+    /// Whole 16 × 16 tiles (the AVX2 path) and partial ones, into a
+    /// destination with and without padding between its rows.
+    fn transpose_matches_its_definition() {
         for (rows, cols, dst_stride) in [(20, 37, 20), (13, 21, 13), (20, 37, 24)] {
             let m: Vec<f32> = (0..rows * cols).map(|i| i as f32).collect();
             let mut t = vec![-1.0f32; cols * dst_stride];

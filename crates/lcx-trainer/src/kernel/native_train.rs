@@ -778,6 +778,8 @@ fn advantage_grad(
 
 /// The strategy loss of `optim::strategy_loss` and its gradient with
 /// respect to the logits (written into `grad`).
+// Same parameters as advantage_grad (the trainer calls either on a
+// batch), but another loss: only the signature is shared.
 fn strategy_grad(
     logits: &[f32],
     batch: &Batch,

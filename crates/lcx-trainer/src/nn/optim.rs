@@ -734,6 +734,8 @@ pub fn advantage_loss(
 
 /// The strategy loss (docs/deep-cfr.md §8.4), in f32: cross-entropy of the target
 /// distribution against the masked log-softmax of the logits.
+// Same parameters as advantage_loss, so that the training step can call
+// either alike; the losses themselves share nothing.
 pub fn strategy_loss(
     logits: &Tensor,
     target: &Tensor,

@@ -19,7 +19,9 @@ use crate::{device, TrainerError};
 use lcx_core::cfr::memory::{Batch, Reservoir};
 use lcx_core::cfr::regret::{Fallback, ACTIONS};
 use lcx_core::cfr::stats::Buckets;
-use lcx_core::cfr::traversal::{Cutoff, Opponent, Sampling, TraversalError, TraversalParams};
+use lcx_core::cfr::traversal::{
+    Cutoff, Opponent, Sampling, TraversalError, TraversalOutput, TraversalParams,
+};
 use lcx_core::config::{self as cfg, TrainerConfig};
 use lcx_core::encoding::Encoding;
 use lcx_core::metrics;
@@ -156,6 +158,27 @@ impl Work {
             training_flops: training,
         }
     }
+
+    /// The work's `perf/` metrics, into `m`: the counts, and the rates over
+    /// the phases' seconds where those (and, for training, its work) are
+    /// not zero.
+    fn insert_metrics(&self, traversal_seconds: f64, training_seconds: f64, m: &mut Metrics) {
+        m.insert("perf/forward_rows".into(), self.forward_rows as f64);
+        m.insert("perf/traversal_flops".into(), self.traversal_flops);
+        m.insert("perf/training_flops".into(), self.training_flops);
+        if traversal_seconds > 0.0 {
+            m.insert(
+                "perf/traversal_gflops".into(),
+                self.traversal_flops / traversal_seconds / 1e9,
+            );
+        }
+        if training_seconds > 0.0 && self.training_flops > 0.0 {
+            m.insert(
+                "perf/training_gflops".into(),
+                self.training_flops / training_seconds / 1e9,
+            );
+        }
+    }
 }
 
 /// What [`Trainer::train_networks`] returns: the losses (adv0, adv1,
@@ -272,6 +295,8 @@ impl NetJob {
     /// queued without waiting for the device (see
     /// [`optim::step_on_device`]), and the losses and counts are read back
     /// once, after the last step.
+    // Takes run's parameters as they are: it is run's GPU branch, split
+    // out, not a second way to call it.
     fn run_resident(
         &self,
         trainer: &mut NetTrainer,
@@ -860,42 +885,29 @@ impl Trainer {
         self.config.optimization.concurrent_networks && !self.scaler.enabled()
     }
 
-    /// Runs iteration `self.iteration + 1` and returns its metrics (the
-    /// caller adds checkpoint time and writes them).
-    pub fn run_iteration(&mut self) -> Result<Metrics, TrainError> {
-        let t = self.iteration + 1;
-        if self.device != Device::Cpu && self.device_peak.is_none() {
-            // Before the iteration's clock starts: 4096² is large enough to
-            // keep a datacenter GPU's tensor cores busy, small enough for
-            // any GPU lcx trains on.
-            let peak = crate::device::matmul_gflops(self.device, 4096, 5, Kind::Float)
+    /// The device's matmul ceilings, measured once, on the first iteration
+    /// on a GPU: 4096² is large enough to keep a datacenter GPU's tensor
+    /// cores busy, small enough for any GPU lcx trains on.
+    fn measure_device_peaks(&mut self) -> Result<(), TrainError> {
+        if self.device == Device::Cpu || self.device_peak.is_some() {
+            return Ok(());
+        }
+        let peak = crate::device::matmul_gflops(self.device, 4096, 5, Kind::Float)
+            .map_err(TrainerError::from)?;
+        self.device_peak = Some(peak);
+        if self.scaler.enabled() {
+            // AMP's matrix products run in half precision on tensor
+            // cores: an FP32 ceiling would flatter them several times.
+            let half = crate::device::matmul_gflops(self.device, 4096, 5, Kind::Half)
                 .map_err(TrainerError::from)?;
-            self.device_peak = Some(peak);
-            if self.scaler.enabled() {
-                // AMP's matrix products run in half precision on tensor
-                // cores: an FP32 ceiling would flatter them several times.
-                let half = crate::device::matmul_gflops(self.device, 4096, 5, Kind::Half)
-                    .map_err(TrainerError::from)?;
-                self.device_half_peak = Some(half.0);
-            }
+            self.device_half_peak = Some(half.0);
         }
-        let start = Instant::now();
-        let mut m = Metrics::new();
-        m.insert("iteration".into(), t as f64);
-        if let Some((peak, spread)) = self.device_peak {
-            m.insert("peak/device_matmul_gflops".into(), peak);
-            m.insert("peak/device_matmul_spread".into(), spread);
-        }
-        if let Some(half) = self.device_half_peak {
-            m.insert("peak/device_matmul_half_gflops".into(), half);
-        }
+        Ok(())
+    }
 
-        let trav_start = Instant::now();
-        let (traversal, forward_rows) = self.traverse(t)?;
-        let out = traversal.output;
-        let traversal_seconds = trav_start.elapsed().as_secs_f64();
-
-        let add_start = Instant::now();
+    /// Adds the traversals' samples to the reservoirs: each advantage
+    /// sample to its player's (players above 1 count as player 1).
+    fn add_samples(&mut self, out: &TraversalOutput) -> Result<(), TrainError> {
         for i in 0..out.advantage.len() {
             let s = out.advantage.get(i);
             self.adv_mem[usize::from(s.player).min(1)].add(s)?;
@@ -903,34 +915,12 @@ impl Trainer {
         for i in 0..out.strategy.len() {
             self.strat_mem.add(out.strategy.get(i))?;
         }
-        let add_seconds = add_start.elapsed().as_secs_f64();
+        Ok(())
+    }
 
-        let train_start = Instant::now();
-        self.trained = [(0, 0); 3];
-        self.last_loss = [None; 3];
-        self.overflow_steps = 0;
-        self.queued_seconds = 0.0;
-        let (losses, adv_seconds, strat_seconds) = self.train_networks(t)?;
-        let training_seconds = train_start.elapsed().as_secs_f64();
-        let work = Work::of(&self.spec, forward_rows, self.trained);
-        m.insert("perf/forward_rows".into(), work.forward_rows as f64);
-        m.insert("perf/traversal_flops".into(), work.traversal_flops);
-        m.insert("perf/training_flops".into(), work.training_flops);
-        if traversal_seconds > 0.0 {
-            m.insert(
-                "perf/traversal_gflops".into(),
-                work.traversal_flops / traversal_seconds / 1e9,
-            );
-        }
-        if training_seconds > 0.0 && work.training_flops > 0.0 {
-            m.insert(
-                "perf/training_gflops".into(),
-                work.training_flops / training_seconds / 1e9,
-            );
-        }
-        let adv_losses: Vec<f64> = losses[..2].iter().flatten().copied().collect();
-        let strat_loss = losses[2];
-
+    /// Plays iteration `t`'s evaluation games, if it has any, into `m`:
+    /// each opponent's results and the time they took.
+    fn run_evaluation(&self, t: u64, m: &mut Metrics) -> Result<(), TrainError> {
         let eval_start = Instant::now();
         let ev = &self.config.evaluation;
         let opponents = ev.opponents_for_iteration(t);
@@ -966,6 +956,72 @@ impl Trainer {
                 eval_start.elapsed().as_secs_f64(),
             );
         }
+        Ok(())
+    }
+
+    /// The reservoirs' sizes (what they hold) and how many samples each
+    /// has seen, into `m`.
+    fn memory_metrics(&self, m: &mut Metrics) {
+        let sizes = [self.adv_mem[0].len(), self.adv_mem[1].len()];
+        m.insert("samples/advantage".into(), (sizes[0] + sizes[1]) as f64);
+        m.insert("samples/strategy".into(), self.strat_mem.len() as f64);
+        for (p, size) in sizes.iter().enumerate() {
+            m.insert(format!("samples/advantage_player_{p}"), *size as f64);
+            m.insert(
+                format!("samples/advantage_player_{p}_first_open"),
+                self.adv_mem[p].first_open_count() as f64,
+            );
+            m.insert(
+                format!("memory/advantage_player_{p}"),
+                self.adv_mem[p].seen() as f64,
+            );
+        }
+        m.insert(
+            "memory/advantage".into(),
+            (self.adv_mem[0].seen() + self.adv_mem[1].seen()) as f64,
+        );
+        m.insert("memory/strategy".into(), self.strat_mem.seen() as f64);
+    }
+
+    /// Runs iteration `self.iteration + 1` and returns its metrics (the
+    /// caller adds checkpoint time and writes them).
+    pub fn run_iteration(&mut self) -> Result<Metrics, TrainError> {
+        let t = self.iteration + 1;
+        // Before the iteration's clock starts.
+        self.measure_device_peaks()?;
+        let start = Instant::now();
+        let mut m = Metrics::new();
+        m.insert("iteration".into(), t as f64);
+        if let Some((peak, spread)) = self.device_peak {
+            m.insert("peak/device_matmul_gflops".into(), peak);
+            m.insert("peak/device_matmul_spread".into(), spread);
+        }
+        if let Some(half) = self.device_half_peak {
+            m.insert("peak/device_matmul_half_gflops".into(), half);
+        }
+
+        let trav_start = Instant::now();
+        let (traversal, forward_rows) = self.traverse(t)?;
+        let out = traversal.output;
+        let traversal_seconds = trav_start.elapsed().as_secs_f64();
+
+        let add_start = Instant::now();
+        self.add_samples(&out)?;
+        let add_seconds = add_start.elapsed().as_secs_f64();
+
+        let train_start = Instant::now();
+        self.trained = [(0, 0); 3];
+        self.last_loss = [None; 3];
+        self.overflow_steps = 0;
+        self.queued_seconds = 0.0;
+        let (losses, adv_seconds, strat_seconds) = self.train_networks(t)?;
+        let training_seconds = train_start.elapsed().as_secs_f64();
+        let work = Work::of(&self.spec, forward_rows, self.trained);
+        work.insert_metrics(traversal_seconds, training_seconds, &mut m);
+        let adv_losses: Vec<f64> = losses[..2].iter().flatten().copied().collect();
+        let strat_loss = losses[2];
+
+        self.run_evaluation(t, &mut m)?;
 
         let nodes = out.stats.nodes as f64;
         m.insert(metrics::TRAVERSAL_SECONDS.into(), traversal_seconds);
@@ -981,11 +1037,7 @@ impl Trainer {
         }
         m.insert(
             metrics::NODES_PER_TRAVERSAL_SECOND.into(),
-            if traversal_seconds > 0.0 {
-                nodes / traversal_seconds
-            } else {
-                0.0
-            },
+            per_second(nodes, traversal_seconds),
         );
         m.extend(out.stats.metrics(self.params.buckets));
         // One batch figure for both schedulers, so an A/B table has it in
@@ -1016,25 +1068,7 @@ impl Trainer {
         if let Some(last) = self.last_loss[2] {
             m.insert("loss/strategy_last".into(), last);
         }
-        let sizes = [self.adv_mem[0].len(), self.adv_mem[1].len()];
-        m.insert("samples/advantage".into(), (sizes[0] + sizes[1]) as f64);
-        m.insert("samples/strategy".into(), self.strat_mem.len() as f64);
-        for (p, size) in sizes.iter().enumerate() {
-            m.insert(format!("samples/advantage_player_{p}"), *size as f64);
-            m.insert(
-                format!("samples/advantage_player_{p}_first_open"),
-                self.adv_mem[p].first_open_count() as f64,
-            );
-            m.insert(
-                format!("memory/advantage_player_{p}"),
-                self.adv_mem[p].seen() as f64,
-            );
-        }
-        m.insert(
-            "memory/advantage".into(),
-            (self.adv_mem[0].seen() + self.adv_mem[1].seen()) as f64,
-        );
-        m.insert("memory/strategy".into(), self.strat_mem.seen() as f64);
+        self.memory_metrics(&mut m);
         if self.config.run.use_amp {
             m.insert("amp/grad_scale".into(), self.scaler.scale_value()?);
             m.insert(
@@ -1053,11 +1087,7 @@ impl Trainer {
         }
         m.insert(
             metrics::NODES_PER_ITERATION_SECOND.into(),
-            if iteration_seconds > 0.0 {
-                nodes / iteration_seconds
-            } else {
-                0.0
-            },
+            per_second(nodes, iteration_seconds),
         );
         self.iteration = t;
         Ok(m)
@@ -1090,6 +1120,16 @@ impl Trainer {
         checkpoint::load_into(&weights, [a, b, c])?;
         self.iteration = meta.iteration;
         Ok(meta.iteration)
+    }
+}
+
+/// `count` per second of `seconds`; 0 when no time was measured, so that
+/// a rate is never infinite or NaN in the metric lines.
+fn per_second(count: f64, seconds: f64) -> f64 {
+    if seconds > 0.0 {
+        count / seconds
+    } else {
+        0.0
     }
 }
 

@@ -42,6 +42,8 @@ struct SharedPolicy<'a>(TorchPolicy<'a>);
 // returning, and the optimiser steps (which need `&mut`) run only after.
 unsafe impl Sync for SharedPolicy<'_> {}
 
+// Forwards each method to the wrapped TorchPolicy; the signature repeats
+// `Policy::evaluate`'s because an impl must spell it out.
 impl Policy for SharedPolicy<'_> {
     fn evaluate(
         &self,
