@@ -268,6 +268,8 @@ elif [ "$dev_digest" = "$cpu_digest" ]; then
 else
     weights="DIFFER: $device $dev_digest, cpu $cpu_digest"
 fi
+# The report, one echo a line: its table rows look alike because they
+# are a template, each naming its own measure, not a loop written out.
 {
     echo "# lcx GPU check, $(date -u +%Y-%m-%d)"
     echo

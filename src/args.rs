@@ -88,6 +88,29 @@ impl Format {
     }
 }
 
+/// `--format table|json` and the hidden `--json` it replaced: the output
+/// flags of `lcx list` and `lcx history`, declared once so that the two
+/// commands cannot come to spell them differently. Flattened where the
+/// flags stood, so `--help` lists them in the same place.
+#[derive(Debug, Clone, clap::Args)]
+// As for DbArgs: keeps the doc comment above out of the commands' help.
+#[command(about = None, long_about = None)]
+pub struct TableOrJson {
+    /// `table` (markdown) or `json`, as for `lcx query`.
+    #[arg(long, value_parser = formats(&[(Format::Table, None), (Format::Json, None)]), default_value = "table")]
+    format: Format,
+    /// Same as `--format json` (kept for scripts written before `--format`).
+    #[arg(long, hide = true, conflicts_with = "format")]
+    json: bool,
+}
+
+impl TableOrJson {
+    /// Whether JSON was asked for, by either flag.
+    pub fn json(&self) -> bool {
+        self.json || self.format == Format::Json
+    }
+}
+
 /// One format a command offers, with the help line `--help` shows under
 /// it when the command has something to say about it (`export`'s JSON is
 /// JSON Lines, not one document).

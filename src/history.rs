@@ -38,12 +38,8 @@ pub struct Args {
     /// host then reads as such, not as a change of code.
     #[arg(long)]
     of_peak: bool,
-    /// `table` (markdown) or `json`, as for `lcx query`.
-    #[arg(long, value_parser = crate::args::formats(&[(crate::args::Format::Table, None), (crate::args::Format::Json, None)]), default_value = "table")]
-    format: crate::args::Format,
-    /// Same as `--format json` (kept for scripts written before `--format`).
-    #[arg(long, hide = true, conflicts_with = "format")]
-    json: bool,
+    #[command(flatten)]
+    output: crate::args::TableOrJson,
     #[command(flatten)]
     db: DbArgs,
 }
@@ -93,7 +89,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     if rows.iter().all(|r| r.summary.is_none()) {
         errln!("note: no post-warm-up values of `{metric}` were recorded for these runs");
     }
-    if args.json || args.format == crate::args::Format::Json {
+    if args.output.json() {
         jsonln!(
             "{}",
             serde_json::to_string_pretty(&rows).unwrap_or_default()

@@ -1,6 +1,6 @@
 //! `lcx list`: the experiments in the database, newest first.
 
-use crate::args::{formats, DbArgs, Format};
+use crate::args::{DbArgs, TableOrJson};
 use crate::db::{open_db, user_or_not};
 
 /// Output of `lcx list` and `lcx history`.
@@ -10,12 +10,8 @@ pub struct Args {
     /// Show at most this many experiments.
     #[arg(long, short = 'n')]
     limit: Option<usize>,
-    /// `table` (markdown) or `json`, as for `lcx query`.
-    #[arg(long, value_parser = formats(&[(Format::Table, None), (Format::Json, None)]), default_value = "table")]
-    format: Format,
-    /// Same as `--format json` (kept for scripts written before `--format`).
-    #[arg(long, hide = true, conflicts_with = "format")]
-    json: bool,
+    #[command(flatten)]
+    output: TableOrJson,
     #[command(flatten)]
     db: DbArgs,
 }
@@ -23,7 +19,7 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let store = open_db(&args.db)?;
     let rows = store.experiment_list(args.limit).map_err(user_or_not)?;
-    if args.json || args.format == Format::Json {
+    if args.output.json() {
         jsonln!(
             "{}",
             serde_json::to_string_pretty(&rows).unwrap_or_default()
