@@ -233,7 +233,7 @@ fn code_lines(text: &str) -> (Vec<(usize, &str)>, Vec<String>) {
 /// The crate-level names a file's code uses, with their line: the name
 /// after `crate::` (each of `crate::{a, b::c}`), or after as many
 /// `super::` as climb to the crate's root from `module` (the file's module
-/// path: `["report", "build"]` for report/build.rs or report/build/mod.rs).
+/// path: `["report", "builder"]` for report/builder.rs or report/builder/mod.rs).
 fn crate_names(text: &str, module: &[String]) -> Vec<(String, usize)> {
     let (lines, _) = code_lines(text);
     let mut code = String::new();

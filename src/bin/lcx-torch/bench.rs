@@ -388,7 +388,7 @@ fn trainer(args: TrainerArgs) -> anyhow::Result<u8> {
         let shown = if m.precision == m.requested {
             m.requested.to_string()
         } else {
-            // The report's words for the same mismatch (report/build.rs).
+            // The report's words for the same mismatch (report/builder/).
             format!(
                 "{} requested, ran {}: no CUDA",
                 m.requested.to_uppercase(),
