@@ -73,3 +73,17 @@ fn the_command_overhead_benchmark_probes_nothing() {
         assert!(table.contains(row), "no `{row}` in\n{table}");
     }
 }
+
+#[test]
+fn the_sweep_crossover_script_counts_both_kinds() {
+    let table = script(
+        "bench-sweep-crossover.sh",
+        &["2", env!("CARGO_BIN_EXE_lcx")],
+    );
+    for row in [
+        "| planted: 1.0× below n = 4, 1.3× from it; crossover at 4 | 2 | ",
+        "| flat A/A: no crossover | 2 | ",
+    ] {
+        assert!(table.contains(row), "no `{row}` in\n{table}");
+    }
+}

@@ -28,5 +28,6 @@ mod runner;
 mod slurm;
 mod store;
 mod support;
+mod sweep;
 mod system;
 mod train;

@@ -371,6 +371,11 @@ fn an_amp_cell_on_the_cpu_is_one_mode_and_labelled_fp32() {
         report.contains("AMP (AMP requested, ran fp32: no CUDA)"),
         "{report}"
     );
+    // Nor is it judged as AMP: fp32 against fp32 says nothing of AMP.
+    assert!(
+        report.contains("Not judged: `amp`: AMP requested, ran fp32"),
+        "{report}"
+    );
     // Both arms' steps ran on the same code, whichever this CPU gives.
     assert!(
         ["lcx avx512f", "lcx avx2-fma", "libtorch"]

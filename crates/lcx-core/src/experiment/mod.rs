@@ -18,7 +18,7 @@ pub mod slurm;
 pub mod warmup;
 
 pub use plan::{
-    Adaptive, Arm, CellSpec, Column, Direction, Fold, Gate, Guard, Order, Plan, PlanError, Program,
-    Requirement, Show, Workload,
+    Adaptive, Arm, CellSpec, Column, Direction, Fold, Gate, GatePoints, Guard, Order, Plan,
+    PlanError, Program, Requirement, Show, Sweep, SweepAxis, SweepPoint, Workload,
 };
 pub use run::{Event, RunnerError, RunnerOptions, StopSignal, Summary};

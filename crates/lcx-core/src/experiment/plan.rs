@@ -31,6 +31,7 @@ mod read;
 mod resolve;
 pub mod shell;
 mod stored;
+mod sweep;
 
 pub use exec::{inherited_env_bytes, ExecLimits};
 pub use probe::Probe;
@@ -274,8 +275,35 @@ pub struct Gate {
     /// Minimum relative effect |Δ| / baseline for a verdict other than
     /// "no significant change" (e.g. 0.05 = 5 %).
     pub min_effect: Option<f64>,
-    /// The arm the gate applies to; `None`: every non-baseline arm.
+    /// The arm the gate applies to; `None`: every non-baseline arm. In a
+    /// sweep, an arm of the file: the gate judges it at each point.
     pub arm: Option<String>,
+    /// In a sweep: the points the gate judges (every point by default).
+    #[serde(default, skip_serializing_if = "GatePoints::is_every")]
+    pub points: GatePoints,
+}
+
+/// Which points of a sweep a gate judges, by their value on the axis the
+/// crossover runs along.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GatePoints {
+    /// Every point (and every arm of a file without a sweep).
+    #[default]
+    Every,
+    /// `from = V`: the point whose value is V and every point after it.
+    From(String),
+    /// `at = [V, …]`: these points.
+    At(Vec<String>),
+    /// `crossover_at_most = V`: as `from`, with the bound the minimum
+    /// effect (the arm must be shown to pay from V on).
+    Crossover(String),
+}
+
+impl GatePoints {
+    pub fn is_every(&self) -> bool {
+        *self == GatePoints::Every
+    }
 }
 
 /// A metric that must not get worse than the baseline by more than
@@ -559,6 +587,82 @@ pub struct Arm {
     /// outside every cell's recorded time.
     #[serde(default, skip_serializing_if = "Hooks::is_empty")]
     pub hooks: Hooks,
+    /// In a sweep: the file's arm this one grew from and its point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<SweepPoint>,
+}
+
+/// `[sweep]`: the axes every arm runs along. Each arm is compared with the
+/// baseline at the same point, never with the baseline at another.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sweep {
+    /// In the file's key order (TOML tables are read sorted by key).
+    pub axes: Vec<SweepAxis>,
+    /// The index of the axis crossovers run along (`axis = KEY`; the only
+    /// key when there is one).
+    pub along: usize,
+}
+
+/// One key of `[sweep]` and its values, in the file's order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepAxis {
+    /// As the file wrote it: `network.hidden_size`, `--batch-sizes`, `env.N`.
+    pub key: String,
+    /// The part arm names and labels use (`hidden_size`).
+    pub short: String,
+    /// Each value as the arm received it.
+    pub values: Vec<String>,
+}
+
+impl Sweep {
+    /// The points in the order their arms were made (first key slowest).
+    pub fn points(&self) -> Vec<Vec<String>> {
+        let mut points: Vec<Vec<String>> = vec![Vec::new()];
+        for axis in &self.axes {
+            points = points
+                .into_iter()
+                .flat_map(|p| {
+                    axis.values.iter().map(move |v| {
+                        let mut next = p.clone();
+                        next.push(v.clone());
+                        next
+                    })
+                })
+                .collect();
+        }
+        points
+    }
+
+    /// `hidden_size 2048, num_layers 3`.
+    pub fn label(&self, point: &[String]) -> String {
+        self.axes
+            .iter()
+            .zip(point)
+            .map(|(a, v)| format!("{} {v}", a.short))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Whether the axis counts workers or threads: its points then also
+    /// get a strong-scaling efficiency.
+    pub fn counts_workers(&self, axis: usize) -> bool {
+        self.axes.get(axis).is_some_and(|a| {
+            let key = a.key.to_lowercase();
+            (key.contains("workers") || key.contains("threads"))
+                && a.values
+                    .iter()
+                    .all(|v| v.parse::<f64>().is_ok_and(|n| n > 0.0))
+        })
+    }
+}
+
+/// Where a sweep's arm sits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SweepPoint {
+    /// The file's arm (after `[matrix]`) it grew from.
+    pub arm: String,
+    /// Its value on each axis of [`Sweep::axes`].
+    pub values: Vec<String>,
 }
 
 /// An arm's commands around its cells, in the manner of hyperfine's
@@ -721,6 +825,9 @@ pub struct Plan {
     /// existed take it.
     #[serde(default = "host_lock_default")]
     pub host_lock: bool,
+    /// `[sweep]`: the axes every arm runs along.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<Sweep>,
 }
 
 fn host_lock_default() -> bool {
@@ -775,6 +882,71 @@ pub struct CellSpec {
 }
 
 impl Plan {
+    /// The arm `arm` is compared with: the baseline, or in a sweep the
+    /// baseline's arm at the same point. `None` for an arm not in the plan
+    /// or a sweep point without a baseline arm (narrowed away).
+    ///
+    /// A sweep of one arm has no other arm to compare: each point is
+    /// compared with the arm at the axis' first value (batch 16 against
+    /// batch 1, 4 workers against 1), the other axes' values as its own.
+    pub fn baseline_of(&self, arm: &str) -> Option<&str> {
+        let this = self.arms.iter().find(|a| a.name == arm)?;
+        let (Some(sweep), Some(at)) = (&self.sweep, &this.sweep) else {
+            return Some(&self.baseline);
+        };
+        let single = self
+            .arms
+            .iter()
+            .all(|a| a.sweep.as_ref().is_some_and(|s| s.arm == at.arm));
+        let mut want = at.values.clone();
+        if single {
+            if let (Some(v), Some(first)) = (
+                want.get_mut(sweep.along),
+                sweep.axes[sweep.along].values.first(),
+            ) {
+                first.clone_into(v);
+            }
+        }
+        self.arms
+            .iter()
+            .find(|a| {
+                a.sweep
+                    .as_ref()
+                    .is_some_and(|s| s.arm == self.baseline && s.values == want)
+            })
+            .map(|a| a.name.as_str())
+    }
+
+    /// The file's arm `arm` grew from (itself outside a sweep).
+    pub fn file_arm_of<'a>(&'a self, arm: &'a str) -> &'a str {
+        self.arms
+            .iter()
+            .find(|a| a.name == arm)
+            .and_then(|a| a.sweep.as_ref())
+            .map_or(arm, |s| s.arm.as_str())
+    }
+
+    /// The arm of the file's arm `file_arm` at `arm`'s point (`file_arm`
+    /// itself outside a sweep).
+    pub fn at_point_of<'a>(&'a self, file_arm: &'a str, arm: &str) -> Option<&'a str> {
+        let Some(at) = self
+            .arms
+            .iter()
+            .find(|a| a.name == arm)
+            .and_then(|a| a.sweep.as_ref())
+        else {
+            return Some(file_arm);
+        };
+        self.arms
+            .iter()
+            .find(|a| {
+                a.sweep
+                    .as_ref()
+                    .is_some_and(|s| s.arm == file_arm && s.values == at.values)
+            })
+            .map(|a| a.name.as_str())
+    }
+
     /// How a cell's values of `metric` fold (the reader gives the columns
     /// and guards of one metric one fold).
     pub fn fold_of(&self, metric: &str) -> Fold {

@@ -448,10 +448,11 @@ pub fn prepare(
         }
     }
     // What each arm changes against the baseline, for the report.
+    // A sweep's baseline is an arm at each point; any one names its code.
     let base = plan
         .arms
         .iter()
-        .find(|a| a.name == plan.baseline)
+        .find(|a| plan.file_arm_of(&a.name) == plan.baseline)
         .map(|a| (a.revision.clone(), a.name.clone()));
     let base_sha = |repo: &Path| -> Option<String> {
         match &base {
@@ -461,7 +462,8 @@ pub fn prepare(
         }
     };
     for arm in &mut plan.arms {
-        if arm.name == plan.baseline {
+        let file_arm = arm.sweep.as_ref().map_or(&arm.name, |s| &s.arm);
+        if *file_arm == plan.baseline {
             continue;
         }
         let Some(revision) = arm.revision.as_mut() else {

@@ -64,8 +64,27 @@ impl IndexRow {
     }
 }
 
-/// `interleaved 3.95× ± 0.33 [3.30, 4.73] on nodes/s`.
+/// `interleaved 3.95× ± 0.33 [3.30, 4.73] on nodes/s`; for a sweep, where
+/// each arm starts to pay (`amp pays from hidden-size 2048; …`).
 fn headline(report: &Report) -> Option<String> {
+    if let Some(sweep) = report.sweep.as_ref().filter(|s| !s.crossovers.is_empty()) {
+        let parts: Vec<String> = sweep
+            .crossovers
+            .iter()
+            .map(|c| {
+                let series = if c.series.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", c.series)
+                };
+                match &c.point {
+                    Some(p) => format!("{}{series} pays from {p}", c.arm),
+                    None => format!("{}{series}: no crossover", c.arm),
+                }
+            })
+            .collect();
+        return Some(parts.join("; "));
+    }
     let (metric, arm) = match &report.gate {
         Some(g) => (g.metric.clone(), g.arms.first().map(|a| a.arm.clone())),
         None => (

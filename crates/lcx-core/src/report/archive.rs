@@ -278,12 +278,16 @@ fn is_batch_sweep(report: &Report, series: &[IterationPoint]) -> bool {
 }
 
 /// The plots of a report:
+/// - a `[sweep]`: its own ([`super::sweep_render::sweep_plots`]), and nothing else;
 /// - a batch-size sweep (arms whose lines carry different `batch_size`s): each value
 ///   column's metric against batch size, log–log, and nothing else;
 /// - otherwise, per iteration: the iteration and traversal times where
 ///   recorded and the gate's metric (else the first value column), and one
 ///   speedup bar chart per speedup column's metric and for the gate's.
 pub fn plots_for(report: &Report, series: &[IterationPoint]) -> Result<Vec<Plot>, PlotError> {
+    if let Some(sweep) = &report.sweep {
+        return super::sweep_render::sweep_plots(sweep, report.rule.min_effect);
+    }
     let mut out = Vec::new();
     let present = |m: &str| series.iter().any(|p| p.name == m);
     let values: Vec<&str> = unique(
@@ -700,6 +704,21 @@ mod tests {
             .collect();
         files.sort();
         assert!(files.len() >= 10, "{files:?}");
+        // A `[matrix]` of batch sizes, as forward-batch.toml was before it
+        // became a sweep: its log–log plot is what users' matrices get.
+        let matrix = tempfile::tempdir().unwrap();
+        let batch = matrix.path().join("batch-matrix.toml");
+        std::fs::write(
+            &batch,
+            format!(
+                "name = \"batch-matrix\"\nworkload = \"bench-forward\"\nconfig = \"{}/configs/default.toml\"\n\
+                 iterations = 30\nwarmup = 5\n[matrix]\n\"--batch-sizes\" = [1, 16, 256]\n\
+                 [[columns]]\nmetric = \"bench/us_per_state\"\nlabel = \"us/state\"\n",
+                dir.parent().unwrap().display()
+            ),
+        )
+        .unwrap();
+        files.push(batch);
         let mut kinds = std::collections::BTreeSet::new();
         for file in &files {
             let (store, id, plan) = seeded(file);
@@ -746,6 +765,23 @@ mod tests {
                             "{at}: {texts:?}"
                         );
                     }
+                } else if let Some(sweep) = &report.sweep {
+                    kinds.insert("sweep");
+                    let axis = sweep.axes.iter().find(|a| a.key == sweep.along).unwrap();
+                    assert!(texts.contains(&axis.short), "{at}: no axis: {texts:?}");
+                    for v in &axis.values {
+                        assert!(texts.contains(v), "{at}: point {v} unnamed: {texts:?}");
+                    }
+                    if suffix.contains("-speedup-by-") {
+                        assert!(
+                            shown("no change (") && shown("1× (baseline)"),
+                            "{at}: {texts:?}"
+                        );
+                    }
+                    for arm in &sweep.arms {
+                        let drawn = !suffix.contains("-speedup-by-") || *arm != sweep.baseline;
+                        assert!(!drawn || shown(arm), "{at}: `{arm}` unnamed: {texts:?}");
+                    }
                 } else if suffix.ends_with("-by-batch-size") {
                     kinds.insert("batch");
                     assert!(shown("batch size (log scale)"), "{at}: {texts:?}");
@@ -780,7 +816,7 @@ mod tests {
                 );
             }
         }
-        assert_eq!(kinds.len(), 3, "each kind of plot was drawn: {kinds:?}");
+        assert_eq!(kinds.len(), 4, "each kind of plot was drawn: {kinds:?}");
     }
 
     #[test]

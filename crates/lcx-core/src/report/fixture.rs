@@ -32,6 +32,7 @@ fn arm(name: &str, label: &str, set: &[&str]) -> Arm {
         cpus: None,
         timeout_seconds: None,
         hooks: Default::default(),
+        sweep: None,
     }
 }
 
@@ -46,6 +47,7 @@ fn plan(gate_min: f64, columns: bool) -> Plan {
         warmup: 2,
         warmup_auto: false,
         host_lock: true,
+        sweep: None,
         adaptive: None,
         repeats: 1,
         baseline: "recursive".into(),
@@ -106,6 +108,7 @@ fn plan(gate_min: f64, columns: bool) -> Plan {
             max_slowdown: None,
             min_effect: None,
             arm: Some("interleaved".into()),
+            points: Default::default(),
         }),
         guards: Vec::new(),
         notes: "Interleaving batches network calls across traversals.".into(),
@@ -417,6 +420,7 @@ pub fn hostile_input(h: &mut dyn FnMut() -> String) -> Input {
         max_slowdown: None,
         min_effect: None,
         arm: Some(names[1].clone()),
+        points: Default::default(),
     });
     p.guards = vec![crate::experiment::Guard {
         metric: metrics[2].clone(),

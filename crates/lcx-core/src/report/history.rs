@@ -836,3 +836,82 @@ mod tests {
         assert!(found >= 270, "found {found} of 300");
     }
 }
+
+/// One experiment of a sweep's name, and where each arm started to pay in
+/// it: `lcx history` of a sweep shows whether a change moved a crossover.
+#[derive(Debug, Clone, Serialize)]
+pub struct CrossoverRow {
+    pub experiment_id: i64,
+    pub date: String,
+    pub commit: String,
+    pub crossovers: Vec<super::model::Crossover>,
+}
+
+/// The crossovers of every experiment in `experiments` (newest first, as
+/// [`named_experiments`] gives them) that ran a sweep, each judged as its
+/// own report judges it.
+pub fn crossover_rows(
+    store: &Store,
+    experiments: &[Experiment],
+) -> Result<Vec<CrossoverRow>, StoreError> {
+    let mut out = Vec::new();
+    for e in experiments {
+        let swept = builder::stored_plan(e).is_ok_and(|p| p.sweep.is_some());
+        if !swept {
+            continue;
+        }
+        let report = builder::load(store, e.id, builder::Options::default())?;
+        if let Some(sweep) = report.sweep {
+            out.push(CrossoverRow {
+                experiment_id: e.id,
+                date: e.created_at.get(..10).unwrap_or("").to_string(),
+                commit: e.git_commit.as_deref().map(short).unwrap_or_default(),
+                crossovers: sweep.crossovers,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The crossovers as a markdown table: a row per experiment, a column per
+/// arm (and series); `none` where an arm did not pay in the range.
+pub fn render_crossovers(rows: &[CrossoverRow]) -> String {
+    let mut columns: Vec<(String, String)> = Vec::new();
+    for c in rows.iter().flat_map(|r| &r.crossovers) {
+        let key = (c.arm.clone(), c.series.clone());
+        if !columns.contains(&key) {
+            columns.push(key);
+        }
+    }
+    let mut t = markdown_table();
+    let mut header = vec!["Date".to_string(), "Exp".into(), "Commit".into()];
+    header.extend(columns.iter().map(|(arm, series)| {
+        if series.is_empty() {
+            format!("{} pays from", md(arm))
+        } else {
+            format!("{} ({}) pays from", md(arm), md(series))
+        }
+    }));
+    t.set_header(header);
+    for r in rows {
+        let mut row = vec![md(&r.date), format!("#{}", r.experiment_id), md(&r.commit)];
+        for (arm, series) in &columns {
+            let c = r
+                .crossovers
+                .iter()
+                .find(|c| &c.arm == arm && &c.series == series);
+            row.push(match c {
+                None => "—".into(),
+                Some(c) => match (&c.point, &c.speedup) {
+                    (Some(p), Some(s)) => {
+                        format!("{} ({})", md(p), super::sweep_render::interval_text(s))
+                    }
+                    (Some(p), None) => md(p),
+                    (None, _) => "none".into(),
+                },
+            });
+        }
+        t.add_row(row);
+    }
+    t.to_string()
+}

@@ -16,6 +16,7 @@ pub mod prose;
 pub mod render;
 pub mod rows;
 pub mod stats;
+pub mod sweep_render;
 pub mod words;
 
 #[cfg(test)]

@@ -63,6 +63,76 @@ pub struct Report {
     pub remarks: Vec<Prose>,
     /// Plots written beside an archived report: (title, relative path).
     pub plots: Vec<(String, String)>,
+    /// `[sweep]`: each arm at each point, where each starts to pay, and how
+    /// the cost scales along the axis.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<SweepReport>,
+}
+
+/// A sweep's answer on the primary metric.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SweepReport {
+    pub metric: String,
+    pub label: String,
+    #[serde(serialize_with = "report_direction")]
+    pub direction: Direction,
+    pub axes: Vec<crate::experiment::SweepAxis>,
+    /// The key crossovers run along.
+    pub along: String,
+    /// The file's arm every other is compared with, at each point.
+    pub baseline: String,
+    /// The file's arms, in plan order (the baseline among them).
+    pub arms: Vec<String>,
+    /// The axis counts workers or threads: each point has an efficiency.
+    pub workers: bool,
+    /// One row per point, in plan order.
+    pub points: Vec<SweepRow>,
+    /// Each arm's crossover: the first value of the axis from which it is
+    /// improved and stays so, or null. With several axes, one per series
+    /// (a combination of the other axes' values), keyed by its label.
+    pub crossover: std::collections::BTreeMap<String, serde_json::Value>,
+    /// The crossovers with their evidence, one per (arm, series).
+    pub crossovers: Vec<Crossover>,
+}
+
+/// One point of a sweep.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SweepRow {
+    /// A value per axis.
+    pub values: Vec<String>,
+    /// The other axes' values (`num_layers 3`); empty with one axis.
+    pub series: String,
+    pub cells: Vec<SweepCell>,
+}
+
+/// One arm at one point.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SweepCell {
+    /// The file's arm.
+    pub arm: String,
+    /// The arm the sweep made of it at this point.
+    pub run_arm: String,
+    pub summary: Option<Summary>,
+    /// Against the baseline at this point (`None` for the baseline).
+    pub comparison: Option<Comparison>,
+    /// Against the same arm at the series' first point.
+    pub scaling: Option<Speedup>,
+    /// A workers axis: `scaling` ÷ the ratio of workers to the first
+    /// point's (1 is perfect strong scaling).
+    pub efficiency: Option<f64>,
+}
+
+/// Where one arm starts to pay along one series.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Crossover {
+    pub arm: String,
+    pub series: String,
+    /// The first point of the trailing run of improved points.
+    pub point: Option<String>,
+    pub speedup: Option<Speedup>,
+    /// The point just before it, where it did not pay (or the last point
+    /// when there is no crossover), with its speedup and verdict.
+    pub before: Option<(String, Option<Speedup>, Verdict)>,
 }
 
 /// Experiment metadata.
@@ -162,6 +232,9 @@ pub struct ArmResult {
     /// The code revision the arm ran (`main@1a2b3c4d5e6f`), when it ran one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub revision: Option<String>,
+    /// In a sweep: the arm it is compared with (the baseline at its point).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compared_with: Option<String>,
 }
 
 impl ArmResult {

@@ -472,6 +472,155 @@ pub fn batch_plot(title: &str, y_label: &str, lines: &[Line]) -> Result<String, 
     Ok(visible_text(svg))
 }
 
+/// A point of a sweep plot: the axis index, the value and its 95 %
+/// interval where it has one.
+pub type SweepPoint = (usize, f64, Option<(f64, f64)>);
+
+/// One line of a sweep plot: a value at some of the axis' points.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PointLine {
+    pub name: String,
+    /// Its colour's index ([`arm_color`]).
+    pub color: usize,
+    pub points: Vec<SweepPoint>,
+}
+
+/// What a sweep plot draws besides its lines: the band of no change (a
+/// speedup plot) and a reference line (ideal scaling), each labelled.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Guides {
+    pub band: Option<(f64, f64)>,
+    pub reference: Option<(String, Vec<(usize, f64)>)>,
+}
+
+/// Values against a sweep's points, equally spaced in the axis' order
+/// and named by their values: a line per arm (and series) with interval
+/// bars, the no-change band shaded and 1× drawn where `guides` say.
+pub fn sweep_plot(
+    title: &str,
+    x_label: &str,
+    x_values: &[String],
+    y_label: &str,
+    lines: &[PointLine],
+    guides: &Guides,
+) -> Result<String, PlotError> {
+    let e = err(title);
+    let ys = lines
+        .iter()
+        .flat_map(|l| l.points.iter())
+        .flat_map(|(_, y, ci)| {
+            let (lo, hi) = ci.unwrap_or((*y, *y));
+            [*y, lo, hi]
+        })
+        .chain(guides.band.into_iter().flat_map(|(a, b)| [a, b]))
+        .chain(
+            guides
+                .reference
+                .iter()
+                .flat_map(|(_, r)| r.iter().map(|(_, y)| *y)),
+        )
+        .filter(|y| y.is_finite());
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for y in ys {
+        lo = lo.min(y);
+        hi = hi.max(y);
+    }
+    if !lo.is_finite() {
+        (lo, hi) = (0.0, 1.0);
+    }
+    let pad = ((hi - lo) * 0.08).max(hi.abs() * 0.02).max(1e-9);
+    let (y0, y1) = (
+        if lo >= 0.0 {
+            (lo - pad).max(0.0)
+        } else {
+            lo - pad
+        },
+        hi + pad + (hi - lo + pad) * 0.3,
+    );
+    let n = x_values.len().max(1);
+    let (x0, x1) = (-0.5, n as f64 - 0.5);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
+        let mut chart = chart_builder(&root, title, 78)
+            .build_cartesian_2d(x0..x1, y0..y1)
+            .map_err(|x| e(x.to_string()))?;
+        let name_of = |v: &f64| {
+            let i = v.round();
+            if (v - i).abs() < 1e-6 && i >= 0.0 {
+                x_values.get(i as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        };
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_desc(x_label)
+            .y_desc(y_label)
+            .x_labels(n * 2 + 1)
+            .x_label_formatter(&name_of)
+            .y_label_formatter(&|y| super::words::tick(*y))
+            .draw()
+            .map_err(|x| e(x.to_string()))?;
+        if let Some((a, b)) = guides.band {
+            let shade = RGBColor(160, 160, 160).mix(0.25).filled();
+            chart
+                .draw_series(std::iter::once(Rectangle::new([(x0, a), (x1, b)], shade)))
+                .map_err(|x| e(x.to_string()))?
+                .label(format!("no change ({a:.3}×–{b:.2}×)"))
+                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 18, y + 5)], shade));
+            chart
+                .draw_series(std::iter::once(PathElement::new(
+                    vec![(x0, 1.0), (x1, 1.0)],
+                    BLACK.stroke_width(1),
+                )))
+                .map_err(|x| e(x.to_string()))?
+                .label("1× (baseline)")
+                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK));
+        }
+        if let Some((label, points)) = &guides.reference {
+            let grey = RGBColor(120, 120, 120);
+            let pts: Vec<(f64, f64)> = points.iter().map(|(i, y)| (*i as f64, *y)).collect();
+            chart
+                .draw_series(LineSeries::new(pts, grey.stroke_width(2)))
+                .map_err(|x| e(x.to_string()))?
+                .label(label.as_str())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], grey));
+        }
+        for l in lines {
+            let color = arm_color(l.color);
+            let pts: Vec<(f64, f64)> = l
+                .points
+                .iter()
+                .filter(|(_, y, _)| y.is_finite())
+                .map(|(i, y, _)| (*i as f64, *y))
+                .collect();
+            chart
+                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(3)))
+                .map_err(|x| e(x.to_string()))?
+                .label(l.name.as_str())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(3))
+                });
+            chart
+                .draw_series(pts.into_iter().map(|p| Circle::new(p, 4, color.filled())))
+                .map_err(|x| e(x.to_string()))?;
+            let bars = l.points.iter().filter_map(|(i, y, ci)| {
+                let (lo, hi) = (*ci)?;
+                (lo.is_finite() && hi.is_finite() && y.is_finite()).then(|| {
+                    ErrorBar::new_vertical(*i as f64, lo, *y, hi, color.stroke_width(2), 12)
+                })
+            });
+            chart.draw_series(bars).map_err(|x| e(x.to_string()))?;
+        }
+        draw_legend(&mut chart, &e)?;
+        root.present().map_err(|x| e(x.to_string()))?;
+    }
+    Ok(visible_text(svg))
+}
+
 /// 1, 2, 5, 10, 20, … between `lo` and `hi` (both > 0).
 fn one_two_five(lo: f64, hi: f64) -> Vec<f64> {
     let mut out = Vec::new();

@@ -398,6 +398,15 @@ pub fn render_summary(report: &Report) -> String {
         out.push_str(&arm_table(report));
         out.push_str("\n\n");
     }
+    if let Some(sweep) = &report.sweep {
+        for c in &sweep.crossovers {
+            let _ = writeln!(
+                out,
+                "Crossover: {}\n",
+                super::sweep_render::crossover_sentence(sweep, c)
+            );
+        }
+    }
     out.push_str(&decisions(report));
     out.truncate(out.trim_end().len());
     out.push('\n');
@@ -432,6 +441,11 @@ pub fn render_markdown(report: &Report) -> String {
             .map(roofline_section)
             .unwrap_or_default(),
         decisions(report),
+        report
+            .sweep
+            .as_ref()
+            .map(super::sweep_render::sweep_section)
+            .unwrap_or_default(),
         verdicts_section(report),
         cells_section(report),
         reproduce_section(report),
@@ -534,14 +548,27 @@ fn verdicts_section(report: &Report) -> String {
     if others.is_empty() || metrics.is_empty() {
         return out;
     }
+    // A sweep compares at each point; a sweep of one arm, with its first.
+    let against = match &report.sweep {
+        Some(s) if s.arms.len() == 1 => format!(
+            "{} at the first point of {}",
+            code(&report.baseline),
+            code(&s.along)
+        ),
+        Some(_) => format!("{} at each point", code(&report.baseline)),
+        None => code(&report.baseline),
+    };
     let _ = writeln!(
         out,
-        "## Verdicts vs {}\n\n{}\n",
-        code(&report.baseline),
+        "## Verdicts vs {against}\n\n{}\n",
         verdict_rule_text(report.rule.alpha, report.rule.min_effect)
     );
-    let baseline = report.arms.iter().find(|a| a.is_baseline);
     for arm in others {
+        // In a sweep, the baseline at the arm's own point.
+        let baseline = report.arms.iter().find(|a| match &arm.compared_with {
+            Some(b) => &a.name == b,
+            None => a.is_baseline,
+        });
         let has_data = arm.metrics.iter().any(|m| m.summary.is_some());
         if !has_data {
             let why = report

@@ -30,14 +30,46 @@ pub fn dry_run_text(plan: &Plan, builds: &[Planned]) -> String {
         },
         plan.baseline
     ));
+    if let Some(sweep) = &plan.sweep {
+        let points = sweep.points();
+        let single = plan.arms.len() == points.len();
+        let along = &sweep.axes[sweep.along];
+        let compared = if single {
+            format!(
+                "each point compared with {} {}",
+                along.short,
+                along.values.first().map_or("", String::as_str)
+            )
+        } else {
+            format!(
+                "each arm compared with `{}` at the same point",
+                plan.baseline
+            )
+        };
+        line(format!(
+            "sweep along `{}`: {} ({}), {compared}",
+            along.key,
+            counted(points.len() as u64, "point"),
+            sweep
+                .axes
+                .iter()
+                .map(|a| format!("{} {}", a.key, a.values.join("/")))
+                .collect::<Vec<_>>()
+                .join(" × "),
+        ));
+    }
     for (i, cell) in plan.cells().into_iter().enumerate() {
         let arm = &plan.arms[cell.arm];
         let requires = match arm.requires {
             Some(Requirement::Cuda) => " (requires cuda)",
             None => "",
         };
+        let point = match (&plan.sweep, &arm.sweep) {
+            (Some(sweep), Some(at)) => format!(" [{} at {}]", at.arm, sweep.label(&at.values)),
+            _ => String::new(),
+        };
         line(format!(
-            "cell {}: {} #{} — {}{requires}",
+            "cell {}: {}{point} #{} — {}{requires}",
             i + 1,
             arm.name,
             cell.repeat,

@@ -151,6 +151,7 @@ impl Reader<'_> {
             build,
             slurm,
             cpus,
+            sweep: None,
         })
     }
 

@@ -8,7 +8,7 @@
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct KeyDoc {
     /// The table it sits in: `` (the top), `repeats`, `arms`,
-    /// `arms.executor`, `matrix`, `columns`, `gate`, `guard`, `executor`,
+    /// `arms.executor`, `matrix`, `sweep`, `columns`, `gate`, `guard`, `executor`,
     /// `measurement`.
     pub table: &'static str,
     pub key: &'static str,
@@ -67,6 +67,7 @@ pub const KEYS: &[KeyDoc] = &[
     key("", "build", "string (a shell command)", "none", COMMAND, "Run once in the checkout of every command arm at a revision without a `build` of its own."),
     key("", "arms", "array of tables (`[[arms]]`)", "required, or `[matrix]`", ALL, "The arms compared (at most 1,000); see the `arms` keys."),
     key("", "matrix", "table", "none", ALL, "One arm per combination of values; see the `matrix` keys."),
+    key("", "sweep", "table", "none", ALL, "Every arm at every point of one or more axes, each compared with the baseline at the same point; the report finds where each arm starts to pay (the crossover). See the `sweep` keys."),
     key("", "columns", "array of tables (`[[columns]]`)", "every metric", ALL, "The report table's columns; see the `columns` keys."),
     key("", "gate", "table", "none", ALL, "The rule `lcx report --check` judges; see the `gate` keys."),
     key("", "guard", "array of tables (`[[guard]]`)", "none", ALL, "Metrics that must not get worse; see the `guard` keys."),
@@ -102,6 +103,8 @@ pub const KEYS: &[KeyDoc] = &[
     key("arms.executor", "constraint", "string", "the file's", ALL, "sbatch `--constraint`."),
     key("arms.executor", "extra", "array of strings", "the file's", ALL, "More sbatch flags, as given."),
     key("matrix", "KEY", "array of values", "none", ALL, "One arm per combination, at most 1,000 arms in all: a dotted key is a config `--set`, `--flag` is appended to `args`, `env.NAME` sets a variable (named as an arm's `env` keys are), `revision` sets the arm's revision."),
+    key("sweep", "KEY", "array of values", "none", ALL, "An axis: its values in order, in `[matrix]`'s forms (a dotted config key, `--flag`, `env.NAME` read by a command as `$NAME`, `revision`). Several keys make a grid; with the arms, at most 1,000 arms in all."),
+    key("sweep", "axis", "string (a key of the table)", "the only key", ALL, "The axis crossovers run along, required with several keys (TOML reads a table's keys sorted, not as written): each combination of the other keys is a series with a crossover of its own."),
     key("columns", "metric", "string", "required", ALL, "The metric shown."),
     key("columns", "label", "string", "the metric", ALL, "The column's header (visible text)."),
     key("columns", "show", "string", "`value`", ALL, "`value`, `speedup` or `both`."),
@@ -111,7 +114,10 @@ pub const KEYS: &[KeyDoc] = &[
     key("gate", "min_speedup", "number > 0", "one of this or `max_slowdown`", ALL, "> 1: PASS when the arm is shown at least this much faster; ≤ 1: a non-inferiority margin."),
     key("gate", "max_slowdown", "number in [0, 1)", "one of this or `min_speedup`", ALL, "PASS when the arm is shown at most this fraction slower (0.03: 3 %)."),
     key("gate", "min_effect", "number in [0, 1)", "0.05", ALL, "The smallest relative change a verdict counts."),
-    key("gate", "arm", "string", "every arm but the baseline", ALL, "The arm judged."),
+    key("gate", "arm", "string", "every arm but the baseline", ALL, "The arm judged (in a sweep: at each point, against the baseline at that point)."),
+    key("gate", "from", "a value of the sweep's axis", "every point", ALL, "Sweeps: judge the points from this one on (\"≥ 1.05× at hidden 2048 and above\")."),
+    key("gate", "at", "array of the axis' values", "every point", ALL, "Sweeps: judge these points."),
+    key("gate", "crossover_at_most", "a value of the sweep's axis", "none", ALL, "Sweeps: the arm must pay by `min_speedup` (default 1 + `min_effect`) at this point and every one after it."),
     key("guard", "metric", "string", "required", ALL, "The metric that must not get worse."),
     key("guard", "margin", "number ≥ 0", "required", ALL, "How much worse it may get, in its own units."),
     key("guard", "direction", "string", "the metric's", ALL, "`lower` or `higher` (better)."),
@@ -215,7 +221,11 @@ mod tests {
             read.sort_unstable();
             assert_eq!(documented, read, "table `{table}`");
         }
-        let known: Vec<&str> = tables.iter().map(|(t, _)| *t).chain(["matrix"]).collect();
+        let known: Vec<&str> = tables
+            .iter()
+            .map(|(t, _)| *t)
+            .chain(["matrix", "sweep"])
+            .collect();
         for k in KEYS {
             assert!(known.contains(&k.table), "unknown table {:?}", k.table);
         }

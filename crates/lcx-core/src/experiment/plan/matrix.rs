@@ -4,13 +4,13 @@ use super::*;
 
 /// What one combination of matrix values gives an arm: its part of the
 /// arm's name and label, and where each value goes.
-struct Combo {
-    name: String,
-    label: String,
-    set: Vec<String>,
-    args: Vec<String>,
-    env: BTreeMap<String, String>,
-    revision: Option<String>,
+pub(super) struct Combo {
+    pub(super) name: String,
+    pub(super) label: String,
+    pub(super) set: Vec<String>,
+    pub(super) args: Vec<String>,
+    pub(super) env: BTreeMap<String, String>,
+    pub(super) revision: Option<String>,
 }
 
 impl Reader<'_> {
@@ -36,7 +36,7 @@ impl Reader<'_> {
         }
         let axes = matrix
             .iter()
-            .map(|(key, values)| self.axis(key, values, workload))
+            .map(|(key, values)| self.axis("matrix", key, values, workload))
             .collect::<Result<Vec<Axis>, PlanError>>()?;
         self.check_matrix_size(&axes, arms.len())?;
         let combos = combinations(&axes);
@@ -57,11 +57,17 @@ impl Reader<'_> {
         Ok(out)
     }
 
-    /// One matrix key and its values. A key is `revision`, `env.NAME`, a
-    /// flag (`--batch-sizes`) or a config key; a command workload takes
-    /// only the first two.
-    fn axis(&self, key: &str, values: &toml::Value, workload: Workload) -> Result<Axis, PlanError> {
-        let full = format!("matrix.{key}");
+    /// One key of `table` (`matrix` or `sweep`) and its values. A key is
+    /// `revision`, `env.NAME`, a flag (`--batch-sizes`) or a config key; a
+    /// command workload takes only the first two.
+    pub(super) fn axis(
+        &self,
+        table: &str,
+        key: &str,
+        values: &toml::Value,
+        workload: Workload,
+    ) -> Result<Axis, PlanError> {
+        let full = format!("{table}.{key}");
         self.no_nul(&full, key)?;
         if let Some(var) = key.strip_prefix("env.") {
             // The rule an arm's own `env` keys follow.
@@ -82,7 +88,11 @@ impl Reader<'_> {
                 if workload.uses_config() {
                     "expected a config key (traversal.scheduler), a flag (--batch-sizes), env.NAME or revision"
                 } else {
-                    "a command workload only takes env.NAME and revision matrix keys"
+                    if table == "matrix" {
+                        "a command workload only takes env.NAME and revision matrix keys"
+                    } else {
+                        "a command workload only takes env.NAME and revision sweep keys"
+                    }
                 },
             ));
         }
@@ -169,21 +179,11 @@ impl Reader<'_> {
                 key: format!("matrix ({})", combo.name),
                 name: combo.name,
                 label: combo.label,
-                requires: None,
                 set: combo.set,
                 args: combo.args,
                 env: combo.env,
-                command: None,
-                variable_iterations: false,
-                variable_set: false,
-                timed: None,
-                command_string: None,
-                timeout: None,
-                hooks: Hooks::default(),
                 revision: combo.revision,
-                build: None,
-                slurm: SbatchOptions::default(),
-                cpus: None,
+                ..bare_arm()
             });
         };
         if let (Some(own), Some(_)) = (&b.revision, &combo.revision) {
@@ -210,8 +210,34 @@ impl Reader<'_> {
     }
 }
 
+/// An lcx workload's arm that changes nothing: what `[matrix]` or
+/// `[sweep]` values are laid on in a file without `[[arms]]`.
+pub(super) fn bare_arm() -> RawArm {
+    RawArm {
+        key: String::new(),
+        name: String::new(),
+        label: String::new(),
+        requires: None,
+        set: Vec::new(),
+        args: Vec::new(),
+        env: BTreeMap::new(),
+        command: None,
+        variable_iterations: false,
+        variable_set: false,
+        timed: None,
+        command_string: None,
+        timeout: None,
+        hooks: Hooks::default(),
+        revision: None,
+        build: None,
+        slurm: SbatchOptions::default(),
+        cpus: None,
+        sweep: None,
+    }
+}
+
 /// Every combination of the axes' values (as indices), first key slowest.
-fn combinations(axes: &[Axis]) -> Vec<Vec<usize>> {
+pub(super) fn combinations(axes: &[Axis]) -> Vec<Vec<usize>> {
     let mut combos: Vec<Vec<usize>> = vec![Vec::new()];
     for (_, _, vals) in axes {
         combos = combos
@@ -230,7 +256,7 @@ fn combinations(axes: &[Axis]) -> Vec<Vec<usize>> {
 
 /// Where the values of one combination go: `revision`, the environment, a
 /// flag and its value, or a `set` entry (the value as TOML wrote it).
-fn combo_of(axes: &[Axis], combo: &[usize]) -> Combo {
+pub(super) fn combo_of(axes: &[Axis], combo: &[usize]) -> Combo {
     let mut name_parts = Vec::new();
     let mut label_parts = Vec::new();
     let mut out = Combo {

@@ -151,6 +151,7 @@ fn lcx_arm(
         cpus: raw.cpus,
         timeout_seconds: raw.timeout,
         hooks: raw.hooks,
+        sweep: raw.sweep,
     }
 }
 
@@ -202,6 +203,7 @@ fn command_arm(
         cpus: raw.cpus,
         timeout_seconds: raw.timeout,
         hooks: raw.hooks,
+        sweep: raw.sweep,
     }
 }
 

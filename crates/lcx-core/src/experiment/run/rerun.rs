@@ -111,10 +111,12 @@ fn reruns<'r>(plan: &Plan, runs: &'r [Run], round: u32) -> Vec<(usize, &'r Run, 
             run.attempt
         );
         again.push((0, run, note));
-        if run.arm != plan.baseline {
+        // In a sweep, the baseline at the contended cell's own point.
+        let baseline = plan.baseline_of(&run.arm).unwrap_or(&plan.baseline);
+        if run.arm != baseline {
             if let Some(base) = runs
                 .iter()
-                .find(|b| b.arm == plan.baseline && b.repeat == run.repeat)
+                .find(|b| b.arm == baseline && b.repeat == run.repeat)
             {
                 // Stored text, shown as text (escaped) in reports: no
                 // markdown of its own.

@@ -15,6 +15,48 @@ use crate::store::{Run, RunStatus};
 use super::columns::{is_descriptive, metric_direction};
 use super::Input;
 
+/// Which arm each arm is compared with: the experiment's baseline, or in
+/// a sweep the baseline's arm at the same point (never the baseline at
+/// another point).
+pub(super) struct Baselines {
+    /// The experiment's baseline (in a sweep, the file's arm).
+    pub name: String,
+    /// Each sweep arm's baseline at its point.
+    per_arm: BTreeMap<String, String>,
+}
+
+impl Baselines {
+    pub fn new(name: String, plan: Option<&Plan>) -> Baselines {
+        let per_arm = plan
+            .filter(|p| p.sweep.is_some())
+            .map(|p| {
+                p.arms
+                    .iter()
+                    .filter_map(|a| Some((a.name.clone(), p.baseline_of(&a.name)?.to_string())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Baselines { name, per_arm }
+    }
+
+    /// The arm `arm` is compared with. A sweep point whose baseline arm is
+    /// absent from the plan has none: the experiment's name stands, and
+    /// names no arm with cells.
+    pub fn of<'a>(&'a self, arm: &str) -> &'a str {
+        self.per_arm.get(arm).unwrap_or(&self.name)
+    }
+
+    /// In a sweep, the baseline `arm` is compared with at its point.
+    pub fn at_point(&self, arm: &str) -> Option<&str> {
+        self.per_arm.get(arm).map(String::as_str)
+    }
+
+    /// Whether `arm` is a baseline (of its own point, in a sweep).
+    pub fn is(&self, arm: &str) -> bool {
+        self.of(arm) == arm
+    }
+}
+
 /// An arm as its cells name it.
 pub(super) struct ArmName {
     pub name: String,
@@ -125,7 +167,7 @@ pub(super) struct Basis<'a> {
     pub plan: Option<&'a Plan>,
     /// The metrics the report shows or judges.
     pub needed: &'a [String],
-    pub baseline: &'a str,
+    pub baselines: &'a Baselines,
     pub rule: VerdictRule,
     /// The arms whose numbers no verdict may use, with why.
     pub unjudged: &'a BTreeMap<&'a str, Prose>,
@@ -141,7 +183,6 @@ pub(super) fn arm_results(
     basis: &Basis,
 ) -> (Vec<ArmResult>, Vec<Prose>) {
     let stats = statistics(order, basis.needed, input, counted);
-    let base_judged = !basis.unjudged.contains_key(basis.baseline);
     let mut arms = Vec::new();
     let mut remarks = Vec::new();
     for ArmName { name: arm, label } in order {
@@ -150,8 +191,10 @@ pub(super) fn arm_results(
             .iter()
             .filter(|r| r.status == RunStatus::Completed)
             .count();
-        let is_baseline = arm == basis.baseline;
-        let judged = base_judged && !basis.unjudged.contains_key(arm.as_str());
+        let baseline = basis.baselines.of(arm);
+        let is_baseline = arm == baseline;
+        let judged =
+            !basis.unjudged.contains_key(baseline) && !basis.unjudged.contains_key(arm.as_str());
         let metrics = metric_results(arm, is_baseline || !judged, &stats, basis);
         let partial = completed == 0 && arm_runs.iter().any(|r| r.iterations_done > 0);
         if partial {
@@ -192,6 +235,11 @@ pub(super) fn arm_results(
             unjudged: basis.unjudged.get(arm.as_str()).cloned(),
             metrics,
             revision,
+            compared_with: basis
+                .baselines
+                .at_point(arm)
+                .filter(|b| b != arm)
+                .map(str::to_string),
         });
     }
     (arms, remarks)
@@ -209,7 +257,7 @@ fn metric_results(arm: &str, uncompared: bool, stats: &Stats, basis: &Basis) -> 
             let descriptive = is_descriptive(basis.plan, metric);
             let st = &stats[&(arm.to_string(), metric.clone())];
             let base = &stats
-                .get(&(basis.baseline.to_string(), metric.clone()))
+                .get(&(basis.baselines.of(arm).to_string(), metric.clone()))
                 .and_then(|b| b.replicate);
             let comparison = match (uncompared || descriptive, base, &st.replicate) {
                 (false, Some(b), Some(a)) => Some(compare(b, a, direction, basis.rule)),

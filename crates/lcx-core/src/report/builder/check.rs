@@ -15,7 +15,7 @@ use super::judge::first_error_line;
 pub(super) struct Outcomes<'a> {
     pub gate: Option<&'a GateOutcome>,
     pub guards: &'a [GuardOutcome],
-    pub baseline: &'a str,
+    pub baselines: &'a super::arms::Baselines,
 }
 
 /// `--check`'s decision, the notes that say why it is not PASS, and the
@@ -147,8 +147,11 @@ fn judged_arms<'a>(outcomes: &Outcomes<'a>) -> Vec<&'a str> {
     outcomes
         .gate
         .into_iter()
-        .flat_map(|g| g.arms.iter().map(|a| a.arm.as_str()))
-        .chain(outcomes.gate.map(|_| outcomes.baseline))
+        .flat_map(|g| {
+            g.arms
+                .iter()
+                .flat_map(|a| [a.arm.as_str(), outcomes.baselines.of(&a.arm)])
+        })
         .chain(
             outcomes
                 .guards

@@ -55,20 +55,29 @@ pub(super) fn guard_outcomes(
             Some(d) => d,
             None => metric_direction(Some(plan), &g.metric).0,
         };
-        let baseline = g.baseline.as_deref().unwrap_or(ev.baseline);
-        let base = ev
-            .arms
-            .iter()
-            .find(|a| a.name == baseline)
-            .and_then(|a| a.metric(&g.metric))
-            .and_then(|m| m.replicate);
-        let base_cells = g
-            .paired
-            .then(|| cell_values(moments, &completed, baseline, &g.metric));
-        for arm in ev.arms.iter().filter(|a| a.name != baseline) {
-            if g.arm.as_ref().is_some_and(|x| x != &arm.name) {
+        for arm in ev.arms {
+            // The guard's own baseline, else the experiment's; in a sweep,
+            // that arm at the guarded arm's point.
+            let baseline = match &g.baseline {
+                Some(b) => plan.at_point_of(b, &arm.name).unwrap_or(b),
+                None => ev.baselines.of(&arm.name),
+            };
+            if arm.name == baseline
+                || g.arm
+                    .as_ref()
+                    .is_some_and(|x| x != plan.file_arm_of(&arm.name))
+            {
                 continue;
             }
+            let base = ev
+                .arms
+                .iter()
+                .find(|a| a.name == baseline)
+                .and_then(|a| a.metric(&g.metric))
+                .and_then(|m| m.replicate);
+            let base_cells = g
+                .paired
+                .then(|| cell_values(moments, &completed, baseline, &g.metric));
             let value = arm.metric(&g.metric).and_then(|m| m.replicate);
             let missing = missing_sides(ev, g, baseline, &arm.name, (&base, &value));
             let (test, decision, why, pairs) = match (&base, &value) {

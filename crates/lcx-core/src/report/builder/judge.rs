@@ -5,14 +5,14 @@
 
 use std::collections::BTreeMap;
 
-use crate::experiment::Gate;
+use crate::experiment::{Gate, GatePoints, Plan};
 use crate::report::model::{
     ArmResult, ColumnKind, GateArm, GateOutcome, Prose, Report, ReportColumn,
 };
 use crate::report::stats::{Decision, GateTest, Verdict, VerdictRule};
 use crate::store::{Run, RunStatus};
 
-use super::arms::ArmName;
+use super::arms::{ArmName, Baselines};
 use super::columns::label_of;
 use super::Options;
 
@@ -108,12 +108,41 @@ pub(super) fn unjudged_arms<'a>(
         .collect()
 }
 
+/// Adds the arms whose cells ran another precision than they asked for
+/// (AMP requested, fp32 ran: no CUDA): their numbers are not the asked
+/// precision's, so no verdict, gate or guard may call them AMP's.
+pub(super) fn mismatched_precision<'a>(
+    order: &'a [ArmName],
+    precisions: &[(String, String, String)],
+    unjudged: &mut BTreeMap<&'a str, Prose>,
+) {
+    for a in order {
+        let ran = precisions
+            .iter()
+            .find(|(arm, asked, ran)| *arm == a.name && asked != ran);
+        if let Some((_, asked, ran)) = ran {
+            unjudged.entry(a.name.as_str()).or_insert_with(|| {
+                // The precisions are the cells' words: quoted, never ours.
+                Prose::of_name(&a.name)
+                    .and(": ")
+                    .text(asked.to_uppercase())
+                    .and(" requested, ran ")
+                    .text(ran)
+                    .and(": its numbers are not ")
+                    .text(asked.to_uppercase())
+                    .and(" numbers")
+            });
+        }
+    }
+}
+
 /// What a gate or guard is judged from: the arm rows, the cells behind
 /// them, the experiment's baseline and the arms that may not be judged.
 pub(super) struct Evidence<'a> {
+    pub plan: Option<&'a Plan>,
     pub arms: &'a [ArmResult],
     pub runs: &'a [Run],
-    pub baseline: &'a str,
+    pub baselines: &'a Baselines,
     pub unjudged: &'a BTreeMap<&'a str, Prose>,
 }
 
@@ -125,20 +154,14 @@ pub(super) fn gate_outcome(
     columns: &[ReportColumn],
 ) -> GateOutcome {
     let test = GateTest::from_min_speedup(g.min_speedup);
-    let targets: Vec<String> = match &g.arm {
-        Some(a) => vec![a.clone()],
-        None => ev
-            .arms
-            .iter()
-            .filter(|a| !a.is_baseline)
-            .map(|a| a.name.clone())
-            .collect(),
-    };
-    let base_missing =
-        no_data(ev, &g.metric, ev.baseline).map(|why| Prose::ours("baseline ").then(why));
-    let gate_arms: Vec<GateArm> = targets
+    let gate_arms: Vec<GateArm> = gate_targets(g, ev)
         .iter()
-        .map(|name| gate_arm(ev, g, test, name, base_missing.as_ref()))
+        .map(|name| {
+            let baseline = ev.baselines.of(name);
+            let base_missing =
+                no_data(ev, &g.metric, baseline).map(|why| Prose::ours("baseline ").then(why));
+            gate_arm(ev, g, test, name, base_missing.as_ref())
+        })
         .collect();
     let decision = if gate_arms.is_empty() {
         Decision::Inconclusive
@@ -154,6 +177,53 @@ pub(super) fn gate_outcome(
         pass: decision == Decision::Pass,
         decision,
         arms: gate_arms,
+    }
+}
+
+/// The arms a gate judges: its `arm` (in a sweep, that arm at each point
+/// it names) or every arm but the baselines.
+fn gate_targets(g: &Gate, ev: &Evidence) -> Vec<String> {
+    let Some(plan) = ev.plan.filter(|p| p.sweep.is_some()) else {
+        return match &g.arm {
+            Some(a) => vec![a.clone()],
+            None => ev
+                .arms
+                .iter()
+                .filter(|a| !a.is_baseline)
+                .map(|a| a.name.clone())
+                .collect(),
+        };
+    };
+    plan.arms
+        .iter()
+        .filter(|a| !ev.baselines.is(&a.name))
+        .filter(|a| {
+            g.arm
+                .as_ref()
+                .is_none_or(|x| plan.file_arm_of(&a.name) == x)
+        })
+        .filter(|a| judges_point(g, plan, a))
+        .map(|a| a.name.clone())
+        .collect()
+}
+
+/// Whether a gate's `from`, `at` or `crossover_at_most` takes the point of
+/// a sweep's arm.
+fn judges_point(g: &Gate, plan: &Plan, arm: &crate::experiment::Arm) -> bool {
+    let (Some(sweep), Some(at)) = (&plan.sweep, &arm.sweep) else {
+        return true;
+    };
+    let values = &sweep.axes[sweep.along].values;
+    let Some(value) = at.values.get(sweep.along) else {
+        return false;
+    };
+    let index = |v: &str| values.iter().position(|x| x == v);
+    match &g.points {
+        GatePoints::Every => true,
+        GatePoints::At(points) => points.contains(value),
+        GatePoints::From(from) | GatePoints::Crossover(from) => {
+            matches!((index(value), index(from)), (Some(i), Some(f)) if i >= f)
+        }
     }
 }
 
@@ -222,7 +292,7 @@ fn gate_arm(
         let replicates = metric.map_or(0, |m| m.replicates).min(
             ev.arms
                 .iter()
-                .find(|a| a.is_baseline)
+                .find(|a| a.name == ev.baselines.of(name))
                 .and_then(|a| a.metric(&g.metric))
                 .map_or(0, |m| m.replicates),
         );

@@ -5,7 +5,8 @@
 //! per-arm medians of the metrics the report shows), then [`assemble`] does
 //! the arithmetic. `assemble` is pure so it can be tested without SQLite;
 //! it runs the steps of this folder in order (each a file: columns, arms,
-//! judge, guards, check, remarks, cells, roofline, reproduce, environment)
+//! judge, guards, check, remarks, sweep, cells, roofline, reproduce,
+//! environment)
 //! and puts their results together. Each step takes the parts of the input
 //! it reads and small typed values from the steps before it (`Basis`,
 //! `Evidence`, `Outcomes`) rather than one shared context; none of them
@@ -21,6 +22,7 @@ mod judge;
 mod remarks;
 mod reproduce;
 mod roofline;
+mod sweep;
 
 use crate::experiment::{self, Fold, Plan};
 use crate::store::report_read::RunMoments;
@@ -180,23 +182,26 @@ pub fn assemble(input: Input, options: Options) -> Report {
         .or_else(|| order.first().map(|a| a.name.clone()))
         .unwrap_or_default();
     let counted = counted_runs(runs);
-    let unjudged = judge::unjudged_arms(&order, runs, e.iterations);
+    let mut unjudged = judge::unjudged_arms(&order, runs, e.iterations);
+    judge::mismatched_precision(&order, &input.precisions, &mut unjudged);
+    let baselines = arms::Baselines::new(baseline.clone(), plan);
     let basis = arms::Basis {
         plan,
         needed: &needed,
-        baseline: &baseline,
+        baselines: &baselines,
         rule,
         unjudged: &unjudged,
     };
     let (arms, arm_remarks) = arms::arm_results(&input, &counted, &order, &basis);
     remarks.extend(arm_remarks);
-    remarks.extend(remarks::missing_baseline(&order, &baseline));
+    remarks.extend(remarks::missing_baseline(&order, &baselines));
     remarks.extend(remarks::kernels(&input.kernels, &order, runs));
 
     let evidence = judge::Evidence {
+        plan,
         arms: &arms,
         runs,
-        baseline: &baseline,
+        baselines: &baselines,
         unjudged: &unjudged,
     };
     let gate = gate.map(|g| judge::gate_outcome(g, &evidence, rule, &columns));
@@ -204,11 +209,12 @@ pub fn assemble(input: Input, options: Options) -> Report {
     let outcomes = check::Outcomes {
         gate: gate.as_ref(),
         guards: &guards,
-        baseline: &baseline,
+        baselines: &baselines,
     };
     let check = check::check(e, plan, runs, &arms, outcomes, options.allow_contended);
     let primary = primary_metric(plan, &columns);
     let net_result = judge::net_result(&arms, primary.as_deref(), &columns);
+    let sweep = sweep::sweep(plan, &arms, primary.as_deref(), &columns, rule);
 
     remarks.extend(remarks::non_numeric(&input.texts, &needed, names));
     remarks.extend(remarks::runner_stalls(runs));
@@ -241,6 +247,7 @@ pub fn assemble(input: Input, options: Options) -> Report {
         notes: plan.map(|p| p.notes.clone()).unwrap_or_default(),
         remarks,
         plots: Vec::new(),
+        sweep,
     }
 }
 

@@ -9,7 +9,7 @@ use crate::experiment::plan::StoredPlanError;
 use crate::report::model::{ArmResult, Prose};
 use crate::store::{Experiment, Run};
 
-use super::arms::ArmName;
+use super::arms::{ArmName, Baselines};
 use super::cells::stalled;
 use super::environment::hardware_by_arm;
 
@@ -101,12 +101,27 @@ pub(super) fn placement_remarks(e: &Experiment, runs: &[Run]) -> Vec<Prose> {
     out
 }
 
-/// The baseline named no arm that has cells: nothing can be compared.
-pub(super) fn missing_baseline(order: &[ArmName], baseline: &str) -> Option<Prose> {
-    (!order.iter().any(|a| a.name == baseline) && !order.is_empty()).then(|| {
+/// The baseline named no arm that has cells: nothing can be compared (in
+/// a sweep, at the points whose baseline arm has none).
+pub(super) fn missing_baseline(order: &[ArmName], baselines: &Baselines) -> Option<Prose> {
+    let mut missing: Vec<&str> = order
+        .iter()
+        .map(|a| baselines.of(&a.name))
+        .filter(|b| !order.iter().any(|a| a.name == *b))
+        .collect();
+    missing.dedup();
+    let first = missing.first()?;
+    Some(if missing.len() == 1 {
         Prose::ours("The baseline ")
-            .name(baseline)
+            .name(*first)
             .and(" has no cells; no speedups or verdicts.")
+    } else {
+        Prose::ours("The baselines ")
+            .then(Prose::join(
+                missing.iter().map(|m| Prose::of_name(*m)),
+                ", ",
+            ))
+            .and(" have no cells; no speedups or verdicts at their points.")
     })
 }
 

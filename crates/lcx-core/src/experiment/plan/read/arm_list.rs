@@ -1,7 +1,8 @@
 //! The second step: the list of arms. `[[arms]]` with the file's defaults
 //! for them (`timing`, `timeout`, hooks, `variable_iterations`), crossed
 //! with `[matrix]`, narrowed by `--arms`, given `--revision`s (or made a
-//! bisect probe's two arms), then checked as a whole: each `build` has a
+//! bisect probe's two arms), each grown into one arm per `[sweep]` point
+//! (`sweep.rs`), then checked as a whole: each `build` has a
 //! revision to build, no `set` is silently outranked, names are unique,
 //! and the baseline is one of them. It reads no report key and nothing of
 //! where the cells run; each arm's config is resolved only once the plan
@@ -13,6 +14,10 @@ use super::*;
 /// The arms as the file and the command line give them, not yet resolved.
 pub(super) struct ArmList {
     pub(super) arms: Vec<RawArm>,
+    /// The arms before `[sweep]` grew each into one per point: the names
+    /// `baseline`, a gate and a guard use.
+    pub(super) unswept: Vec<RawArm>,
+    pub(super) sweep: Option<Sweep>,
     pub(super) baseline: String,
     /// The git repository the arms' revisions come from.
     pub(super) repository: PathBuf,
@@ -39,13 +44,28 @@ impl Reader<'_> {
         if let Some(probe) = &cli.probe {
             arms = self.probe_arms(arms, probe)?;
         }
+        // A sweep of an lcx workload without [[arms]]: one arm, named
+        // after the workload, at each point.
+        if arms.is_empty() && t.contains_key("sweep") && workload.uses_config() {
+            arms.push(RawArm {
+                key: "sweep".into(),
+                name: workload.as_str().into(),
+                label: workload.as_str().into(),
+                ..super::super::matrix::bare_arm()
+            });
+        }
+        self.check_unique(&arms)?;
+        let baseline = self.baseline(t, cli.probe.is_some(), &arms, file_baseline)?;
+        let unswept = arms.clone();
+        let (arms, sweep) = self.expand_sweep(t, workload, arms)?;
         let repository = self.repository(t)?;
         let file_build = self.file_build(t, workload, &arms)?;
         self.check_set_precedence(workload, &shape.file_set, &cli.sets, &arms)?;
         self.check_unique(&arms)?;
-        let baseline = self.baseline(t, cli.probe.is_some(), &arms, file_baseline)?;
         Ok(ArmList {
             arms,
+            unswept,
+            sweep,
             baseline,
             repository,
             file_build,

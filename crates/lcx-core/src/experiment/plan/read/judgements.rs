@@ -15,8 +15,8 @@ pub(super) struct Judgements {
 }
 
 impl Reader<'_> {
-    /// The columns, gate and guards of `arms`, whose baseline is
-    /// `baseline`. A bisect probe keeps the file's columns and adds its
+    /// The columns, gate and guards of `arms` (before a sweep grew them),
+    /// whose baseline is `baseline`. A bisect probe keeps the file's columns and adds its
     /// metric; the file's gate and guards name its arms and its question,
     /// so a probe has none.
     pub(super) fn judgements(
@@ -26,13 +26,14 @@ impl Reader<'_> {
         workload: Workload,
         arms: &[RawArm],
         baseline: &str,
+        sweep: Option<&Sweep>,
     ) -> Result<Judgements, PlanError> {
         let names: BTreeSet<&str> = arms.iter().map(|a| a.name.as_str()).collect();
         let columns = self.columns(t)?;
         let (gate, guards) = match &cli.probe {
             Some(_) => (None, Vec::new()),
             None => (
-                self.gate(t, &names, baseline)?,
+                self.gate(t, &names, baseline, sweep)?,
                 self.guards(t, &names, baseline)?,
             ),
         };
@@ -241,6 +242,7 @@ impl Reader<'_> {
         t: &toml::Table,
         arms: &BTreeSet<&str>,
         baseline: &str,
+        sweep: Option<&Sweep>,
     ) -> Result<Option<Gate>, PlanError> {
         let g = match t.get("gate") {
             None => return Ok(None),
@@ -256,6 +258,11 @@ impl Reader<'_> {
             .ok_or_else(|| self.err("gate.metric", "missing (the metric the gate judges)"))?;
         check_visible(&metric).map_err(|m| self.err("gate.metric", m))?;
         let max_slowdown = self.read(at(g, "gate.").number("max_slowdown"))?;
+        let points = self.gate_points(g, sweep)?;
+        let min_effect = self.read(at(g, "gate.").number("min_effect"))?;
+        if let Some(e) = min_effect {
+            check_min_effect(e).map_err(|why| self.err("gate.min_effect", why))?;
+        }
         let min_speedup = match (
             self.read(at(g, "gate.").number("min_speedup"))?,
             max_slowdown,
@@ -275,6 +282,11 @@ impl Reader<'_> {
                 ))
             }
             (None, Some(x)) => 1.0 / (1.0 + x),
+            // A crossover is where the arm starts to pay by the minimum
+            // effect: the bound it must be shown to reach from there on.
+            (None, None) if matches!(points, GatePoints::Crossover(_)) => {
+                1.0 + min_effect.unwrap_or(0.05)
+            }
             (None, None) => {
                 return Err(self.err(
                     "gate.min_speedup",
@@ -282,10 +294,6 @@ impl Reader<'_> {
                 ))
             }
         };
-        let min_effect = self.read(at(g, "gate.").number("min_effect"))?;
-        if let Some(e) = min_effect {
-            check_min_effect(e).map_err(|why| self.err("gate.min_effect", why))?;
-        }
         let arm = self.read(at(g, "gate.").string("arm"))?;
         if let Some(a) = &arm {
             if !arms.contains(a.as_str()) {
@@ -304,6 +312,7 @@ impl Reader<'_> {
             max_slowdown,
             min_effect,
             arm,
+            points,
         }))
     }
 

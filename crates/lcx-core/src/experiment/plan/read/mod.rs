@@ -6,7 +6,8 @@
 //! 1. `shape.rs`: the top-level keys, workload, iterations, warm-up,
 //!    repeats, order, config and `set`;
 //! 2. `arm_list.rs`: the arms (`[[arms]]` in `arms.rs`, `[matrix]` in
-//!    `matrix.rs`, `--arms`, `--revision`, a bisect probe) and the baseline;
+//!    `matrix.rs`, `--arms`, `--revision`, a bisect probe, `[sweep]` in
+//!    `sweep.rs`) and the baseline;
 //! 3. `judgements.rs`: `[[columns]]`, `[gate]` and `[[guard]]`;
 //! 4. `placement.rs`: `[executor]`, `[measurement]` and `host_lock`.
 //!
@@ -42,6 +43,7 @@ pub(super) const TOP_KEYS: &[&str] = &[
     "order",
     "arms",
     "matrix",
+    "sweep",
     "columns",
     "gate",
     "notes",
@@ -110,8 +112,16 @@ pub(super) const MEASUREMENT_KEYS: &[&str] = &[
     "wait_for_quiet",
     "pin",
 ];
-pub(super) const GATE_KEYS: &[&str] =
-    &["metric", "min_speedup", "max_slowdown", "min_effect", "arm"];
+pub(super) const GATE_KEYS: &[&str] = &[
+    "metric",
+    "min_speedup",
+    "max_slowdown",
+    "min_effect",
+    "arm",
+    "from",
+    "at",
+    "crossover_at_most",
+];
 
 /// A raw arm before matrix expansion and config resolution.
 #[derive(Clone)]
@@ -147,6 +157,8 @@ pub(super) struct RawArm {
     pub(super) slurm: SbatchOptions,
     /// `cpus`.
     pub(super) cpus: Option<CpuSet>,
+    /// In a sweep: the arm it grew from and its point.
+    pub(super) sweep: Option<SweepPoint>,
 }
 
 /// One `[matrix]` key: (key, short name for arm names, values as (raw
@@ -199,7 +211,14 @@ impl Reader<'_> {
     pub(super) fn plan(&self, t: &toml::Table, cli: &Overrides) -> Result<Plan, PlanError> {
         let shape = self.shape(t, cli)?;
         let arm_list = self.arm_list(t, cli, &shape)?;
-        let judged = self.judgements(t, cli, shape.workload, &arm_list.arms, &arm_list.baseline)?;
+        let judged = self.judgements(
+            t,
+            cli,
+            shape.workload,
+            &arm_list.unswept,
+            &arm_list.baseline,
+            arm_list.sweep.as_ref(),
+        )?;
         let placed = self.placement(t, cli, &arm_list.arms, shape.adaptive.is_some())?;
         let (name, adaptive) = match &cli.probe {
             // A probe runs a fixed number of repeats under a name of its own.
@@ -211,6 +230,8 @@ impl Reader<'_> {
             baseline,
             repository,
             file_build,
+            sweep,
+            ..
         } = arm_list;
         let mut plan = Plan {
             executor: placed.executor,
@@ -236,6 +257,7 @@ impl Reader<'_> {
             guards: judged.guards,
             notes: shape.notes,
             measurement: placed.measurement,
+            sweep,
         };
         let base_dir = self.base_dir();
         for raw in arms {

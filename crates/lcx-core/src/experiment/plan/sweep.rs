@@ -1,0 +1,351 @@
+//! `[sweep]`: every arm at every point of one or more axes, each compared
+//! with the baseline at the same point. Its keys take `[matrix]`'s forms
+//! (a config key, a `--flag`, `env.NAME`, `revision`); `axis` names the
+//! key crossovers run along when there are several.
+
+use super::matrix::{combinations, combo_of};
+use super::*;
+
+/// The `[sweep]` key that names the crossover's axis rather than giving
+/// one: no config key, flag or `env.` key is spelt so.
+const ALONG: &str = "axis";
+
+impl Reader<'_> {
+    /// The file's arms crossed with the `[sweep]`'s points, and the sweep;
+    /// the arms as they were without one.
+    pub(super) fn expand_sweep(
+        &self,
+        t: &toml::Table,
+        workload: Workload,
+        arms: Vec<RawArm>,
+    ) -> Result<(Vec<RawArm>, Option<Sweep>), PlanError> {
+        let table = match t.get("sweep") {
+            None => return Ok((arms, None)),
+            Some(toml::Value::Table(s)) => s,
+            Some(other) => {
+                return Err(self.key_error(KeyError::wrong("sweep", "a table of lists", other)))
+            }
+        };
+        let axes = table
+            .iter()
+            .filter(|(key, _)| key.as_str() != ALONG)
+            .map(|(key, values)| self.axis("sweep", key, values, workload))
+            .collect::<Result<Vec<Axis>, PlanError>>()?;
+        if axes.is_empty() {
+            return Err(self.err(
+                "sweep",
+                "has no axis (give at least one key with a list of values, e.g. \
+                 \"network.hidden_size\" = [512, 1024, 2048])",
+            ));
+        }
+        let along = self.along(table, &axes)?;
+        let points = combinations(&axes);
+        let total = points.len().checked_mul(arms.len().max(1));
+        if total.is_none_or(|n| n > MAX_ARMS) {
+            return Err(self.err(
+                "sweep",
+                format!(
+                    "makes {} arms ({} arms × {} points); at most {MAX_ARMS} arms in one \
+                     experiment (fewer values, or several experiments)",
+                    total.map_or_else(|| "more than 2^64".to_string(), |n| n.to_string()),
+                    arms.len(),
+                    points.len()
+                ),
+            ));
+        }
+        let mut out = Vec::with_capacity(total.unwrap_or(0));
+        for arm in &arms {
+            for point in &points {
+                let swept = self.swept_arm(arm, &axes, point)?;
+                check_arm_name(&swept.name).map_err(|m| self.err(swept.key.clone(), m))?;
+                check_visible(&swept.label).map_err(|m| self.err(swept.key.clone(), m))?;
+                out.push(swept);
+            }
+        }
+        let sweep = Sweep {
+            axes: axes
+                .into_iter()
+                .map(|(key, short, values)| SweepAxis {
+                    key,
+                    short,
+                    values: values.into_iter().map(|(raw, _)| raw).collect(),
+                })
+                .collect(),
+            along,
+        };
+        Ok((out, Some(sweep)))
+    }
+
+    /// `axis = KEY`: which axis crossovers run along; required with
+    /// several keys (TOML gives them sorted, not as written), refused
+    /// naming a key the table does not have.
+    fn along(&self, table: &toml::Table, axes: &[Axis]) -> Result<usize, PlanError> {
+        let keys = || {
+            axes.iter()
+                .map(|(k, _, _)| format!("\"{k}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match self.read(at(table, "sweep.").string(ALONG))? {
+            None if axes.len() == 1 => Ok(0),
+            None => Err(self.err(
+                "sweep.axis",
+                format!(
+                    "missing: with several keys, name the one crossovers run along (one of {})",
+                    keys()
+                ),
+            )),
+            Some(key) => axes.iter().position(|(k, _, _)| *k == key).ok_or_else(|| {
+                self.err(
+                    "sweep.axis",
+                    format!("`{key}` is not a key of [sweep] (keys: {})", keys()),
+                )
+            }),
+        }
+    }
+
+    /// `arm` at one point: the point's values laid over the arm's own.
+    fn swept_arm(&self, arm: &RawArm, axes: &[Axis], point: &[usize]) -> Result<RawArm, PlanError> {
+        let combo = combo_of(axes, point);
+        if let (Some(own), Some(_)) = (&arm.revision, &combo.revision) {
+            return Err(self.err(
+                "sweep.revision",
+                format!(
+                    "{} has `revision = \"{own}\"` itself; give the revision in one place",
+                    arm.key
+                ),
+            ));
+        }
+        let mut env = arm.env.clone();
+        env.extend(combo.env);
+        Ok(RawArm {
+            name: format!("{}-{}", arm.name, combo.name),
+            label: format!("{}, {}", arm.label, combo.label),
+            key: format!("{} × sweep ({})", arm.key, combo.name),
+            set: arm.set.iter().cloned().chain(combo.set).collect(),
+            args: arm.args.iter().cloned().chain(combo.args).collect(),
+            env,
+            revision: combo.revision.or_else(|| arm.revision.clone()),
+            sweep: Some(SweepPoint {
+                arm: arm.name.clone(),
+                values: axes
+                    .iter()
+                    .zip(point)
+                    .map(|((_, _, values), &i)| values[i].0.clone())
+                    .collect(),
+            }),
+            ..arm.clone()
+        })
+    }
+
+    /// A gate's `from`, `at` or `crossover_at_most`: values of the sweep's
+    /// crossover axis; refused without a sweep, or naming no point.
+    pub(super) fn gate_points(
+        &self,
+        g: &toml::Table,
+        sweep: Option<&Sweep>,
+    ) -> Result<GatePoints, PlanError> {
+        let given: Vec<&str> = ["from", "at", "crossover_at_most"]
+            .into_iter()
+            .filter(|k| g.contains_key(*k))
+            .collect();
+        let key = match given.as_slice() {
+            [] => return Ok(GatePoints::Every),
+            [one] => *one,
+            [a, b, ..] => {
+                return Err(self.err(
+                    format!("gate.{b}"),
+                    format!("give one of `from`, `at` and `crossover_at_most`, not `{a}` too"),
+                ))
+            }
+        };
+        let full = format!("gate.{key}");
+        let Some(sweep) = sweep else {
+            return Err(self.err(full, "names points of a [sweep], and this file has none"));
+        };
+        let axis = &sweep.axes[sweep.along];
+        let point = |value: &toml::Value, at: &str| -> Result<String, PlanError> {
+            let text = match value {
+                toml::Value::String(s) => s.clone(),
+                toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::Boolean(_) => {
+                    value.to_string()
+                }
+                other => {
+                    return Err(self.key_error(KeyError::wrong(at, "a value of the axis", other)))
+                }
+            };
+            if axis.values.contains(&text) {
+                Ok(text)
+            } else {
+                Err(self.err(
+                    at,
+                    format!(
+                        "`{text}` is not a point of the sweep's axis `{}` (points: {})",
+                        axis.key,
+                        axis.values.join(", ")
+                    ),
+                ))
+            }
+        };
+        let value = &g[key];
+        Ok(match key {
+            "at" => {
+                let toml::Value::Array(items) = value else {
+                    return Err(self.key_error(KeyError::wrong(full, "a list of points", value)));
+                };
+                if items.is_empty() {
+                    return Err(self.err(full, "the list of points is empty"));
+                }
+                let points = items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| point(v, &format!("{full}[{i}]")))
+                    .collect::<Result<Vec<String>, PlanError>>()?;
+                GatePoints::At(points)
+            }
+            "from" => GatePoints::From(point(value, &full)?),
+            _ => GatePoints::Crossover(point(value, &full)?),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(text: &str) -> Result<Plan, PlanError> {
+        from_str(text, Path::new("/exp/x.toml"), &Overrides::default())
+    }
+
+    fn error(text: &str) -> String {
+        plan(text).expect_err("expected an error").to_string()
+    }
+
+    const SWEEP: &str = r#"
+name = "s"
+workload = "command"
+iterations = 3
+baseline = "fp32"
+[[arms]]
+name = "fp32"
+command = "echo 1"
+[[arms]]
+name = "amp"
+command = "echo 2"
+env = { AMP = "1" }
+[sweep]
+"env.HIDDEN" = [512, 1024, 2048]
+"#;
+
+    #[test]
+    fn every_arm_runs_at_every_point_against_the_baseline_there() {
+        let p = plan(SWEEP).unwrap();
+        let names: Vec<&str> = p.arms.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "fp32-hidden-512",
+                "fp32-hidden-1024",
+                "fp32-hidden-2048",
+                "amp-hidden-512",
+                "amp-hidden-1024",
+                "amp-hidden-2048"
+            ]
+        );
+        assert_eq!(p.baseline, "fp32");
+        let amp = &p.arms[5];
+        assert_eq!(amp.env.get("HIDDEN").map(String::as_str), Some("2048"));
+        assert_eq!(amp.env.get("AMP").map(String::as_str), Some("1"));
+        assert_eq!(p.baseline_of("amp-hidden-2048"), Some("fp32-hidden-2048"));
+        assert_eq!(p.baseline_of("fp32-hidden-512"), Some("fp32-hidden-512"));
+        assert_eq!(p.file_arm_of("amp-hidden-1024"), "amp");
+        assert_eq!(
+            p.at_point_of("amp", "fp32-hidden-512"),
+            Some("amp-hidden-512")
+        );
+        let sweep = p.sweep.as_ref().unwrap();
+        assert_eq!(sweep.points().len(), 3);
+        assert_eq!(sweep.label(&["1024".into()]), "hidden 1024");
+        assert!(!sweep.counts_workers(0));
+        // A stored plan reads back as it was (a resume runs the same sweep).
+        assert_eq!(Plan::from_stored(&p.to_json()).unwrap(), p);
+    }
+
+    #[test]
+    fn a_grid_needs_the_axis_named_and_config_keys_set_the_config() {
+        let grid = SWEEP.replace("[sweep]\n", "[sweep]\n\"env.LAYERS\" = [3, 6]\n");
+        let e = error(&grid);
+        assert!(e.contains("sweep.axis: missing"), "{e}");
+        assert!(e.contains("\"env.HIDDEN\""), "{e}");
+        let e = error(&grid.replace("[sweep]\n", "[sweep]\naxis = \"env.WIDTH\"\n"));
+        assert!(e.contains("`env.WIDTH` is not a key of [sweep]"), "{e}");
+        let p = plan(&grid.replace("[sweep]\n", "[sweep]\naxis = \"env.HIDDEN\"\n")).unwrap();
+        assert_eq!(p.arms.len(), 12);
+        let sweep = p.sweep.unwrap();
+        assert_eq!(sweep.axes[sweep.along].key, "env.HIDDEN");
+        // A config key on an lcx workload goes into the arm's `set`.
+        let train = r#"
+name = "t"
+workload = "bench-forward"
+iterations = 3
+[sweep]
+"traversal.num_workers" = [1, 2]
+"#;
+        let p = plan(train).unwrap();
+        assert_eq!(p.arms[1].set, ["traversal.num_workers=2"]);
+        assert!(p.sweep.unwrap().counts_workers(0));
+    }
+
+    #[test]
+    fn bad_sweeps_are_refused_by_key() {
+        let e = error(&SWEEP.replace("\"env.HIDDEN\" = [512, 1024, 2048]", ""));
+        assert!(e.contains("sweep: has no axis"), "{e}");
+        let e = error(&SWEEP.replace("[512, 1024, 2048]", "[]"));
+        assert!(
+            e.contains("sweep.env.HIDDEN: the list of values is empty"),
+            "{e}"
+        );
+        let e = error(&SWEEP.replace("\"env.HIDDEN\"", "\"model.hidden\""));
+        assert!(
+            e.contains("only takes env.NAME and revision sweep keys"),
+            "{e}"
+        );
+        let e = error(&SWEEP.replace("baseline = \"fp32\"", "baseline = \"fp32-hidden-512\""));
+        assert!(
+            e.contains("baseline: `fp32-hidden-512` names no arm"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn gates_name_points_of_the_axis() {
+        let gate =
+            |extra: &str| format!("{SWEEP}[gate]\nmetric = \"my/seconds\"\narm = \"amp\"\n{extra}");
+        let p = plan(&gate("crossover_at_most = 1024")).unwrap();
+        let g = p.gate.unwrap();
+        assert_eq!(g.points, GatePoints::Crossover("1024".into()));
+        assert!((g.min_speedup - 1.05).abs() < 1e-12);
+        let p = plan(&gate("min_speedup = 1.2\nat = [512, 2048]")).unwrap();
+        assert_eq!(
+            p.gate.unwrap().points,
+            GatePoints::At(vec!["512".into(), "2048".into()])
+        );
+        let e = error(&gate("min_speedup = 1.2\nfrom = 4096"));
+        assert!(e.contains("gate.from: `4096` is not a point"), "{e}");
+        let e = error(&gate("min_speedup = 1.2\nfrom = 512\nat = [512]"));
+        assert!(
+            e.contains("give one of `from`, `at` and `crossover_at_most`"),
+            "{e}"
+        );
+        let e = error(&gate("from = 512"));
+        assert!(e.contains("gate.min_speedup: missing"), "{e}");
+        let no_sweep = SWEEP.replace("[sweep]\n\"env.HIDDEN\" = [512, 1024, 2048]\n", "");
+        let e = error(&format!(
+            "{no_sweep}[gate]\nmetric = \"m\"\nmin_speedup = 1.1\nfrom = 512"
+        ));
+        assert!(e.contains("gate.from: names points of a [sweep]"), "{e}");
+        let e =
+            error(&gate("min_speedup = 1.2").replace("arm = \"amp\"", "arm = \"amp-hidden-512\""));
+        assert!(e.contains("gate.arm: `amp-hidden-512` names no arm"), "{e}");
+    }
+}

@@ -1,0 +1,336 @@
+//! A sweep's section: the arm rows (each already compared with the
+//! baseline at its own point) pivoted by point, each arm's crossover along
+//! the sweep's axis, and how each arm's cost scales from the first point
+//! (with the efficiency of a workers axis). It judges nothing anew: the
+//! verdicts are the arm rows'.
+
+use std::collections::BTreeMap;
+
+use crate::experiment::{Plan, Sweep};
+use crate::report::model::{ArmResult, Crossover, SweepCell, SweepReport, SweepRow};
+use crate::report::stats::{speedup_at, Verdict, VerdictRule};
+
+use super::columns::{label_of, metric_direction};
+use crate::report::model::ReportColumn;
+
+/// The sweep section of a plan with a `[sweep]`, on `metric`.
+pub(super) fn sweep(
+    plan: Option<&Plan>,
+    arms: &[ArmResult],
+    metric: Option<&str>,
+    columns: &[ReportColumn],
+    rule: VerdictRule,
+) -> Option<SweepReport> {
+    let plan = plan?;
+    let sweep = plan.sweep.as_ref()?;
+    let metric = metric?;
+    let (direction, _) = metric_direction(Some(plan), metric);
+    let mut file_arms: Vec<String> = Vec::new();
+    for a in &plan.arms {
+        let name = plan.file_arm_of(&a.name).to_string();
+        if !file_arms.contains(&name) {
+            file_arms.push(name);
+        }
+    }
+    let row_of = |name: &str| arms.iter().find(|a| a.name == name);
+    let mut points: Vec<SweepRow> = sweep
+        .points()
+        .into_iter()
+        .map(|values| {
+            let cells = file_arms
+                .iter()
+                .filter_map(|file_arm| {
+                    let run_arm = plan.arms.iter().find(|a| {
+                        a.sweep
+                            .as_ref()
+                            .is_some_and(|s| &s.arm == file_arm && s.values == values)
+                    })?;
+                    let m = row_of(&run_arm.name).and_then(|r| r.metric(metric));
+                    Some(SweepCell {
+                        arm: file_arm.clone(),
+                        run_arm: run_arm.name.clone(),
+                        summary: m.and_then(|m| m.summary),
+                        comparison: m.and_then(|m| m.comparison),
+                        scaling: None,
+                        efficiency: None,
+                    })
+                })
+                .collect();
+            SweepRow {
+                series: series_label(sweep, &values),
+                values,
+                cells,
+            }
+        })
+        .collect();
+    scale(sweep, &mut points, arms, metric, direction, rule);
+    let crossovers: Vec<Crossover> = file_arms
+        .iter()
+        .filter(|a| **a != plan.baseline)
+        .flat_map(|arm| {
+            series_of(&points)
+                .into_iter()
+                .map(|series| crossover(sweep, &points, arm, &series))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    Some(SweepReport {
+        metric: metric.to_string(),
+        label: label_of(columns, metric),
+        direction,
+        axes: sweep.axes.clone(),
+        along: sweep.axes[sweep.along].key.clone(),
+        baseline: plan.baseline.clone(),
+        workers: sweep.counts_workers(sweep.along),
+        crossover: crossover_json(sweep, &crossovers),
+        arms: file_arms,
+        points,
+        crossovers,
+    })
+}
+
+/// The other axes' values of a point, `num_layers 3` (empty with one axis).
+fn series_label(sweep: &Sweep, values: &[String]) -> String {
+    sweep
+        .axes
+        .iter()
+        .zip(values)
+        .enumerate()
+        .filter(|(i, _)| *i != sweep.along)
+        .map(|(_, (a, v))| format!("{} {v}", a.short))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The series in the order their first point comes.
+fn series_of(points: &[SweepRow]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for p in points {
+        if !out.contains(&p.series) {
+            out.push(p.series.clone());
+        }
+    }
+    out
+}
+
+/// Each arm's value at each point against its own at the series' first
+/// point along the axis, and for a workers axis that speedup per worker
+/// added.
+fn scale(
+    sweep: &Sweep,
+    points: &mut [SweepRow],
+    arms: &[ArmResult],
+    metric: &str,
+    direction: crate::metrics::Direction,
+    rule: VerdictRule,
+) {
+    let replicate = |run_arm: &str| {
+        arms.iter()
+            .find(|a| a.name == run_arm)
+            .and_then(|a| a.metric(metric))
+            .and_then(|m| m.replicate)
+    };
+    let workers = sweep.counts_workers(sweep.along);
+    let along = sweep.along;
+    let snapshot: Vec<SweepRow> = points.to_vec();
+    for row in points.iter_mut() {
+        // The series' first point: the axis' first value, other axes as here.
+        let Some(first) = snapshot.iter().find(|p| {
+            p.series == row.series && p.values.get(along) == sweep.axes[along].values.first()
+        }) else {
+            continue;
+        };
+        let count = |values: &[String]| values.get(along).and_then(|v| v.parse::<f64>().ok());
+        let ratio = match (count(&row.values), count(&first.values)) {
+            (Some(w), Some(w0)) if workers && w0 > 0.0 => Some(w / w0),
+            _ => None,
+        };
+        for cell in &mut row.cells {
+            // The first point is the reference, not a measurement of it.
+            let Some(base) = first
+                .cells
+                .iter()
+                .find(|c| c.arm == cell.arm && c.run_arm != cell.run_arm)
+            else {
+                continue;
+            };
+            let (Some(b), Some(a)) = (replicate(&base.run_arm), replicate(&cell.run_arm)) else {
+                continue;
+            };
+            cell.scaling = speedup_at(&b, &a, direction, rule.alpha);
+            cell.efficiency = match (cell.scaling, ratio) {
+                (Some(s), Some(r)) => Some(s.ratio / r),
+                _ => None,
+            };
+        }
+    }
+}
+
+/// Where `arm` starts to pay along `series`: the first point of the
+/// trailing run of points where its verdict is improved, if that run is
+/// not empty; the point before it is where it did not pay.
+fn crossover(sweep: &Sweep, points: &[SweepRow], arm: &str, series: &str) -> Crossover {
+    let along: Vec<(String, Option<&crate::report::stats::Comparison>)> = points
+        .iter()
+        .filter(|p| p.series == series)
+        .filter_map(|p| {
+            let cell = p.cells.iter().find(|c| c.arm == arm)?;
+            Some((p.values[sweep.along].clone(), cell.comparison.as_ref()))
+        })
+        .collect();
+    let improved = |c: &Option<&crate::report::stats::Comparison>| {
+        c.is_some_and(|c| c.verdict == Verdict::Improved)
+    };
+    let start = along
+        .iter()
+        .rposition(|(_, c)| !improved(c))
+        .map_or(0, |i| i + 1);
+    let at = along.get(start);
+    let before = start
+        .checked_sub(1)
+        .and_then(|i| along.get(i))
+        .map(|(v, c)| {
+            (
+                v.clone(),
+                c.and_then(|c| c.speedup),
+                c.map_or(Verdict::Inconclusive, |c| c.verdict),
+            )
+        });
+    Crossover {
+        arm: arm.to_string(),
+        series: series.to_string(),
+        point: at.map(|(v, _)| v.clone()),
+        speedup: at.and_then(|(_, c)| c.and_then(|c| c.speedup)),
+        before,
+    }
+}
+
+/// `sweep.crossover` in the JSON: arm → point or null; with several axes,
+/// arm → {series → point or null}. A point that reads as a number is one.
+fn crossover_json(sweep: &Sweep, crossovers: &[Crossover]) -> BTreeMap<String, serde_json::Value> {
+    let value = |p: &Option<String>| match p {
+        None => serde_json::Value::Null,
+        Some(v) => serde_json::from_str::<serde_json::Number>(v)
+            .map(serde_json::Value::Number)
+            .unwrap_or_else(|_| serde_json::Value::String(v.clone())),
+    };
+    let mut out: BTreeMap<String, serde_json::Value> = BTreeMap::new();
+    for c in crossovers {
+        if sweep.axes.len() == 1 {
+            out.insert(c.arm.clone(), value(&c.point));
+        } else {
+            let entry = out
+                .entry(c.arm.clone())
+                .or_insert_with(|| serde_json::Value::Object(Default::default()));
+            if let serde_json::Value::Object(map) = entry {
+                map.insert(c.series.clone(), value(&c.point));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::SweepAxis;
+    use crate::metrics::Direction;
+    use crate::report::stats::{compare, Summary};
+    use rand::{Rng, SeedableRng};
+
+    /// Three repeat means per arm and point, each with 2 % noise (what a
+    /// cell's mean varies by on a busy 2-core host): the arm is `speed(n)`
+    /// times faster than the baseline at point n.
+    fn simulated(seed: u64, speed: impl Fn(u32) -> f64) -> (Sweep, Vec<SweepRow>) {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let mut normal = move || {
+            let (u1, u2): (f64, f64) = (rng.random(), rng.random());
+            (-2.0 * (u1 + 1e-300).ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+        };
+        let values = ["1", "2", "4", "8"];
+        let sweep = Sweep {
+            axes: vec![SweepAxis {
+                key: "env.N".into(),
+                short: "n".into(),
+                values: values.iter().map(|v| v.to_string()).collect(),
+            }],
+            along: 0,
+        };
+        let rule = VerdictRule::default();
+        let rows = values
+            .iter()
+            .map(|v| {
+                let n: u32 = v.parse().unwrap();
+                let mut repeats = |mean: f64| {
+                    let xs: Vec<f64> = (0..3).map(|_| mean * (1.0 + 0.02 * normal())).collect();
+                    Summary::from_values(&xs).unwrap()
+                };
+                let base = repeats(1.0);
+                let arm = repeats(1.0 / speed(n));
+                SweepRow {
+                    values: vec![v.to_string()],
+                    series: String::new(),
+                    cells: vec![SweepCell {
+                        arm: "fast".into(),
+                        run_arm: format!("fast-n-{v}"),
+                        summary: Some(arm),
+                        comparison: Some(compare(&base, &arm, Direction::Lower, rule)),
+                        scaling: None,
+                        efficiency: None,
+                    }],
+                }
+            })
+            .collect();
+        (sweep, rows)
+    }
+
+    #[test]
+    fn a_planted_crossover_is_found_where_it_is_and_a_flat_sweep_has_none() {
+        let seeds = 400;
+        let found = (0..seeds)
+            .filter(|&seed| {
+                let (sweep, rows) = simulated(seed, |n| if n >= 4 { 1.3 } else { 1.0 });
+                crossover(&sweep, &rows, "fast", "").point.as_deref() == Some("4")
+            })
+            .count();
+        let flat = (0..seeds)
+            .filter(|&seed| {
+                let (sweep, rows) = simulated(1_000_000 + seed, |_| 1.0);
+                crossover(&sweep, &rows, "fast", "").point.is_none()
+            })
+            .count();
+        eprintln!(
+            "planted crossover at 4 found in {found} of {seeds} seeds; \
+             no crossover on the flat sweep in {flat} of {seeds}"
+        );
+        assert!(found * 100 >= seeds as usize * 95, "{found} of {seeds}");
+        assert!(flat * 100 >= seeds as usize * 95, "{flat} of {seeds}");
+    }
+
+    #[test]
+    fn the_crossover_names_the_point_before_it_and_the_json_its_value() {
+        let (sweep, rows) = simulated(7, |n| if n >= 4 { 1.3 } else { 1.0 });
+        let c = crossover(&sweep, &rows, "fast", "");
+        assert_eq!(c.point.as_deref(), Some("4"));
+        let (before, speedup, verdict) = c.before.clone().unwrap();
+        assert_eq!(before, "2");
+        assert!(speedup.is_some());
+        assert_ne!(verdict, Verdict::Improved);
+        let json = crossover_json(&sweep, std::slice::from_ref(&c));
+        assert_eq!(json["fast"], serde_json::json!(4));
+        // Paying everywhere: from the first point, nothing before it.
+        let (sweep, rows) = simulated(8, |_| 1.5);
+        let c = crossover(&sweep, &rows, "fast", "");
+        assert_eq!(c.point.as_deref(), Some("1"));
+        assert!(c.before.is_none());
+        // Paying only in the middle is no crossover: it must stay paid.
+        let (sweep, rows) = simulated(9, |n| if n == 2 || n == 4 { 1.5 } else { 1.0 });
+        let c = crossover(&sweep, &rows, "fast", "");
+        assert_eq!(c.point, None);
+        assert_eq!(c.before.as_ref().map(|b| b.0.as_str()), Some("8"));
+        assert_eq!(
+            crossover_json(&sweep, &[c])["fast"],
+            serde_json::Value::Null
+        );
+    }
+}

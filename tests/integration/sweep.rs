@@ -1,0 +1,150 @@
+//! `[sweep]` end to end: real `lcx run`s of small command arms whose speed
+//! depends on the point (`$N`), then the report's crossover, pivot, plots
+//! and gates. Each cell's noise comes from its run id, so the numbers vary
+//! between cells as measured ones do, and the same on every host.
+//!
+//! `--check` passes `--allow-contended`, as in `report.rs`: these tests are
+//! about the sweep's judgement, and the tests beside them make cells busy.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// Prints `LCX_ITERATIONS` lines of `my/seconds`: 1 (1 % noise), divided
+/// by `FACTOR` from point `FROM` on.
+const ARM: &str = r#"#!/bin/sh
+exec awk -v n="$N" -v from="${FROM:-999999}" -v f="${FACTOR:-1}" \
+  -v it="$LCX_ITERATIONS" -v seed="$LCX_RUN_ID" 'BEGIN {
+  srand(seed); speed = (n + 0 >= from + 0) ? f : 1;
+  for (i = 1; i <= it; i++) {
+    z = sqrt(-2 * log(rand() + 1e-12)) * cos(6.2831853 * rand());
+    printf("{\"iteration\": %d, \"my/seconds\": %.6f}\n", i, (1 + 0.01 * z) / speed)
+  } }'
+"#;
+
+fn experiment(factor: f64, gate: &str) -> String {
+    format!(
+        r#"name = "planted"
+workload = "command"
+iterations = 6
+warmup = 1
+repeats = 3
+baseline = "base"
+host_lock = false
+
+[[arms]]
+name = "base"
+command = ["sh", "arm.sh"]
+
+[[arms]]
+name = "fast"
+command = ["sh", "arm.sh"]
+env = {{ FROM = "4", FACTOR = "{factor}" }}
+
+[sweep]
+"env.N" = [1, 2, 4, 8]
+
+[gate]
+metric = "my/seconds"
+arm = "fast"
+{gate}
+"#
+    )
+}
+
+fn lcx(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lcx"))
+        .env("LCX_DB", dir.join("lcx.db"))
+        .env("LCX_HOST_LOCK", crate::support::own_host_lock())
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Runs the experiment in a fresh folder; the folder, and `--check`'s
+/// exit code.
+fn run(factor: f64, gate: &str) -> (tempfile::TempDir, i32) {
+    let dir = tempfile::tempdir().unwrap();
+    crate::support::write(dir.path(), "arm.sh", ARM);
+    crate::support::write(dir.path(), "sweep.toml", &experiment(factor, gate));
+    let out = lcx(dir.path(), &["run", "--plain", "sweep.toml"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let check = lcx(dir.path(), &["report", "--check", "--allow-contended"]);
+    (dir, check.status.code().unwrap())
+}
+
+fn json(dir: &Path) -> serde_json::Value {
+    let out = lcx(dir, &["report", "--format", "json"]);
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn a_planted_crossover_is_found_gated_and_plotted() {
+    let (dir, check) = run(1.3, "crossover_at_most = 4");
+    let report = json(dir.path());
+    assert_eq!(report["sweep"]["crossover"]["fast"], serde_json::json!(4));
+    assert_eq!(report["gate"]["decision"], "pass");
+    assert_eq!(check, 0);
+    // Each point's arm against the baseline at that point, never another.
+    let arms = report["arms"].as_array().unwrap();
+    let fast4 = arms.iter().find(|a| a["name"] == "fast-n-4").unwrap();
+    assert_eq!(fast4["compared_with"], "base-n-4");
+    let md = String::from_utf8(lcx(dir.path(), &["report"]).stdout).unwrap();
+    assert!(md.contains("## Sweep along `env.N`"), "{md}");
+    assert!(md.contains("`fast` pays from n 4: 1.3"), "{md}");
+    assert!(md.contains("not at 2: "), "{md}");
+    assert!(
+        md.contains("| n | base my/seconds | fast my/seconds | fast vs base "),
+        "{md}"
+    );
+    assert!(md.contains("| 4 | "), "{md}");
+    let archive = lcx(dir.path(), &["report", "--archive", "--archive-dir", "out"]);
+    assert!(archive.status.success());
+    let names: Vec<String> = std::fs::read_dir(dir.path().join("out"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    for suffix in ["my-seconds-speedup-by-n.svg", "my-seconds-by-n.svg"] {
+        assert!(names.iter().any(|n| n.ends_with(suffix)), "{names:?}");
+    }
+}
+
+#[test]
+fn the_gate_fails_below_the_crossover_and_inconcludes_on_its_edge() {
+    // Below 4 the arm is as fast as the baseline: shown short of 1.05×.
+    let (dir, check) = run(1.3, "crossover_at_most = 2");
+    assert_eq!(json(dir.path())["gate"]["decision"], "fail");
+    assert_eq!(check, 1);
+    // No margin at points where the arms are equal: the interval holds 1×.
+    let (dir, check) = run(1.3, "min_speedup = 1.0\nat = [1, 2]");
+    let report = json(dir.path());
+    assert_eq!(report["gate"]["decision"], "inconclusive");
+    let judged: Vec<&str> = report["gate"]["arms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["arm"].as_str().unwrap())
+        .collect();
+    assert_eq!(judged, ["fast-n-1", "fast-n-2"]);
+    assert_eq!(check, 3);
+}
+
+#[test]
+fn a_flat_sweep_has_no_crossover() {
+    let (dir, _) = run(1.0, "crossover_at_most = 8");
+    let report = json(dir.path());
+    assert_eq!(
+        report["sweep"]["crossover"]["fast"],
+        serde_json::Value::Null
+    );
+    let md = String::from_utf8(lcx(dir.path(), &["report"]).stdout).unwrap();
+    assert!(md.contains("`fast`: no crossover in the range"), "{md}");
+    let dry = lcx(dir.path(), &["run", "--dry-run", "sweep.toml"]);
+    let dry = String::from_utf8(dry.stdout).unwrap();
+    assert!(dry.contains("sweep along `env.N`: 4 points"), "{dry}");
+    assert!(dry.contains("fast-n-8 [fast at n 8] #1"), "{dry}");
+}
