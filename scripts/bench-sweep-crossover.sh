@@ -20,18 +20,7 @@ trap 'rm -rf "$work"' EXIT
 export LCX_HOST_LOCK=$work/host.lock LCX_RUNS_DIR=$work/runs LCX_DB=$work/lcx.db
 cd "$work"
 
-cat > arm.sh <<'ARM'
-#!/bin/sh
-# LCX_ITERATIONS lines of my/seconds: 1 with 1 % noise, FACTOR times
-# faster from point FROM on.
-exec awk -v n="$N" -v from="${FROM:-999999}" -v f="${FACTOR:-1}" \
-  -v it="$LCX_ITERATIONS" -v seed="$LCX_RUN_ID" 'BEGIN {
-  srand(seed); speed = (n + 0 >= from + 0) ? f : 1;
-  for (i = 1; i <= it; i++) {
-    z = sqrt(-2 * log(rand() + 1e-12)) * cos(6.2831853 * rand());
-    printf("{\"iteration\": %d, \"my/seconds\": %.6f}\n", i, (1 + 0.01 * z) / speed)
-  } }'
-ARM
+cp "$root/scripts/sweep-arm.sh" arm.sh
 
 # One experiment file per kind: the fast arm's factor from point 4.
 for kind in planted flat; do

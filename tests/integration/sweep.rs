@@ -1,7 +1,6 @@
 //! `[sweep]` end to end: real `lcx run`s of small command arms whose speed
-//! depends on the point (`$N`), then the report's crossover, pivot, plots
-//! and gates. Each cell's noise comes from its run id, so the numbers vary
-//! between cells as measured ones do, and the same on every host.
+//! depends on the point (`$N`, `scripts/sweep-arm.sh`), then the report's
+//! crossover, pivot, plots, gates, history and site.
 //!
 //! `--check` passes `--allow-contended`, as in `report.rs`: these tests are
 //! about the sweep's judgement, and the tests beside them make cells busy.
@@ -9,17 +8,9 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-/// Prints `LCX_ITERATIONS` lines of `my/seconds`: 1 (1 % noise), divided
-/// by `FACTOR` from point `FROM` on.
-const ARM: &str = r#"#!/bin/sh
-exec awk -v n="$N" -v from="${FROM:-999999}" -v f="${FACTOR:-1}" \
-  -v it="$LCX_ITERATIONS" -v seed="$LCX_RUN_ID" 'BEGIN {
-  srand(seed); speed = (n + 0 >= from + 0) ? f : 1;
-  for (i = 1; i <= it; i++) {
-    z = sqrt(-2 * log(rand() + 1e-12)) * cos(6.2831853 * rand());
-    printf("{\"iteration\": %d, \"my/seconds\": %.6f}\n", i, (1 + 0.01 * z) / speed)
-  } }'
-"#;
+/// The arm: `my/seconds` 1 (1 % noise), `FACTOR` times faster from point
+/// `FROM` on.
+const ARM: &str = include_str!("../../scripts/sweep-arm.sh");
 
 fn experiment(factor: f64, gate: &str) -> String {
     format!(
@@ -147,4 +138,38 @@ fn a_flat_sweep_has_no_crossover() {
     let dry = String::from_utf8(dry.stdout).unwrap();
     assert!(dry.contains("sweep along `env.N`: 4 points"), "{dry}");
     assert!(dry.contains("fast-n-8 [fast at n 8] #1"), "{dry}");
+}
+
+#[test]
+fn history_follows_the_crossover_and_the_site_shows_the_sweep() {
+    let (dir, _) = run(1.3, "crossover_at_most = 4");
+    // A second experiment of the name, in which the arm pays everywhere.
+    let faster = experiment(1.3, "crossover_at_most = 4").replace("FROM = \"4\"", "FROM = \"1\"");
+    crate::support::write(dir.path(), "sweep.toml", &faster);
+    assert!(lcx(dir.path(), &["run", "--plain", "sweep.toml"])
+        .status
+        .success());
+    let history = lcx(dir.path(), &["history", "planted"]);
+    let history = String::from_utf8(history.stdout).unwrap();
+    assert!(history.contains("Crossover per experiment"), "{history}");
+    let (_, table) = history.split_once("Crossover per experiment").unwrap();
+    let rows: Vec<&str> = table.lines().filter(|l| l.contains("| #")).collect();
+    assert!(
+        rows[0].contains("#2") && rows[0].contains("| 1 (1.3"),
+        "newest first: {table}"
+    );
+    assert!(
+        rows[1].contains("#1") && rows[1].contains("| 4 (1.3"),
+        "{table}"
+    );
+    let site = dir.path().join("site");
+    assert!(lcx(dir.path(), &["publish", site.to_str().unwrap()])
+        .status
+        .success());
+    let page = std::fs::read_to_string(site.join("e/2.html")).unwrap();
+    assert!(page.contains("Sweep along"), "{page}");
+    assert!(page.contains("my-seconds-speedup-by-n.svg"), "{page}");
+    let index = std::fs::read_to_string(site.join("index.html")).unwrap();
+    assert!(index.contains("fast pays from 1"), "{index}");
+    assert!(index.contains("fast pays from 4"), "{index}");
 }

@@ -286,7 +286,23 @@ fn is_batch_sweep(report: &Report, series: &[IterationPoint]) -> bool {
 ///   speedup bar chart per speedup column's metric and for the gate's.
 pub fn plots_for(report: &Report, series: &[IterationPoint]) -> Result<Vec<Plot>, PlotError> {
     if let Some(sweep) = &report.sweep {
-        return super::sweep_render::sweep_plots(sweep, report.rule.min_effect);
+        let plots = super::sweep_render::sweep_plots(sweep, report.rule.min_effect)?;
+        let metric = slugify(&sweep.metric);
+        let axis = sweep
+            .axes
+            .iter()
+            .find(|a| a.key == sweep.along)
+            .map_or_else(|| "axis".to_string(), |a| slugify(&a.short));
+        return Ok(plots
+            .into_iter()
+            .map(|(title, kind, svg)| {
+                let suffix = match kind {
+                    "value" => format!("{metric}-by-{axis}"),
+                    kind => format!("{metric}-{kind}-by-{axis}"),
+                };
+                (title, suffix, svg)
+            })
+            .collect());
     }
     let mut out = Vec::new();
     let present = |m: &str| series.iter().any(|p| p.name == m);

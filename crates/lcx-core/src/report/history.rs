@@ -865,7 +865,7 @@ pub fn crossover_rows(
             out.push(CrossoverRow {
                 experiment_id: e.id,
                 date: e.created_at.get(..10).unwrap_or("").to_string(),
-                commit: e.git_commit.as_deref().map(short).unwrap_or_default(),
+                commit: e.git_commit.as_deref().map_or_else(|| "—".into(), short),
                 crossovers: sweep.crossovers,
             });
         }

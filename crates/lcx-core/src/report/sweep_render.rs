@@ -186,16 +186,16 @@ fn pivot_table(sweep: &SweepReport) -> String {
     table.to_string()
 }
 
-/// A sweep's plots, each `(title, file suffix, svg)`: each arm's speedup
-/// against the baseline at each point with the no-change band (when the
-/// sweep compares arms), its value at each point, and (one arm, or a
-/// workers axis) its speedup over its own first point, with ideal scaling
-/// for workers.
+/// A sweep's plots, each `(title, kind, svg)`: each arm's speedup against
+/// the baseline at each point with the no-change band (kind `speedup`,
+/// when the sweep compares arms), its value at each point (kind `value`),
+/// and (one arm, or a workers axis) its speedup over its own first point,
+/// with ideal scaling for workers (kind `scaling`). The archive names the
+/// files.
 pub fn sweep_plots(
     sweep: &SweepReport,
     min_effect: f64,
-) -> Result<Vec<(String, String, String)>, super::plots::PlotError> {
-    use super::archive::slugify;
+) -> Result<Vec<(String, &'static str, String)>, super::plots::PlotError> {
     use super::plots::{sweep_plot, Guides, PointLine};
     let Some(axis) = sweep.axes.iter().find(|a| a.key == sweep.along) else {
         return Ok(Vec::new());
@@ -267,22 +267,14 @@ pub fn sweep_plots(
             reference: None,
         };
         let svg = sweep_plot(&title, x_label, &axis.values, "speedup (×)", &l, &guides)?;
-        out.push((
-            title,
-            format!("{}-speedup-by-{}", slugify(metric), slugify(x_label)),
-            svg,
-        ));
+        out.push((title, "speedup", svg));
     }
     let all: Vec<&String> = sweep.arms.iter().collect();
     let l = lines(&all, &|c, _| Some((c.summary.as_ref()?.mean, None)));
     let title = format!("{metric} by {x_label}");
     let unit = crate::metrics::with_unit(&sweep.label, metric);
     let svg = sweep_plot(&title, x_label, &axis.values, &unit, &l, &Guides::default())?;
-    out.push((
-        title,
-        format!("{}-by-{}", slugify(metric), slugify(x_label)),
-        svg,
-    ));
+    out.push((title, "value", svg));
     if shows_scaling(sweep) {
         // The first point is the reference: 1× by definition.
         let l = lines(&all, &|c, first| match c.scaling {
@@ -307,11 +299,7 @@ pub fn sweep_plots(
         };
         let title = format!("{metric} speedup over {x_label} {first}");
         let svg = sweep_plot(&title, x_label, &axis.values, "speedup (×)", &l, &guides)?;
-        out.push((
-            title,
-            format!("{}-scaling-by-{}", slugify(metric), slugify(x_label)),
-            svg,
-        ));
+        out.push((title, "scaling", svg));
     }
     Ok(out)
 }

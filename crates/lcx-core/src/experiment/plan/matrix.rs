@@ -186,26 +186,38 @@ impl Reader<'_> {
                 ..bare_arm()
             });
         };
-        if let (Some(own), Some(_)) = (&b.revision, &combo.revision) {
+        self.laid_over("matrix", b, combo)
+    }
+
+    /// `base` with one combination of `table`'s (`matrix` or `sweep`)
+    /// values laid over it: named and labelled after them, its `set`,
+    /// `args` and `env` extended, its revision the one either gives.
+    pub(super) fn laid_over(
+        &self,
+        table: &str,
+        base: &RawArm,
+        combo: Combo,
+    ) -> Result<RawArm, PlanError> {
+        if let (Some(own), Some(_)) = (&base.revision, &combo.revision) {
             return Err(self.err(
-                "matrix.revision",
+                format!("{table}.revision"),
                 format!(
                     "{} has `revision = \"{own}\"` itself; give the revision in one place",
-                    b.key
+                    base.key
                 ),
             ));
         }
-        let mut env = b.env.clone();
+        let mut env = base.env.clone();
         env.extend(combo.env);
         Ok(RawArm {
-            name: format!("{}-{}", b.name, combo.name),
-            label: format!("{}, {}", b.label, combo.label),
-            key: format!("{} × matrix ({})", b.key, combo.name),
-            set: b.set.iter().cloned().chain(combo.set).collect(),
-            args: b.args.iter().cloned().chain(combo.args).collect(),
+            name: format!("{}-{}", base.name, combo.name),
+            label: format!("{}, {}", base.label, combo.label),
+            key: format!("{} × {table} ({})", base.key, combo.name),
+            set: base.set.iter().cloned().chain(combo.set).collect(),
+            args: base.args.iter().cloned().chain(combo.args).collect(),
             env,
-            revision: combo.revision.or_else(|| b.revision.clone()),
-            ..b.clone()
+            revision: combo.revision.or_else(|| base.revision.clone()),
+            ..base.clone()
         })
     }
 }

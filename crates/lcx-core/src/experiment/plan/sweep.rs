@@ -106,36 +106,16 @@ impl Reader<'_> {
 
     /// `arm` at one point: the point's values laid over the arm's own.
     fn swept_arm(&self, arm: &RawArm, axes: &[Axis], point: &[usize]) -> Result<RawArm, PlanError> {
-        let combo = combo_of(axes, point);
-        if let (Some(own), Some(_)) = (&arm.revision, &combo.revision) {
-            return Err(self.err(
-                "sweep.revision",
-                format!(
-                    "{} has `revision = \"{own}\"` itself; give the revision in one place",
-                    arm.key
-                ),
-            ));
-        }
-        let mut env = arm.env.clone();
-        env.extend(combo.env);
-        Ok(RawArm {
-            name: format!("{}-{}", arm.name, combo.name),
-            label: format!("{}, {}", arm.label, combo.label),
-            key: format!("{} × sweep ({})", arm.key, combo.name),
-            set: arm.set.iter().cloned().chain(combo.set).collect(),
-            args: arm.args.iter().cloned().chain(combo.args).collect(),
-            env,
-            revision: combo.revision.or_else(|| arm.revision.clone()),
-            sweep: Some(SweepPoint {
-                arm: arm.name.clone(),
-                values: axes
-                    .iter()
-                    .zip(point)
-                    .map(|((_, _, values), &i)| values[i].0.clone())
-                    .collect(),
-            }),
-            ..arm.clone()
-        })
+        let mut swept = self.laid_over("sweep", arm, combo_of(axes, point))?;
+        swept.sweep = Some(SweepPoint {
+            arm: arm.name.clone(),
+            values: axes
+                .iter()
+                .zip(point)
+                .map(|((_, _, values), &i)| values[i].0.clone())
+                .collect(),
+        });
+        Ok(swept)
     }
 
     /// A gate's `from`, `at` or `crossover_at_most`: values of the sweep's
