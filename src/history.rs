@@ -103,9 +103,11 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         out!("{}", history::render_history(&label, &rows));
         // A sweep's answer over time: did a change move where an arm pays?
         let crossovers = history::crossover_rows(&store, &experiments).map_err(user_or_not)?;
-        if crossovers.iter().any(|r| !r.crossovers.is_empty()) {
+        if let Some(first) = crossovers.iter().find(|r| !r.crossovers.is_empty()) {
             out!(
-                "\nCrossover per experiment (where each arm starts to pay, newest first):\n\n{}",
+                "\nCrossover per experiment (where each arm starts to pay on {}, as its report \
+                 judges it; newest first):\n\n{}\n",
+                first.metric,
                 history::render_crossovers(&crossovers)
             );
         }

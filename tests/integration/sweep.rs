@@ -138,6 +138,14 @@ fn a_flat_sweep_has_no_crossover() {
     let dry = String::from_utf8(dry.stdout).unwrap();
     assert!(dry.contains("sweep along `env.N`: 4 points"), "{dry}");
     assert!(dry.contains("fast-n-8 [fast at n 8] #1"), "{dry}");
+    // A bisection probes one setting: a sweep is refused, by name.
+    let bisect = lcx(
+        dir.path(),
+        &["bisect", "sweep.toml", "--good", "HEAD~1", "--bad", "HEAD"],
+    );
+    assert_eq!(bisect.status.code(), Some(2));
+    let why = String::from_utf8_lossy(&bisect.stderr);
+    assert!(why.contains("sweep.toml has a [sweep]"), "{why}");
 }
 
 #[test]

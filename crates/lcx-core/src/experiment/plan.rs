@@ -633,6 +633,12 @@ impl Sweep {
         points
     }
 
+    /// The axis crossovers run along (`None` only in a damaged plan,
+    /// which [`Plan::check_sweep`] refuses).
+    pub fn along_axis(&self) -> Option<&SweepAxis> {
+        self.axes.get(self.along)
+    }
+
     /// `hidden_size 2048, num_layers 3`.
     pub fn label(&self, point: &[String]) -> String {
         self.axes
@@ -882,6 +888,35 @@ pub struct CellSpec {
 }
 
 impl Plan {
+    /// Whether a plan's sweep holds together (a stored plan is read back
+    /// from a database anyone may have edited): an axis the crossover runs
+    /// along, and each swept arm a value on every axis.
+    pub fn check_sweep(&self) -> Result<(), String> {
+        let Some(sweep) = &self.sweep else {
+            return Ok(());
+        };
+        if sweep.along >= sweep.axes.len() {
+            return Err(format!(
+                "its sweep runs along axis {} of {}",
+                sweep.along,
+                sweep.axes.len()
+            ));
+        }
+        match self.arms.iter().find(|a| {
+            a.sweep
+                .as_ref()
+                .is_some_and(|s| s.values.len() != sweep.axes.len())
+        }) {
+            Some(a) => Err(format!(
+                "arm `{}` has a value on {} of the sweep's {} axes",
+                a.name,
+                a.sweep.as_ref().map_or(0, |s| s.values.len()),
+                sweep.axes.len()
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// The arm `arm` is compared with: the baseline, or in a sweep the
     /// baseline's arm at the same point. `None` for an arm not in the plan
     /// or a sweep point without a baseline arm (narrowed away).
@@ -900,10 +935,8 @@ impl Plan {
             .all(|a| a.sweep.as_ref().is_some_and(|s| s.arm == at.arm));
         let mut want = at.values.clone();
         if single {
-            if let (Some(v), Some(first)) = (
-                want.get_mut(sweep.along),
-                sweep.axes[sweep.along].values.first(),
-            ) {
+            let first = sweep.axes.get(sweep.along).and_then(|a| a.values.first());
+            if let (Some(v), Some(first)) = (want.get_mut(sweep.along), first) {
                 first.clone_into(v);
             }
         }

@@ -447,29 +447,36 @@ pub fn prepare(
             arm.workdir = Some(workdir);
         }
     }
-    // What each arm changes against the baseline, for the report.
-    // A sweep's baseline is an arm at each point; any one names its code.
-    let base = plan
+    // What each arm changes against its baseline (in a sweep, the one at
+    // its point: a `revision` axis gives each point its own), for the report.
+    let bases: Vec<Option<Option<Revision>>> = plan
         .arms
         .iter()
-        .find(|a| plan.file_arm_of(&a.name) == plan.baseline)
-        .map(|a| (a.revision.clone(), a.name.clone()));
-    let base_sha = |repo: &Path| -> Option<String> {
-        match &base {
-            Some((Some(r), _)) if r.repository == repo => r.sha.clone(),
-            Some((None, _)) => git_text(repo, &["rev-parse", "HEAD"]).ok(),
-            _ => None,
+        .map(|arm| {
+            let base = plan.baseline_of(&arm.name).filter(|b| *b != arm.name)?;
+            plan.arms
+                .iter()
+                .find(|a| a.name == base)
+                .map(|a| a.revision.clone())
+        })
+        .collect();
+    let base_sha = |base: &Option<Revision>, repo: &Path| -> Option<String> {
+        match base {
+            Some(r) if r.repository == repo => r.sha.clone(),
+            Some(_) => None,
+            None => git_text(repo, &["rev-parse", "HEAD"]).ok(),
         }
     };
-    for arm in &mut plan.arms {
-        let file_arm = arm.sweep.as_ref().map_or(&arm.name, |s| &s.arm);
-        if *file_arm == plan.baseline {
+    for (arm, base) in plan.arms.iter_mut().zip(bases) {
+        // The baseline itself, or an arm without a baseline to compare.
+        let Some(base) = base else {
             continue;
-        }
+        };
         let Some(revision) = arm.revision.as_mut() else {
             continue;
         };
-        let (Some(sha), Some(from)) = (revision.sha.clone(), base_sha(&revision.repository)) else {
+        let (Some(sha), Some(from)) = (revision.sha.clone(), base_sha(&base, &revision.repository))
+        else {
             continue;
         };
         let range = format!("{from}..{sha}");

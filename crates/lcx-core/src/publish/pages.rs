@@ -78,6 +78,7 @@ fn headline(report: &Report) -> Option<String> {
                     format!(" ({})", c.series)
                 };
                 match &c.point {
+                    _ if !c.determined => format!("{}{series}: crossover undetermined", c.arm),
                     Some(p) => format!("{}{series} pays from {p}", c.arm),
                     None => format!("{}{series}: no crossover", c.arm),
                 }

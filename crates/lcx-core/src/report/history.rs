@@ -844,6 +844,8 @@ pub struct CrossoverRow {
     pub experiment_id: i64,
     pub date: String,
     pub commit: String,
+    /// The metric the crossovers are on: what the report leads with.
+    pub metric: String,
     pub crossovers: Vec<super::model::Crossover>,
 }
 
@@ -866,6 +868,7 @@ pub fn crossover_rows(
                 experiment_id: e.id,
                 date: e.created_at.get(..10).unwrap_or("").to_string(),
                 commit: e.git_commit.as_deref().map_or_else(|| "—".into(), short),
+                metric: sweep.label,
                 crossovers: sweep.crossovers,
             });
         }
@@ -902,6 +905,7 @@ pub fn render_crossovers(rows: &[CrossoverRow]) -> String {
                 .find(|c| &c.arm == arm && &c.series == series);
             row.push(match c {
                 None => "—".into(),
+                Some(c) if !c.determined => "undetermined".into(),
                 Some(c) => match (&c.point, &c.speedup) {
                     (Some(p), Some(s)) => {
                         format!("{} ({})", md(p), super::sweep_render::interval_text(s))

@@ -88,7 +88,8 @@ pub struct SweepReport {
     /// One row per point, in plan order.
     pub points: Vec<SweepRow>,
     /// Each arm's crossover: the first value of the axis from which it is
-    /// improved and stays so, or null. With several axes, one per series
+    /// improved and stays so, or null (none in the range, or undetermined:
+    /// see [`Crossover::determined`]). With several axes, one per series
     /// (a combination of the other axes' values), keyed by its label.
     pub crossover: std::collections::BTreeMap<String, serde_json::Value>,
     /// The crossovers with their evidence, one per (arm, series).
@@ -133,6 +134,11 @@ pub struct Crossover {
     /// The point just before it, where it did not pay (or the last point
     /// when there is no crossover), with its speedup and verdict.
     pub before: Option<(String, Option<Speedup>, Verdict)>,
+    /// False when that point was not judged (no data, an arm that ran
+    /// another precision): it may pay too, so where the arm starts to pay
+    /// is unknown (`point` says only from where it surely does, and the
+    /// JSON's `crossover` is null).
+    pub determined: bool,
 }
 
 /// Experiment metadata.

@@ -46,6 +46,22 @@ pub fn crossover_sentence(sweep: &SweepReport, c: &Crossover) -> String {
         .before
         .as_ref()
         .map(|(v, s, verdict)| format!("not at {}: {}", md(v), judged(s, verdict)));
+    if !c.determined {
+        let at = c
+            .before
+            .as_ref()
+            .map(|(v, _, _)| format!(" at {} {}", md(short), md(v)))
+            .unwrap_or_default();
+        let from = c
+            .point
+            .as_ref()
+            .map(|p| format!("; it pays from {} {} on", md(short), md(p)))
+            .unwrap_or_default();
+        return format!(
+            "{}{series}: crossover undetermined: not judged{at}{from}",
+            code(&c.arm)
+        );
+    }
     match &c.point {
         Some(p) => {
             let mut out = format!(
@@ -355,6 +371,7 @@ mod tests {
                 point: Some(evil.into()),
                 speedup: None,
                 before: Some((evil.into(), None, Verdict::Inconclusive)),
+                determined: true,
             }],
         };
         let md = sweep_section(&sweep);

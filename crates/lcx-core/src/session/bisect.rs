@@ -50,6 +50,12 @@ pub enum BisectError {
     },
     #[error("{file}: no metric to judge: give --metric, a [gate] or [[columns]]")]
     NoMetric { file: String },
+    /// A probe is two arms at one setting; a sweep is many settings.
+    #[error(
+        "{file} has a [sweep]: lcx bisect probes one arm at one setting; copy the file \
+         without [sweep], with the point's value in the arm's `set` (or `env`)"
+    )]
+    Sweep { file: String },
     #[error("the bisected arm's repository")]
     NoRepository,
     /// `--good` or `--bad` names no commit.
@@ -94,6 +100,7 @@ impl BisectError {
             BisectError::Plan(_)
             | BisectError::NoSuchArm { .. }
             | BisectError::NoMetric { .. }
+            | BisectError::Sweep { .. }
             | BisectError::Resolve(_)
             | BisectError::Range { .. }
             | BisectError::NotDescendant { .. } => true,
@@ -206,6 +213,11 @@ impl BisectRequest {
 
     /// `--arm`, else the file's baseline; it must be one of the file's arms.
     fn arm(&self, file_plan: &Plan) -> Result<String, BisectError> {
+        if file_plan.sweep.is_some() {
+            return Err(BisectError::Sweep {
+                file: self.file.display().to_string(),
+            });
+        }
         let arm = self
             .arm
             .clone()

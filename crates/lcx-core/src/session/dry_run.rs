@@ -32,8 +32,13 @@ pub fn dry_run_text(plan: &Plan, builds: &[Planned]) -> String {
     ));
     if let Some(sweep) = &plan.sweep {
         let points = sweep.points();
-        let single = plan.arms.len() == points.len();
-        let along = &sweep.axes[sweep.along];
+        // As `Plan::baseline_of` decides it: every arm grew from one.
+        let file_arm = |a: &plan::Arm| a.sweep.as_ref().map(|s| s.arm.clone());
+        let first = plan.arms.first().and_then(file_arm);
+        let single = plan.arms.iter().all(|a| file_arm(a) == first);
+        let Some(along) = sweep.along_axis() else {
+            return out;
+        };
         let compared = if single {
             format!(
                 "each point compared with {} {}",

@@ -5,11 +5,13 @@
 
 use super::Plan;
 
-/// The format [`Plan::to_json`] writes. Plans stored before the key
-/// existed have none and are this format's first version: a key added
+/// The newest format [`Plan::to_json`] writes. Plans stored before the
+/// key existed have none and are this format's first version: a key added
 /// since reads with its default (`#[serde(default)]`). A change that old
-/// readers would misread gets a new number.
-pub const PLAN_VERSION: u64 = 1;
+/// readers would misread gets a new number: 2 is a plan with a `[sweep]`
+/// (an lcx before it would drop the sweep and compare across points); a
+/// plan without one is still written as 1, which every lcx reads.
+pub const PLAN_VERSION: u64 = 2;
 
 /// Why a stored plan cannot be read.
 #[derive(Debug, thiserror::Error)]
@@ -28,8 +30,13 @@ impl Plan {
     pub fn to_json(&self) -> String {
         // A plan is strings, numbers and maps: serialising cannot fail.
         let mut value = serde_json::to_value(self).unwrap_or_default();
+        let version = if self.sweep.is_some() {
+            PLAN_VERSION
+        } else {
+            1
+        };
         if let Some(object) = value.as_object_mut() {
-            object.insert("version".into(), PLAN_VERSION.into());
+            object.insert("version".into(), version.into());
         }
         serde_json::to_string_pretty(&value).unwrap_or_default()
     }
@@ -48,7 +55,11 @@ impl Plan {
         if version > PLAN_VERSION {
             return Err(StoredPlanError::Newer { found: version });
         }
-        Ok(serde_json::from_value(value)?)
+        let plan: Plan = serde_json::from_value(value)?;
+        plan.check_sweep().map_err(|why| {
+            StoredPlanError::Malformed(<serde_json::Error as serde::de::Error>::custom(why))
+        })?;
+        Ok(plan)
     }
 }
 
@@ -73,7 +84,10 @@ mod tests {
         let p = plan();
         let json = p.to_json();
         let value: serde_json::Value = serde_json::from_str(&json).unwrap();
-        assert_eq!(value["version"], PLAN_VERSION);
+        assert_eq!(
+            value["version"], 1,
+            "a plan without a sweep every lcx reads"
+        );
         assert_eq!(Plan::from_stored(&json).unwrap(), p);
     }
 

@@ -39,20 +39,27 @@ impl Reader<'_> {
             ));
         }
         let along = self.along(table, &axes)?;
-        let points = combinations(&axes);
-        let total = points.len().checked_mul(arms.len().max(1));
+        // Counted before any point is made: a cap with its figure, not
+        // gigabytes of points to find out.
+        let total = axes
+            .iter()
+            .try_fold(arms.len().max(1), |n, (_, _, values)| {
+                n.checked_mul(values.len())
+            });
         if total.is_none_or(|n| n > MAX_ARMS) {
+            let sizes: Vec<String> = axes.iter().map(|(_, _, v)| v.len().to_string()).collect();
             return Err(self.err(
                 "sweep",
                 format!(
-                    "makes {} arms ({} arms × {} points); at most {MAX_ARMS} arms in one \
+                    "makes {} arms ({} arms × {} values); at most {MAX_ARMS} arms in one \
                      experiment (fewer values, or several experiments)",
                     total.map_or_else(|| "more than 2^64".to_string(), |n| n.to_string()),
                     arms.len(),
-                    points.len()
+                    sizes.join(" × ")
                 ),
             ));
         }
+        let points = combinations(&axes);
         let mut out = Vec::with_capacity(total.unwrap_or(0));
         for arm in &arms {
             for point in &points {
@@ -293,6 +300,51 @@ iterations = 3
         let e = error(&SWEEP.replace("baseline = \"fp32\"", "baseline = \"fp32-hidden-512\""));
         assert!(
             e.contains("baseline: `fp32-hidden-512` names no arm"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_stored_sweep_is_format_2_and_checked_when_read() {
+        let p = plan(SWEEP).unwrap();
+        let mut json: serde_json::Value = serde_json::from_str(&p.to_json()).unwrap();
+        // An lcx before sweeps reads format 1 only: it refuses, never
+        // compares across points.
+        assert_eq!(json["version"], 2);
+        json["sweep"]["along"] = 5.into();
+        let e = Plan::from_stored(&json.to_string())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("its sweep runs along axis 5 of 1"), "{e}");
+        json["sweep"]["along"] = 0.into();
+        json["arms"][0]["sweep"]["values"] = serde_json::json!([]);
+        let e = Plan::from_stored(&json.to_string())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("has a value on 0 of the sweep's 1 axes"), "{e}");
+    }
+
+    #[test]
+    fn a_sweep_too_big_is_counted_not_made() {
+        let values = format!(
+            "[{}]",
+            (0..1000)
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let huge = SWEEP.replace(
+            "[sweep]\n\"env.HIDDEN\" = [512, 1024, 2048]\n",
+            &format!(
+                "[sweep]\naxis = \"env.A\"\n\"env.A\" = {values}\n\"env.B\" = {values}\n\
+                 \"env.C\" = {values}\n\"env.D\" = {values}\n"
+            ),
+        );
+        let e = error(&huge);
+        assert!(
+            e.contains(
+                "sweep: makes 2000000000000 arms (2 arms × 1000 × 1000 × 1000 × 1000 values)"
+            ),
             "{e}"
         );
     }

@@ -210,15 +210,9 @@ pub(super) fn arm_results(
         // says so in its own row.
         let mut label = label.clone();
         let mismatched = precision_mismatches(&input.precisions, arm);
+        // (Its remark is the "Not judged" one above: `judge::mismatched_precision`.)
         if !mismatched.is_empty() {
             label = format!("{label} ({})", mismatched.join("; "));
-            remarks.push(
-                Prose::ours("Arm ")
-                    .name(arm)
-                    .and(": ")
-                    .text(mismatched.join("; "))
-                    .and("; its numbers are not AMP numbers."),
-            );
         }
         let revision = basis
             .plan

@@ -59,8 +59,10 @@ pub(super) fn guard_outcomes(
             // The guard's own baseline, else the experiment's; in a sweep,
             // that arm at the guarded arm's point.
             let baseline = match &g.baseline {
-                Some(b) => plan.at_point_of(b, &arm.name).unwrap_or(b),
-                None => ev.baselines.of(&arm.name),
+                // The experiment's baseline by name is the same as none (in a
+                // sweep of one arm, the arm at the axis' first point).
+                Some(b) if *b != plan.baseline => plan.at_point_of(b, &arm.name).unwrap_or(b),
+                _ => ev.baselines.of(&arm.name),
             };
             if arm.name == baseline
                 || g.arm

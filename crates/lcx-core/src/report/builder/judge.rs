@@ -213,7 +213,9 @@ fn judges_point(g: &Gate, plan: &Plan, arm: &crate::experiment::Arm) -> bool {
     let (Some(sweep), Some(at)) = (&plan.sweep, &arm.sweep) else {
         return true;
     };
-    let values = &sweep.axes[sweep.along].values;
+    let Some(values) = sweep.along_axis().map(|a| &a.values) else {
+        return false;
+    };
     let Some(value) = at.values.get(sweep.along) else {
         return false;
     };
@@ -330,20 +332,30 @@ pub(super) fn net_result(
         return "a single arm, nothing to compare".into();
     }
     let has_data = |a: &ArmResult| a.metric(metric).is_some_and(|m| m.replicate.is_some());
-    if let Some(base) = arms.iter().find(|a| a.is_baseline) {
-        if let Some(why) = &base.unjudged {
-            return Prose::ours("nothing judged on ")
-                .text(&label)
-                .and(": baseline ")
-                .then(why.clone());
-        }
-        if !has_data(base) {
-            return Prose::ours("no data for the baseline ")
-                .name(&base.name)
-                .and(" on ")
-                .text(&label)
-                .and(": nothing can be compared");
-        }
+    // Each arm's own baseline: in a sweep, the one at its point.
+    let base_of = |a: &ArmResult| {
+        arms.iter().find(|b| match &a.compared_with {
+            Some(name) => &b.name == name,
+            None => b.is_baseline,
+        })
+    };
+    let bases: Vec<&ArmResult> = arms.iter().filter(|a| a.is_baseline).collect();
+    // Said once when no baseline can be compared with at all.
+    if let Some(base) = bases
+        .first()
+        .filter(|_| bases.iter().all(|b| b.unjudged.is_some()))
+    {
+        return Prose::ours("nothing judged on ")
+            .text(&label)
+            .and(": baseline ")
+            .then(base.unjudged.clone().unwrap_or_default());
+    }
+    if let Some(base) = bases.first().filter(|_| bases.iter().all(|b| !has_data(b))) {
+        return Prose::ours("no data for the baseline ")
+            .name(&base.name)
+            .and(" on ")
+            .text(&label)
+            .and(": nothing can be compared");
     }
     let mut groups: [(Verdict, Vec<Prose>); 4] = [
         (Verdict::Improved, Vec::new()),
@@ -356,6 +368,14 @@ pub(super) fn net_result(
     for a in &others {
         if let Some(why) = &a.unjudged {
             unjudged.push(why.clone());
+            continue;
+        }
+        if let Some(why) = base_of(a).and_then(|b| b.unjudged.as_ref()) {
+            unjudged.push(
+                Prose::of_name(&a.name)
+                    .and(": its baseline ")
+                    .then(why.clone()),
+            );
             continue;
         }
         let Some(c) = a.metric(metric).and_then(|m| m.comparison) else {

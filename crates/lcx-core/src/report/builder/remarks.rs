@@ -104,12 +104,12 @@ pub(super) fn placement_remarks(e: &Experiment, runs: &[Run]) -> Vec<Prose> {
 /// The baseline named no arm that has cells: nothing can be compared (in
 /// a sweep, at the points whose baseline arm has none).
 pub(super) fn missing_baseline(order: &[ArmName], baselines: &Baselines) -> Option<Prose> {
-    let mut missing: Vec<&str> = order
-        .iter()
-        .map(|a| baselines.of(&a.name))
-        .filter(|b| !order.iter().any(|a| a.name == *b))
-        .collect();
-    missing.dedup();
+    let mut missing: Vec<&str> = Vec::new();
+    for b in order.iter().map(|a| baselines.of(&a.name)) {
+        if !order.iter().any(|a| a.name == b) && !missing.contains(&b) {
+            missing.push(b);
+        }
+    }
     let first = missing.first()?;
     Some(if missing.len() == 1 {
         Prose::ours("The baseline ")

@@ -24,6 +24,7 @@ pub(super) fn sweep(
     let plan = plan?;
     let sweep = plan.sweep.as_ref()?;
     let metric = metric?;
+    let along = sweep.along_axis()?;
     let (direction, _) = metric_direction(Some(plan), metric);
     let mut file_arms: Vec<String> = Vec::new();
     for a in &plan.arms {
@@ -79,7 +80,7 @@ pub(super) fn sweep(
         label: label_of(columns, metric),
         direction,
         axes: sweep.axes.clone(),
-        along: sweep.axes[sweep.along].key.clone(),
+        along: along.key.clone(),
         baseline: plan.baseline.clone(),
         workers: sweep.counts_workers(sweep.along),
         crossover: crossover_json(sweep, &crossovers),
@@ -136,7 +137,8 @@ fn scale(
     for row in points.iter_mut() {
         // The series' first point: the axis' first value, other axes as here.
         let Some(first) = snapshot.iter().find(|p| {
-            p.series == row.series && p.values.get(along) == sweep.axes[along].values.first()
+            p.series == row.series
+                && p.values.get(along) == sweep.along_axis().and_then(|a| a.values.first())
         }) else {
             continue;
         };
@@ -175,7 +177,7 @@ fn crossover(sweep: &Sweep, points: &[SweepRow], arm: &str, series: &str) -> Cro
         .filter(|p| p.series == series)
         .filter_map(|p| {
             let cell = p.cells.iter().find(|c| c.arm == arm)?;
-            Some((p.values[sweep.along].clone(), cell.comparison.as_ref()))
+            Some((p.values.get(sweep.along)?.clone(), cell.comparison.as_ref()))
         })
         .collect();
     let improved = |c: &Option<&crate::report::stats::Comparison>| {
@@ -186,29 +188,30 @@ fn crossover(sweep: &Sweep, points: &[SweepRow], arm: &str, series: &str) -> Cro
         .rposition(|(_, c)| !improved(c))
         .map_or(0, |i| i + 1);
     let at = along.get(start);
-    let before = start
-        .checked_sub(1)
-        .and_then(|i| along.get(i))
-        .map(|(v, c)| {
-            (
-                v.clone(),
-                c.and_then(|c| c.speedup),
-                c.map_or(Verdict::Inconclusive, |c| c.verdict),
-            )
-        });
+    let stopper = start.checked_sub(1).and_then(|i| along.get(i));
+    // An arm with no point, or stopped by a point it was not judged at.
+    let determined = !along.is_empty() && stopper.is_none_or(|(_, c)| c.is_some());
+    let before = stopper.map(|(v, c)| {
+        (
+            v.clone(),
+            c.and_then(|c| c.speedup),
+            c.map_or(Verdict::Inconclusive, |c| c.verdict),
+        )
+    });
     Crossover {
         arm: arm.to_string(),
         series: series.to_string(),
         point: at.map(|(v, _)| v.clone()),
         speedup: at.and_then(|(_, c)| c.and_then(|c| c.speedup)),
         before,
+        determined,
     }
 }
 
 /// `sweep.crossover` in the JSON: arm → point or null; with several axes,
 /// arm → {series → point or null}. A point that reads as a number is one.
 fn crossover_json(sweep: &Sweep, crossovers: &[Crossover]) -> BTreeMap<String, serde_json::Value> {
-    let value = |p: &Option<String>| match p {
+    let value = |c: &Crossover| match c.point.as_ref().filter(|_| c.determined) {
         None => serde_json::Value::Null,
         Some(v) => serde_json::from_str::<serde_json::Number>(v)
             .map(serde_json::Value::Number)
@@ -217,13 +220,13 @@ fn crossover_json(sweep: &Sweep, crossovers: &[Crossover]) -> BTreeMap<String, s
     let mut out: BTreeMap<String, serde_json::Value> = BTreeMap::new();
     for c in crossovers {
         if sweep.axes.len() == 1 {
-            out.insert(c.arm.clone(), value(&c.point));
+            out.insert(c.arm.clone(), value(c));
         } else {
             let entry = out
                 .entry(c.arm.clone())
                 .or_insert_with(|| serde_json::Value::Object(Default::default()));
             if let serde_json::Value::Object(map) = entry {
-                map.insert(c.series.clone(), value(&c.point));
+                map.insert(c.series.clone(), value(c));
             }
         }
     }
@@ -332,5 +335,19 @@ mod tests {
             crossover_json(&sweep, &[c])["fast"],
             serde_json::Value::Null
         );
+        // A point not judged before the paying run: where it starts is unknown.
+        let (sweep, mut rows) = simulated(10, |n| if n >= 4 { 1.5 } else { 1.0 });
+        rows[1].cells[0].comparison = None;
+        let c = crossover(&sweep, &rows, "fast", "");
+        assert!(!c.determined);
+        assert_eq!(c.point.as_deref(), Some("4"));
+        assert_eq!(
+            crossover_json(&sweep, std::slice::from_ref(&c))["fast"],
+            serde_json::Value::Null
+        );
+        for row in &mut rows {
+            row.cells[0].comparison = None;
+        }
+        assert!(!crossover(&sweep, &rows, "fast", "").determined);
     }
 }
