@@ -744,6 +744,11 @@ pub fn seconds_duration(seconds: f64) -> std::time::Duration {
 }
 
 impl Arm {
+    /// The file's arm this one grew from in a sweep; outside one, itself.
+    pub fn file_arm(&self) -> &str {
+        self.sweep.as_ref().map_or(&self.name, |s| &s.arm)
+    }
+
     /// `timeout` as a duration.
     pub fn timeout(&self) -> Option<std::time::Duration> {
         self.timeout_seconds.map(seconds_duration)
@@ -929,23 +934,36 @@ impl Plan {
         let (Some(sweep), Some(at)) = (&self.sweep, &this.sweep) else {
             return Some(&self.baseline);
         };
-        let single = self
-            .arms
-            .iter()
-            .all(|a| a.sweep.as_ref().is_some_and(|s| s.arm == at.arm));
         let mut want = at.values.clone();
-        if single {
-            let first = sweep.axes.get(sweep.along).and_then(|a| a.values.first());
+        if self.sweeps_one_arm() {
+            let first = sweep.along_axis().and_then(|a| a.values.first());
             if let (Some(v), Some(first)) = (want.get_mut(sweep.along), first) {
                 first.clone_into(v);
             }
         }
+        self.arm_at(&self.baseline, &want)
+    }
+
+    /// Whether the sweep grew every arm from one file arm: its points are
+    /// then compared with the arm at the axis' first value.
+    pub fn sweeps_one_arm(&self) -> bool {
+        let first = self.arms.first().and_then(|a| a.sweep.as_ref());
+        first.is_some_and(|first| {
+            self.arms
+                .iter()
+                .all(|a| a.sweep.as_ref().is_some_and(|s| s.arm == first.arm))
+        })
+    }
+
+    /// The arm the sweep grew from the file's arm `file_arm` at the point
+    /// of `values`.
+    pub fn arm_at(&self, file_arm: &str, values: &[String]) -> Option<&str> {
         self.arms
             .iter()
             .find(|a| {
                 a.sweep
                     .as_ref()
-                    .is_some_and(|s| s.arm == self.baseline && s.values == want)
+                    .is_some_and(|s| s.arm == file_arm && s.values == values)
             })
             .map(|a| a.name.as_str())
     }
@@ -955,29 +973,21 @@ impl Plan {
         self.arms
             .iter()
             .find(|a| a.name == arm)
-            .and_then(|a| a.sweep.as_ref())
-            .map_or(arm, |s| s.arm.as_str())
+            .map_or(arm, Arm::file_arm)
     }
 
     /// The arm of the file's arm `file_arm` at `arm`'s point (`file_arm`
     /// itself outside a sweep).
     pub fn at_point_of<'a>(&'a self, file_arm: &'a str, arm: &str) -> Option<&'a str> {
-        let Some(at) = self
+        match self
             .arms
             .iter()
             .find(|a| a.name == arm)
             .and_then(|a| a.sweep.as_ref())
-        else {
-            return Some(file_arm);
-        };
-        self.arms
-            .iter()
-            .find(|a| {
-                a.sweep
-                    .as_ref()
-                    .is_some_and(|s| s.arm == file_arm && s.values == at.values)
-            })
-            .map(|a| a.name.as_str())
+        {
+            None => Some(file_arm),
+            Some(at) => self.arm_at(file_arm, &at.values),
+        }
     }
 
     /// How a cell's values of `metric` fold (the reader gives the columns

@@ -289,10 +289,8 @@ pub fn plots_for(report: &Report, series: &[IterationPoint]) -> Result<Vec<Plot>
         let plots = super::sweep_render::sweep_plots(sweep, report.rule.min_effect)?;
         let metric = slugify(&sweep.metric);
         let axis = sweep
-            .axes
-            .iter()
-            .find(|a| a.key == sweep.along)
-            .map_or_else(|| "axis".to_string(), |a| slugify(&a.short));
+            .along_axis()
+            .map_or_else(|| "axis".to_string(), |(_, a)| slugify(&a.short));
         return Ok(plots
             .into_iter()
             .map(|(title, kind, svg)| {
@@ -783,7 +781,7 @@ mod tests {
                     }
                 } else if let Some(sweep) = &report.sweep {
                     kinds.insert("sweep");
-                    let axis = sweep.axes.iter().find(|a| a.key == sweep.along).unwrap();
+                    let (_, axis) = sweep.along_axis().unwrap();
                     assert!(texts.contains(&axis.short), "{at}: no axis: {texts:?}");
                     for v in &axis.values {
                         assert!(texts.contains(v), "{at}: point {v} unnamed: {texts:?}");

@@ -866,7 +866,7 @@ pub fn crossover_rows(
         if let Some(sweep) = report.sweep {
             out.push(CrossoverRow {
                 experiment_id: e.id,
-                date: e.created_at.get(..10).unwrap_or("").to_string(),
+                date: report.experiment.date.clone(),
                 commit: e.git_commit.as_deref().map_or_else(|| "—".into(), short),
                 metric: sweep.label,
                 crossovers: sweep.crossovers,

@@ -96,6 +96,27 @@ pub struct SweepReport {
     pub crossovers: Vec<Crossover>,
 }
 
+impl SweepReport {
+    /// The axis crossovers run along, with its place among the axes.
+    pub fn along_axis(&self) -> Option<(usize, &crate::experiment::SweepAxis)> {
+        self.axes
+            .iter()
+            .enumerate()
+            .find(|(_, a)| a.key == self.along)
+    }
+}
+
+/// The series of a sweep's points, in the order their first point comes.
+pub fn series_of(points: &[SweepRow]) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::new();
+    for p in points {
+        if !out.contains(&p.series.as_str()) {
+            out.push(&p.series);
+        }
+    }
+    out
+}
+
 /// One point of a sweep.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SweepRow {

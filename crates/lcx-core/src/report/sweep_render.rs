@@ -24,10 +24,8 @@ pub fn interval_text(s: &Speedup) -> String {
 /// [1.07–1.18]; not at 1024: 1.01× [0.97–1.05] (inconclusive)".
 pub fn crossover_sentence(sweep: &SweepReport, c: &Crossover) -> String {
     let short = sweep
-        .axes
-        .iter()
-        .find(|a| a.key == sweep.along)
-        .map_or(sweep.along.as_str(), |a| a.short.as_str());
+        .along_axis()
+        .map_or(sweep.along.as_str(), |(_, a)| a.short.as_str());
     let series = if c.series.is_empty() {
         String::new()
     } else {
@@ -144,10 +142,8 @@ fn pivot_table(sweep: &SweepReport) -> String {
     let mut table = markdown_table();
     let unit = crate::metrics::with_unit(&sweep.label, &sweep.metric);
     let first = sweep
-        .axes
-        .iter()
-        .find(|a| a.key == sweep.along)
-        .and_then(|a| a.values.first())
+        .along_axis()
+        .and_then(|(_, a)| a.values.first())
         .cloned()
         .unwrap_or_default();
     let mut header: Vec<String> = sweep.axes.iter().map(|a| md(&a.short)).collect();
@@ -213,19 +209,11 @@ pub fn sweep_plots(
     min_effect: f64,
 ) -> Result<Vec<(String, &'static str, String)>, super::plots::PlotError> {
     use super::plots::{sweep_plot, Guides, PointLine};
-    let Some(axis) = sweep.axes.iter().find(|a| a.key == sweep.along) else {
+    let Some((at, axis)) = sweep.along_axis() else {
         return Ok(Vec::new());
     };
-    let index = |values: &[String]| {
-        let at = sweep.axes.iter().position(|a| a.key == sweep.along)?;
-        axis.values.iter().position(|v| Some(v) == values.get(at))
-    };
-    let mut series: Vec<&str> = Vec::new();
-    for p in &sweep.points {
-        if !series.contains(&p.series.as_str()) {
-            series.push(&p.series);
-        }
-    }
+    let index = |values: &[String]| axis.values.iter().position(|v| Some(v) == values.get(at));
+    let series = super::model::series_of(&sweep.points);
     // A line per (arm, series), from what `pick` reads of each cell.
     // `pick` reads a cell, told whether it sits at the axis' first value.
     type Pick<'p> = &'p dyn Fn(&super::model::SweepCell, bool) -> Option<(f64, Option<(f64, f64)>)>;

@@ -32,14 +32,10 @@ pub fn dry_run_text(plan: &Plan, builds: &[Planned]) -> String {
     ));
     if let Some(sweep) = &plan.sweep {
         let points = sweep.points();
-        // As `Plan::baseline_of` decides it: every arm grew from one.
-        let file_arm = |a: &plan::Arm| a.sweep.as_ref().map(|s| s.arm.clone());
-        let first = plan.arms.first().and_then(file_arm);
-        let single = plan.arms.iter().all(|a| file_arm(a) == first);
         let Some(along) = sweep.along_axis() else {
             return out;
         };
-        let compared = if single {
+        let compared = if plan.sweeps_one_arm() {
             format!(
                 "each point compared with {} {}",
                 along.short,

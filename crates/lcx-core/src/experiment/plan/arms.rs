@@ -251,19 +251,7 @@ impl Reader<'_> {
         };
         let mut out = BTreeMap::new();
         for (k, v) in env {
-            let value = match v {
-                toml::Value::String(s) => s.clone(),
-                toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::Boolean(_) => {
-                    v.to_string()
-                }
-                other => {
-                    return Err(self.key_error(KeyError::wrong(
-                        format!("{prefix}env.{k}"),
-                        "a string",
-                        other,
-                    )))
-                }
-            };
+            let value = self.scalar_text(format!("{prefix}env.{k}"), v, "a string")?;
             check_env_name(k).map_err(|m| self.err(format!("{prefix}env.{k}"), m))?;
             self.no_nul(format!("{prefix}env.{k}"), k)?;
             self.no_nul(format!("{prefix}env.{k}"), &value)?;

@@ -103,19 +103,8 @@ impl Reader<'_> {
         };
         let mut vals = Vec::new();
         for (i, item) in items.iter().enumerate() {
-            let raw = match item {
-                toml::Value::String(s) => s.clone(),
-                toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::Boolean(_) => {
-                    item.to_string()
-                }
-                other => {
-                    return Err(self.key_error(KeyError::wrong(
-                        format!("{full}[{i}]"),
-                        "a string, number or boolean",
-                        other,
-                    )))
-                }
-            };
+            let raw =
+                self.scalar_text(format!("{full}[{i}]"), item, "a string, number or boolean")?;
             self.no_nul(format!("{full}[{i}]"), &raw)?;
             let raw = if key == "revision" {
                 self.revision_text(&format!("{full}[{i}]"), &raw)?

@@ -152,15 +152,7 @@ impl Reader<'_> {
         };
         let axis = &sweep.axes[sweep.along];
         let point = |value: &toml::Value, at: &str| -> Result<String, PlanError> {
-            let text = match value {
-                toml::Value::String(s) => s.clone(),
-                toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::Boolean(_) => {
-                    value.to_string()
-                }
-                other => {
-                    return Err(self.key_error(KeyError::wrong(at, "a value of the axis", other)))
-                }
-            };
+            let text = self.scalar_text(at, value, "a value of the axis")?;
             if axis.values.contains(&text) {
                 Ok(text)
             } else {

@@ -272,12 +272,22 @@ fn metric_results(arm: &str, uncompared: bool, stats: &Stats, basis: &Basis) -> 
         .collect()
 }
 
+/// Each (precision asked for, precision that ran) of `arm`'s cells where
+/// the two differ (AMP asked, fp32 ran: no CUDA).
+pub(super) fn mismatched<'p>(
+    precisions: &'p [(String, String, String)],
+    arm: &'p str,
+) -> impl Iterator<Item = (&'p str, &'p str)> {
+    precisions
+        .iter()
+        .filter(move |(a, asked, ran)| a == arm && asked != ran)
+        .map(|(_, asked, ran)| (asked.as_str(), ran.as_str()))
+}
+
 /// `FP16 requested, ran fp32: no CUDA` for each precision `arm` asked for
 /// and did not run.
 fn precision_mismatches(precisions: &[(String, String, String)], arm: &str) -> Vec<String> {
-    precisions
-        .iter()
-        .filter(|(a, asked, ran)| a == arm && asked != ran)
-        .map(|(_, asked, ran)| format!("{} requested, ran {ran}: no CUDA", asked.to_uppercase()))
+    mismatched(precisions, arm)
+        .map(|(asked, ran)| format!("{} requested, ran {ran}: no CUDA", asked.to_uppercase()))
         .collect()
 }

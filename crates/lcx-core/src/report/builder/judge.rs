@@ -117,10 +117,7 @@ pub(super) fn mismatched_precision<'a>(
     unjudged: &mut BTreeMap<&'a str, Prose>,
 ) {
     for a in order {
-        let ran = precisions
-            .iter()
-            .find(|(arm, asked, ran)| *arm == a.name && asked != ran);
-        if let Some((_, asked, ran)) = ran {
+        if let Some((asked, ran)) = super::arms::mismatched(precisions, &a.name).next() {
             unjudged.entry(a.name.as_str()).or_insert_with(|| {
                 // The precisions are the cells' words: quoted, never ours.
                 Prose::of_name(&a.name)
@@ -197,11 +194,7 @@ fn gate_targets(g: &Gate, ev: &Evidence) -> Vec<String> {
     plan.arms
         .iter()
         .filter(|a| !ev.baselines.is(&a.name))
-        .filter(|a| {
-            g.arm
-                .as_ref()
-                .is_none_or(|x| plan.file_arm_of(&a.name) == x)
-        })
+        .filter(|a| g.arm.as_ref().is_none_or(|x| a.file_arm() == x))
         .filter(|a| judges_point(g, plan, a))
         .map(|a| a.name.clone())
         .collect()

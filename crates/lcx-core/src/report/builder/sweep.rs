@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use crate::experiment::{Plan, Sweep};
-use crate::report::model::{ArmResult, Crossover, SweepCell, SweepReport, SweepRow};
+use crate::report::model::{series_of, ArmResult, Crossover, SweepCell, SweepReport, SweepRow};
 use crate::report::stats::{speedup_at, Verdict, VerdictRule};
 
 use super::columns::{label_of, metric_direction};
@@ -28,9 +28,8 @@ pub(super) fn sweep(
     let (direction, _) = metric_direction(Some(plan), metric);
     let mut file_arms: Vec<String> = Vec::new();
     for a in &plan.arms {
-        let name = plan.file_arm_of(&a.name).to_string();
-        if !file_arms.contains(&name) {
-            file_arms.push(name);
+        if !file_arms.iter().any(|f| f == a.file_arm()) {
+            file_arms.push(a.file_arm().to_string());
         }
     }
     let row_of = |name: &str| arms.iter().find(|a| a.name == name);
@@ -41,15 +40,11 @@ pub(super) fn sweep(
             let cells = file_arms
                 .iter()
                 .filter_map(|file_arm| {
-                    let run_arm = plan.arms.iter().find(|a| {
-                        a.sweep
-                            .as_ref()
-                            .is_some_and(|s| &s.arm == file_arm && s.values == values)
-                    })?;
-                    let m = row_of(&run_arm.name).and_then(|r| r.metric(metric));
+                    let run_arm = plan.arm_at(file_arm, &values)?;
+                    let m = row_of(run_arm).and_then(|r| r.metric(metric));
                     Some(SweepCell {
                         arm: file_arm.clone(),
-                        run_arm: run_arm.name.clone(),
+                        run_arm: run_arm.to_string(),
                         summary: m.and_then(|m| m.summary),
                         comparison: m.and_then(|m| m.comparison),
                         scaling: None,
@@ -71,7 +66,7 @@ pub(super) fn sweep(
         .flat_map(|arm| {
             series_of(&points)
                 .into_iter()
-                .map(|series| crossover(sweep, &points, arm, &series))
+                .map(|series| crossover(sweep, &points, arm, series))
                 .collect::<Vec<_>>()
         })
         .collect();
@@ -101,17 +96,6 @@ fn series_label(sweep: &Sweep, values: &[String]) -> String {
         .map(|(_, (a, v))| format!("{} {v}", a.short))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// The series in the order their first point comes.
-fn series_of(points: &[SweepRow]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for p in points {
-        if !out.contains(&p.series) {
-            out.push(p.series.clone());
-        }
-    }
-    out
 }
 
 /// Each arm's value at each point against its own at the series' first

@@ -24,6 +24,26 @@ impl Reader<'_> {
         Ok(())
     }
 
+    /// A scalar the file may write as a string, a number or a boolean (an
+    /// `env` value, a `[matrix]` or `[sweep]` value, a gate's point), as
+    /// the text a command line or a comparison takes: a string as it is,
+    /// the others as TOML writes them. Anything else is refused as not
+    /// `expected`.
+    pub(in crate::experiment::plan) fn scalar_text(
+        &self,
+        key: impl Into<String>,
+        value: &toml::Value,
+        expected: &str,
+    ) -> Result<String, PlanError> {
+        match value {
+            toml::Value::String(s) => Ok(s.clone()),
+            toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::Boolean(_) => {
+                Ok(value.to_string())
+            }
+            other => Err(self.key_error(KeyError::wrong(key, expected, other))),
+        }
+    }
+
     /// A value written into a job script's `#SBATCH` lines (an option, the
     /// job name): one line, or it could end the line and run as a command.
     pub(super) fn one_line(&self, key: impl Into<String>, value: &str) -> Result<(), PlanError> {
