@@ -51,6 +51,7 @@ mod db;
 mod errors;
 mod export;
 mod history;
+mod import;
 mod init;
 pub mod light;
 mod list;

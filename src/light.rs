@@ -9,8 +9,8 @@ use std::ffi::OsString;
 use clap::{Parser, Subcommand};
 
 use super::{
-    bisect, cache, compare, config, export, history, init, list, play, publish, query, rename,
-    report, rm, run, schema, system, time_process,
+    bisect, cache, compare, config, export, history, import, init, list, play, publish, query,
+    rename, report, rm, run, schema, system, time_process,
 };
 
 /// The torch-free subcommands. Every command of both binaries has a
@@ -46,6 +46,9 @@ pub enum Command {
     /// Every stored value with its cell and warm-up flag, as CSV or JSON Lines.
     #[command(display_order = 8)]
     Export(export::Args),
+    /// Experiments from other lcx databases (hosts, CI jobs) into this one; twice adds nothing.
+    #[command(display_order = 20)]
+    Import(import::Args),
     /// Remove experiments and all their rows (`--dry-run` says what would go).
     #[command(display_order = 11)]
     Rm(rm::Args),
@@ -182,6 +185,7 @@ impl Command {
             Command::Rm(args) => rm::run(args),
             Command::Publish(args) => publish::run(args),
             Command::Export(args) => export::run(args),
+            Command::Import(args) => import::run(args),
             Command::Schema(args) => schema::run(args),
             Command::Rename(args) => rename::run(args),
             Command::System(args) => system::run(args),

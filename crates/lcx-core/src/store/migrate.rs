@@ -69,6 +69,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0013_runner_stalls.sql",
         include_str!("../../../../migrations/0013_runner_stalls.sql"),
     ),
+    (
+        "0014_experiment_uuid.sql",
+        include_str!("../../../../migrations/0014_experiment_uuid.sql"),
+    ),
 ];
 
 /// The schema version this lcx writes.
@@ -101,6 +105,7 @@ pub(super) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreErr
         tx.execute_batch(&format!("PRAGMA user_version = {}", index + 1))
             .map_err(|source| migration_error(name, source))?;
     }
+    name_older_experiments(&tx)?;
     write_vocabulary(&tx)?;
     tx.commit()?;
     Ok(())
@@ -181,6 +186,44 @@ fn check_consistent(conn: &Connection, path: &Path, found: i64) -> Result<(), St
         found,
         detail: detail.join("; "),
     })
+}
+
+/// Gives each experiment recorded before migration 0014 its uuid, from
+/// what it is: its id, name, creation time, host and file. Two copies of
+/// one database upgraded apart (a CI artifact, a laptop's copy) then name
+/// each experiment alike, and `lcx import` of both adds it once. Shaped as
+/// an RFC 9562 version-8 UUID (its bits are ours to choose).
+fn name_older_experiments(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    use sha2::{Digest, Sha256};
+    let rows: Vec<(i64, String)> = {
+        let mut stmt = tx.prepare(
+            "SELECT id, id || char(31) || name || char(31) || created_at || char(31)
+                    || coalesce(hostname, '') || char(31) || file_sha256
+             FROM experiments WHERE uuid IS NULL",
+        )?;
+        let rows = stmt
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+            .collect::<Result<_, _>>()?;
+        rows
+    };
+    for (id, what) in rows {
+        let hex: String = Sha256::digest(what.as_bytes())
+            .iter()
+            .take(16)
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let uuid = format!(
+            "{}-{}-8{}-{}{}-{}",
+            &hex[0..8],
+            &hex[8..12],
+            &hex[13..16],
+            ["8", "9", "a", "b"][usize::from(hex.as_bytes()[16] % 4)],
+            &hex[17..20],
+            &hex[20..32]
+        );
+        tx.execute("UPDATE experiments SET uuid = ?1 WHERE id = ?2", (uuid, id))?;
+    }
+    Ok(())
 }
 
 /// Writes this lcx's metric vocabulary into `metric_info`, replacing the rows

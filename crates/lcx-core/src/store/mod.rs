@@ -7,6 +7,7 @@
 //! are compiled in and applied in order on open, and `PRAGMA user_version`
 //! records how many were applied.
 
+pub mod import;
 mod liveness;
 mod migrate;
 mod read;
@@ -132,6 +133,18 @@ pub enum StoreError {
     },
     #[error("no experiment matches `{0}` (expected an id, `latest` or an experiment name)")]
     ExperimentNotFound(String),
+    #[error(
+        "{path}: experiment #{source_id} `{name}` (uuid {uuid}) is here already, as #{id}, \
+         with other cells or lines (one copy ran on after the other was made); nothing from \
+         {path} was imported: remove one of the two (`lcx rm`) to keep the other"
+    )]
+    ImportConflict {
+        path: PathBuf,
+        name: String,
+        source_id: i64,
+        id: i64,
+        uuid: String,
+    },
     #[error("run {run_id}: iteration {iteration} of `{name}` was already recorded")]
     DuplicateIteration {
         run_id: i64,
@@ -233,6 +246,7 @@ impl StoreError {
                 | StoreError::Inconsistent { .. }
                 | StoreError::Foreign(_)
                 | StoreError::ExperimentNotFound(_)
+                | StoreError::ImportConflict { .. }
                 | StoreError::NotReadOnly(_)
         ) || self.is_damaged()
     }

@@ -1,0 +1,79 @@
+//! `lcx import FILE…`: experiments from other lcx databases (another host,
+//! a CI job, a copy) into this one. Which experiments come in and why is
+//! lcx-core's `store::import`; this file opens the databases and prints.
+
+use std::path::PathBuf;
+
+use lcx_core::store::import::Imported;
+use lcx_core::store::Store;
+
+use crate::db::user_or_not;
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  lcx import ci-run-41.db ci-run-42.db --db history.db\n  lcx import laptop.db --dry-run\n\nAn experiment here already (the same uuid, the same cells and lines) is skipped, so importing a file twice adds nothing; one with other content is refused and named. Each file is imported in one transaction: a failure leaves this database as it was before that file. Experiments still running in a file are left for a later import."
+)]
+pub struct Args {
+    /// lcx databases to import from, in order (never changed; an older
+    /// one is upgraded in a copy).
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// Say what would come in; change nothing.
+    #[arg(long)]
+    dry_run: bool,
+    #[command(flatten)]
+    db: crate::args::DbArgs,
+}
+
+pub fn run(args: Args) -> anyhow::Result<u8> {
+    let path: &std::path::Path = &args.db;
+    // A dry run creates nothing: an absent database would take everything.
+    let mut store = if args.dry_run && !path.exists() {
+        Store::open_in_memory().map_err(user_or_not)?
+    } else {
+        Store::open(path).map_err(user_or_not)?
+    };
+    for file in &args.files {
+        let imported = store.import(file, args.dry_run).map_err(user_or_not)?;
+        outln!(
+            "{}",
+            describe(&file.display().to_string(), &imported, args.dry_run)
+        );
+    }
+    Ok(0)
+}
+
+/// `a.db: 2 experiments added (#4 option-b, #5 smoke), 1 here already`.
+fn describe(file: &str, imported: &Imported, dry_run: bool) -> String {
+    let list = |items: &[lcx_core::store::import::ImportedExperiment]| {
+        items
+            .iter()
+            .map(|e| match e.id {
+                Some(id) => format!("#{id} {}", e.name),
+                None => format!("{} (#{} there)", e.name, e.source_id),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let verb = if dry_run { "would be added" } else { "added" };
+    let mut parts = vec![format!(
+        "{} {verb}{}",
+        lcx_core::text::counted(imported.added.len() as u64, "experiment"),
+        if imported.added.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", list(&imported.added))
+        }
+    )];
+    if !imported.present.is_empty() {
+        parts.push(format!("{} here already", imported.present.len()));
+    }
+    if !imported.running.is_empty() {
+        parts.push(format!(
+            "{} still running there, left out ({})",
+            imported.running.len(),
+            list(&imported.running)
+        ));
+    }
+    format!("{file}: {}", parts.join("; "))
+}
