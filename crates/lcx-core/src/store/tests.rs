@@ -662,3 +662,144 @@ fn a_live_experiment_is_not_renamed_under_its_runner() {
     store.rename_experiments(&[other], "f", true).unwrap();
     assert_eq!(store.experiment(other).unwrap().unwrap().name, "f");
 }
+
+/// A database file with one finished experiment of two cells and lines.
+fn source_db(dir: &std::path::Path, name: &str) -> std::path::PathBuf {
+    let path = dir.join(format!("{name}.db"));
+    let mut store = Store::open(&path).unwrap();
+    let id = store
+        .insert_experiment(&new_experiment(name, 1), &[])
+        .unwrap();
+    let runs = store
+        .insert_runs(id, &[new_run("a", 0, 1), new_run("b", 1, 1)])
+        .unwrap();
+    for (k, run) in runs.iter().enumerate() {
+        store.start_run(*run).unwrap();
+        for i in 1..=4 {
+            line(&mut store, *run, 1, i, 1.0 + k as f64 + i as f64 / 10.0);
+        }
+        store.finish_run(*run, &outcome()).unwrap();
+    }
+    store
+        .set_experiment_status(id, ExperimentStatus::Completed)
+        .unwrap();
+    path
+}
+
+fn counts(store: &Store) -> Vec<i64> {
+    ["experiments", "runs", "metrics", "metric_text"]
+        .iter()
+        .map(|t| {
+            store
+                .conn
+                .query_row(&format!("SELECT count(*) FROM {t}"), [], |r| r.get(0))
+                .unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn an_import_adds_each_experiment_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = source_db(dir.path(), "a");
+    let mut target = Store::open(&dir.path().join("t.db")).unwrap();
+    let first = target.import(&a, false).unwrap();
+    assert_eq!(first.added.len(), 1);
+    assert_eq!(counts(&target), [1, 2, 8, 8]);
+    // Twice, and the target into itself: nothing more.
+    let again = target.import(&a, false).unwrap();
+    assert!(again.added.is_empty() && again.present.len() == 1);
+    let t = dir.path().join("t.db");
+    assert!(target.import(&t, false).unwrap().added.is_empty());
+    assert_eq!(counts(&target), [1, 2, 8, 8]);
+    // A dry run says what would come and writes nothing.
+    let b = source_db(dir.path(), "b");
+    let dry = target.import(&b, true).unwrap();
+    assert_eq!(dry.added.len(), 1);
+    assert_eq!(dry.added[0].id, None);
+    assert_eq!(counts(&target), [1, 2, 8, 8]);
+    target.import(&b, false).unwrap();
+    assert_eq!(counts(&target), [2, 4, 16, 16]);
+    assert_eq!(target.integrity_check().unwrap(), "ok");
+}
+
+#[test]
+fn an_experiment_changed_since_its_copy_is_refused_and_nothing_comes_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = source_db(dir.path(), "a");
+    let copy = dir.path().join("copy.db");
+    {
+        let store = Store::open(&a).unwrap();
+        store
+            .conn
+            .execute("VACUUM INTO ?1", [copy.to_string_lossy().as_ref()])
+            .unwrap();
+    }
+    // The copy runs on: one more line in its experiment.
+    {
+        let mut c = Store::open(&copy).unwrap();
+        let run: i64 = c
+            .conn
+            .query_row("SELECT min(id) FROM runs", [], |r| r.get(0))
+            .unwrap();
+        line(&mut c, run, 1, 5, 9.0);
+        let id = c
+            .insert_experiment(&new_experiment("more", 1), &[])
+            .unwrap();
+        c.set_experiment_status(id, ExperimentStatus::Completed)
+            .unwrap();
+    }
+    let mut target = Store::open(&a).unwrap();
+    let before = counts(&target);
+    let e = target.import(&copy, false).unwrap_err();
+    assert!(matches!(e, StoreError::ImportConflict { .. }), "{e}");
+    assert!(e.is_user_input());
+    assert!(e.to_string().contains("experiment #1 `a`"), "{e}");
+    assert_eq!(
+        counts(&target),
+        before,
+        "one transaction: nothing of the file"
+    );
+}
+
+#[test]
+fn a_source_that_is_no_lcx_database_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut target = Store::open(&dir.path().join("t.db")).unwrap();
+    let text = dir.path().join("notes.txt");
+    std::fs::write(&text, "not a database at all, and longer than a header").unwrap();
+    assert!(target.import(&text, false).unwrap_err().is_user_input());
+    let foreign = dir.path().join("foreign.db");
+    rusqlite::Connection::open(&foreign)
+        .unwrap()
+        .execute_batch("CREATE TABLE t (x)")
+        .unwrap();
+    let e = target.import(&foreign, false).unwrap_err();
+    assert!(matches!(e, StoreError::Foreign(_)), "{e}");
+    let newer = source_db(dir.path(), "newer");
+    rusqlite::Connection::open(&newer)
+        .unwrap()
+        .execute_batch(&format!("PRAGMA user_version = {}", LATEST_VERSION + 1))
+        .unwrap();
+    let e = target.import(&newer, false).unwrap_err();
+    assert!(matches!(e, StoreError::TooNew { .. }), "{e}");
+    let truncated = source_db(dir.path(), "cut");
+    {
+        // Checkpointed into the main file, then cut in half.
+        let s = Store::open(&truncated).unwrap();
+        s.conn
+            .execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")
+            .unwrap();
+    }
+    let len = std::fs::metadata(&truncated).unwrap().len();
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&truncated)
+        .unwrap();
+    f.set_len(len / 2).unwrap();
+    assert!(target
+        .import(&truncated, false)
+        .unwrap_err()
+        .is_user_input());
+    assert_eq!(counts(&target), [0, 0, 0, 0]);
+}
