@@ -1,5 +1,6 @@
 //! `lcx export`: every stored value with its cell, status and warm-up
-//! flag, as CSV or JSON, for pandas, polars or R.
+//! flag, as CSV or JSON, for pandas, polars or R; the JSON also carries
+//! every stored row, so `lcx import` takes it on another machine.
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -11,13 +12,13 @@ use crate::db::{open_db, user_or_not};
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  lcx export --format csv > values.csv\n  lcx export option-b --format json -o option-b.jsonl\n\nColumns: experiment_id, experiment, run_id, arm, repeat, status, iteration, metric, value, warmup.\nThe reports use rows of completed cells with warmup = false."
+    after_help = "Examples:\n  lcx export --format csv > values.csv\n  lcx export option-b --format json -o option-b.jsonl\n\nColumns: experiment_id, experiment, run_id, arm, repeat, status, iteration, metric, value, warmup.\nThe reports use rows of completed cells with warmup = false.\n\nJSON: one object per line. Lines with \"record\": \"value\" hold the columns above (pandas: df = pd.read_json(f, lines=True); df = df[df.record == \"value\"]); the others hold every stored row of the experiments, so that `lcx import FILE` brings them into another database."
 )]
 pub struct Args {
     /// Experiment ids, `latest`, or names (every experiment of that name);
     /// every experiment when none is given.
     experiments: Vec<String>,
-    #[arg(long, value_parser = formats(&[(Format::Csv, None), (Format::Json, Some("One JSON object per line (JSON Lines)"))]), default_value = "csv")]
+    #[arg(long, value_parser = formats(&[(Format::Csv, None), (Format::Json, Some("One JSON object per line (JSON Lines): the values, and the rows `lcx import` reads"))]), default_value = "csv")]
     format: Format,
     /// Write here instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
@@ -61,14 +62,17 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             "experiment_id,experiment,run_id,arm,repeat,status,iteration,metric,value,warmup";
         keep(writeln!(out, "{header}"));
     }
-    store
-        .for_each_export_row(&ids, |row| {
-            // `--format` offers csv and json.
-            let line = if args.format == Format::Json {
-                let json = serde_json::to_string(row).unwrap_or_default();
-                writeln!(out, "{}", lcx_core::escape::json_visible(&json))
-            } else {
-                writeln!(
+    if args.format == Format::Json {
+        // `--format` offers csv and json.
+        store
+            .for_each_dump_line(&ids, |line| {
+                keep(writeln!(out, "{}", lcx_core::escape::json_visible(line)))
+            })
+            .map_err(user_or_not)?;
+    } else {
+        store
+            .for_each_export_row(&ids, |row| {
+                keep(writeln!(
                     out,
                     "{},{},{},{},{},{},{},{},{},{}",
                     row.experiment_id,
@@ -81,11 +85,10 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                     field(&row.metric),
                     row.value,
                     row.warmup
-                )
-            };
-            keep(line)
-        })
-        .map_err(user_or_not)?;
+                ))
+            })
+            .map_err(user_or_not)?;
+    }
     if failed.is_none() {
         if let Err(e) = out.flush() {
             failed = Some(e);

@@ -12,7 +12,7 @@ use crate::db::{open_db, user_or_not};
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  lcx history option-b --arm interleaved-workers\n  lcx history latest"
+    after_help = "Examples:\n  lcx history option-b --arm interleaved-workers\n  lcx history latest\n  lcx history option-b --per-host --db history.db\n\nSteps are found within one host fingerprint only: a change of machine is no change of code."
 )]
 pub struct Args {
     /// The experiment name (as in the file's `name`), or an experiment's
@@ -38,6 +38,15 @@ pub struct Args {
     /// host then reads as such, not as a change of code.
     #[arg(long)]
     of_peak: bool,
+    /// Only experiments that ran on this host (its name as `hostname`
+    /// prints it, or as `LCX_HOSTNAME` named it).
+    #[arg(long, value_name = "HOST", conflicts_with = "per_host")]
+    host: Option<String>,
+    /// One history per host, each compared within itself (the default
+    /// shows every host in one table, with a Host column and a series
+    /// break where the host changes).
+    #[arg(long)]
+    per_host: bool,
     #[command(flatten)]
     output: crate::args::TableOrJson,
     #[command(flatten)]
@@ -46,8 +55,22 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let store = open_db(&args.db)?;
-    let (name, experiments) =
+    let (name, mut experiments) =
         history::named_experiments(&store, &args.name).map_err(user_or_not)?;
+    if let Some(host) = &args.host {
+        let hosts = history::hosts_of(&experiments);
+        experiments.retain(|e| history::host_name(e) == *host);
+        if experiments.is_empty() && !hosts.is_empty() {
+            return Err(crate::bad_input(anyhow::anyhow!(
+                "--host {host}: no experiment named `{name}` ran there; it ran on {}",
+                hosts
+                    .iter()
+                    .map(|h| format!("`{h}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+    }
     let Some(latest) = experiments.first() else {
         return Err(crate::bad_input(anyhow::anyhow!(
             "no experiment named `{name}` in {} (see `lcx list`)",
@@ -85,22 +108,57 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     };
     let plan = builder::stored_plan(latest).ok();
     let judged = history::judged_direction(plan.as_ref(), &metric);
-    let rows = history::history_rows(&experiments, &runs, judged, rule);
-    if rows.iter().all(|r| r.summary.is_none()) {
+    runs.retain(|r| experiments.iter().any(|e| e.id == r.experiment_id));
+    // One history for all, or one per host, each on its own experiments.
+    let groups: Vec<(String, Vec<history::HistoryRow>)> = if args.per_host {
+        history::hosts_of(&experiments)
+            .into_iter()
+            .map(|host| {
+                let here: Vec<_> = experiments
+                    .iter()
+                    .filter(|e| history::host_name(e) == host)
+                    .cloned()
+                    .collect();
+                let rows = history::history_rows(&here, &runs, judged, rule);
+                (host, rows)
+            })
+            .collect()
+    } else {
+        let rows = history::history_rows(&experiments, &runs, judged, rule);
+        vec![(String::new(), rows)]
+    };
+    if groups
+        .iter()
+        .all(|(_, rows)| rows.iter().all(|r| r.summary.is_none()))
+    {
         errln!("note: no post-warm-up values of `{metric}` were recorded for these runs");
     }
     if args.output.json() {
-        jsonln!(
-            "{}",
-            serde_json::to_string_pretty(&rows).unwrap_or_default()
-        );
+        let json = if args.per_host {
+            let hosts: Vec<_> = groups
+                .iter()
+                .map(|(host, rows)| serde_json::json!({"host": host, "rows": rows}))
+                .collect();
+            serde_json::to_string_pretty(&hosts)
+        } else {
+            serde_json::to_string_pretty(&groups[0].1)
+        };
+        jsonln!("{}", json.unwrap_or_default());
     } else {
         let label = if args.of_peak {
             format!("{metric} / peak")
         } else {
             metric.clone()
         };
-        out!("{}", history::render_history(&label, &rows));
+        for (host, rows) in &groups {
+            if args.per_host {
+                out!("Host `{}`:\n\n", lcx_core::escape::md_inline(host));
+            }
+            out!("{}", history::render_history(&label, rows));
+            if args.per_host {
+                out!("\n");
+            }
+        }
         // A sweep's answer over time: did a change move where an arm pays?
         let crossovers = history::crossover_rows(&store, &experiments).map_err(user_or_not)?;
         if let Some(first) = crossovers.iter().find(|r| !r.crossovers.is_empty()) {

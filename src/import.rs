@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use lcx_core::store::import::Imported;
+use lcx_core::store::import::{Imported, Source};
 use lcx_core::store::Store;
 
 use crate::db::user_or_not;
@@ -14,8 +14,8 @@ use crate::db::user_or_not;
     after_help = "Examples:\n  lcx import ci-run-41.db ci-run-42.db --db history.db\n  lcx import laptop.db --dry-run\n\nAn experiment here already (the same uuid, the same cells and lines) is skipped, so importing a file twice adds nothing; one with other content is refused and named. Each file is imported in one transaction: a failure leaves this database as it was before that file. Experiments still running in a file are left for a later import."
 )]
 pub struct Args {
-    /// lcx databases to import from, in order (never changed; an older
-    /// one is upgraded in a copy).
+    /// lcx databases or `lcx export --format json` files to import from,
+    /// in order (never changed; an older database is upgraded in a copy).
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
     /// Say what would come in; change nothing.
@@ -26,6 +26,14 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
+    // Every file checked (and an older one upgraded in a copy) before the
+    // database is opened: a bad one changes and creates nothing.
+    let sources = args
+        .files
+        .iter()
+        .map(|f| Source::open(f))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(user_or_not)?;
     let path: &std::path::Path = &args.db;
     // A dry run creates nothing: an absent database would take everything.
     let mut store = if args.dry_run && !path.exists() {
@@ -33,11 +41,17 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     } else {
         Store::open(path).map_err(user_or_not)?
     };
-    for file in &args.files {
-        let imported = store.import(file, args.dry_run).map_err(user_or_not)?;
+    for source in &sources {
+        let imported = store
+            .import_source(source, args.dry_run)
+            .map_err(user_or_not)?;
         outln!(
             "{}",
-            describe(&file.display().to_string(), &imported, args.dry_run)
+            describe(
+                &source.path().display().to_string(),
+                &imported,
+                args.dry_run
+            )
         );
     }
     Ok(0)

@@ -19,7 +19,7 @@ const EXIT_INTERRUPTED: u8 = 130;
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  lcx run experiments/option-b.toml\n  lcx run quick.toml --iterations 20 --repeats 3\n  lcx run --command 'sleep 0.05'\n  lcx run -n old --command 'sleep 0.05' -n new --command 'sleep 0.06' --runs 20\n  lcx run -P ms 10 30 --command 'sleep 0.0{ms}'\n  lcx run --resume latest"
+    after_help = "Examples:\n  lcx run experiments/option-b.toml\n  lcx run quick.toml --iterations 20 --repeats 3\n  lcx run --command 'sleep 0.05'\n  lcx run -n old --command 'sleep 0.05' -n new --command 'sleep 0.06' --runs 20\n  lcx run -P ms 10 30 --command 'sleep 0.0{ms}'\n  lcx run --resume latest\n\nEnvironment: LCX_DB (the database), LCX_HOSTNAME (the host's name in the experiment's fingerprint: on CI, name the runner's kind so that its jobs form one series in `lcx history`)."
 )]
 pub struct Args {
     /// The experiment file (TOML).

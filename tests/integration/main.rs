@@ -16,6 +16,7 @@ mod faults;
 mod golden;
 mod gpu_check;
 mod host_lock;
+mod import;
 mod malformed;
 mod manage;
 mod play;

@@ -160,8 +160,9 @@ pub fn probe(torch: Option<&TorchFacts>, ceiling: Option<&KnownCeiling>) -> Fing
         peak_spread: c.map(|c| c.spread),
         peak_probed_at: c.map(|c| c.probed_at.clone()),
         peak_note: None,
-        // The same name the runner identity records (store::liveness).
-        hostname: crate::system::host::hostname(),
+        // The runner identity's name (store::liveness), unless
+        // LCX_HOSTNAME names the host for history.
+        hostname: crate::system::host::recorded_hostname(),
         os: Some(crate::system::Root::default().os_description()),
         cpu_model: crate::system::Root::default().cpu_model(),
         cpu_cores: std::thread::available_parallelism()

@@ -180,6 +180,8 @@ pub struct HistoryRow {
     pub date: String,
     pub arm: String,
     pub commit: String,
+    /// The host name its experiment recorded.
+    pub host: Option<String>,
     pub fingerprint: String,
     pub runs: usize,
     /// What the row shows: [`shown_summary`], as the report does.
@@ -410,6 +412,7 @@ pub fn history_rows(
                 date: e.created_at.get(..10).unwrap_or(&e.created_at).to_string(),
                 arm: arm.to_string(),
                 commit: commit_label(e),
+                host: e.fingerprint.hostname.clone(),
                 fingerprint: fingerprint_summary(&e.fingerprint),
                 runs: counted.len(),
                 summary,
@@ -487,11 +490,34 @@ fn marker(v: Option<Verdict>) -> &'static str {
     }
 }
 
-/// The history as a markdown table.
+/// The hosts `experiments` ran on, newest first, each once (`?` for an
+/// experiment that recorded none).
+pub fn hosts_of(experiments: &[Experiment]) -> Vec<String> {
+    let mut hosts: Vec<String> = Vec::new();
+    let mut newest: Vec<&Experiment> = experiments.iter().collect();
+    newest.sort_by_key(|e| std::cmp::Reverse(e.id));
+    for e in newest {
+        let host = host_name(e);
+        if !hosts.contains(&host) {
+            hosts.push(host);
+        }
+    }
+    hosts
+}
+
+/// The host an experiment recorded, as `--host` matches it.
+pub fn host_name(e: &Experiment) -> String {
+    e.fingerprint.hostname.clone().unwrap_or_else(|| "?".into())
+}
+
+/// The history as a markdown table. A Host column appears when the rows
+/// come from more than one host (imported from another machine or CI).
 pub fn render_history(metric: &str, rows: &[HistoryRow]) -> String {
     let mut t = markdown_table();
     let metric = md(metric);
-    t.set_header(vec![
+    let first_host = rows.first().map(|r| &r.host);
+    let with_host = rows.iter().any(|r| Some(&r.host) != first_host);
+    let mut header = vec![
         "Date",
         "Exp",
         "Arm",
@@ -501,7 +527,11 @@ pub fn render_history(metric: &str, rows: &[HistoryRow]) -> String {
         metric.as_str(),
         "Change vs previous",
         "Step",
-    ]);
+    ];
+    if with_host {
+        header.insert(4, "Host");
+    }
+    t.set_header(header);
     for r in rows {
         let change = match (&r.change, r.compared_with) {
             (Some(c), Some(id)) => {
@@ -534,7 +564,7 @@ pub fn render_history(metric: &str, rows: &[HistoryRow]) -> String {
             ),
             None => String::new(),
         };
-        t.add_row(vec![
+        let mut cells = vec![
             md(&r.date),
             format!("#{}", r.experiment_id),
             md(&r.arm),
@@ -547,7 +577,11 @@ pub fn render_history(metric: &str, rows: &[HistoryRow]) -> String {
                 .unwrap_or_else(|| "no data".into()),
             change,
             step,
-        ]);
+        ];
+        if with_host {
+            cells.insert(4, md(r.host.as_deref().unwrap_or("?")));
+        }
+        t.add_row(cells);
     }
     let mut out = t.to_string();
     out.push_str(&format!(
@@ -557,7 +591,7 @@ pub fn render_history(metric: &str, rows: &[HistoryRow]) -> String {
              marked on its own; a row on another host, resolved config, command or iteration \
              count than the arm's previous one starts a new series. Step, the only change \
              marked (up or down arrow): where the arm's level on one fingerprint and set-up \
-             shifts, by the piecewise-constant fit that minimises squared error plus 3 σ² ln \
+             shifts (never across hosts: a change of machine is no change of code), by the piecewise-constant fit that minimises squared error plus 3 σ² ln \
              n per segment, keeping steps of at least the minimum effect.\n"
     ));
     out
@@ -650,6 +684,30 @@ mod tests {
         assert!(text.contains("+50.0% vs #2"), "{text}");
         assert!(!text.contains("▼"), "{text}");
         assert!(text.contains("0123456789"));
+    }
+
+    #[test]
+    fn a_level_that_moves_with_the_host_is_no_step() {
+        // Four experiments on one machine at 1.0, then four on another at
+        // 2.0: the series breaks, and no step is marked on either side.
+        let hosts = ["h", "h", "h", "h", "g", "g", "g", "g"];
+        let exps: Vec<Experiment> = (1..=8).map(|i| exp(i, hosts[i as usize - 1])).collect();
+        let runs: Vec<HistoryRun> = (1..=8)
+            .map(|i| hrun(i, if i <= 4 { 1.0 } else { 2.0 }))
+            .collect();
+        let rows = history_rows(&exps, &runs, Some(Direction::Lower), VerdictRule::default());
+        assert!(rows.iter().all(|r| r.step.is_none()), "{rows:#?}");
+        assert_eq!(rows[4].series_break.as_deref(), Some("new host"));
+        let text = render_history("t", &rows);
+        assert!(text.contains("| Host "), "{text}");
+        assert!(text.contains("| g "), "{text}");
+        assert_eq!(hosts_of(&exps), ["g", "h"]);
+        // The same values on one machine: a step, at the fifth.
+        let one: Vec<Experiment> = (1..=8).map(|i| exp(i, "h")).collect();
+        let rows = history_rows(&one, &runs, Some(Direction::Lower), VerdictRule::default());
+        let steps: Vec<usize> = (0..8).filter(|&i| rows[i].step.is_some()).collect();
+        assert_eq!(steps, [4]);
+        assert!(!render_history("t", &rows).contains("| Host "));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! `lcx import`: the experiments of another lcx database copied into this
-//! one, with their cells, lines, archived reports' records, the hosts'
+//! one (or those of an `lcx export --format json` file, `super::dump`),
+//! with their cells, lines, archived reports' records, the hosts'
 //! ceilings and the metric vocabulary. An experiment is known by its
 //! `uuid` (migration 0014): one this database holds already is skipped when
 //! it is the same and refused, by name, when it is not, never overwritten.
@@ -35,31 +36,77 @@ pub struct Imported {
     pub running: Vec<ImportedExperiment>,
 }
 
-/// The source as a file at this lcx's schema: the file itself, or a
-/// snapshot of an older one, upgraded in a folder that goes with it.
-struct Source {
-    path: PathBuf,
+/// A file to import, ready: as a database at this lcx's schema (the file
+/// itself, or a copy in a scratch folder that goes with it).
+pub struct Source {
+    /// The file as given.
+    given: PathBuf,
+    /// The database read.
+    database: PathBuf,
     _upgraded: Option<tempfile::TempDir>,
 }
 
-/// Opens `path` as a source: an lcx database this lcx can read, refused
-/// (with the reason, the file unchanged) when it is not one, is damaged or
-/// is newer. An older one is copied (`VACUUM INTO`, its WAL included) and
-/// the copy upgraded; the file itself is never written.
+impl Source {
+    /// Checks and prepares `path` for [`Store::import_source`]: refused,
+    /// with the reason, when it is not something lcx imports. Opening
+    /// every source first lets `lcx import` refuse a bad one before it
+    /// touches (or creates) its database.
+    pub fn open(path: &Path) -> Result<Source, StoreError> {
+        source(path)
+    }
+
+    /// The file as given.
+    pub fn path(&self) -> &Path {
+        &self.given
+    }
+}
+
+/// A folder for a copy of the source (an upgraded database, a loaded
+/// JSON export), removed with it.
+fn scratch(path: &Path) -> Result<tempfile::TempDir, StoreError> {
+    tempfile::tempdir().map_err(|e| StoreError::NotImportable {
+        path: path.to_path_buf(),
+        why: format!("no folder for a working copy: {e}"),
+    })
+}
+
+/// Opens `path` as a source: an lcx database this lcx can read, or an
+/// `lcx export --format json` file (loaded into a scratch database); refused
+/// (with the reason, the file unchanged) when it is neither, is damaged or
+/// is newer. An older database is copied (`VACUUM INTO`, its WAL included)
+/// and the copy upgraded; the file itself is never written.
 fn source(path: &Path) -> Result<Source, StoreError> {
+    let refused = |why: &str| StoreError::NotImportable {
+        path: path.to_path_buf(),
+        why: why.to_string(),
+    };
+    if path.is_dir() {
+        return Err(refused("it is a folder"));
+    }
+    if !path.exists() {
+        return Err(refused("there is no such file"));
+    }
+    if super::dump::looks_like_json(path) {
+        let dir = scratch(path)?;
+        let copy = dir.path().join("export.db");
+        super::dump::load(path, &copy)?;
+        return Ok(Source {
+            given: path.to_path_buf(),
+            database: copy,
+            _upgraded: Some(dir),
+        });
+    }
     match Store::open_read_only(path) {
         Ok(store) => {
             drop(store);
             Ok(Source {
-                path: path.to_path_buf(),
+                given: path.to_path_buf(),
+                database: path.to_path_buf(),
                 _upgraded: None,
             })
         }
         Err(StoreError::TooOld { .. }) => {
-            let dir = tempfile::tempdir().map_err(|e| StoreError::Damaged {
-                path: path.to_path_buf(),
-                why: format!("no folder to upgrade a copy in: {e}"),
-            })?;
+            let dir = scratch(path)?;
             let copy = dir.path().join("source.db");
             let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
             let conn =
@@ -71,12 +118,36 @@ fn source(path: &Path) -> Result<Source, StoreError> {
             drop(conn);
             drop(Store::open(&copy)?);
             Ok(Source {
-                path: copy,
+                given: path.to_path_buf(),
+                database: copy,
                 _upgraded: Some(dir),
             })
         }
+        Err(StoreError::NotSqlite(_)) => Err(refused(
+            "it is neither an lcx database nor an `lcx export --format json` file",
+        )),
+        Err(StoreError::Foreign(_)) => Err(refused(
+            "it is an SQLite database of another program (no lcx schema version)",
+        )),
+        Err(StoreError::Empty(_)) => Err(refused("it is an empty file")),
         Err(e) => Err(e),
     }
+}
+
+/// `path` as an SQLite URI that opens it read-only: attached so, the source
+/// is never written, not even by the checkpoint that the close of a WAL
+/// file's last writable connection makes.
+fn read_only_uri(path: &Path) -> String {
+    let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut uri = String::from("file:");
+    for c in path.to_string_lossy().chars() {
+        match c {
+            '%' | '?' | '#' => uri.push_str(&format!("%{:02X}", c as u32)),
+            c => uri.push(c),
+        }
+    }
+    uri.push_str("?mode=ro");
+    uri
 }
 
 /// The columns of `table` other than `id`, as SQL text.
@@ -180,7 +251,12 @@ impl Store {
     /// Imports the experiments of the lcx database at `source` (see the
     /// module): in one transaction, or none at all with `dry_run`.
     pub fn import(&mut self, source_path: &Path, dry_run: bool) -> Result<Imported, StoreError> {
-        let src = source(source_path)?;
+        self.import_source(&Source::open(source_path)?, dry_run)
+    }
+
+    /// [`Store::import`] of a source opened already.
+    pub fn import_source(&mut self, src: &Source, dry_run: bool) -> Result<Imported, StoreError> {
+        let source_path = src.path();
         let same_file = match (self.path(), std::fs::canonicalize(source_path)) {
             (Some(here), Ok(there)) => std::fs::canonicalize(here).is_ok_and(|h| h == there),
             _ => false,
@@ -203,10 +279,8 @@ impl Store {
                 .collect::<Result<_, _>>()?;
             return Ok(out);
         }
-        self.conn.execute(
-            "ATTACH DATABASE ?1 AS src",
-            [src.path.to_string_lossy().as_ref()],
-        )?;
+        self.conn
+            .execute("ATTACH DATABASE ?1 AS src", [read_only_uri(&src.database)])?;
         let result = self.import_attached(source_path, dry_run);
         let detached = self.conn.execute("DETACH DATABASE src", []);
         let out = result?;
@@ -256,13 +330,15 @@ impl Store {
                 .optional()?;
             if let Some(id) = here {
                 if digest(&tx, "main", id)? != digest(&tx, "src", old)? {
-                    return Err(StoreError::ImportConflict {
-                        path: source.to_path_buf(),
-                        name,
-                        source_id: old,
-                        id,
-                        uuid,
-                    });
+                    return Err(StoreError::ImportConflict(Box::new(
+                        super::ImportConflict {
+                            path: source.to_path_buf(),
+                            name,
+                            source_id: old,
+                            id,
+                            uuid,
+                        },
+                    )));
                 }
                 entry.id = Some(id);
                 out.present.push(entry);

@@ -193,7 +193,7 @@ fn check_consistent(conn: &Connection, path: &Path, found: i64) -> Result<(), St
 /// one database upgraded apart (a CI artifact, a laptop's copy) then name
 /// each experiment alike, and `lcx import` of both adds it once. Shaped as
 /// an RFC 9562 version-8 UUID (its bits are ours to choose).
-fn name_older_experiments(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+pub(super) fn name_older_experiments(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
     use sha2::{Digest, Sha256};
     let rows: Vec<(i64, String)> = {
         let mut stmt = tx.prepare(

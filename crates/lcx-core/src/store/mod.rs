@@ -7,6 +7,7 @@
 //! are compiled in and applied in order on open, and `PRAGMA user_version`
 //! records how many were applied.
 
+pub mod dump;
 pub mod import;
 mod liveness;
 mod migrate;
@@ -32,6 +33,19 @@ pub use types::*;
 /// gives up. Transactions are one metric line each, so waits are short; the
 /// generous bound only matters when many processes share one file.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// An experiment of an imported file that is here already with other
+/// content ([`StoreError::ImportConflict`]).
+#[derive(Debug)]
+pub struct ImportConflict {
+    pub path: PathBuf,
+    pub name: String,
+    /// Its id in the file.
+    pub source_id: i64,
+    /// Its id here.
+    pub id: i64,
+    pub uuid: String,
+}
 
 /// Everything that can go wrong in the store.
 #[derive(Debug, thiserror::Error)]
@@ -134,17 +148,14 @@ pub enum StoreError {
     #[error("no experiment matches `{0}` (expected an id, `latest` or an experiment name)")]
     ExperimentNotFound(String),
     #[error(
-        "{path}: experiment #{source_id} `{name}` (uuid {uuid}) is here already, as #{id}, \
-         with other cells or lines (one copy ran on after the other was made); nothing from \
-         {path} was imported: remove one of the two (`lcx rm`) to keep the other"
+        "{}: experiment #{} `{}` (uuid {}) is here already, as #{}, with other cells or lines \
+         (one copy ran on after the other was made); nothing from {} was imported: remove one \
+         of the two (`lcx rm`) to keep the other",
+        .0.path.display(), .0.source_id, .0.name, .0.uuid, .0.id, .0.path.display()
     )]
-    ImportConflict {
-        path: PathBuf,
-        name: String,
-        source_id: i64,
-        id: i64,
-        uuid: String,
-    },
+    ImportConflict(Box<ImportConflict>),
+    #[error("cannot import {path}: {why}; nothing was imported from it")]
+    NotImportable { path: PathBuf, why: String },
     #[error("run {run_id}: iteration {iteration} of `{name}` was already recorded")]
     DuplicateIteration {
         run_id: i64,
@@ -246,7 +257,8 @@ impl StoreError {
                 | StoreError::Inconsistent { .. }
                 | StoreError::Foreign(_)
                 | StoreError::ExperimentNotFound(_)
-                | StoreError::ImportConflict { .. }
+                | StoreError::ImportConflict(_)
+                | StoreError::NotImportable { .. }
                 | StoreError::NotReadOnly(_)
         ) || self.is_damaged()
     }

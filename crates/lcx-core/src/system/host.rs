@@ -68,6 +68,21 @@ pub fn hostname() -> Option<String> {
     Root::default().hostname()
 }
 
+/// The variable that names the host in an experiment's fingerprint.
+pub const HOSTNAME_ENV: &str = "LCX_HOSTNAME";
+
+/// The host name an experiment's fingerprint records: `$LCX_HOSTNAME` when
+/// set, else the kernel's. A CI service gives each job a machine of a new
+/// name; naming the runner's kind there (`LCX_HOSTNAME=gha-ubuntu-24.04`)
+/// keeps its jobs one series in `lcx history`. The runner's identity and
+/// each cell's host stay the kernel's name: they say where a process is.
+pub fn recorded_hostname() -> Option<String> {
+    std::env::var(HOSTNAME_ENV)
+        .ok()
+        .filter(|h| !h.trim().is_empty())
+        .or_else(hostname)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

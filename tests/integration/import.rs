@@ -1,0 +1,457 @@
+//! `lcx import` end to end: real databases made by `lcx run` (command
+//! arms), merged, imported twice and into themselves, refused when they are
+//! not lcx's, killed with SIGKILL mid-import, and `lcx export --format json`
+//! round-tripped into an empty database.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::Instant;
+
+use lcx_core::store::Store;
+
+use crate::support::{count, lcx, succeed, write};
+
+/// Two arms, `a` the baseline, `b` twice as slow; `lines` iterations.
+fn experiment(name: &str, lines: u32) -> String {
+    format!(
+        r#"name = "{name}"
+workload = "command"
+iterations = {lines}
+warmup = 1
+repeats = 2
+baseline = "a"
+host_lock = false
+
+[[arms]]
+name = "a"
+command = 'i=0; while [ $i -lt {lines} ]; do i=$((i+1)); echo "{{\"t\": 1.$i, \"tag\": \"x\"}}"; done'
+
+[[arms]]
+name = "b"
+command = 'i=0; while [ $i -lt {lines} ]; do i=$((i+1)); echo "{{\"t\": 2.$i}}"; done'
+
+[gate]
+metric = "t"
+arm = "b"
+max_slowdown = 0.03
+"#
+    )
+}
+
+/// A database in `dir` holding one run of `name`.
+fn database(dir: &Path, name: &str, lines: u32) -> PathBuf {
+    let file = write(dir, &format!("{name}.toml"), &experiment(name, lines));
+    let db = dir.join(format!("{name}.db"));
+    succeed(
+        lcx()
+            .arg("run")
+            .arg("--plain")
+            .arg(&file)
+            .arg("--db")
+            .arg(&db),
+    );
+    db
+}
+
+fn import(db: &Path, args: &[&Path]) -> Output {
+    lcx()
+        .arg("import")
+        .args(args)
+        .arg("--db")
+        .arg(db)
+        .output()
+        .unwrap()
+}
+
+/// Row counts of the tables an import fills.
+fn counts(db: &Path) -> Vec<i64> {
+    let store = Store::open(db).unwrap();
+    [
+        "experiments",
+        "runs",
+        "metrics",
+        "metric_text",
+        "reports",
+        "host_peaks",
+    ]
+    .iter()
+    .map(|t| count(&store, &format!("SELECT count(*) FROM {t}")))
+    .collect()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn databases_from_two_hosts_merge_once_and_bad_files_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = database(dir.path(), "laptop", 4);
+    let b = database(dir.path(), "ci", 4);
+    let history = dir.path().join("history.db");
+
+    let source_bytes = std::fs::read(&a).unwrap();
+    let out = import(&history, &[&a, &b]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // The source is read, never written (not even by a checkpoint).
+    assert_eq!(std::fs::read(&a).unwrap(), source_bytes);
+    let said = text(&out.stdout);
+    assert!(said.contains("1 experiment added (#1 laptop)"), "{said}");
+    assert!(said.contains("1 experiment added (#2 ci)"), "{said}");
+    let merged = counts(&history);
+    assert_eq!(merged[..4], [2, 8, 32, 16], "{merged:?}");
+
+    // Twice, and the history into itself: not one row more.
+    let again = import(&history, &[&a, &b, &history]);
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert!(text(&again.stdout).contains("0 experiments added; 1 here already"));
+    assert_eq!(counts(&history), merged);
+
+    // A dry run lists, and writes nothing (not even a new database).
+    let fresh = dir.path().join("fresh.db");
+    let dry = lcx()
+        .args(["import", "--dry-run"])
+        .arg(&a)
+        .arg("--db")
+        .arg(&fresh)
+        .output()
+        .unwrap();
+    assert!(dry.status.success(), "{}", text(&dry.stderr));
+    assert!(text(&dry.stdout).contains("1 experiment would be added (laptop (#1 there))"));
+    assert!(!fresh.exists());
+
+    // The imported experiment reports as it did where it ran.
+    let there = succeed(lcx().args(["report", "1", "--db"]).arg(&a));
+    let here = succeed(lcx().args(["report", "1", "--db"]).arg(&history));
+    assert_eq!(
+        there.replace(a.to_str().unwrap(), "DB"),
+        here.replace(history.to_str().unwrap(), "DB")
+    );
+
+    // Files lcx does not import: exit 2, the reason, nothing written.
+    let notes = write(
+        dir.path(),
+        "notes.txt",
+        "a text file, longer than a header is",
+    );
+    let foreign = dir.path().join("foreign.db");
+    rusqlite::Connection::open(&foreign)
+        .unwrap()
+        .execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES (1)")
+        .unwrap();
+    let newer = dir.path().join("newer.db");
+    std::fs::copy(&a, &newer).unwrap();
+    rusqlite::Connection::open(&newer)
+        .unwrap()
+        .execute_batch("PRAGMA user_version = 999")
+        .unwrap();
+    let cut = dir.path().join("cut.db");
+    let bytes = std::fs::read(&a).unwrap();
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let before = std::fs::read(&history).unwrap();
+    for (file, why) in [
+        (
+            &notes,
+            "neither an lcx database nor an `lcx export --format json` file",
+        ),
+        (&foreign, "another program"),
+        (&newer, "schema version 999, newer than this lcx"),
+        (&cut, "damaged"),
+        (&dir.path().join("absent.db"), "no such file"),
+    ] {
+        // Listed after a good file: that one does not come in either.
+        let out = import(&history, &[&b, file]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{}: {err}", file.display());
+        assert!(err.contains(why), "{}: {err}", file.display());
+        assert!(err.contains(file.to_str().unwrap()), "{err}");
+        assert!(text(&out.stdout).is_empty());
+        let out = import(&fresh, &[file]);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(!fresh.exists(), "a refused import made {}", fresh.display());
+    }
+    assert_eq!(std::fs::read(&history).unwrap(), before);
+
+    let help = succeed(lcx().args(["import", "--help"]));
+    for word in ["--dry-run", "lcx export --format json", "one transaction"] {
+        assert!(help.contains(word), "{word}: {help}");
+    }
+}
+
+#[test]
+fn a_json_export_imported_into_an_empty_database_reports_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = database(dir.path(), "one", 5);
+    let file = write(dir.path(), "two.toml", &experiment("two", 3));
+    succeed(
+        lcx()
+            .arg("run")
+            .arg("--plain")
+            .arg(&file)
+            .arg("--db")
+            .arg(&db),
+    );
+    let export = dir.path().join("all.jsonl");
+    succeed(
+        lcx()
+            .args(["export", "--format", "json", "-o"])
+            .arg(&export)
+            .arg("--db")
+            .arg(&db),
+    );
+    let copy = dir.path().join("copy.db");
+    let out = import(&copy, &[&export]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for id in ["1", "2"] {
+        for format in ["markdown", "json"] {
+            let report = |at: &Path| {
+                succeed(
+                    lcx()
+                        .args(["report", id, "--format", format, "--db"])
+                        .arg(at),
+                )
+                .replace(at.to_str().unwrap(), "DB")
+            };
+            assert_eq!(report(&db), report(&copy), "experiment {id}, {format}");
+        }
+    }
+    // Exported again, the copy is the file it came from.
+    let again = succeed(
+        lcx()
+            .args(["export", "--format", "json", "--db"])
+            .arg(&copy),
+    );
+    assert_eq!(again, std::fs::read_to_string(&export).unwrap());
+    // The database and its export are one experiment each, not two.
+    let out = import(&copy, &[&db]);
+    assert!(text(&out.stdout).contains("0 experiments added; 2 here already"));
+
+    // The value lines are the CSV's columns, for pandas.
+    let first_value = again
+        .lines()
+        .find(|l| l.contains(r#""record":"value""#))
+        .unwrap();
+    let value: serde_json::Value = serde_json::from_str(first_value).unwrap();
+    assert_eq!(value["metric"], "t");
+    assert_eq!(value["warmup"], true);
+
+    // An export cut short at a line's end, or from before import, is
+    // refused with the reason.
+    let whole = std::fs::read_to_string(&export).unwrap();
+    let lines: Vec<&str> = whole.lines().collect();
+    let short = write(
+        dir.path(),
+        "short.jsonl",
+        &(lines[..lines.len() - 1].join("\n") + "\n"),
+    );
+    let values_only = write(
+        dir.path(),
+        "old.jsonl",
+        r#"{"experiment_id":1,"experiment":"one","run_id":1,"arm":"a","repeat":1,"status":"completed","iteration":1,"metric":"t","value":1.1,"warmup":true}"#,
+    );
+    let empty = dir.path().join("empty.db");
+    for (file, why) in [
+        (&short, "cut short"),
+        (&values_only, "export it again with this lcx"),
+    ] {
+        let out = import(&empty, &[file]);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(text(&out.stderr).contains(why), "{}", text(&out.stderr));
+        assert!(!empty.exists());
+    }
+}
+
+#[test]
+fn an_import_killed_at_any_point_leaves_its_database_as_it_was_or_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = database(dir.path(), "big", 10000);
+    let small = database(dir.path(), "small", 3);
+    let base = dir.path().join("base.db");
+    assert!(import(&base, &[&small]).status.success());
+    let before = counts(&base);
+    let target = dir.path().join("target.db");
+
+    // How long a whole import takes here, to spread the kills over it.
+    std::fs::copy(&base, &target).unwrap();
+    let start = Instant::now();
+    assert!(import(&target, &[&source]).status.success());
+    let whole = start.elapsed();
+    let after = counts(&target);
+    assert_ne!(before, after);
+
+    let (mut unchanged, mut complete) = (0, 0);
+    for trial in 0..20u32 {
+        for side in ["-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{side}", target.display()));
+        }
+        std::fs::copy(&base, &target).unwrap();
+        let mut child = lcx()
+            .arg("import")
+            .arg(&source)
+            .arg("--db")
+            .arg(&target)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // From the start to past the end of a whole import, in 20 steps.
+        std::thread::sleep(whole.mul_f64(f64::from(trial) / 16.0));
+        crate::support::signal(child.id(), libc::SIGKILL);
+        let _ = child.wait();
+        let store = Store::open(&target).unwrap();
+        assert_eq!(store.integrity_check().unwrap(), "ok", "trial {trial}");
+        drop(store);
+        let found = counts(&target);
+        if found == before {
+            unchanged += 1;
+        } else if found == after {
+            complete += 1;
+        } else {
+            panic!("trial {trial}: half an import: {found:?} (before {before:?}, after {after:?})");
+        }
+        // Whatever the kill left, importing again completes it.
+        assert!(import(&target, &[&source]).status.success());
+        assert_eq!(counts(&target), after, "trial {trial}");
+    }
+    eprintln!(
+        "kill -9 of an import ({whole:?} whole), 20 trials: {unchanged} left it as it was, \
+         {complete} complete"
+    );
+    assert!(unchanged > 0, "no kill landed before the commit");
+}
+
+/// docs/ci.md's workflow, rehearsed by its script: three jobs in fresh
+/// folders, merged in order; the third's planted 30 % is the one change.
+#[test]
+fn the_ci_rehearsal_keeps_a_history_with_the_step_at_the_third_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/ci-history-rehearsal.sh");
+    let lock_dir = crate::support::own_host_lock();
+    let mut cmd = std::process::Command::new("sh");
+    cmd.arg(&script)
+        .arg(&work)
+        .env("LCX", env!("CARGO_BIN_EXE_lcx"))
+        .env("LCX_HOST_LOCK", &lock_dir)
+        .env_remove("LCX_DB");
+    if std::env::var_os("LCX_PEAK_CACHE").is_none() {
+        cmd.env("LCX_PEAK_CACHE", lock_dir.with_extension("peak.json"));
+    }
+    let out = cmd.output().unwrap();
+    let said = text(&out.stdout);
+    assert!(out.status.success(), "{said}\n{}", text(&out.stderr));
+    for job in [
+        "job 1: gate exit 0",
+        "job 2: gate exit 0",
+        "job 3: gate exit 1",
+    ] {
+        assert!(said.contains(job), "{said}");
+    }
+    let rows: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(work.join("history.json")).unwrap()).unwrap();
+    let rows = rows.as_array().unwrap();
+    let ids: Vec<i64> = rows
+        .iter()
+        .map(|r| r["experiment_id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids, [1, 2, 3], "one point per job, in order");
+    assert!(rows[0]["change"].is_null());
+    assert_ne!(rows[1]["change"]["verdict"], "regressed", "{}", rows[1]);
+    assert_eq!(rows[2]["change"]["verdict"], "regressed", "{}", rows[2]);
+    let rel = rows[2]["change"]["relative_change"].as_f64().unwrap();
+    assert!((rel - 0.3).abs() < 0.02, "{rel}");
+    assert!(rows.iter().all(|r| r["host"] == "rehearsal-runner"));
+    // The published history has the three jobs.
+    let site = std::fs::read_to_string(work.join("site/index.html")).unwrap();
+    assert!(site.contains("ci-bench"), "{site}");
+}
+
+/// Two copies of a database from before uuids (lcx 0.1.0's), upgraded
+/// apart, name its experiment alike: importing the old file itself into
+/// one of them (it is upgraded in a scratch copy, never written) finds it
+/// there already.
+#[test]
+fn copies_of_an_older_database_upgraded_apart_are_one_experiment() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/db/release-0.1.0.db");
+    let dir = tempfile::tempdir().unwrap();
+    let uuid = |db: &Path| -> String {
+        let store = Store::open(db).unwrap();
+        match &store.query("SELECT uuid FROM experiments").unwrap().rows[0][0] {
+            lcx_core::store::SqlValue::Text(t) => t.clone(),
+            other => panic!("{other:?}"),
+        }
+    };
+    let (a, b) = (dir.path().join("a.db"), dir.path().join("b.db"));
+    std::fs::copy(&fixture, &a).unwrap();
+    std::fs::copy(&fixture, &b).unwrap();
+    let named = uuid(&a);
+    assert_eq!(named, uuid(&b));
+    assert_eq!(&named[14..15], "8", "a version-8 uuid: {named}");
+    let old = dir.path().join("old.db");
+    std::fs::copy(&fixture, &old).unwrap();
+    let before = std::fs::read(&old).unwrap();
+    let out = import(&a, &[&old]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("0 experiments added; 1 here already"));
+    assert_eq!(
+        std::fs::read(&old).unwrap(),
+        before,
+        "the source was written"
+    );
+}
+
+/// One experiment run on two hosts: one table with a Host column, or one
+/// per host, or one host's alone.
+#[test]
+fn history_keeps_hosts_apart_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "x.toml", &experiment("x", 4));
+    let history = dir.path().join("history.db");
+    for host in ["box-a", "box-b"] {
+        let db = dir.path().join(format!("{host}.db"));
+        succeed(
+            lcx()
+                .env("LCX_HOSTNAME", host)
+                .arg("run")
+                .arg("--plain")
+                .arg(&file)
+                .arg("--db")
+                .arg(&db),
+        );
+        assert!(import(&history, &[&db]).status.success());
+    }
+    let h = |args: &[&str]| {
+        lcx()
+            .arg("history")
+            .arg("x")
+            .args(args)
+            .arg("--db")
+            .arg(&history)
+            .output()
+            .unwrap()
+    };
+    let all = text(&h(&["--arm", "b"]).stdout);
+    assert!(
+        all.contains("| Host ") && all.contains("box-a") && all.contains("box-b"),
+        "{all}"
+    );
+    assert!(all.contains("new host: not compared"), "{all}");
+    let one = text(&h(&["--arm", "b", "--host", "box-b"]).stdout);
+    assert!(!one.contains("box-a") && !one.contains("| Host "), "{one}");
+    assert_eq!(one.matches("| #").count(), 1, "{one}");
+    let per = text(&h(&["--arm", "b", "--per-host"]).stdout);
+    assert!(
+        per.contains("Host `box-b`:") && per.contains("Host `box-a`:"),
+        "{per}"
+    );
+    assert!(!per.contains("new host"), "{per}");
+    let wrong = h(&["--host", "box-c"]);
+    assert_eq!(wrong.status.code(), Some(2));
+    assert!(
+        text(&wrong.stderr).contains(
+            "--host box-c: no experiment named `x` ran there; it ran on `box-b`, `box-a`"
+        ),
+        "{}",
+        text(&wrong.stderr)
+    );
+}
