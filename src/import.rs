@@ -35,9 +35,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(user_or_not)?;
     let path: &std::path::Path = &args.db;
-    // A dry run creates nothing: an absent database would take everything.
+    // A dry run writes nothing: an absent database would take everything,
+    // and an existing one is read as it is (an older one is refused by
+    // `open_read_only` with how to upgrade it).
     let mut store = if args.dry_run && !path.exists() {
         Store::open_in_memory().map_err(user_or_not)?
+    } else if args.dry_run {
+        Store::open_read_only(path).map_err(user_or_not)?
     } else {
         Store::open(path).map_err(user_or_not)?
     };
@@ -81,6 +85,12 @@ fn describe(file: &str, imported: &Imported, dry_run: bool) -> String {
     )];
     if !imported.present.is_empty() {
         parts.push(format!("{} here already", imported.present.len()));
+    }
+    if imported.reports > 0 {
+        parts.push(format!(
+            "{} added to those",
+            lcx_core::text::counted(imported.reports as u64, "archived report")
+        ));
     }
     if !imported.running.is_empty() {
         parts.push(format!(

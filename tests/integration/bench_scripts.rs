@@ -87,3 +87,17 @@ fn the_sweep_crossover_script_counts_both_kinds() {
         assert!(table.contains(row), "no `{row}` in\n{table}");
     }
 }
+
+#[test]
+fn the_import_benchmark_round_trips() {
+    let table = script("bench-import.sh", &["50", env!("CARGO_BIN_EXE_lcx")]);
+    for row in [
+        "| `lcx import` of the database into a new one | ",
+        "| the same again (everything here already) | ",
+        "| `lcx export --format json` | ",
+        "| `lcx import` of that export into a new database | ",
+        "| the copy's report is the original's (apart from the database path) | yes |",
+    ] {
+        assert!(table.contains(row), "no `{row}` in\n{table}");
+    }
+}

@@ -119,6 +119,16 @@ fn databases_from_two_hosts_merge_once_and_bad_files_are_refused() {
     assert!(dry.status.success(), "{}", text(&dry.stderr));
     assert!(text(&dry.stdout).contains("1 experiment would be added (laptop (#1 there))"));
     assert!(!fresh.exists());
+    let kept = std::fs::read(&history).unwrap();
+    let dry = lcx()
+        .args(["import", "--dry-run"])
+        .arg(&a)
+        .arg("--db")
+        .arg(&history)
+        .output()
+        .unwrap();
+    assert!(text(&dry.stdout).contains("0 experiments would be added; 1 here already"));
+    assert_eq!(std::fs::read(&history).unwrap(), kept, "a dry run wrote");
 
     // The imported experiment reports as it did where it ran.
     let there = succeed(lcx().args(["report", "1", "--db"]).arg(&a));
@@ -145,6 +155,21 @@ fn databases_from_two_hosts_merge_once_and_bad_files_are_refused() {
         .unwrap()
         .execute_batch("PRAGMA user_version = 999")
         .unwrap();
+    // lcx's version number on tables that are not lcx's, and an SQLite
+    // file with no tables at all.
+    let bogus = dir.path().join("bogus.db");
+    rusqlite::Connection::open(&bogus)
+        .unwrap()
+        .execute_batch(&format!(
+            "CREATE TABLE experiments (id); PRAGMA user_version = {};",
+            lcx_core::store::LATEST_VERSION
+        ))
+        .unwrap();
+    let bare = dir.path().join("bare.db");
+    rusqlite::Connection::open(&bare)
+        .unwrap()
+        .execute_batch("VACUUM")
+        .unwrap();
     let cut = dir.path().join("cut.db");
     let bytes = std::fs::read(&a).unwrap();
     std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
@@ -156,6 +181,8 @@ fn databases_from_two_hosts_merge_once_and_bad_files_are_refused() {
         ),
         (&foreign, "another program"),
         (&newer, "schema version 999, newer than this lcx"),
+        (&bogus, "its tables are not that version's (missing "),
+        (&bare, "no lcx schema version"),
         (&cut, "damaged"),
         (&dir.path().join("absent.db"), "no such file"),
     ] {
@@ -250,7 +277,9 @@ fn a_json_export_imported_into_an_empty_database_reports_the_same() {
         r#"{"experiment_id":1,"experiment":"one","run_id":1,"arm":"a","repeat":1,"status":"completed","iteration":1,"metric":"t","value":1.1,"warmup":true}"#,
     );
     let empty = dir.path().join("empty.db");
+    let twice = write(dir.path(), "twice.jsonl", &format!("{whole}{whole}"));
     for (file, why) in [
+        (&twice, "more follows its end line"),
         (&short, "cut short"),
         (&values_only, "export it again with this lcx"),
     ] {
@@ -407,6 +436,7 @@ fn history_keeps_hosts_apart_when_asked() {
     let dir = tempfile::tempdir().unwrap();
     let file = write(dir.path(), "x.toml", &experiment("x", 4));
     let history = dir.path().join("history.db");
+    let mut dbs = Vec::new();
     for host in ["box-a", "box-b"] {
         let db = dir.path().join(format!("{host}.db"));
         succeed(
@@ -418,8 +448,10 @@ fn history_keeps_hosts_apart_when_asked() {
                 .arg("--db")
                 .arg(&db),
         );
-        assert!(import(&history, &[&db]).status.success());
+        dbs.push(db);
     }
+    // The later run imported first: history keeps the order they ran in.
+    assert!(import(&history, &[&dbs[1], &dbs[0]]).status.success());
     let h = |args: &[&str]| {
         lcx()
             .arg("history")
@@ -436,6 +468,8 @@ fn history_keeps_hosts_apart_when_asked() {
         "{all}"
     );
     assert!(all.contains("new host: not compared"), "{all}");
+    let (at_a, at_b) = (all.find("box-a").unwrap(), all.find("box-b").unwrap());
+    assert!(at_a < at_b, "box-a ran first:\n{all}");
     let one = text(&h(&["--arm", "b", "--host", "box-b"]).stdout);
     assert!(!one.contains("box-a") && !one.contains("| Host "), "{one}");
     assert_eq!(one.matches("| #").count(), 1, "{one}");

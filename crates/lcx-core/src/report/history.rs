@@ -89,7 +89,8 @@ pub fn scale_to_peak(experiments: &[Experiment], runs: &mut Vec<HistoryRun>) -> 
     without.len()
 }
 
-/// The experiments `lcx history NAME` covers, newest first, with the
+/// The experiments `lcx history NAME` covers, newest first (by when they
+/// ran), with the
 /// name they share. A name wins over an id or `latest` that spells it (an
 /// experiment may be named `3`); only when no experiment has that name is
 /// it read as a selector, for the history of the name it finds.
@@ -97,14 +98,19 @@ pub fn named_experiments(
     store: &Store,
     name: &str,
 ) -> Result<(String, Vec<Experiment>), StoreError> {
+    let newest_first = |mut experiments: Vec<Experiment>| {
+        // By when they ran, not by id: imports add older experiments late.
+        experiments.sort_by(|a, b| (&b.created_at, b.id).cmp(&(&a.created_at, a.id)));
+        experiments
+    };
     let experiments = store.experiments(Some(name))?;
     if experiments.is_empty() && (name == "latest" || name.parse::<i64>().is_ok()) {
         if let Ok(e) = store.find_experiment(name) {
             let experiments = store.experiments(Some(&e.name))?;
-            return Ok((e.name, experiments));
+            return Ok((e.name, newest_first(experiments)));
         }
     }
-    Ok((name.to_string(), experiments))
+    Ok((name.to_string(), newest_first(experiments)))
 }
 
 /// Why `lcx history` cannot show the metric asked for.
@@ -346,8 +352,10 @@ pub fn history_rows(
     // Slot → (experiment id, replicate summary) of the last row: rows
     // compare within one host and one set-up.
     let mut last: Vec<(Slot, (i64, Summary))> = Vec::new();
+    // In the order they ran: an experiment imported late (another host,
+    // a CI job's database) has a later id than the ones it ran before.
     let mut exps: Vec<&Experiment> = experiments.iter().collect();
-    exps.sort_by_key(|e| e.id);
+    exps.sort_by(|a, b| (&a.created_at, a.id).cmp(&(&b.created_at, b.id)));
     let mut arms: Vec<&str> = Vec::new();
     for r in runs {
         if !arms.contains(&r.arm.as_str()) {
@@ -395,7 +403,11 @@ pub fn history_rows(
             let before = rows.iter().rev().find(|r| r.arm == *arm);
             let new_host = before.is_some_and(|r| r.fingerprint_key != host_key);
             let series_break = before.and_then(|b| {
-                if new_host {
+                if new_host && b.host == e.fingerprint.hostname {
+                    // The name stayed, the machine did not (a CI label
+                    // that lands on another CPU, an upgraded box).
+                    Some("new hardware".to_string())
+                } else if new_host {
                     Some("new host".to_string())
                 } else {
                     setup.differs_from(&b.setup).map(str::to_string)
@@ -495,7 +507,7 @@ fn marker(v: Option<Verdict>) -> &'static str {
 pub fn hosts_of(experiments: &[Experiment]) -> Vec<String> {
     let mut hosts: Vec<String> = Vec::new();
     let mut newest: Vec<&Experiment> = experiments.iter().collect();
-    newest.sort_by_key(|e| std::cmp::Reverse(e.id));
+    newest.sort_by(|a, b| (&b.created_at, b.id).cmp(&(&a.created_at, a.id)));
     for e in newest {
         let host = host_name(e);
         if !hosts.contains(&host) {
@@ -708,6 +720,19 @@ mod tests {
         let steps: Vec<usize> = (0..8).filter(|&i| rows[i].step.is_some()).collect();
         assert_eq!(steps, [4]);
         assert!(!render_history("t", &rows).contains("| Host "));
+        // The same name on another CPU: new hardware, not a change either.
+        let mut moved: Vec<Experiment> = (1..=8).map(|i| exp(i, "ci")).collect();
+        for e in &mut moved[4..] {
+            e.fingerprint.cpu_model = Some("Other CPU".into());
+        }
+        let rows = history_rows(
+            &moved,
+            &runs,
+            Some(Direction::Lower),
+            VerdictRule::default(),
+        );
+        assert_eq!(rows[4].series_break.as_deref(), Some("new hardware"));
+        assert!(rows.iter().all(|r| r.step.is_none()), "{rows:#?}");
     }
 
     #[test]

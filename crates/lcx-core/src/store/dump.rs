@@ -40,13 +40,17 @@ const CHOSEN: &str = "WITH chosen AS (SELECT id FROM experiments \
                       chosen_runs AS (SELECT id FROM runs \
                           WHERE experiment_id IN (SELECT id FROM chosen))";
 
-/// A stored value as JSON; `None` for what JSON cannot carry (no lcx table
-/// holds bytes or a non-finite real: those are `metric_nonfinite`'s text).
+/// A stored value as JSON; `None` for bytes, which no lcx table holds.
 fn cell(value: ValueRef<'_>) -> Option<Value> {
     Some(match value {
         ValueRef::Null => Value::Null,
         ValueRef::Integer(i) => json!(i),
-        ValueRef::Real(f) => Value::Number(serde_json::Number::from_f64(f)?),
+        // JSON has no infinities: a non-finite real (a ratio over a zero)
+        // travels tagged.
+        ValueRef::Real(f) => match serde_json::Number::from_f64(f) {
+            Some(n) => Value::Number(n),
+            None => json!({ "real": f.to_string() }),
+        },
         ValueRef::Text(t) => Value::String(String::from_utf8_lossy(t).into_owned()),
         ValueRef::Blob(_) => return None,
     })
@@ -101,6 +105,8 @@ impl Store {
             schema: LATEST_VERSION,
             lcx: env!("CARGO_PKG_VERSION"),
         };
+        // One snapshot: a runner writing meanwhile changes none of it.
+        let _snapshot = self.conn.unchecked_transaction()?;
         if !visit(&text(&header)) {
             return Ok(());
         }
@@ -185,6 +191,12 @@ fn sql_value(value: &Value) -> Option<SqlValue> {
             None => SqlValue::Real(n.as_f64()?),
         },
         Value::String(s) => SqlValue::Text(s.clone()),
+        Value::Object(o) if o.len() == 1 => match o.get("real")?.as_str()? {
+            "inf" => SqlValue::Real(f64::INFINITY),
+            "-inf" => SqlValue::Real(f64::NEG_INFINITY),
+            "NaN" => SqlValue::Real(f64::NAN),
+            _ => return None,
+        },
         Value::Array(_) | Value::Object(_) => return None,
     })
 }
@@ -207,6 +219,11 @@ impl<R: BufRead> Lines<'_, R> {
             let line = line.map_err(|e| refused(self.path, format!("line {at}: {e}")))?;
             if line.trim().is_empty() {
                 continue;
+            }
+            // Value lines, as lcx writes them, are not read: they are
+            // derived from the rows (half of a file, and of its parsing).
+            if line.starts_with(r#"{"record":"value","#) {
+                return Ok(Some(json!({"record": "value"})));
             }
             return serde_json::from_str(&line)
                 .map(Some)
@@ -250,7 +267,11 @@ pub(super) fn load(path: &Path, db: &Path) -> Result<(), StoreError> {
     let mut conn = rusqlite::Connection::open(db)?;
     // Exported rows keep their uuid; one without (an older export) is
     // named below as the migration names older rows, never at random.
-    conn.execute_batch("DROP TRIGGER IF EXISTS experiments_uuid_on_insert")?;
+    // A scratch copy: nothing to keep through a crash.
+    conn.execute_batch(
+        "DROP TRIGGER IF EXISTS experiments_uuid_on_insert;
+         PRAGMA synchronous = OFF;",
+    )?;
     let tx = conn.transaction()?;
     let mut known: Vec<(&str, Vec<String>)> = Vec::new();
     for (table, _) in TABLES {
@@ -281,6 +302,15 @@ pub(super) fn load(path: &Path, db: &Path) -> Result<(), StoreError> {
                         format!(
                             "its end line (line {at}) counts {} rows, but {rows} came before it",
                             line["rows"]
+                        ),
+                    ));
+                }
+                if lines.next_value()?.is_some() {
+                    return Err(refused(
+                        path,
+                        format!(
+                            "more follows its end line (line {at}): two exports in one file? \
+                             import each file by itself"
                         ),
                     ));
                 }
@@ -320,14 +350,14 @@ pub(super) fn load(path: &Path, db: &Path) -> Result<(), StoreError> {
                 } else {
                     "INSERT"
                 };
-                tx.execute(
-                    &format!(
-                        "{verb} INTO {table} ({}) VALUES ({marks})",
-                        names.join(", ")
-                    ),
-                    rusqlite::params_from_iter(values),
-                )
-                .map_err(|e| refused(path, format!("line {at}: {e}")))?;
+                // One statement per table and column list, prepared once.
+                let sql = format!(
+                    "{verb} INTO {table} ({}) VALUES ({marks})",
+                    names.join(", ")
+                );
+                tx.prepare_cached(&sql)
+                    .and_then(|mut insert| insert.execute(rusqlite::params_from_iter(values)))
+                    .map_err(|e| refused(path, format!("line {at}: {e}")))?;
                 rows += 1;
             }
             _ => {
@@ -354,5 +384,17 @@ mod tests {
         assert_eq!(sql_value(&json!(0.1)), Some(SqlValue::Real(0.1)));
         assert_eq!(sql_value(&json!(null)), Some(SqlValue::Null));
         assert_eq!(sql_value(&json!([1])), None);
+        // Non-finite reals, tagged as `cell` writes them.
+        for f in [f64::INFINITY, f64::NEG_INFINITY] {
+            assert_eq!(
+                sql_value(&cell(ValueRef::Real(f)).unwrap()),
+                Some(SqlValue::Real(f))
+            );
+        }
+        assert!(matches!(
+            sql_value(&cell(ValueRef::Real(f64::NAN)).unwrap()),
+            Some(SqlValue::Real(x)) if x.is_nan()
+        ));
+        assert_eq!(sql_value(&json!({"real": "lots"})), None);
     }
 }

@@ -32,8 +32,11 @@ pub struct Imported {
     pub added: Vec<ImportedExperiment>,
     /// Here already, the same.
     pub present: Vec<ImportedExperiment>,
-    /// Still running in the source: left for an import once it has ended.
+    /// Still running in the source: left for an import once it has ended
+    /// (`id` is its id here when an earlier copy came in).
     pub running: Vec<ImportedExperiment>,
+    /// Archived reports' records added to experiments here already.
+    pub reports: usize,
 }
 
 /// A file to import, ready: as a database at this lcx's schema (the file
@@ -96,14 +99,32 @@ fn source(path: &Path) -> Result<Source, StoreError> {
             _upgraded: Some(dir),
         });
     }
-    match Store::open_read_only(path) {
+    let why_not = |e: StoreError| -> StoreError {
+        match e {
+            StoreError::NotSqlite(_) => {
+                refused("it is neither an lcx database nor an `lcx export --format json` file")
+            }
+            StoreError::Foreign(_) => {
+                refused("it is an SQLite database of another program (no lcx schema version)")
+            }
+            StoreError::Empty(_) => refused("it is an empty file"),
+            StoreError::Open { source, .. } => refused(&format!("it cannot be read ({source})")),
+            StoreError::Inconsistent { found, detail, .. } => refused(&format!(
+                "it says lcx schema version {found}, but its tables are not that version's \
+                 ({detail})"
+            )),
+            e => e,
+        }
+    };
+    let (database, scratch) = match Store::open_read_only(path) {
         Ok(store) => {
             drop(store);
-            Ok(Source {
-                given: path.to_path_buf(),
-                database: path.to_path_buf(),
-                _upgraded: None,
-            })
+            (path.to_path_buf(), None)
+        }
+        Err(StoreError::TooOld { found: 0, .. }) => {
+            return Err(refused(
+                "it is an SQLite database with no tables, not lcx's",
+            ))
         }
         Err(StoreError::TooOld { .. }) => {
             let dir = scratch(path)?;
@@ -113,25 +134,35 @@ fn source(path: &Path) -> Result<Source, StoreError> {
                 Connection::open_with_flags(path, flags).map_err(|source| StoreError::Open {
                     path: path.to_path_buf(),
                     source,
-                })?;
-            conn.execute("VACUUM INTO ?1", [copy.to_string_lossy().as_ref()])?;
-            drop(conn);
-            drop(Store::open(&copy)?);
-            Ok(Source {
-                given: path.to_path_buf(),
-                database: copy,
-                _upgraded: Some(dir),
+                });
+            conn.and_then(|conn| {
+                conn.execute("VACUUM INTO ?1", [copy.to_string_lossy().as_ref()])?;
+                Ok(())
             })
+            .map_err(|_| refused("it is damaged (it could not be copied to be upgraded)"))?;
+            drop(Store::open(&copy).map_err(why_not)?);
+            (copy, Some(dir))
         }
-        Err(StoreError::NotSqlite(_)) => Err(refused(
-            "it is neither an lcx database nor an `lcx export --format json` file",
-        )),
-        Err(StoreError::Foreign(_)) => Err(refused(
-            "it is an SQLite database of another program (no lcx schema version)",
-        )),
-        Err(StoreError::Empty(_)) => Err(refused("it is an empty file")),
-        Err(e) => Err(e),
+        Err(e) => return Err(why_not(e)),
+    };
+    // Whole and lcx's, checked before anything is written: its pages
+    // (`quick_check`) and the tables this lcx reads.
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(&database, flags)
+        .map_err(|e| refused(&format!("it cannot be read ({e})")))?;
+    let check: String = conn
+        .query_row("PRAGMA quick_check(1)", [], |r| r.get(0))
+        .unwrap_or_else(|e| e.to_string());
+    if check != "ok" {
+        return Err(refused(&format!("it is damaged ({check})")));
     }
+    super::migrate::check_current(&conn, path).map_err(why_not)?;
+    drop(conn);
+    Ok(Source {
+        given: path.to_path_buf(),
+        database,
+        _upgraded: scratch,
+    })
 }
 
 /// `path` as an SQLite URI that opens it read-only: attached so, the source
@@ -165,25 +196,38 @@ fn columns(conn: &Connection, table: &str) -> Result<String, StoreError> {
 }
 
 /// What must agree for two rows of one uuid to be one experiment: its
-/// state, its file and plan, and each cell's state and line count.
+/// state, file, plan and warm-up, and each cell's state, attempt, warm-up
+/// and count of live lines (numbers, text, non-finite). Fields are joined
+/// by control characters no name holds; the count queries use the live
+/// lines' indexes, so the cost is that of the cells' lines, not the table.
 fn digest(conn: &Connection, schema: &str, id: i64) -> Result<String, StoreError> {
+    let live = |table: &str| {
+        format!(
+            "(SELECT count(*) FROM {schema}.{table} m WHERE m.run_id = r.id AND m.superseded = 0)"
+        )
+    };
     let sql = format!(
-        "SELECT e.status || '|' || coalesce(e.finished_at, '') || '|' || e.file_sha256 || '|'
-                || e.plan_json || '|' || coalesce((
-                    SELECT group_concat(cell, ',') FROM (
-                        SELECT r.arm || '#' || r.repeat || ':' || r.status || ':' || r.attempt
-                               || ':' || r.iterations_done || ':' || (
-                                   SELECT count(*) FROM {schema}.metrics m WHERE m.run_id = r.id
-                               ) AS cell
+        "SELECT e.status || char(31) || coalesce(e.finished_at, '') || char(31) || e.file_sha256
+                || char(31) || e.plan_json || char(31) || coalesce(e.warmup, '') || char(30)
+                || coalesce((
+                    SELECT group_concat(cell, char(30)) FROM (
+                        SELECT r.arm || char(31) || r.repeat || char(31) || r.status || char(31)
+                               || r.attempt || char(31) || r.iterations_done || char(31)
+                               || coalesce(r.warmup, '') || char(31) || {} || char(31) || {}
+                               || char(31) || {} AS cell
                         FROM {schema}.runs r WHERE r.experiment_id = e.id
                         ORDER BY r.arm, r.repeat)), '')
-         FROM {schema}.experiments e WHERE e.id = ?1"
+         FROM {schema}.experiments e WHERE e.id = ?1",
+        live("metrics"),
+        live("metric_text"),
+        live("metric_nonfinite"),
     );
     Ok(conn.query_row(&sql, [id], |row| row.get(0))?)
 }
 
-/// Copies source experiment `old` (attached as `src`) into this database;
-/// its new id.
+/// Copies source experiment `old` (attached as `src`) and its cells into
+/// this database, noting each cell's new id in `temp.import_runs` for
+/// [`copy_lines`]; its new id.
 fn copy_experiment(tx: &rusqlite::Transaction<'_>, old: i64) -> Result<i64, StoreError> {
     let experiment = columns(tx, "experiments")?;
     tx.execute(
@@ -194,12 +238,7 @@ fn copy_experiment(tx: &rusqlite::Transaction<'_>, old: i64) -> Result<i64, Stor
         [old],
     )?;
     let id = tx.last_insert_rowid();
-    tx.execute_batch(
-        "CREATE TEMP TABLE IF NOT EXISTS import_runs (old INTEGER PRIMARY KEY, new INTEGER);
-         DELETE FROM temp.import_runs;",
-    )?;
-    let run_columns = columns(tx, "runs")?;
-    let others = run_columns.replace("\"experiment_id\", ", "");
+    let others = columns(tx, "runs")?.replace("\"experiment_id\", ", "");
     let runs: Vec<i64> = {
         let mut stmt =
             tx.prepare("SELECT id FROM src.runs WHERE experiment_id = ?1 ORDER BY id")?;
@@ -208,19 +247,24 @@ fn copy_experiment(tx: &rusqlite::Transaction<'_>, old: i64) -> Result<i64, Stor
             .collect::<Result<_, _>>()?;
         ids
     };
+    let mut insert = tx.prepare(&format!(
+        "INSERT INTO main.runs (\"experiment_id\", {others}) SELECT ?1, {others}
+         FROM src.runs WHERE id = ?2"
+    ))?;
     for run in runs {
-        tx.execute(
-            &format!(
-                "INSERT INTO main.runs (\"experiment_id\", {others}) SELECT ?1, {others}
-                 FROM src.runs WHERE id = ?2"
-            ),
-            [id, run],
-        )?;
+        insert.execute([id, run])?;
         tx.execute(
             "INSERT INTO temp.import_runs (old, new) VALUES (?1, ?2)",
             [run, tx.last_insert_rowid()],
         )?;
     }
+    copy_reports(tx, old, id)?;
+    Ok(id)
+}
+
+/// The lines of every cell [`copy_experiment`] copied: one statement per
+/// table for the whole file (one pass over each of the source's tables).
+fn copy_lines(tx: &rusqlite::Transaction<'_>) -> Result<(), StoreError> {
     for table in ["metrics", "metric_text", "metric_nonfinite"] {
         let cols = columns(tx, table)?.replace("\"run_id\", ", "");
         let picked = cols
@@ -236,15 +280,44 @@ fn copy_experiment(tx: &rusqlite::Transaction<'_>, old: i64) -> Result<i64, Stor
             [],
         )?;
     }
+    Ok(())
+}
+
+/// The archived reports' records of source experiment `old` that
+/// experiment `id` here lacks (the same path and hash): all of them for a
+/// new experiment, those archived since for one here already. Their number.
+fn copy_reports(tx: &rusqlite::Transaction<'_>, old: i64, id: i64) -> Result<usize, StoreError> {
     let report = columns(tx, "reports")?.replace("\"experiment_id\", ", "");
-    tx.execute(
+    Ok(tx.execute(
         &format!(
             "INSERT INTO main.reports (\"experiment_id\", {report}) SELECT ?1, {report}
-             FROM src.reports WHERE experiment_id = ?2"
+             FROM src.reports s WHERE s.experiment_id = ?2 AND NOT EXISTS (
+                 SELECT 1 FROM main.reports r
+                 WHERE r.experiment_id = ?1 AND r.path = s.path AND r.sha256 = s.sha256)
+             ORDER BY s.id"
         ),
         [id, old],
-    )?;
-    Ok(id)
+    )?)
+}
+
+/// A host's ceilings and the metric vocabulary. A ceiling keeps the
+/// higher of the two probes of one host key (a probe reads low when
+/// disturbed, never high); the vocabulary keeps this database's words.
+fn merge_hosts_and_vocabulary(tx: &rusqlite::Transaction<'_>) -> Result<(), StoreError> {
+    let cols = columns(tx, "host_peaks")?;
+    let excluded = cols
+        .split(", ")
+        .map(|c| format!("excluded.{c}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    tx.execute_batch(&format!(
+        "INSERT INTO main.host_peaks ({cols}) SELECT {cols} FROM src.host_peaks WHERE true
+         ON CONFLICT (hostname, boot_id, governor, cpu_model, cpus)
+         DO UPDATE SET ({cols}) = ({excluded})
+         WHERE excluded.fp32_gflops > host_peaks.fp32_gflops;
+         INSERT OR IGNORE INTO main.metric_info SELECT * FROM src.metric_info;"
+    ))?;
+    Ok(())
 }
 
 impl Store {
@@ -300,9 +373,14 @@ impl Store {
                 supported: LATEST_VERSION,
             });
         }
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        // A dry run takes no write lock: it may look at a database it
+        // cannot write.
+        let behavior = if dry_run {
+            TransactionBehavior::Deferred
+        } else {
+            TransactionBehavior::Immediate
+        };
+        let tx = self.conn.transaction_with_behavior(behavior)?;
         let experiments: Vec<(i64, String, String, String)> = {
             let mut stmt =
                 tx.prepare("SELECT id, uuid, name, status FROM src.experiments ORDER BY id")?;
@@ -313,14 +391,14 @@ impl Store {
                 .collect::<Result<_, _>>()?;
             rows
         };
+        if !dry_run {
+            tx.execute_batch(
+                "CREATE TEMP TABLE IF NOT EXISTS import_runs (old INTEGER PRIMARY KEY, new INTEGER);
+                 DELETE FROM temp.import_runs;",
+            )?;
+        }
         let mut out = Imported::default();
         for (old, uuid, name, status) in experiments {
-            let mut entry = ImportedExperiment {
-                uuid: uuid.clone(),
-                name: name.clone(),
-                source_id: old,
-                id: None,
-            };
             let here: Option<i64> = tx
                 .query_row(
                     "SELECT id FROM main.experiments WHERE uuid = ?1",
@@ -328,38 +406,51 @@ impl Store {
                     |row| row.get(0),
                 )
                 .optional()?;
-            if let Some(id) = here {
-                if digest(&tx, "main", id)? != digest(&tx, "src", old)? {
-                    return Err(StoreError::ImportConflict(Box::new(
-                        super::ImportConflict {
-                            path: source.to_path_buf(),
-                            name,
-                            source_id: old,
-                            id,
-                            uuid,
-                        },
-                    )));
-                }
-                entry.id = Some(id);
-                out.present.push(entry);
-            } else if status == "running" {
+            let entry = ImportedExperiment {
+                uuid: uuid.clone(),
+                name: name.clone(),
+                source_id: old,
+                id: here,
+            };
+            // Still running there: it will differ next time, so it is
+            // neither judged nor copied now.
+            if status == "running" {
                 out.running.push(entry);
-            } else {
-                if !dry_run {
-                    entry.id = Some(copy_experiment(&tx, old)?);
+                continue;
+            }
+            match here {
+                Some(id) => {
+                    if digest(&tx, "main", id)? != digest(&tx, "src", old)? {
+                        return Err(StoreError::ImportConflict(Box::new(
+                            super::ImportConflict {
+                                path: source.to_path_buf(),
+                                name,
+                                source_id: old,
+                                id,
+                                uuid,
+                            },
+                        )));
+                    }
+                    if !dry_run {
+                        out.reports += copy_reports(&tx, old, id)?;
+                    }
+                    out.present.push(entry);
                 }
-                out.added.push(entry);
+                None => {
+                    let id = if dry_run {
+                        None
+                    } else {
+                        Some(copy_experiment(&tx, old)?)
+                    };
+                    out.added.push(ImportedExperiment { id, ..entry });
+                }
             }
         }
         if dry_run {
             return Ok(out);
         }
-        // A host's ceilings and the metric vocabulary: the rows this
-        // database lacks (its own stay as they are).
-        tx.execute_batch(
-            "INSERT OR IGNORE INTO main.host_peaks SELECT * FROM src.host_peaks;
-             INSERT OR IGNORE INTO main.metric_info SELECT * FROM src.metric_info;",
-        )?;
+        copy_lines(&tx)?;
+        merge_hosts_and_vocabulary(&tx)?;
         tx.commit()?;
         Ok(out)
     }

@@ -147,6 +147,33 @@ pub(super) fn schema_names(conn: &Connection) -> rusqlite::Result<Vec<String>> {
     names
 }
 
+/// Refuses a file at this lcx's version that lacks a table, view, index or
+/// trigger of that version (its `user_version` set by hand, or a file
+/// half-made by another program). Extra objects (a user's own views) pass.
+pub(super) fn check_current(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    let have = schema_names(conn)?;
+    let missing: Vec<String> = schema_names_at(LATEST_VERSION)?
+        .into_iter()
+        .filter(|n| !have.contains(n))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(StoreError::Inconsistent {
+        path: path.to_path_buf(),
+        found: LATEST_VERSION,
+        detail: format!(
+            "missing {}",
+            missing
+                .iter()
+                .take(3)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    })
+}
+
 /// Refuses a file whose schema is not the one its `user_version` says
 /// (the version edited by hand, or a file half-made by another program):
 /// migrating it would fail half-way, or worse, succeed on the wrong

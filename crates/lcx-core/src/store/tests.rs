@@ -721,6 +721,20 @@ fn an_import_adds_each_experiment_once() {
     target.import(&b, false).unwrap();
     assert_eq!(counts(&target), [2, 4, 16, 16]);
     assert_eq!(target.integrity_check().unwrap(), "ok");
+    // A report archived there since: its record comes in, once.
+    Store::open(&a)
+        .unwrap()
+        .insert_report(Some(1), "archive/2026-12-06-a.md", "abc", "markdown")
+        .unwrap();
+    assert_eq!(target.import(&a, false).unwrap().reports, 1);
+    assert_eq!(target.import(&a, false).unwrap().reports, 0);
+    let reports = |s: &Store| -> i64 {
+        s.conn
+            .query_row("SELECT count(*) FROM reports", [], |r| r.get(0))
+            .unwrap()
+    };
+    assert_eq!(reports(&target), 1);
+    assert_eq!(counts(&target), [2, 4, 16, 16]);
 }
 
 #[test]
