@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use lcx_core::store::import::{Imported, Source};
+use lcx_core::store::import::{Imported, Scratch, Source};
 use lcx_core::store::Store;
 
 use crate::db::user_or_not;
@@ -18,7 +18,8 @@ pub struct Args {
     /// in order (never changed; an older database is upgraded in a copy).
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
-    /// Say what would come in; change nothing.
+    /// Say what would come in, file after file (imported into a scratch
+    /// copy of the database); change nothing.
     #[arg(long)]
     dry_run: bool,
     #[command(flatten)]
@@ -35,20 +36,19 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(user_or_not)?;
     let path: &std::path::Path = &args.db;
-    // A dry run writes nothing: an absent database would take everything,
-    // and an existing one is read as it is (an older one is refused by
-    // `open_read_only` with how to upgrade it).
-    let mut store = if args.dry_run && !path.exists() {
-        Store::open_in_memory().map_err(user_or_not)?
-    } else if args.dry_run {
-        Store::open_read_only(path).map_err(user_or_not)?
+    // A dry run imports into a scratch copy of the database: it says what
+    // a real import would do, file after file, and writes nothing here.
+    let mut scratch;
+    let mut target;
+    let store: &mut Store = if args.dry_run {
+        scratch = Scratch::of(path).map_err(user_or_not)?;
+        &mut scratch.store
     } else {
-        Store::open(path).map_err(user_or_not)?
+        target = Store::open(path).map_err(user_or_not)?;
+        &mut target
     };
     for source in &sources {
-        let imported = store
-            .import_source(source, args.dry_run)
-            .map_err(user_or_not)?;
+        let imported = store.import_source(source, false).map_err(user_or_not)?;
         outln!(
             "{}",
             describe(
@@ -88,7 +88,7 @@ fn describe(file: &str, imported: &Imported, dry_run: bool) -> String {
     }
     if imported.reports > 0 {
         parts.push(format!(
-            "{} added to those",
+            "{} {verb} to those",
             lcx_core::text::counted(imported.reports as u64, "archived report")
         ));
     }

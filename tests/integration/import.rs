@@ -117,7 +117,7 @@ fn databases_from_two_hosts_merge_once_and_bad_files_are_refused() {
         .output()
         .unwrap();
     assert!(dry.status.success(), "{}", text(&dry.stderr));
-    assert!(text(&dry.stdout).contains("1 experiment would be added (laptop (#1 there))"));
+    assert!(text(&dry.stdout).contains("1 experiment would be added (#1 laptop)"));
     assert!(!fresh.exists());
     let kept = std::fs::read(&history).unwrap();
     let dry = lcx()
@@ -129,6 +129,28 @@ fn databases_from_two_hosts_merge_once_and_bad_files_are_refused() {
         .unwrap();
     assert!(text(&dry.stdout).contains("0 experiments would be added; 1 here already"));
     assert_eq!(std::fs::read(&history).unwrap(), kept, "a dry run wrote");
+    // Two files holding one new experiment: the dry run says what the
+    // import will, the second file judged against what the first adds.
+    let copy = dir.path().join("copy-of-laptop.db");
+    std::fs::copy(&a, &copy).unwrap();
+    let dry = lcx()
+        .args(["import", "--dry-run"])
+        .arg(&a)
+        .arg(&copy)
+        .arg("--db")
+        .arg(&fresh)
+        .output()
+        .unwrap();
+    let said = text(&dry.stdout);
+    assert!(
+        said.contains("laptop.db: 1 experiment would be added (#1 laptop)"),
+        "{said}"
+    );
+    assert!(
+        said.contains("copy-of-laptop.db: 0 experiments would be added; 1 here already"),
+        "{said}"
+    );
+    assert!(!fresh.exists());
 
     // The imported experiment reports as it did where it ran.
     let there = succeed(lcx().args(["report", "1", "--db"]).arg(&a));

@@ -320,6 +320,48 @@ fn merge_hosts_and_vocabulary(tx: &rusqlite::Transaction<'_>) -> Result<(), Stor
     Ok(())
 }
 
+/// A copy of a database in a scratch folder, at this lcx's schema, removed
+/// with it: what `lcx import --dry-run` imports into, so that it says
+/// exactly what would come in (each file judged against what the files
+/// before it would add) and writes nothing to the database itself.
+pub struct Scratch {
+    pub store: Store,
+    _dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    /// A copy of the database at `path` (an empty one when there is none).
+    pub fn of(path: &Path) -> Result<Scratch, StoreError> {
+        let dir = scratch(path)?;
+        let copy = dir.path().join("dry-run.db");
+        let into = |conn: &Connection| -> Result<(), StoreError> {
+            conn.execute("VACUUM INTO ?1", [copy.to_string_lossy().as_ref()])?;
+            Ok(())
+        };
+        if path.exists() {
+            match Store::open_read_only(path) {
+                Ok(store) => into(&store.conn)?,
+                // An older one: copied as it is, upgraded in the copy.
+                Err(StoreError::TooOld { .. }) => {
+                    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+                    let conn = Connection::open_with_flags(path, flags).map_err(|source| {
+                        StoreError::Open {
+                            path: path.to_path_buf(),
+                            source,
+                        }
+                    })?;
+                    into(&conn)?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(Scratch {
+            store: Store::open(&copy)?,
+            _dir: dir,
+        })
+    }
+}
+
 impl Store {
     /// Imports the experiments of the lcx database at `source` (see the
     /// module): in one transaction, or none at all with `dry_run`.
