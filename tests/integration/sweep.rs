@@ -84,6 +84,17 @@ fn a_planted_crossover_is_found_gated_and_plotted() {
     let arms = report["arms"].as_array().unwrap();
     let fast4 = arms.iter().find(|a| a["name"] == "fast-n-4").unwrap();
     assert_eq!(fast4["compared_with"], "base-n-4");
+    // The CSV says it too, in its last column.
+    let csv = String::from_utf8(lcx(dir.path(), &["report", "--format", "csv"]).stdout).unwrap();
+    assert!(
+        csv.lines()
+            .next()
+            .unwrap()
+            .ends_with(",verdict,compared_with"),
+        "{csv}"
+    );
+    let row = csv.lines().find(|l| l.contains(",fast-n-4,")).unwrap();
+    assert!(row.ends_with(",base-n-4"), "{row}");
     let md = String::from_utf8(lcx(dir.path(), &["report"]).stdout).unwrap();
     assert!(md.contains("## Sweep along `env.N`"), "{md}");
     assert!(md.contains("`fast` pays from n 4: 1.3"), "{md}");

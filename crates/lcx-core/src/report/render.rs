@@ -976,7 +976,7 @@ pub fn render_csv(report: &Report) -> String {
     let mut out = String::from(
         "experiment_id,experiment,arm,baseline,metric,direction,n,replicates,replicate_unit,\
          excluded_warmup,mean,median,sd,min,max,speedup,speedup_se,speedup_ci_low,\
-         speedup_ci_high,p_value,verdict\n",
+         speedup_ci_high,p_value,verdict,compared_with\n",
     );
     for arm in &report.arms {
         for m in &arm.metrics {
@@ -1009,6 +1009,14 @@ pub fn render_csv(report: &Report) -> String {
                 opt(sp.map(|s| s.ci_high)),
                 opt(c.and_then(|c| c.welch.as_ref()).map(|w| w.p_value)),
                 c.map(|c| c.verdict.text().to_string()).unwrap_or_default(),
+                // The arm the speedup is against: the baseline, or in a
+                // sweep the baseline at this arm's point.
+                csv_field(
+                    arm.compared_with
+                        .as_deref()
+                        .or((!arm.is_baseline).then_some(report.baseline.as_str()))
+                        .unwrap_or_default(),
+                ),
             ];
             out.push_str(&fields.join(","));
             out.push('\n');
