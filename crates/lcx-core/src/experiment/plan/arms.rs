@@ -18,10 +18,22 @@ impl Reader<'_> {
             return Ok(arms);
         }
         if let Some(unknown) = wanted.iter().find(|w| !arms.iter().any(|a| &a.name == *w)) {
+            // A sweep's arm at one point (`fast-n-4`) is no arm of the file.
+            let point_of = arms
+                .iter()
+                .find(|a| t.contains_key("sweep") && unknown.starts_with(&format!("{}-", a.name)));
+            let hint = match point_of {
+                Some(a) => format!(
+                    "; `{unknown}` is arm `{}` at one point of [sweep]: --arms picks the \
+                     file's arms, [sweep] in the file picks the points",
+                    a.name
+                ),
+                None => String::new(),
+            };
             return Err(PlanError::Flag {
                 flag: "--arms",
                 message: format!(
-                    "`{unknown}` names no arm of {} (arms: {})",
+                    "`{unknown}` names no arm of {} (arms: {}){hint}",
                     self.path.display(),
                     arms.iter()
                         .map(|a| a.name.as_str())

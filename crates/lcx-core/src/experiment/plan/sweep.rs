@@ -297,6 +297,33 @@ iterations = 3
     }
 
     #[test]
+    fn arms_picks_file_arms_and_says_so_of_a_point() {
+        let only = |arms: &[&str], text: &str| {
+            let cli = Overrides {
+                arms: arms.iter().map(|a| a.to_string()).collect(),
+                ..Overrides::default()
+            };
+            from_str(text, Path::new("/exp/x.toml"), &cli)
+        };
+        let e = only(&["fp32", "amp-hidden-1024"], SWEEP)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`amp-hidden-1024` is arm `amp` at one point of [sweep]"),
+            "{e}"
+        );
+        assert_eq!(only(&["fp32"], SWEEP).unwrap().arms.len(), 3);
+        // The one arm of a sweep without [[arms]] is named after its
+        // workload, and --arms may name it.
+        let train = "name = \"t\"\nworkload = \"bench-forward\"\niterations = 3\n\
+                     [sweep]\n\"--batch-sizes\" = [1, 4]\n";
+        let p = only(&["bench-forward"], train).unwrap();
+        assert_eq!(p.arms.len(), 2);
+        assert_eq!(p.baseline, "bench-forward");
+        assert_eq!(p.arms, plan(train).unwrap().arms);
+    }
+
+    #[test]
     fn a_stored_sweep_is_format_2_and_checked_when_read() {
         let p = plan(SWEEP).unwrap();
         let mut json: serde_json::Value = serde_json::from_str(&p.to_json()).unwrap();

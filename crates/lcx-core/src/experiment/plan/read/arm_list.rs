@@ -36,16 +36,9 @@ impl Reader<'_> {
     ) -> Result<ArmList, PlanError> {
         let workload = shape.workload;
         let arms = self.file_arms(t, workload)?;
-        let arms = self.expand_matrix(t, workload, arms)?;
-        // The file's default baseline is its first arm, subset or not.
-        let file_baseline = arms.first().map(|a| a.name.clone());
-        let mut arms = self.select_arms(t, &cli.arms, arms, file_baseline.as_deref())?;
-        self.cli_revisions(&mut arms, &cli.revisions)?;
-        if let Some(probe) = &cli.probe {
-            arms = self.probe_arms(arms, probe)?;
-        }
+        let mut arms = self.expand_matrix(t, workload, arms)?;
         // A sweep of an lcx workload without [[arms]]: one arm, named
-        // after the workload, at each point.
+        // after the workload, at each point (which `--arms` may name).
         if arms.is_empty() && t.contains_key("sweep") && workload.uses_config() {
             arms.push(RawArm {
                 key: "sweep".into(),
@@ -53,6 +46,13 @@ impl Reader<'_> {
                 label: workload.as_str().into(),
                 ..super::super::matrix::bare_arm()
             });
+        }
+        // The file's default baseline is its first arm, subset or not.
+        let file_baseline = arms.first().map(|a| a.name.clone());
+        let mut arms = self.select_arms(t, &cli.arms, arms, file_baseline.as_deref())?;
+        self.cli_revisions(&mut arms, &cli.revisions)?;
+        if let Some(probe) = &cli.probe {
+            arms = self.probe_arms(arms, probe)?;
         }
         self.check_unique(&arms)?;
         let baseline = self.baseline(t, cli.probe.is_some(), &arms, file_baseline)?;
