@@ -818,3 +818,50 @@ fn a_source_that_is_no_lcx_database_is_refused() {
         .is_user_input());
     assert_eq!(counts(&target), [0, 0, 0, 0]);
 }
+
+#[test]
+fn an_import_keeps_the_higher_ceiling_of_one_host_key() {
+    use crate::bench::peak::cache::{Ceiling, HostKey};
+    let ceiling = |gflops: f64| Ceiling {
+        key: HostKey {
+            hostname: "box".into(),
+            boot_id: "b1".into(),
+            governor: "performance".into(),
+            cpu_model: "CPU".into(),
+            cpus: "0-1".into(),
+        },
+        isa: "avx2-fma".into(),
+        threads: 2,
+        gflops,
+        gflops_core: gflops / 2.0,
+        stream_gbytes_per_second: 10.0,
+        tries: 5,
+        spread: 0.01,
+        probed_at: "2026-12-06T00:00:00Z".into(),
+        checked_at: "2026-12-06T00:00:00Z".into(),
+        probes: 1,
+        disturbed: false,
+    };
+    let peak = |s: &Store| -> f64 {
+        s.conn
+            .query_row("SELECT fp32_gflops FROM host_peaks", [], |r| r.get(0))
+            .unwrap()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let a = source_db(dir.path(), "a");
+    Store::open(&a)
+        .unwrap()
+        .save_host_peak(&ceiling(200.0))
+        .unwrap();
+    let mut target = Store::open(&dir.path().join("t.db")).unwrap();
+    target.save_host_peak(&ceiling(150.0)).unwrap();
+    target.import(&a, false).unwrap();
+    assert_eq!(peak(&target), 200.0, "a disturbed low probe gives way");
+    let b = source_db(dir.path(), "b");
+    Store::open(&b)
+        .unwrap()
+        .save_host_peak(&ceiling(100.0))
+        .unwrap();
+    target.import(&b, false).unwrap();
+    assert_eq!(peak(&target), 200.0, "the higher one stays");
+}
