@@ -38,17 +38,21 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let path: &std::path::Path = &args.db;
     // A dry run imports into a scratch copy of the database: it says what
     // a real import would do, file after file, and writes nothing here.
-    let mut scratch;
-    let mut target;
-    let store: &mut Store = if args.dry_run {
-        scratch = Scratch::of(path).map_err(user_or_not)?;
-        &mut scratch.store
+    enum Into {
+        Database(Store),
+        Copy(Box<Scratch>),
+    }
+    let mut into = if args.dry_run {
+        Into::Copy(Box::new(Scratch::of(path).map_err(user_or_not)?))
     } else {
-        target = Store::open(path).map_err(user_or_not)?;
-        &mut target
+        Into::Database(Store::open(path).map_err(user_or_not)?)
     };
     for source in &sources {
-        let imported = store.import_source(source, false).map_err(user_or_not)?;
+        let imported = match &mut into {
+            Into::Database(store) => store.import_source(source, false),
+            Into::Copy(scratch) => scratch.import_source(source),
+        }
+        .map_err(user_or_not)?;
         outln!(
             "{}",
             describe(

@@ -151,6 +151,37 @@ fn databases_from_two_hosts_merge_once_and_bad_files_are_refused() {
         "{said}"
     );
     assert!(!fresh.exists());
+    // Into itself, an empty file, a folder that is not there: as the
+    // import would have it.
+    let dry = |files: &[&Path], db: &Path| {
+        lcx()
+            .args(["import", "--dry-run"])
+            .args(files)
+            .arg("--db")
+            .arg(db)
+            .output()
+            .unwrap()
+    };
+    let itself = text(&dry(&[&history], &history).stdout);
+    assert!(
+        itself.contains("0 experiments would be added; 2 here already"),
+        "{itself}"
+    );
+    let empty_file = write(dir.path(), "empty.db", "");
+    let out = dry(&[&a], &empty_file);
+    assert!(
+        text(&out.stdout).contains("1 experiment would be added"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(std::fs::read(&empty_file).unwrap(), b"");
+    let out = dry(&[&a], &dir.path().join("no/such/folder/h.db"));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("does not exist"),
+        "{}",
+        text(&out.stderr)
+    );
 
     // The imported experiment reports as it did where it ran.
     let there = succeed(lcx().args(["report", "1", "--db"]).arg(&a));

@@ -129,17 +129,12 @@ fn source(path: &Path) -> Result<Source, StoreError> {
         Err(StoreError::TooOld { .. }) => {
             let dir = scratch(path)?;
             let copy = dir.path().join("source.db");
-            let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-            let conn =
-                Connection::open_with_flags(path, flags).map_err(|source| StoreError::Open {
-                    path: path.to_path_buf(),
-                    source,
-                });
-            conn.and_then(|conn| {
-                conn.execute("VACUUM INTO ?1", [copy.to_string_lossy().as_ref()])?;
-                Ok(())
-            })
-            .map_err(|_| refused("it is damaged (it could not be copied to be upgraded)"))?;
+            vacuum_into(path, &copy).map_err(|e| {
+                refused(&format!(
+                    "it is older than this lcx, and its copy to upgrade (in {}) failed: {e}",
+                    dir.path().display()
+                ))
+            })?;
             drop(Store::open(&copy).map_err(why_not)?);
             (copy, Some(dir))
         }
@@ -147,12 +142,12 @@ fn source(path: &Path) -> Result<Source, StoreError> {
     };
     // Whole and lcx's, checked before anything is written: its pages
     // (`quick_check`) and the tables this lcx reads.
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = Connection::open_with_flags(&database, flags)
-        .map_err(|e| refused(&format!("it cannot be read ({e})")))?;
-    let check: String = conn
-        .query_row("PRAGMA quick_check(1)", [], |r| r.get(0))
-        .unwrap_or_else(|e| e.to_string());
+    let conn = read_only(&database).map_err(|e| refused(&format!("it cannot be read ({e})")))?;
+    let check: String = match conn.query_row("PRAGMA quick_check(1)", [], |r| r.get(0)) {
+        Ok(check) => check,
+        Err(e) if is_damage(&e) => e.to_string(),
+        Err(e) => return Err(e.into()),
+    };
     if check != "ok" {
         return Err(refused(&format!("it is damaged ({check})")));
     }
@@ -163,6 +158,38 @@ fn source(path: &Path) -> Result<Source, StoreError> {
         database,
         _upgraded: scratch,
     })
+}
+
+/// A read-only connection to `path` that waits for a writer, as every
+/// store connection does.
+fn read_only(path: &Path) -> rusqlite::Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags)?;
+    conn.busy_timeout(super::BUSY_TIMEOUT)?;
+    Ok(conn)
+}
+
+/// `VACUUM INTO copy` of the database at `path`, read-only: its WAL's
+/// frames included, the file itself untouched.
+fn vacuum_into(path: &Path, copy: &Path) -> rusqlite::Result<()> {
+    read_only(path)?.execute("VACUUM INTO ?1", [copy.to_string_lossy().as_ref()])?;
+    Ok(())
+}
+
+/// Whether SQLite's error says the file is damaged (not busy, not full).
+fn is_damage(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
+    )
+}
+
+/// Whether `a` and `b` are one file.
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
 }
 
 /// `path` as an SQLite URI that opens it read-only: attached so, the source
@@ -258,7 +285,7 @@ fn copy_experiment(tx: &rusqlite::Transaction<'_>, old: i64) -> Result<i64, Stor
             [run, tx.last_insert_rowid()],
         )?;
     }
-    copy_reports(tx, old, id)?;
+    copy_reports(tx, old, id, false)?;
     Ok(id)
 }
 
@@ -286,15 +313,27 @@ fn copy_lines(tx: &rusqlite::Transaction<'_>) -> Result<(), StoreError> {
 /// The archived reports' records of source experiment `old` that
 /// experiment `id` here lacks (the same path and hash): all of them for a
 /// new experiment, those archived since for one here already. Their number.
-fn copy_reports(tx: &rusqlite::Transaction<'_>, old: i64, id: i64) -> Result<usize, StoreError> {
+/// With `dry_run`, only counted.
+fn copy_reports(
+    tx: &rusqlite::Transaction<'_>,
+    old: i64,
+    id: i64,
+    dry_run: bool,
+) -> Result<usize, StoreError> {
+    let missing = "FROM src.reports s WHERE s.experiment_id = ?2 AND NOT EXISTS (
+                       SELECT 1 FROM main.reports r
+                       WHERE r.experiment_id = ?1 AND r.path = s.path AND r.sha256 = s.sha256)";
+    if dry_run {
+        let n: i64 = tx.query_row(&format!("SELECT count(*) {missing}"), [id, old], |r| {
+            r.get(0)
+        })?;
+        return Ok(usize::try_from(n).unwrap_or_default());
+    }
     let report = columns(tx, "reports")?.replace("\"experiment_id\", ", "");
     Ok(tx.execute(
         &format!(
             "INSERT INTO main.reports (\"experiment_id\", {report}) SELECT ?1, {report}
-             FROM src.reports s WHERE s.experiment_id = ?2 AND NOT EXISTS (
-                 SELECT 1 FROM main.reports r
-                 WHERE r.experiment_id = ?1 AND r.path = s.path AND r.sha256 = s.sha256)
-             ORDER BY s.id"
+             {missing} ORDER BY s.id"
         ),
         [id, old],
     )?)
@@ -325,40 +364,56 @@ fn merge_hosts_and_vocabulary(tx: &rusqlite::Transaction<'_>) -> Result<(), Stor
 /// exactly what would come in (each file judged against what the files
 /// before it would add) and writes nothing to the database itself.
 pub struct Scratch {
-    pub store: Store,
+    store: Store,
+    /// The database it is a copy of.
+    origin: PathBuf,
     _dir: tempfile::TempDir,
 }
 
 impl Scratch {
-    /// A copy of the database at `path` (an empty one when there is none).
+    /// A copy of the database at `path`: a new one when there is none (or
+    /// an empty file), in a folder that must exist, as `Store::open`
+    /// would have it.
     pub fn of(path: &Path) -> Result<Scratch, StoreError> {
+        let failed = |e: &dyn std::fmt::Display, dir: &Path| StoreError::Scratch {
+            path: path.to_path_buf(),
+            why: format!("its copy in {} for --dry-run failed: {e}", dir.display()),
+        };
         let dir = scratch(path)?;
         let copy = dir.path().join("dry-run.db");
-        let into = |conn: &Connection| -> Result<(), StoreError> {
-            conn.execute("VACUUM INTO ?1", [copy.to_string_lossy().as_ref()])?;
-            Ok(())
-        };
-        if path.exists() {
+        let has_rows = std::fs::metadata(path).is_ok_and(|m| m.len() > 0);
+        if has_rows {
             match Store::open_read_only(path) {
-                Ok(store) => into(&store.conn)?,
+                Ok(store) => drop(store),
                 // An older one: copied as it is, upgraded in the copy.
-                Err(StoreError::TooOld { .. }) => {
-                    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-                    let conn = Connection::open_with_flags(path, flags).map_err(|source| {
-                        StoreError::Open {
-                            path: path.to_path_buf(),
-                            source,
-                        }
-                    })?;
-                    into(&conn)?;
-                }
+                Err(StoreError::TooOld { .. }) => {}
                 Err(e) => return Err(e),
             }
+            vacuum_into(path, &copy).map_err(|e| failed(&e, dir.path()))?;
+        } else {
+            let folder = path.parent().filter(|p| !p.as_os_str().is_empty());
+            if let Some(folder) = folder.filter(|f| !f.is_dir()) {
+                return Err(StoreError::NoFolder {
+                    db: path.to_path_buf(),
+                    folder: folder.to_path_buf(),
+                });
+            }
         }
+        let store = Store::open(&copy).map_err(|e| failed(&e, dir.path()))?;
         Ok(Scratch {
-            store: Store::open(&copy)?,
+            store,
+            origin: path.to_path_buf(),
             _dir: dir,
         })
+    }
+
+    /// [`Store::import_source`] into the copy: what the import into the
+    /// database itself would do (a file that is that database: all here).
+    pub fn import_source(&mut self, src: &Source) -> Result<Imported, StoreError> {
+        if same_file(src.path(), &self.origin) {
+            return self.store.itself();
+        }
+        self.store.import_source(src, false)
     }
 }
 
@@ -372,27 +427,8 @@ impl Store {
     /// [`Store::import`] of a source opened already.
     pub fn import_source(&mut self, src: &Source, dry_run: bool) -> Result<Imported, StoreError> {
         let source_path = src.path();
-        let same_file = match (self.path(), std::fs::canonicalize(source_path)) {
-            (Some(here), Ok(there)) => std::fs::canonicalize(here).is_ok_and(|h| h == there),
-            _ => false,
-        };
-        if same_file {
-            // Everything in it is here: itself.
-            let mut out = Imported::default();
-            let mut stmt = self
-                .conn
-                .prepare("SELECT id, uuid, name FROM experiments ORDER BY id")?;
-            out.present = stmt
-                .query_map([], |row| {
-                    Ok(ImportedExperiment {
-                        source_id: row.get(0)?,
-                        id: Some(row.get(0)?),
-                        uuid: row.get(1)?,
-                        name: row.get(2)?,
-                    })
-                })?
-                .collect::<Result<_, _>>()?;
-            return Ok(out);
+        if self.path().is_some_and(|here| same_file(here, source_path)) {
+            return self.itself();
         }
         self.conn
             .execute("ATTACH DATABASE ?1 AS src", [read_only_uri(&src.database)])?;
@@ -401,6 +437,27 @@ impl Store {
         let out = result?;
         detached?;
         Ok(out)
+    }
+
+    /// The import of this database into itself: everything here already.
+    fn itself(&self) -> Result<Imported, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, uuid, name FROM experiments ORDER BY id")?;
+        let present = stmt
+            .query_map([], |row| {
+                Ok(ImportedExperiment {
+                    source_id: row.get(0)?,
+                    id: Some(row.get(0)?),
+                    uuid: row.get(1)?,
+                    name: row.get(2)?,
+                })
+            })?
+            .collect::<Result<_, _>>()?;
+        Ok(Imported {
+            present,
+            ..Imported::default()
+        })
     }
 
     /// [`Store::import`] with the source attached as `src`.
@@ -473,9 +530,7 @@ impl Store {
                             },
                         )));
                     }
-                    if !dry_run {
-                        out.reports += copy_reports(&tx, old, id)?;
-                    }
+                    out.reports += copy_reports(&tx, old, id, dry_run)?;
                     out.present.push(entry);
                 }
                 None => {
@@ -491,7 +546,10 @@ impl Store {
         if dry_run {
             return Ok(out);
         }
-        copy_lines(&tx)?;
+        // Nothing added, nothing to copy: no pass over the source's lines.
+        if !out.added.is_empty() {
+            copy_lines(&tx)?;
+        }
         merge_hosts_and_vocabulary(&tx)?;
         tx.commit()?;
         Ok(out)

@@ -156,6 +156,8 @@ pub enum StoreError {
     ImportConflict(Box<ImportConflict>),
     #[error("cannot import {path}: {why}; nothing was imported from it")]
     NotImportable { path: PathBuf, why: String },
+    #[error("database {path}: {why}; it was not changed")]
+    Scratch { path: PathBuf, why: String },
     #[error("run {run_id}: iteration {iteration} of `{name}` was already recorded")]
     DuplicateIteration {
         run_id: i64,
