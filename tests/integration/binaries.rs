@@ -124,3 +124,61 @@ fn top_level_help_is_lcx_torchs_without_libtorch() {
     .collect();
     assert!(order.windows(2).all(|w| w[0] < w[1]), "{text}");
 }
+
+/// `./lcx` runs the binary where cargo built it: `$CARGO_TARGET_DIR` when
+/// set (absolute, or relative to the checkout), else `target/`. A stand-in
+/// `cargo` and provisioning script keep this test from building anything.
+#[test]
+fn the_wrapper_runs_the_binary_cargo_built() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("checkout");
+    let script = |path: &std::path::Path, text: &str| {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    let wrapper =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("lcx"))
+            .unwrap();
+    script(&root.join("lcx"), &wrapper);
+    script(
+        &root.join("scripts/provision-libtorch.sh"),
+        "#!/bin/sh\nexit 0\n",
+    );
+    script(&dir.path().join("bin/cargo"), "#!/bin/sh\nexit 0\n");
+    for (target, at) in [
+        (None, root.join("target")),
+        (
+            Some(dir.path().join("elsewhere")),
+            dir.path().join("elsewhere"),
+        ),
+        (Some(std::path::PathBuf::from("build")), root.join("build")),
+    ] {
+        script(
+            &at.join("release/lcx"),
+            &format!("#!/bin/sh\necho \"{} $*\"\n", at.display()),
+        );
+        let mut cmd = Command::new(root.join("lcx"));
+        cmd.arg("--version").env(
+            "PATH",
+            format!(
+                "{}:{}",
+                dir.path().join("bin").display(),
+                std::env::var("PATH").unwrap()
+            ),
+        );
+        match &target {
+            Some(t) => cmd.env("CARGO_TARGET_DIR", t),
+            None => cmd.env_remove("CARGO_TARGET_DIR"),
+        };
+        let out = cmd.current_dir(dir.path()).output().unwrap();
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            said.trim(),
+            format!("{} --version", at.display()),
+            "{target:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
