@@ -152,7 +152,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         };
         for (host, rows) in &groups {
             if args.per_host {
-                out!("Host `{}`:\n\n", lcx_core::escape::md_inline(host));
+                out!("Host {}:\n\n", lcx_core::escape::md_code(host));
             }
             out!("{}", history::render_history(&label, rows));
             if args.per_host {
