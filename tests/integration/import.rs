@@ -38,29 +38,41 @@ max_slowdown = 0.03
     )
 }
 
+/// `lcx run FILE --db DB`, on the host `LCX_HOSTNAME` names when given.
+fn run(file: &Path, db: &Path, host: Option<&str>) {
+    let mut cmd = lcx();
+    if let Some(host) = host {
+        cmd.env("LCX_HOSTNAME", host);
+    }
+    succeed(cmd.arg("run").arg("--plain").arg(file).arg("--db").arg(db));
+}
+
 /// A database in `dir` holding one run of `name`.
 fn database(dir: &Path, name: &str, lines: u32) -> PathBuf {
     let file = write(dir, &format!("{name}.toml"), &experiment(name, lines));
     let db = dir.join(format!("{name}.db"));
-    succeed(
-        lcx()
-            .arg("run")
-            .arg("--plain")
-            .arg(&file)
-            .arg("--db")
-            .arg(&db),
-    );
+    run(&file, &db, None);
     db
 }
 
-fn import(db: &Path, args: &[&Path]) -> Output {
+/// `lcx import FILES… --db DB` with `flags`.
+fn lcx_import(flags: &[&str], db: &Path, files: &[&Path]) -> Output {
     lcx()
         .arg("import")
-        .args(args)
+        .args(flags)
+        .args(files)
         .arg("--db")
         .arg(db)
         .output()
         .unwrap()
+}
+
+fn import(db: &Path, files: &[&Path]) -> Output {
+    lcx_import(&[], db, files)
+}
+
+fn dry_run(db: &Path, files: &[&Path]) -> Output {
+    lcx_import(&["--dry-run"], db, files)
 }
 
 /// Row counts of the tables an import fills.
@@ -109,38 +121,19 @@ fn databases_from_two_hosts_merge_once_and_bad_files_are_refused() {
 
     // A dry run lists, and writes nothing (not even a new database).
     let fresh = dir.path().join("fresh.db");
-    let dry = lcx()
-        .args(["import", "--dry-run"])
-        .arg(&a)
-        .arg("--db")
-        .arg(&fresh)
-        .output()
-        .unwrap();
+    let dry = dry_run(&fresh, &[&a]);
     assert!(dry.status.success(), "{}", text(&dry.stderr));
     assert!(text(&dry.stdout).contains("1 experiment would be added (#1 laptop)"));
     assert!(!fresh.exists());
     let kept = std::fs::read(&history).unwrap();
-    let dry = lcx()
-        .args(["import", "--dry-run"])
-        .arg(&a)
-        .arg("--db")
-        .arg(&history)
-        .output()
-        .unwrap();
+    let dry = dry_run(&history, &[&a]);
     assert!(text(&dry.stdout).contains("0 experiments would be added; 1 here already"));
     assert_eq!(std::fs::read(&history).unwrap(), kept, "a dry run wrote");
     // Two files holding one new experiment: the dry run says what the
     // import will, the second file judged against what the first adds.
     let copy = dir.path().join("copy-of-laptop.db");
     std::fs::copy(&a, &copy).unwrap();
-    let dry = lcx()
-        .args(["import", "--dry-run"])
-        .arg(&a)
-        .arg(&copy)
-        .arg("--db")
-        .arg(&fresh)
-        .output()
-        .unwrap();
+    let dry = dry_run(&fresh, &[&a, &copy]);
     let said = text(&dry.stdout);
     assert!(
         said.contains("laptop.db: 1 experiment would be added (#1 laptop)"),
@@ -153,29 +146,20 @@ fn databases_from_two_hosts_merge_once_and_bad_files_are_refused() {
     assert!(!fresh.exists());
     // Into itself, an empty file, a folder that is not there: as the
     // import would have it.
-    let dry = |files: &[&Path], db: &Path| {
-        lcx()
-            .args(["import", "--dry-run"])
-            .args(files)
-            .arg("--db")
-            .arg(db)
-            .output()
-            .unwrap()
-    };
-    let itself = text(&dry(&[&history], &history).stdout);
+    let itself = text(&dry_run(&history, &[&history]).stdout);
     assert!(
         itself.contains("0 experiments would be added; 2 here already"),
         "{itself}"
     );
     let empty_file = write(dir.path(), "empty.db", "");
-    let out = dry(&[&a], &empty_file);
+    let out = dry_run(&empty_file, &[&a]);
     assert!(
         text(&out.stdout).contains("1 experiment would be added"),
         "{}",
         text(&out.stderr)
     );
     assert_eq!(std::fs::read(&empty_file).unwrap(), b"");
-    let out = dry(&[&a], &dir.path().join("no/such/folder/h.db"));
+    let out = dry_run(&dir.path().join("no/such/folder/h.db"), &[&a]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
         text(&out.stderr).contains("does not exist"),
@@ -263,14 +247,7 @@ fn a_json_export_imported_into_an_empty_database_reports_the_same() {
     let dir = tempfile::tempdir().unwrap();
     let db = database(dir.path(), "one", 5);
     let file = write(dir.path(), "two.toml", &experiment("two", 3));
-    succeed(
-        lcx()
-            .arg("run")
-            .arg("--plain")
-            .arg(&file)
-            .arg("--db")
-            .arg(&db),
-    );
+    run(&file, &db, None);
     let export = dir.path().join("all.jsonl");
     succeed(
         lcx()
@@ -492,15 +469,7 @@ fn history_keeps_hosts_apart_when_asked() {
     let mut dbs = Vec::new();
     for host in ["box-a", "box-b"] {
         let db = dir.path().join(format!("{host}.db"));
-        succeed(
-            lcx()
-                .env("LCX_HOSTNAME", host)
-                .arg("run")
-                .arg("--plain")
-                .arg(&file)
-                .arg("--db")
-                .arg(&db),
-        );
+        run(&file, &db, Some(host));
         dbs.push(db);
     }
     // The later run imported first: history keeps the order they ran in.
@@ -541,4 +510,14 @@ fn history_keeps_hosts_apart_when_asked() {
         "{}",
         text(&wrong.stderr)
     );
+    // A host name is the user's text: escaped in the table and the
+    // per-host heading, with its control character made visible.
+    let hostile = dir.path().join("hostile.db");
+    run(&file, &hostile, Some("x`|y\u{1b}[31m"));
+    assert!(import(&history, &[&hostile]).status.success());
+    let per = text(&h(&["--arm", "b", "--per-host"]).stdout);
+    assert!(per.contains("Host ``x`|y\\x1b[31m``:"), "{per}");
+    let all = text(&h(&["--arm", "b"]).stdout);
+    assert!(all.contains("| x\\`\\|y\\x1b\\[31m "), "{all}");
+    assert!(!all.contains('\u{1b}') && !per.contains('\u{1b}'));
 }

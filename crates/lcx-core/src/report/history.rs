@@ -89,6 +89,13 @@ pub fn scale_to_peak(experiments: &[Experiment], runs: &mut Vec<HistoryRun>) -> 
     without.len()
 }
 
+/// What orders experiments in a history: when they ran, then their id.
+/// Not the id alone: an import gives experiments that ran long ago (on
+/// another host, in a CI job) ids later than those that ran after them.
+fn when_ran(e: &Experiment) -> (&str, i64) {
+    (&e.created_at, e.id)
+}
+
 /// The experiments `lcx history NAME` covers, newest first (by when they
 /// ran), with the
 /// name they share. A name wins over an id or `latest` that spells it (an
@@ -99,8 +106,7 @@ pub fn named_experiments(
     name: &str,
 ) -> Result<(String, Vec<Experiment>), StoreError> {
     let newest_first = |mut experiments: Vec<Experiment>| {
-        // By when they ran, not by id: imports add older experiments late.
-        experiments.sort_by(|a, b| (&b.created_at, b.id).cmp(&(&a.created_at, a.id)));
+        experiments.sort_by(|a, b| when_ran(b).cmp(&when_ran(a)));
         experiments
     };
     let experiments = store.experiments(Some(name))?;
@@ -352,10 +358,8 @@ pub fn history_rows(
     // Slot → (experiment id, replicate summary) of the last row: rows
     // compare within one host and one set-up.
     let mut last: Vec<(Slot, (i64, Summary))> = Vec::new();
-    // In the order they ran: an experiment imported late (another host,
-    // a CI job's database) has a later id than the ones it ran before.
     let mut exps: Vec<&Experiment> = experiments.iter().collect();
-    exps.sort_by(|a, b| (&a.created_at, a.id).cmp(&(&b.created_at, b.id)));
+    exps.sort_by_key(|e| when_ran(e));
     let mut arms: Vec<&str> = Vec::new();
     for r in runs {
         if !arms.contains(&r.arm.as_str()) {
@@ -507,7 +511,7 @@ fn marker(v: Option<Verdict>) -> &'static str {
 pub fn hosts_of(experiments: &[Experiment]) -> Vec<String> {
     let mut hosts: Vec<String> = Vec::new();
     let mut newest: Vec<&Experiment> = experiments.iter().collect();
-    newest.sort_by(|a, b| (&b.created_at, b.id).cmp(&(&a.created_at, a.id)));
+    newest.sort_by(|a, b| when_ran(b).cmp(&when_ran(a)));
     for e in newest {
         let host = host_name(e);
         if !hosts.contains(&host) {

@@ -175,10 +175,7 @@ pub(super) fn looks_like_json(path: &Path) -> bool {
 }
 
 fn refused(path: &Path, why: impl Into<String>) -> StoreError {
-    StoreError::NotImportable {
-        path: path.to_path_buf(),
-        why: why.into(),
-    }
+    StoreError::not_importable(path, why)
 }
 
 /// A JSON value as SQLite stores it.
@@ -275,11 +272,7 @@ pub(super) fn load(path: &Path, db: &Path) -> Result<(), StoreError> {
     let tx = conn.transaction()?;
     let mut known: Vec<(&str, Vec<String>)> = Vec::new();
     for (table, _) in TABLES {
-        let mut stmt = tx.prepare(&format!("SELECT name FROM pragma_table_info('{table}')"))?;
-        let columns = stmt
-            .query_map([], |r| r.get(0))?
-            .collect::<Result<_, _>>()?;
-        known.push((table, columns));
+        known.push((table, super::migrate::column_names(&tx, table)?));
     }
     let mut rows = 0u64;
     loop {

@@ -64,6 +64,11 @@ impl Source {
     }
 }
 
+/// Why `path` cannot be imported.
+fn refused(path: &Path, why: impl Into<String>) -> StoreError {
+    StoreError::not_importable(path, why)
+}
+
 /// A folder for a copy of the source (an upgraded database, a loaded
 /// JSON export), removed with it.
 fn scratch(path: &Path) -> Result<tempfile::TempDir, StoreError> {
@@ -79,15 +84,11 @@ fn scratch(path: &Path) -> Result<tempfile::TempDir, StoreError> {
 /// is newer. An older database is copied (`VACUUM INTO`, its WAL included)
 /// and the copy upgraded; the file itself is never written.
 fn source(path: &Path) -> Result<Source, StoreError> {
-    let refused = |why: &str| StoreError::NotImportable {
-        path: path.to_path_buf(),
-        why: why.to_string(),
-    };
     if path.is_dir() {
-        return Err(refused("it is a folder"));
+        return Err(refused(path, "it is a folder"));
     }
     if !path.exists() {
-        return Err(refused("there is no such file"));
+        return Err(refused(path, "there is no such file"));
     }
     if super::dump::looks_like_json(path) {
         let dir = scratch(path)?;
@@ -101,18 +102,25 @@ fn source(path: &Path) -> Result<Source, StoreError> {
     }
     let why_not = |e: StoreError| -> StoreError {
         match e {
-            StoreError::NotSqlite(_) => {
-                refused("it is neither an lcx database nor an `lcx export --format json` file")
+            StoreError::NotSqlite(_) => refused(
+                path,
+                "it is neither an lcx database nor an `lcx export --format json` file",
+            ),
+            StoreError::Foreign(_) => refused(
+                path,
+                "it is an SQLite database of another program (no lcx schema version)",
+            ),
+            StoreError::Empty(_) => refused(path, "it is an empty file"),
+            StoreError::Open { source, .. } => {
+                refused(path, format!("it cannot be read ({source})"))
             }
-            StoreError::Foreign(_) => {
-                refused("it is an SQLite database of another program (no lcx schema version)")
-            }
-            StoreError::Empty(_) => refused("it is an empty file"),
-            StoreError::Open { source, .. } => refused(&format!("it cannot be read ({source})")),
-            StoreError::Inconsistent { found, detail, .. } => refused(&format!(
-                "it says lcx schema version {found}, but its tables are not that version's \
+            StoreError::Inconsistent { found, detail, .. } => refused(
+                path,
+                format!(
+                    "it says lcx schema version {found}, but its tables are not that version's \
                  ({detail})"
-            )),
+                ),
+            ),
             e => e,
         }
     };
@@ -123,6 +131,7 @@ fn source(path: &Path) -> Result<Source, StoreError> {
         }
         Err(StoreError::TooOld { found: 0, .. }) => {
             return Err(refused(
+                path,
                 "it is an SQLite database with no tables, not lcx's",
             ))
         }
@@ -130,10 +139,13 @@ fn source(path: &Path) -> Result<Source, StoreError> {
             let dir = scratch(path)?;
             let copy = dir.path().join("source.db");
             vacuum_into(path, &copy).map_err(|e| {
-                refused(&format!(
-                    "it is older than this lcx, and its copy to upgrade (in {}) failed: {e}",
-                    dir.path().display()
-                ))
+                refused(
+                    path,
+                    format!(
+                        "it is older than this lcx, and its copy to upgrade (in {}) failed: {e}",
+                        dir.path().display()
+                    ),
+                )
             })?;
             drop(Store::open(&copy).map_err(why_not)?);
             (copy, Some(dir))
@@ -142,14 +154,15 @@ fn source(path: &Path) -> Result<Source, StoreError> {
     };
     // Whole and lcx's, checked before anything is written: its pages
     // (`quick_check`) and the tables this lcx reads.
-    let conn = read_only(&database).map_err(|e| refused(&format!("it cannot be read ({e})")))?;
+    let conn =
+        read_only(&database).map_err(|e| refused(path, format!("it cannot be read ({e})")))?;
     let check: String = match conn.query_row("PRAGMA quick_check(1)", [], |r| r.get(0)) {
         Ok(check) => check,
         Err(e) if is_damage(&e) => e.to_string(),
         Err(e) => return Err(e.into()),
     };
     if check != "ok" {
-        return Err(refused(&format!("it is damaged ({check})")));
+        return Err(refused(path, format!("it is damaged ({check})")));
     }
     super::migrate::check_current(&conn, path).map_err(why_not)?;
     drop(conn);
@@ -208,18 +221,25 @@ fn read_only_uri(path: &Path) -> String {
     uri
 }
 
-/// The columns of `table` other than `id`, as SQL text.
-fn columns(conn: &Connection, table: &str) -> Result<String, StoreError> {
-    let mut stmt = conn.prepare(&format!("SELECT name FROM pragma_table_info('{table}')"))?;
-    let names: Vec<String> = stmt
-        .query_map([], |row| row.get::<_, String>(0))?
-        .collect::<Result<_, _>>()?;
-    Ok(names
+/// The tables of a cell's lines, each row keyed by `run_id`.
+const LINE_TABLES: [&str; 3] = ["metrics", "metric_text", "metric_nonfinite"];
+
+/// The columns of `table` but those in `leave_out`, quoted, in table order.
+fn columns(conn: &Connection, table: &str, leave_out: &[&str]) -> Result<Vec<String>, StoreError> {
+    Ok(super::migrate::column_names(conn, table)?
         .into_iter()
-        .filter(|n| n != "id")
+        .filter(|n| !leave_out.contains(&n.as_str()))
         .map(|n| format!("\"{n}\""))
+        .collect())
+}
+
+/// `columns` as an SQL list, each name after `prefix` (`s.`, `excluded.`).
+fn list(columns: &[String], prefix: &str) -> String {
+    columns
+        .iter()
+        .map(|c| format!("{prefix}{c}"))
         .collect::<Vec<_>>()
-        .join(", "))
+        .join(", ")
 }
 
 /// What must agree for two rows of one uuid to be one experiment: its
@@ -245,9 +265,9 @@ fn digest(conn: &Connection, schema: &str, id: i64) -> Result<String, StoreError
                         FROM {schema}.runs r WHERE r.experiment_id = e.id
                         ORDER BY r.arm, r.repeat)), '')
          FROM {schema}.experiments e WHERE e.id = ?1",
-        live("metrics"),
-        live("metric_text"),
-        live("metric_nonfinite"),
+        live(LINE_TABLES[0]),
+        live(LINE_TABLES[1]),
+        live(LINE_TABLES[2]),
     );
     Ok(conn.query_row(&sql, [id], |row| row.get(0))?)
 }
@@ -256,7 +276,7 @@ fn digest(conn: &Connection, schema: &str, id: i64) -> Result<String, StoreError
 /// this database, noting each cell's new id in `temp.import_runs` for
 /// [`copy_lines`]; its new id.
 fn copy_experiment(tx: &rusqlite::Transaction<'_>, old: i64) -> Result<i64, StoreError> {
-    let experiment = columns(tx, "experiments")?;
+    let experiment = list(&columns(tx, "experiments", &["id"])?, "");
     tx.execute(
         &format!(
             "INSERT INTO main.experiments ({experiment}) SELECT {experiment}
@@ -265,7 +285,7 @@ fn copy_experiment(tx: &rusqlite::Transaction<'_>, old: i64) -> Result<i64, Stor
         [old],
     )?;
     let id = tx.last_insert_rowid();
-    let others = columns(tx, "runs")?.replace("\"experiment_id\", ", "");
+    let others = list(&columns(tx, "runs", &["id", "experiment_id"])?, "");
     let runs: Vec<i64> = {
         let mut stmt =
             tx.prepare("SELECT id FROM src.runs WHERE experiment_id = ?1 ORDER BY id")?;
@@ -292,13 +312,9 @@ fn copy_experiment(tx: &rusqlite::Transaction<'_>, old: i64) -> Result<i64, Stor
 /// The lines of every cell [`copy_experiment`] copied: one statement per
 /// table for the whole file (one pass over each of the source's tables).
 fn copy_lines(tx: &rusqlite::Transaction<'_>) -> Result<(), StoreError> {
-    for table in ["metrics", "metric_text", "metric_nonfinite"] {
-        let cols = columns(tx, table)?.replace("\"run_id\", ", "");
-        let picked = cols
-            .split(", ")
-            .map(|c| format!("s.{c}"))
-            .collect::<Vec<_>>()
-            .join(", ");
+    for table in LINE_TABLES {
+        let names = columns(tx, table, &["run_id"])?;
+        let (cols, picked) = (list(&names, ""), list(&names, "s."));
         tx.execute(
             &format!(
                 "INSERT INTO main.{table} (\"run_id\", {cols}) SELECT m.new, {picked}
@@ -329,7 +345,7 @@ fn copy_reports(
         })?;
         return Ok(usize::try_from(n).unwrap_or_default());
     }
-    let report = columns(tx, "reports")?.replace("\"experiment_id\", ", "");
+    let report = list(&columns(tx, "reports", &["id", "experiment_id"])?, "");
     Ok(tx.execute(
         &format!(
             "INSERT INTO main.reports (\"experiment_id\", {report}) SELECT ?1, {report}
@@ -343,12 +359,8 @@ fn copy_reports(
 /// higher of the two probes of one host key (a probe reads low when
 /// disturbed, never high); the vocabulary keeps this database's words.
 fn merge_hosts_and_vocabulary(tx: &rusqlite::Transaction<'_>) -> Result<(), StoreError> {
-    let cols = columns(tx, "host_peaks")?;
-    let excluded = cols
-        .split(", ")
-        .map(|c| format!("excluded.{c}"))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let names = columns(tx, "host_peaks", &[])?;
+    let (cols, excluded) = (list(&names, ""), list(&names, "excluded."));
     tx.execute_batch(&format!(
         "INSERT INTO main.host_peaks ({cols}) SELECT {cols} FROM src.host_peaks WHERE true
          ON CONFLICT (hostname, boot_id, governor, cpu_model, cpus)

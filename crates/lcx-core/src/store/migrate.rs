@@ -137,6 +137,14 @@ fn schema_names_at(version: i64) -> rusqlite::Result<Vec<String>> {
     schema_names(&conn)
 }
 
+/// The names of `table`'s columns, in table order (`table` is one of
+/// lcx's, never text from a file).
+pub(super) fn column_names(conn: &Connection, table: &str) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = conn.prepare(&format!("SELECT name FROM pragma_table_info('{table}')"))?;
+    let names = stmt.query_map([], |row| row.get(0))?.collect();
+    names
+}
+
 /// The names of `conn`'s own schema objects, sorted.
 pub(super) fn schema_names(conn: &Connection) -> rusqlite::Result<Vec<String>> {
     let mut stmt = conn.prepare(

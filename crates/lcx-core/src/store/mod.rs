@@ -245,6 +245,15 @@ impl StoreError {
     /// Whether the error is about what the user pointed lcx at (a path, a
     /// file of the wrong kind or version, a selector) rather than a failure
     /// while working: the command line exits 2 for these.
+    /// `path` cannot be imported, and `why` (`lcx import`, from a
+    /// database or an export).
+    pub(super) fn not_importable(path: &Path, why: impl Into<String>) -> StoreError {
+        StoreError::NotImportable {
+            path: path.to_path_buf(),
+            why: why.into(),
+        }
+    }
+
     pub fn is_user_input(&self) -> bool {
         matches!(
             self,
