@@ -16,7 +16,7 @@
 #   lcx-gpu.db        the database every experiment step recorded into
 #   gpu-check.log     everything, with each step's time
 #
-# --budget (default 420 s) sizes every step and bounds it: a step gets its
+# --budget (default 480 s) sizes every step and bounds it: a step gets its
 # share of the budget (at least 10 s) as a hard limit (SIGINT, then SIGKILL
 # 10 s later), and what is left of the budget after the last step is the
 # slack. The whole check used 87 s of 300 on an H200 (2026-12-04).
@@ -27,7 +27,7 @@
 # (`requires = "cuda"`) and said so.
 set -uo pipefail
 
-budget=420
+budget=480
 out=${OUT:-./gpu-out}
 bin=""
 dry=0
@@ -111,6 +111,8 @@ if [ $dry = 0 ]; then
         *) fail "lcx-torch loaded libtorch but sees no CUDA device (did it load libtorch_cuda from $torch_lib?): $facts" ;;
     esac
 fi
+# Says whether this lcx-torch has CUDA graphs built in.
+verbose=$(timeout 60 "$lcx" version --verbose 2>&1 | tail -1)
 say "device: $gpu_name"
 say "python torch: $torch_py"
 say "lcx: $facts"
@@ -138,6 +140,11 @@ if [ $dry = 1 ]; then
               --set optimization.strategy_updates_per_iteration=2 --set optimization.advantage_batch_size=8
               --set optimization.strategy_batch_size=8)
     matmul=256
+    graph_steps=4
+    graphs_iters=2
+    crossover_sets=()
+    versus_iters=2
+    versus_sets=("${optb_sets[@]}" --set optimization.advantage_batch_size=8 --set optimization.strategy_batch_size=8)
 else
     bench_sets=(--config configs/default.toml)
     forward_batches=1,16,256,1024,4096
@@ -159,6 +166,14 @@ else
     amp_sets=(--set optimization.advantage_updates_per_iteration=$trainer_updates
               --set optimization.strategy_updates_per_iteration=$trainer_updates)
     matmul=4096
+    graph_steps=64
+    graphs_iters=$(scale 4 2)
+    # 32 cells, each a process that starts CUDA: 64 updates a network a
+    # call and 3 timed calls keep the grid to a few minutes.
+    crossover_sets=(--set optimization.advantage_updates_per_iteration=64
+                    --set optimization.strategy_updates_per_iteration=64)
+    versus_iters=$(scale 3 2)
+    versus_sets=()
 fi
 
 n=0
@@ -209,8 +224,18 @@ step trainer-sequential 6 "$lcx" bench trainer "${bench_sets[@]}" "${trainer_set
 # one the step above printed for the device's.
 step weights-cpu 3 "$lcx" bench trainer "${bench_sets[@]}" --set optimization.advantage_updates_per_iteration=1 \
     --set optimization.strategy_updates_per_iteration=1 --device cpu --runs 1 --warmup 0
+# CUDA graphs (optimization.cuda_graphs): each network trained twice from
+# the same weights and batches, eager and replayed from a graph, and how far
+# the weights end apart (exit 1 beyond 1e-5); then the graphed step timed.
+step graphs 4 "$lcx" bench graphs "${bench_sets[@]}" --device "$device" --steps "$graph_steps"
+step trainer-graphed 10 "$lcx" bench trainer "${bench_sets[@]}" "${trainer_sets[@]}" --device "$device" --both \
+    --set optimization.cuda_graphs=true --runs "$trainer_runs" --warmup 2 --metrics-out "$out/trainer-graphed.jsonl"
+step trainer-graphed-sequential 5 "$lcx" bench trainer "${bench_sets[@]}" "${trainer_sets[@]}" --device "$device" \
+    --set optimization.cuda_graphs=true --set optimization.concurrent_networks=false \
+    --runs "$trainer_runs" --warmup 2 --metrics-out "$out/trainer-graphed-seq.jsonl"
 # PyTorch's own eager step on the same network and batch, side by side
-# with lcx's (a dry run has no torch in python3: the provisioned .venv's).
+# with lcx's, and its CUDA-graphed step (a dry run has no torch in python3:
+# the provisioned .venv's).
 yardstick_py=$py
 [ $dry = 1 ] && yardstick_py="$root/.venv/bin/python"
 if [ -x "$(command -v "$yardstick_py")" ]; then
@@ -219,6 +244,19 @@ else
     say "== torch-yardstick: SKIPPED, no python with torch at $yardstick_py"
     status_lines+=("| torch-yardstick | skipped: no python with torch | - |")
 fi
+# The whole CUDA trainer eager, with graphed steps, and with graphed
+# forwards too (every arm needs CUDA: a dry run skips them and says so).
+step cuda-graphs 12 "$lcx" run experiments/cuda-graphs.toml --iterations "$graphs_iters" --warmup 1 --repeats 1 --plain
+step cuda-graphs-report 2 "$lcx" report cuda-graphs
+# Where AMP starts to pay, eager and graphed (every arm needs CUDA: a dry
+# run skips them all and says so).
+step amp-crossover-cuda 35 "$lcx" run experiments/amp-crossover-cuda.toml \
+    --iterations 3 --warmup 1 --repeats 1 --plain "${crossover_sets[@]}"
+step amp-crossover-cuda-report 2 "$lcx" report amp-crossover-cuda
+# The seed's comparison: one CUDA process against a worker per core.
+step cuda-vs-workers 15 "$lcx" run experiments/cuda-vs-workers.toml \
+    --iterations "$versus_iters" --warmup 1 --repeats 1 --plain "${versus_sets[@]}"
+step cuda-vs-workers-report 2 "$lcx" report cuda-vs-workers
 # The experiment files as they are: their CUDA arms set the device
 # themselves; --arms picks those (and, in a dry run, the CPU reference arm),
 # the flags size them.
@@ -279,6 +317,7 @@ fi
     echo "| device | $gpu_name |"
     echo "| PyTorch (python) | $torch_py |"
     echo "| lcx and its libtorch | $facts |"
+    echo "| lcx version --verbose | $verbose |"
     echo "| binaries | $size_mib MiB |"
     echo "| budget | ${budget} s, used $(elapsed) s |"
     echo
@@ -301,7 +340,22 @@ fi
     echo "| PyTorch eager ms/step, same network and batch, fp32, fused AdamW | $(yard 'fp32, fused AdamW') |"
     echo "| PyTorch eager ms/step, fp32, foreach AdamW | $(yard 'fp32, foreach AdamW') |"
     echo "| PyTorch eager ms/step, AMP fp16, fused AdamW | $(yard 'AMP fp16, fused AdamW') |"
+    echo "| PyTorch CUDA-graphed ms/step, fp32, capturable fused AdamW | $(yard 'fp32, CUDA graph, fused AdamW') |"
     echo "| precision the AMP steps ran in | $(mode amp | jl precision | sort -u | tr '\n' ' ') |"
+    echo
+    echo "## CUDA graphs"
+    echo
+    echo "| measure | value |"
+    echo "|---|---|"
+    echo "| bench trainer ms/step, fp32 graphed, networks at once | $(mode fp32 "$out/trainer-graphed.jsonl" | jl bench/ms_per_call | per_step | mean) |"
+    echo "| bench trainer ms/step, fp32 graphed, networks one after the other | $(mode fp32 "$out/trainer-graphed-seq.jsonl" | jl bench/ms_per_call | per_step | mean) |"
+    echo "| bench trainer ms/step, AMP requested, graphed | $(mode amp "$out/trainer-graphed.jsonl" | jl bench/ms_per_call | per_step | mean) |"
+    echo "| steps replayed from a graph, graphed bench calls (of $((3 * trainer_updates)) a call) | $(jl bench/graphed_steps "$out/trainer-graphed.jsonl" | sort -u | tr '\n' ' ') |"
+    echo "| $(grep -h 'speedup' "$out"/*-trainer-graphed.md 2>/dev/null | tail -1 || echo 'speedup: -') | |"
+    echo
+    echo "Graph against eager, $graph_steps steps a network from the same weights and batches (\`lcx bench graphs\`):"
+    echo
+    grep -h '^|' "$out"/*-graphs.md 2>/dev/null || echo "(the graphs step printed no table)"
     echo "| $(grep -h 'speedup' "$out"/*-trainer.md 2>/dev/null | tail -1 || echo 'speedup: -') | |"
     echo "| AMP overflow (skipped) steps, train | $(jl 'amp/overflow_steps' "$out/train.jsonl" | awk '{s+=$1} END {print s+0}') |"
     echo "| final loss scale, train | $(jl 'amp/grad_scale' "$out/train.jsonl" | tail -1) |"

@@ -26,7 +26,26 @@ fi
 
 venv="$root/.venv"
 link="$venv/libtorch"
+
+# The CUDA graph shim (crates/lcx-trainer/csrc) compiles against libtorch's
+# CUDA headers, which include the CUDA runtime's; pip's CUDA 13 runtime
+# package leaves out their crt/ folder, which nvidia-cuda-crt of the same
+# release holds (134 kB). Without it the shim builds without CUDA and says
+# so (`lcx version --json`: "cuda_graphs"), so a failure here only warns.
+cuda_headers() {
+    local runtime
+    runtime=$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("nvidia-cuda-runtime"))' 2>/dev/null) || return 0
+    local include
+    include=$("$venv/bin/python" -c 'import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], "cu" + "'"${runtime%%.*}"'", "include"))' 2>/dev/null) || return 0
+    [[ -e "$include/cuda_runtime_api.h" && ! -e "$include/crt/host_config.h" ]] || return 0
+    local release=${runtime%.*}
+    echo "provision-libtorch: adding the CUDA runtime's crt headers (nvidia-cuda-crt==$release.*) for the CUDA graph shim" >&2
+    "$venv/bin/python" -m pip install --disable-pip-version-check --quiet --no-deps "nvidia-cuda-crt==$release.*" ||
+        echo "provision-libtorch: warning: nvidia-cuda-crt==$release.* did not install; lcx builds without CUDA graphs" >&2
+}
+
 if [[ -e "$link/lib/libtorch_cpu.so" ]]; then
+    cuda_headers
     exit 0
 fi
 
@@ -56,4 +75,5 @@ torch_dir=$("$venv/bin/python" -c 'import os, torch; print(os.path.dirname(torch
 [[ -e "$torch_dir/lib/libtorch_cpu.so" ]] ||
     fail "$torch_dir has no lib/libtorch_cpu.so; remove $venv and rerun, or set LIBTORCH=/path/to/libtorch"
 ln -sfn "$torch_dir" "$link"
+cuda_headers
 echo "provision-libtorch: libtorch ready at $link" >&2

@@ -1,7 +1,12 @@
 """PyTorch's own training step on lcx's default network, as a yardstick for
 lcx's CUDA step: the same MLP (input → hidden × layers → 22, ReLU), batch,
 masked MSE loss, global-norm clip and AdamW, timed in eager PyTorch with its
-fused AdamW, with its foreach AdamW, and with AMP (autocast + GradScaler).
+fused AdamW, with its foreach AdamW, and with AMP (autocast + GradScaler);
+on CUDA also the whole fp32 step captured once as a CUDA graph and replayed
+(torch.cuda.graph, the documented whole-network capture: batches gathered on
+the device from a copy of the data into static inputs, capturable fused
+AdamW). AMP is not graphed here: GradScaler.step reads the overflow flag
+back to the host, which a capture forbids.
 
     python3 scripts/torch-step-yardstick.py [--input 297] [--hidden 512]
         [--layers 3] [--batch 1024] [--steps 300] [--device cuda]
@@ -60,6 +65,9 @@ def main():
             scaler.step(opt)
             scaler.update()
 
+        timed(label, step)
+
+    def timed(label, step):
         for _ in range(20):
             step()
         if dev.type == "cuda":
@@ -73,10 +81,47 @@ def main():
         print(f"torch {torch.__version__} {label}: {ms:.3f} ms/step "
               f"(batch {a.batch}, {a.input}→{a.hidden}×{a.layers}→22)", flush=True)
 
+    def run_graphed(label):
+        model = net()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=1e-4,
+                                fused=True, capturable=True)
+        x_dev, y_dev, m_dev = x_all.to(dev), y_all.to(dev), m_all.to(dev)
+        idx = torch.randint(0, a.rows, (a.batch,), device=dev)
+
+        def body():
+            x, y, m = x_dev[idx], y_dev[idx], m_dev[idx]
+            loss = (((model(x) - y) ** 2) * m).sum() / m.sum().clamp_min(1)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+
+        # Warm-up on a side stream, then capture with the gradients unset,
+        # so that the captured backward writes them rather than adds.
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                opt.zero_grad(set_to_none=True)
+                body()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        opt.zero_grad(set_to_none=True)
+        with torch.cuda.graph(graph):
+            body()
+
+        def step():
+            torch.randint(0, a.rows, (a.batch,), out=idx)
+            graph.replay()
+
+        timed(label, step)
+
     run("fp32, fused AdamW", True, None, False)
     run("fp32, foreach AdamW", None, True, False)
     if dev.type == "cuda":
         run("AMP fp16, fused AdamW", True, None, True)
+        run_graphed("fp32, CUDA graph, fused AdamW")
+    else:
+        print("fp32, CUDA graph: skipped, it needs a CUDA device", flush=True)
 
 
 if __name__ == "__main__":

@@ -44,7 +44,16 @@ fn the_gpu_check_runs_every_step_on_the_cpu_and_writes_its_summary() {
         "trainer",
         "trainer-sequential",
         "weights-cpu",
+        "graphs",
+        "trainer-graphed",
+        "trainer-graphed-sequential",
         "torch-yardstick",
+        "cuda-graphs",
+        "cuda-graphs-report",
+        "amp-crossover-cuda",
+        "amp-crossover-cuda-report",
+        "cuda-vs-workers",
+        "cuda-vs-workers-report",
         "amp",
         "amp-report",
         "option-b",
@@ -58,6 +67,7 @@ fn the_gpu_check_runs_every_step_on_the_cpu_and_writes_its_summary() {
         );
     }
     assert!(summary.contains("Dry run on the CPU"), "{summary}");
+    assert!(summary.contains("CUDA graphs: "), "{summary}");
     // The figures the summary reads out of the steps' JSON lines are there
     // (a number, not "-" or nothing), for what a CPU can measure.
     for row in [
@@ -68,6 +78,8 @@ fn the_gpu_check_runs_every_step_on_the_cpu_and_writes_its_summary() {
         "| bench trainer ms/step, AMP requested ",
         "| training GFLOP/s, train (mean) | ",
         "| PyTorch eager ms/step, same network and batch, fp32, fused AdamW | ",
+        "| bench trainer ms/step, fp32 graphed, networks at once | ",
+        "| bench trainer ms/step, fp32 graphed, networks one after the other | ",
     ] {
         let line = summary
             .lines()
@@ -96,19 +108,50 @@ fn the_gpu_check_runs_every_step_on_the_cpu_and_writes_its_summary() {
     );
     // The experiments ran as their files are, the CUDA arms skipped by lcx
     // and the CPU arms completed with the sizes the script gave them.
-    for (experiment, arm) in [("amp", "fp32-cpu"), ("option-b", "recursive")] {
+    // The graph check compared each network's two runs (eagerly here: no
+    // step was replayed, and the graphed bench said so in its lines).
+    for net in ["advantage 0", "advantage 1", "strategy"] {
+        let row = summary
+            .lines()
+            .find(|l| l.starts_with(&format!("| {net} ")))
+            .unwrap_or_else(|| panic!("no graph check row for {net}:\n{summary}"));
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        assert_eq!((cells[2], cells[3], cells[7]), ("4", "0", "yes"), "{row}");
+    }
+    let graphed = std::fs::read_to_string(out.join("trainer-graphed.jsonl")).unwrap();
+    assert!(graphed.contains(r#""bench/graphed_steps":0"#), "{graphed}");
+    assert!(!graphed.contains("CUDA graphs"), "{graphed}");
+    for (experiment, arm) in [
+        ("amp", "fp32-cpu"),
+        ("option-b", "recursive"),
+        ("cuda-vs-workers", "interleaved-workers"),
+    ] {
         assert!(
             summary.contains(&format!("| {experiment} | {arm} | completed |")),
             "{experiment}/{arm} not completed:\n{summary}"
         );
     }
-    for (experiment, arm) in [("amp", "amp-cuda"), ("option-b", "interleaved-cuda")] {
+    for (experiment, arm) in [
+        ("amp", "amp-cuda"),
+        ("option-b", "interleaved-cuda"),
+        ("cuda-vs-workers", "interleaved-cuda"),
+        ("cuda-graphs", "graphed-all"),
+        (
+            "amp-crossover-cuda",
+            "amp-hidden-size-4096_num-layers-6_cuda-graphs-true",
+        ),
+    ] {
         assert!(
             summary.contains(&format!("| {experiment} | {arm} | skipped |")),
             "{experiment}/{arm} not skipped:\n{summary}"
         );
     }
-    let amp_report = std::fs::read_to_string(out.join("08-amp-report.md")).unwrap();
+    let amp_report = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with("-amp-report.md"))
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .expect("the amp report step's file");
     assert!(amp_report.contains("INCONCLUSIVE"), "{amp_report}");
     // The trainer bench timed both modes and said AMP ran in fp32 here.
     let trainer = std::fs::read_to_string(out.join("trainer.jsonl")).unwrap();

@@ -109,15 +109,18 @@ fn train_streams_metrics_and_writes_the_run_directory() {
         .lines()
         .flat_map(|l| assert_in_vocabulary(Writers::TRAIN, l))
         .collect();
-    // All but what other settings write (checked with them below) and what
-    // only a CUDA device measures (its peaks, memory and queueing time;
+    // All but what other settings write (checked with them below and in
+    // `graph_counts_are_written_where_graphs_are_asked_for`) and what only a
+    // CUDA device measures (its peaks, memory and queueing time;
     // scripts/gpu-check.sh reads them on a GPU).
     assert_listed_names_written(&written, |name| {
         !(name.starts_with("amp/")
             || name.starts_with("interleaved/")
             || name.starts_with("peak/device_matmul_")
             || name.starts_with("gpu/")
-            || name == "time/training_queued_seconds")
+            || name == "time/training_queued_seconds"
+            || name == "perf/graphed_steps"
+            || name == "traversal/graphed_forwards")
     });
     for line in stdout.lines() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
@@ -650,4 +653,65 @@ fn a_completed_cell_leaves_no_run_directory_behind() {
     let (_, kept) = cells(&["--keep-runs"]);
     assert_eq!(kept.len(), 2, "{kept:?}");
     assert!(kept.iter().all(|(_, log)| *log), "{kept:?}");
+}
+
+/// `lcx bench graphs` trains each network twice from the same weights and
+/// batches, on the eager loop and on the graph loop (run eagerly here: no
+/// GPU, and it says so), and prints how far the weights ended apart; bad
+/// flags exit 2 naming the flag.
+#[test]
+fn bench_graphs_compares_the_two_loops_and_refuses_bad_flags() {
+    let out = succeed(lcx().args(["bench", "graphs", "--config", &smoke()]).args([
+        "--steps",
+        "5",
+        "--set",
+        "run.device=cpu",
+    ]));
+    for net in ["advantage 0", "advantage 1", "strategy"] {
+        let row = out
+            .lines()
+            .find(|l| l.starts_with(&format!("| {net} ")))
+            .unwrap_or_else(|| panic!("no row for {net}:\n{out}"));
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        assert_eq!((cells[2], cells[3], cells[7]), ("5", "0", "yes"), "{row}");
+        let diff: f64 = cells[4].parse().expect(row);
+        assert!(diff <= 1e-5, "{row}");
+        assert_eq!(cells[5], cells[6], "the two runs' losses: {row}");
+    }
+    assert!(out.contains("no step was replayed from a graph"), "{out}");
+    for (flag, says) in [
+        ("--steps=0", "--steps must be"),
+        ("--tolerance=-1", "--tolerance must be"),
+    ] {
+        let run = lcx()
+            .args(["bench", "graphs", "--config", &smoke(), flag])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{flag}: {stderr}");
+        assert!(stderr.contains(says), "{flag}: {stderr}");
+    }
+}
+
+/// A run that asks for CUDA graphs says how many steps and forwards a graph
+/// took, in the trainer's vocabulary: none on a CPU, where graphs do not
+/// apply.
+#[test]
+fn graph_counts_are_written_where_graphs_are_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = succeed(
+        train_smoke()
+            .args(["--set", "optimization.cuda_graphs=true"])
+            .args(["--set", "traversal.cuda_graphs=true"])
+            .args(["--metrics-out", "-", "--runs-dir"])
+            .arg(dir.path()),
+    );
+    for line in out.lines() {
+        let keys = assert_in_vocabulary(Writers::TRAIN, line);
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        for key in ["perf/graphed_steps", "traversal/graphed_forwards"] {
+            assert!(keys.iter().any(|k| k == key), "{key}: {line}");
+            assert_eq!(v[key], 0.0, "{line}");
+        }
+    }
 }

@@ -226,6 +226,8 @@ pub const VOCABULARY: &[MetricInfo] = &[
     m("perf/training_flops", "FLOP", Neither, TRAIN, "Floating-point operations of training (forward, backward, optimiser)."),
     m("perf/traversal_gflops", "GFLOP/s", Higher, TRAIN, "Achieved rate of the traversals' forwards."),
     m("perf/training_gflops", "GFLOP/s", Higher, TRAIN, "Achieved rate of training."),
+    m("traversal/graphed_forwards", "forwards", Neither, TRAIN, "On a GPU: traversal forwards of the iteration replayed from a CUDA graph (traversal.cuda_graphs); 0 when every forward ran eagerly."),
+    m("perf/graphed_steps", "steps", Neither, TRAIN, "On a GPU: training steps of the iteration replayed from a CUDA graph (optimization.cuda_graphs); 0 when every step ran eagerly."),
     m("peak/device_matmul_gflops", "GFLOP/s", Higher, TRAIN, "FP32 matrix-product rate on the training GPU at start-up (best of 5; TF32 off, libtorch's default): the ceiling of an fp32 arm."),
     m("peak/device_matmul_half_gflops", "GFLOP/s", Higher, TRAIN, "FP16 (tensor-core) matrix-product rate on the training GPU at start-up (best of 5): the ceiling of an AMP arm."),
     m("peak/device_matmul_spread", "ratio", Lower, TRAIN, "How far the 5 device matrix-product tries lay apart: max / min - 1."),
@@ -251,6 +253,7 @@ pub const VOCABULARY: &[MetricInfo] = &[
     m("bench/us_per_call", "µs", Lower, BENCH_FORWARD, "Time of one forward call at the line's batch size."),
     m("bench/us_per_state", "µs", Lower, BENCH_FORWARD, "Time of one forward call ÷ its batch size."),
     m("bench/ms_per_call", "ms", Lower, BENCH_TRAINER, "Time of one training call (advantage and strategy updates) in bench trainer."),
+    m("bench/graphed_steps", "steps", Neither, BENCH_TRAINER, "Steps of the bench trainer call replayed from a CUDA graph (optimization.cuda_graphs on a GPU); 0 when they ran eagerly."),
     // lcx bench engine.
     m("bench/engine/games", "games", Neither, BENCH_ENGINE, "Random games played."),
     m("bench/engine/total_actions", "count", Neither, BENCH_ENGINE, "Actions applied over all games."),
@@ -453,6 +456,7 @@ mod tests {
             precision_requested: "fp32",
             training_kernel: "lcx avx2-fma",
             ms_per_call: 3.0,
+            graphed_steps: 0,
             loss_advantage: Some(0.5),
             loss_strategy: Some(0.25),
         })

@@ -103,23 +103,39 @@ pub fn synthetic_trainer(mut config: TrainerConfig, amp: bool) -> Result<Trainer
 /// iteration runs them (concurrently where it would), with the device
 /// synchronised; milliseconds.
 pub fn time_training_call(trainer: &mut Trainer) -> Result<f64, TrainError> {
-    Ok(timed_training_call(trainer)?.0)
+    Ok(timed_training_call(trainer)?.ms)
 }
 
-/// [`time_training_call`] with the call's mean losses: (ms, advantage loss
-/// over both players, strategy loss). The losses let an experiment guard
-/// against a mode (AMP) that is faster but trains worse.
-pub fn timed_training_call(
-    trainer: &mut Trainer,
-) -> Result<(f64, Option<f64>, Option<f64>), TrainError> {
+/// [`time_training_call`] with the call's mean losses and its graphed
+/// steps. The losses let an experiment guard against a mode (AMP) that is
+/// faster but trains worse.
+pub fn timed_training_call(trainer: &mut Trainer) -> Result<TimedCall, TrainError> {
     let t = (trainer.adv_mem[0].len() as u64).max(1);
+    let graphed = trainer.graphed_steps();
     device::synchronize(trainer.device);
     let start = Instant::now();
     let (losses, _, _) = trainer.train_networks(t)?;
     let ms = start.elapsed().as_secs_f64() * 1e3;
     let adv: Vec<f64> = losses[..2].iter().flatten().copied().collect();
     let adv = (!adv.is_empty()).then(|| adv.iter().sum::<f64>() / adv.len() as f64);
-    Ok((ms, adv, losses[2]))
+    Ok(TimedCall {
+        ms,
+        loss_advantage: adv,
+        loss_strategy: losses[2],
+        graphed_steps: trainer.graphed_steps() - graphed,
+    })
+}
+
+/// What [`timed_training_call`] measured.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TimedCall {
+    pub ms: f64,
+    /// The mean loss of the advantage networks (both players) and the
+    /// strategy network's.
+    pub loss_advantage: Option<f64>,
+    pub loss_strategy: Option<f64>,
+    /// Steps replayed from a CUDA graph.
+    pub graphed_steps: u64,
 }
 
 /// Mean, p50 and p95 (sorted value at index ⌈0.95(n−1)⌉) of `ms`.
@@ -223,24 +239,36 @@ pub fn time_modes<E: From<TrainError>>(
             time_training_call(&mut t)?;
         }
         let mut ms = Vec::with_capacity(runs);
+        let mut graphed = 0;
         for _ in 0..runs {
-            let (v, adv_loss, strat_loss) = timed_training_call(&mut t)?;
+            let call = timed_training_call(&mut t)?;
             iteration += 1;
+            graphed += call.graphed_steps;
+            let kernel = if call.graphed_steps > 0 {
+                format!("{kernel}, CUDA graphs")
+            } else {
+                kernel.clone()
+            };
             on(TrainerBenchEvent::Sample(&TrainerSample {
                 iteration,
                 precision,
                 precision_requested: requested,
                 training_kernel: &kernel,
-                ms_per_call: v,
-                loss_advantage: adv_loss,
-                loss_strategy: strat_loss,
+                ms_per_call: call.ms,
+                graphed_steps: call.graphed_steps,
+                loss_advantage: call.loss_advantage,
+                loss_strategy: call.loss_strategy,
             }))?;
-            ms.push(v);
+            ms.push(call.ms);
+        }
+        let mut backend = kernel.replacen("lcx ", "lcx kernel, ", 1);
+        if graphed > 0 {
+            backend.push_str(&format!(", CUDA graphs ({graphed} steps)"));
         }
         timings.modes.push(ModeTiming {
             requested,
             precision,
-            backend: kernel.replacen("lcx ", "lcx kernel, ", 1),
+            backend,
             ms: summarize(&ms),
         });
     }

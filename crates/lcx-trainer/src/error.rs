@@ -15,4 +15,7 @@ pub enum TrainerError {
     /// A network shape that cannot be built.
     #[error("invalid network shape: {0}")]
     BadShape(String),
+    /// A CUDA graph could not be started, captured or replayed.
+    #[error("CUDA graph: {0}")]
+    Graph(String),
 }

@@ -34,6 +34,37 @@ enum Which {
     /// The machine's FP32 ceiling now: an FMA loop on one and on all cores,
     /// and streaming memory bandwidth (under a second).
     Peak(PeakArgs),
+    /// Whether a training step replayed from a CUDA graph takes the eager
+    /// step: each network trained twice from the same weights and batches.
+    Graphs(GraphsArgs),
+}
+
+#[derive(Debug, clap::Args)]
+#[command(
+    long_about = "Trains each of the three networks `--steps` steps twice, from the same \
+weights and the same batches: once on the GPU's eager loop, once with each step after a \
+short warm-up replayed from a CUDA graph (optimization.cuda_graphs), and prints how far \
+the weights ended apart. Exit 0 when every network agrees within --tolerance, 1 when \
+one does not. Without a GPU the graph loop runs its code eagerly (0 graphed steps, said \
+so): the check then holds the loop's bookkeeping, not a replay."
+)]
+struct GraphsArgs {
+    /// Trainer config whose network, batch sizes and precision are used
+    /// [default: configs/default.toml as shipped].
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Override a config key (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
+    /// Steps of each network in each run.
+    #[arg(long, default_value_t = 64)]
+    steps: u32,
+    /// The largest difference of a weight allowed between the two runs.
+    #[arg(long, default_value_t = 1e-5)]
+    tolerance: f64,
+    /// auto, cpu, cuda or cuda:N [default: the config's run.device].
+    #[arg(long)]
+    device: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -142,7 +173,68 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         Which::Engine(a) => engine(a),
         Which::Trainer(a) => trainer(a),
         Which::Peak(a) => peak(a),
+        Which::Graphs(a) => graphs(a),
     }
+}
+
+fn graphs(args: GraphsArgs) -> anyhow::Result<u8> {
+    if args.steps == 0 {
+        return Err(bad_input(anyhow::anyhow!("--steps must be ≥ 1")));
+    }
+    if args.tolerance.is_nan() || args.tolerance < 0.0 {
+        return Err(bad_input(anyhow::anyhow!(
+            "--tolerance must be a number ≥ 0, got {}",
+            args.tolerance
+        )));
+    }
+    let (mut cfg, device) = config_on(args.config.as_deref(), &args.sets, args.device.as_deref())?;
+    cfg.optimization.advantage_updates_per_iteration = args.steps;
+    cfg.optimization.strategy_updates_per_iteration = args.steps;
+    let amp = cfg.run.use_amp;
+    let mut trainer = lcx_trainer::bench::synthetic_trainer(cfg, amp)?;
+    let mut table = markdown_table();
+    table.set_header([
+        "network",
+        "steps",
+        "graphed steps",
+        "max abs Δ weight",
+        "loss eager",
+        "loss graphed",
+        "agrees",
+    ]);
+    let (mut all, mut graphed) = (true, 0);
+    let loss = |l: Option<f64>| l.map_or("-".into(), |l| format!("{l:.6}"));
+    for (net, name) in ["advantage 0", "advantage 1", "strategy"]
+        .iter()
+        .enumerate()
+    {
+        let a = trainer
+            .graph_agreement(net, args.steps)
+            .with_context(|| format!("the {name} network"))?;
+        let agrees = a.max_abs_diff <= args.tolerance;
+        graphed += a.graphed;
+        all &= agrees;
+        table.add_row([
+            name.to_string(),
+            a.steps.to_string(),
+            a.graphed.to_string(),
+            format!("{:.3e}", a.max_abs_diff),
+            loss(a.loss_eager),
+            loss(a.loss_graph),
+            if agrees { "yes" } else { "NO" }.to_string(),
+        ]);
+    }
+    println!(
+        "device {device:?}, {}, tolerance {:e}\n{table}",
+        trainer.precision(),
+        args.tolerance
+    );
+    if graphed == 0 {
+        println!(
+            "no step was replayed from a graph: without a GPU the graph loop runs its code eagerly"
+        );
+    }
+    Ok(if all { 0 } else { 1 })
 }
 
 fn peak(args: PeakArgs) -> anyhow::Result<u8> {
@@ -184,6 +276,24 @@ fn peak(args: PeakArgs) -> anyhow::Result<u8> {
 /// works from any directory.
 fn load_config(path: Option<&std::path::Path>, sets: &[String]) -> anyhow::Result<TrainerConfig> {
     config::load_bench(path, sets).map_err(bad_input)
+}
+
+/// The config with `--device` (when given) as its `run.device`, and that
+/// device resolved; a bad device is the user's error (exit 2).
+fn config_on(
+    path: Option<&std::path::Path>,
+    sets: &[String],
+    device: Option<&str>,
+) -> anyhow::Result<(TrainerConfig, device::Device)> {
+    let mut cfg = load_config(path, sets)?;
+    if let Some(d) = device {
+        cfg.run.device = d
+            .parse()
+            .map_err(|e: String| bad_input(anyhow::anyhow!("--device {d}: {e}")))?;
+    }
+    let device = device::resolve(&cfg.run.device.to_string())
+        .map_err(|e| bad_input(anyhow::Error::new(e).context("--device")))?;
+    Ok((cfg, device))
 }
 
 fn forward(args: ForwardArgs) -> anyhow::Result<u8> {
@@ -350,14 +460,7 @@ fn trainer(args: TrainerArgs) -> anyhow::Result<u8> {
     if args.runs == 0 {
         return Err(bad_input(anyhow::anyhow!("--runs must be ≥ 1")));
     }
-    let mut cfg = load_config(args.config.as_deref(), &args.sets)?;
-    if let Some(d) = &args.device {
-        cfg.run.device = d
-            .parse()
-            .map_err(|e: String| bad_input(anyhow::anyhow!("--device {d}: {e}")))?;
-    }
-    let device = device::resolve(&cfg.run.device.to_string())
-        .map_err(|e| bad_input(anyhow::Error::new(e).context("--device")))?;
+    let (cfg, device) = config_on(args.config.as_deref(), &args.sets, args.device.as_deref())?;
     let mut sink = metrics_sink(args.metrics_out.as_ref())?;
     let to_stdout = args
         .metrics_out

@@ -57,7 +57,13 @@ fn long_version() -> String {
         "no".to_string()
     };
     format!(
-        "{} (torch {}, CUDA available: {cuda})",
-        facts.lcx_version, facts.torch_version
+        "{} (torch {}, CUDA available: {cuda}, CUDA graphs: {})",
+        facts.lcx_version,
+        facts.torch_version,
+        if lcx_trainer::nn::graph::built_with_cuda() {
+            "built in"
+        } else {
+            "not built in (libtorch without CUDA)"
+        }
     )
 }

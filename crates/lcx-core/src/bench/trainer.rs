@@ -13,10 +13,15 @@ pub struct TrainerSample<'a> {
     pub precision: &'a str,
     /// What the command line asked for.
     pub precision_requested: &'a str,
-    /// What the steps ran on: `lcx avx512f`, `lcx avx2-fma` or `libtorch`.
+    /// What the steps ran on: `lcx avx512f`, `lcx avx2-fma`, `libtorch`,
+    /// or `libtorch, CUDA graphs` when the call replayed any step from a
+    /// graph.
     pub training_kernel: &'a str,
     #[serde(rename = "bench/ms_per_call")]
     pub ms_per_call: f64,
+    /// Steps of the call replayed from a CUDA graph.
+    #[serde(rename = "bench/graphed_steps")]
+    pub graphed_steps: u64,
     /// `None` (written `null`) when the call trained no advantage network.
     #[serde(rename = "loss/advantage")]
     pub loss_advantage: Option<f64>,

@@ -282,6 +282,7 @@ fn read_traversal(s: &mut Section) -> Read<TraversalConfig> {
         interleave_max_batch: s.int("interleave_max_batch", d.interleave_max_batch, 0)?,
         interleave_refill: s.boolean("interleave_refill", d.interleave_refill)?,
         interleave_share_games: s.boolean("interleave_share_games", d.interleave_share_games)?,
+        cuda_graphs: s.boolean("cuda_graphs", d.cuda_graphs)?,
     };
     s.finish()?;
     Ok(c)
@@ -336,6 +337,7 @@ fn read_optimization(s: &mut Section) -> Read<OptimizationConfig> {
         grad_clip: s.float("grad_clip", d.grad_clip, Bound::NonNegative)?,
         concurrent_networks: s.boolean("concurrent_networks", d.concurrent_networks)?,
         native_training: s.boolean("native_training", d.native_training)?,
+        cuda_graphs: s.boolean("cuda_graphs", d.cuda_graphs)?,
     };
     s.finish()?;
     Ok(c)

@@ -560,6 +560,12 @@ pub struct TraversalConfig {
     /// flight to a worker that runs out, where forwards are batch-invariant
     /// (lcx's kernel); false keeps one scheduler per chunk.
     pub interleave_share_games: bool,
+    /// lcx: on a CUDA device each traversal forward of up to 1,024 rows is
+    /// replayed from a CUDA graph of its network and batch-size bucket
+    /// (rows rounded up to a power of two), captured once an iteration;
+    /// eager networks only, no effect on a CPU. Off until a GPU shows it
+    /// faster (decision 0026).
+    pub cuda_graphs: bool,
 }
 
 impl Default for TraversalConfig {
@@ -594,6 +600,7 @@ impl Default for TraversalConfig {
             interleave_max_batch: 128,
             interleave_refill: true,
             interleave_share_games: true,
+            cuda_graphs: false,
         }
     }
 }
@@ -662,6 +669,12 @@ pub struct OptimizationConfig {
     /// finite values both compute the same update up to float summation
     /// order.
     pub native_training: bool,
+    /// lcx: on a CUDA device each network's training step is captured once
+    /// per iteration as a CUDA graph and replayed (networks not traced),
+    /// instead of queueing its forty-odd kernels
+    /// each step; the same steps either way. Off until a GPU shows it
+    /// faster (decision 0026); no effect on a CPU.
+    pub cuda_graphs: bool,
 }
 
 impl Default for OptimizationConfig {
@@ -677,6 +690,7 @@ impl Default for OptimizationConfig {
             grad_clip: 0.0,
             concurrent_networks: true,
             native_training: true,
+            cuda_graphs: false,
         }
     }
 }

@@ -683,6 +683,23 @@ fn concurrent_networks_is_on_by_default_and_can_be_turned_off() {
 }
 
 #[test]
+fn cuda_graphs_are_off_by_default_and_can_be_turned_on() {
+    assert!(!TrainerConfig::default().optimization.cuda_graphs);
+    assert!(!TrainerConfig::default().traversal.cuda_graphs);
+    let on = crate::config::from_toml_str("[optimization]\ncuda_graphs = true\n", "t.toml", &[])
+        .unwrap();
+    assert!(on.optimization.cuda_graphs && !on.traversal.cuda_graphs);
+    let on =
+        crate::config::from_toml_str("[traversal]\ncuda_graphs = true\n", "t.toml", &[]).unwrap();
+    assert!(on.traversal.cuda_graphs && !on.optimization.cuda_graphs);
+    let err =
+        crate::config::from_toml_str("[optimization]\ncuda_graphs = \"yes\"\n", "t.toml", &[])
+            .unwrap_err()
+            .to_string();
+    assert!(err.contains("cuda_graphs"), "{err}");
+}
+
+#[test]
 fn native_training_is_on_by_default_and_can_be_turned_off() {
     assert!(TrainerConfig::default().optimization.native_training);
     let off =

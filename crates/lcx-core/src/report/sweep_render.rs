@@ -270,11 +270,18 @@ pub fn sweep_plots(
             band: Some(super::stats::equivalence_band(min_effect)),
             reference: None,
         };
-        let svg = sweep_plot(&title, x_label, &axis.values, "speedup (×)", &l, &guides)?;
-        out.push((title, "speedup", svg));
+        if !l.is_empty() {
+            let svg = sweep_plot(&title, x_label, &axis.values, "speedup (×)", &l, &guides)?;
+            out.push((title, "speedup", svg));
+        }
     }
     let all: Vec<&String> = sweep.arms.iter().collect();
     let l = lines(&all, &|c, _| Some((c.summary.as_ref()?.mean, None)));
+    // No cell has data (every arm skipped, say on a host without CUDA):
+    // no plot rather than empty axes.
+    if l.is_empty() {
+        return Ok(out);
+    }
     let title = format!("{metric} by {x_label}");
     let unit = crate::metrics::with_unit(&sweep.label, metric);
     let svg = sweep_plot(&title, x_label, &axis.values, &unit, &l, &Guides::default())?;

@@ -201,7 +201,7 @@ pub struct NetTrainer {
 /// default step on an H200), and per-parameter updates launch a dozen
 /// kernels per tensor; the flat buffers launch them once.
 #[derive(Debug)]
-struct Flat {
+pub(crate) struct Flat {
     params: Tensor,
     m: Tensor,
     v: Tensor,
@@ -257,7 +257,7 @@ impl NetTrainer {
     /// leaf). Checkpoints, the native kernel and the evaluation copy read
     /// and write the per-parameter tensors in place, so they see the same
     /// values either way.
-    fn flat(&mut self) -> Result<Flat, TrainerError> {
+    pub(crate) fn flat(&mut self) -> Result<Flat, TrainerError> {
         if let Some(flat) = &self.flat {
             return Ok(flat.handles());
         }
@@ -439,12 +439,27 @@ fn flat_gradient(params: &[Tensor], grads: Vec<Tensor>) -> Result<Tensor, Traine
 /// synchronisation) when the network's steps of an iteration are done. A
 /// step adds no kernel of its own for its bookkeeping.
 pub struct DeviceTally {
-    /// Per step: the loss (an f32 scalar, as computed).
-    losses: Vec<Tensor>,
-    /// Per step under AMP: the scaler's found-inf flag ([1], f32), counted
-    /// where the loss was finite.
-    found_inf: Vec<Tensor>,
+    record: Record,
     corrections: Corrections,
+}
+
+/// Where a [`DeviceTally`] keeps each step's loss (an f32 scalar, as
+/// computed) and, under AMP, the scaler's found-inf flag ([1], f32,
+/// counted where the loss was finite).
+enum Record {
+    /// The tensors each step made, kept: nothing to launch.
+    List {
+        losses: Vec<Tensor>,
+        found_inf: Vec<Tensor>,
+    },
+    /// Written into two buffers at a count kept on the device, which the
+    /// step advances itself: what a step captured as a CUDA graph can do,
+    /// since each replay runs the same kernels on the same memory.
+    Buffers {
+        losses: Tensor,
+        found_inf: Tensor,
+        next: Tensor,
+    },
 }
 
 /// What [`DeviceTally::read`] brings back.
@@ -465,28 +480,85 @@ impl DeviceTally {
     /// optimiser's step count taken over.
     pub fn new(trainer: &NetTrainer, steps: usize, device: Device) -> Result<Self, TrainerError> {
         Ok(Self {
-            losses: Vec::with_capacity(steps),
-            found_inf: Vec::new(),
+            record: Record::List {
+                losses: Vec::with_capacity(steps),
+                found_inf: Vec::new(),
+            },
             corrections: Corrections::new(&trainer.opt, steps, device)?,
         })
+    }
+
+    /// [`DeviceTally::new`] whose steps write into buffers on the device
+    /// ([`Record::Buffers`]): for steps captured as a CUDA graph.
+    pub fn in_place(
+        trainer: &NetTrainer,
+        steps: usize,
+        device: Device,
+    ) -> Result<Self, TrainerError> {
+        let n = steps as i64;
+        Ok(Self {
+            record: Record::Buffers {
+                losses: Tensor::f_zeros([n], (Kind::Float, device))?,
+                found_inf: Tensor::f_zeros([n], (Kind::Float, device))?,
+                next: Tensor::f_zeros([1], (Kind::Int64, device))?,
+            },
+            corrections: Corrections::new(&trainer.opt, steps, device)?,
+        })
+    }
+
+    /// Keeps a step's loss and (under AMP) its found-inf flag.
+    fn add(&mut self, loss: Tensor, found_inf: Option<Tensor>) -> Result<(), TrainerError> {
+        match &mut self.record {
+            Record::List {
+                losses,
+                found_inf: flags,
+            } => {
+                losses.push(loss);
+                flags.extend(found_inf);
+            }
+            Record::Buffers {
+                losses,
+                found_inf: flags,
+                next,
+            } => {
+                let _ = losses.f_index_copy_(0, next, &loss.f_reshape([1])?)?;
+                if let Some(f) = found_inf {
+                    let _ = flags.f_index_copy_(0, next, &f.f_reshape([1])?)?;
+                }
+                let _ = next.f_add_scalar_(1)?;
+            }
+        }
+        Ok(())
     }
 
     /// Reads the steps' values back (waits for the device), sums them in
     /// f64 on the host, and hands the optimiser its step count.
     pub fn read(&self, trainer: &mut NetTrainer) -> Result<TallyValues, TrainerError> {
         trainer.opt.step = self.corrections.count()?;
-        let host = |ts: &[Tensor]| -> Result<Vec<f64>, TrainerError> {
+        let host = |t: Tensor| -> Result<Vec<f64>, TrainerError> {
+            let t = t.f_to_kind(Kind::Double)?.f_to_device(Device::Cpu)?;
+            Ok(Vec::<f64>::try_from(&t.f_reshape([-1])?)?)
+        };
+        let stacked = |ts: &[Tensor]| -> Result<Vec<f64>, TrainerError> {
             if ts.is_empty() {
                 return Ok(Vec::new());
             }
-            let all = Tensor::f_stack(ts, 0)?
-                .f_to_kind(Kind::Double)?
-                .f_to_device(Device::Cpu)?
-                .f_reshape([-1])?;
-            Ok(Vec::<f64>::try_from(&all)?)
+            host(Tensor::f_stack(ts, 0)?)
         };
-        let losses = host(&self.losses)?;
-        let found_inf = host(&self.found_inf)?;
+        let (losses, found_inf) = match &self.record {
+            Record::List { losses, found_inf } => (stacked(losses)?, stacked(found_inf)?),
+            Record::Buffers {
+                losses,
+                found_inf,
+                next,
+            } => {
+                let n = next.f_int64_value(&[0])?;
+                (
+                    host(losses.f_narrow(0, 0, n)?)?,
+                    host(found_inf.f_narrow(0, 0, n)?)?,
+                )
+            }
+        };
         let mut v = TallyValues {
             mean_loss: f64::NAN,
             last: None,
@@ -530,7 +602,6 @@ pub fn step_on_device(
 ) -> Result<(), TrainerError> {
     let value = loss.f_detach()?;
     let finite = value.f_isfinite()?;
-    tally.losses.push(value);
     let params = trainer.params();
     let flat = trainer.flat()?;
     let root = if scaler.enabled {
@@ -545,9 +616,10 @@ pub fn step_on_device(
         if grad_clip > 0.0 {
             clip_flat_on_device(&mut g, grad_clip)?;
         }
-        return trainer
+        trainer
             .opt
-            .update_flat_where(&flat, &g, &finite, &mut tally.corrections);
+            .update_flat_where(&flat, &g, &finite, &mut tally.corrections)?;
+        return tally.add(value, None);
     }
     let found_inf = scaler.unscale_all(vec![g.shallow_clone()])?;
     if grad_clip > 0.0 {
@@ -558,8 +630,7 @@ pub fn step_on_device(
         .opt
         .update_flat_where(&flat, &g, &ok, &mut tally.corrections)?;
     scaler.update_where(&found_inf, &finite)?;
-    tally.found_inf.push(found_inf);
-    Ok(())
+    tally.add(value, Some(found_inf))
 }
 
 /// The parameters' defined gradients and their global L2 norm (a scalar
@@ -944,11 +1015,16 @@ mod tests {
     fn the_step_that_stays_on_the_device_takes_the_host_steps_decisions() {
         tch::manual_seed(11);
         let x = Tensor::randn([3, 4], (Kind::Float, Device::Cpu));
-        for amp in [false, true] {
+        // In place: the tally a step captured as a CUDA graph writes.
+        for (amp, in_place) in [(false, false), (true, false), (false, true), (true, true)] {
             let (mut host, mut dev) = tiny_pair();
             let mut host_scaler = GradScaler::new(amp, Device::Cpu).unwrap();
             let mut dev_scaler = GradScaler::new(amp, Device::Cpu).unwrap();
-            let mut tally = DeviceTally::new(&dev, 8, Device::Cpu).unwrap();
+            let mut tally = if in_place {
+                DeviceTally::in_place(&dev, 8, Device::Cpu).unwrap()
+            } else {
+                DeviceTally::new(&dev, 8, Device::Cpu).unwrap()
+            };
             let (mut sum, mut finite, mut nonfinite, mut overflow, mut last) =
                 (0.0, 0u64, 0u64, 0u64, None);
             for case in 0..8 {

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use tch::{Device, Kind, Tensor};
 
 use crate::kernel::native::NativeMlp;
+use crate::nn::forward_graphs::ForwardGraphs;
 use crate::nn::network::Mlp;
 use crate::TrainerError;
 use lcx_core::cfr::policy::{Net, Policy, PolicyError};
@@ -23,6 +24,9 @@ pub struct TorchPolicy<'a> {
     /// Rows evaluated per network (adv0, adv1, strategy), where the caller
     /// wants the traversal's network work counted.
     pub rows: Option<&'a [AtomicU64; 3]>,
+    /// On a GPU with `traversal.cuda_graphs`: forwards replayed from a
+    /// graph per network and batch-size bucket (libtorch forwards only).
+    pub graphs: Option<&'a ForwardGraphs>,
 }
 
 impl<'a> TorchPolicy<'a> {
@@ -94,6 +98,14 @@ impl Policy for TorchPolicy<'_> {
             return Ok(());
         }
         let model = [self.advantage[0], self.advantage[1], self.strategy][index];
+        if let Some(graphs) = self.graphs {
+            let done = graphs
+                .forward(model, index, states, rows, out)
+                .map_err(|e| PolicyError(e.to_string()))?;
+            if done {
+                return Ok(());
+            }
+        }
         forward(model, self.device, self.dim, states, rows, out)
             .map_err(|e| PolicyError(e.to_string()))
     }

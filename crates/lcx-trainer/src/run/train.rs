@@ -9,12 +9,14 @@ use std::time::Instant;
 use tch::{Device, Kind, Tensor};
 
 use crate::kernel::native_train::{Loss, NativeTrainer};
+use crate::nn::forward_graphs::ForwardGraphs;
+use crate::nn::graph::CudaGraph;
 use crate::nn::network::{Mlp, MlpSpec};
 use crate::nn::optim::{self, AdamWConfig, GradScaler, NetTrainer, Weighting};
 use crate::nn::policy::TorchPolicy;
 use crate::run::checkpoint::{self, CheckpointError, CheckpointMeta};
 use crate::run::eval::{self, EvalSpec};
-use crate::run::mirror::{self, DeviceMirror};
+use crate::run::mirror::{self, Batches, DeviceMirror};
 use crate::{device, TrainerError};
 use lcx_core::cfr::memory::{Batch, Reservoir};
 use lcx_core::cfr::regret::{Fallback, ACTIONS};
@@ -25,6 +27,9 @@ use lcx_core::cfr::traversal::{
 use lcx_core::config::{self as cfg, TrainerConfig};
 use lcx_core::encoding::Encoding;
 use lcx_core::metrics;
+
+mod graphed;
+pub use graphed::Agreement;
 
 /// Errors of a training run.
 #[derive(Debug, thiserror::Error)]
@@ -130,6 +135,9 @@ struct NetJob {
     /// On a GPU: gather the batches from the memory's device copy
     /// (`memory.on_device`) rather than copy them from the host.
     on_device: bool,
+    /// On a GPU: capture the step as a CUDA graph and replay it
+    /// (`optimization.cuda_graphs`, an eager network).
+    graphs: bool,
 }
 
 /// The FP32 work of one iteration, counted from what ran: the rows every
@@ -204,9 +212,27 @@ struct NetResult {
     /// On a GPU: the seconds until the host had queued every step, before
     /// waiting for the device to finish them.
     queued_seconds: Option<f64>,
+    /// Steps replayed from a CUDA graph.
+    graphed: u64,
 }
 
 impl NetResult {
+    /// The steps on a device, as their tally read back: `rows` trained on,
+    /// `queued` seconds until the last was queued, `graphed` replayed from
+    /// a CUDA graph.
+    fn of_device(v: optim::TallyValues, rows: u64, queued: f64, graphed: u64) -> Self {
+        NetResult {
+            loss: Some(v.mean_loss),
+            last: v.last,
+            nonfinite: v.nonfinite,
+            overflow: v.overflow,
+            steps: v.steps,
+            rows,
+            queued_seconds: Some(queued),
+            graphed,
+        }
+    }
+
     /// No step taken: an empty memory, or no update asked for.
     fn untrained() -> Self {
         NetResult {
@@ -217,8 +243,16 @@ impl NetResult {
             steps: 0,
             rows: 0,
             queued_seconds: None,
+            graphed: 0,
         }
     }
+}
+
+/// The host's buffers for drawing a chunk of batches ([`NetJob::chunk`]).
+#[derive(Default)]
+struct Draws {
+    slots: Vec<u32>,
+    host: Batch,
 }
 
 /// Bytes of the batches a GPU gathers (or is sent) at once: large enough
@@ -305,6 +339,15 @@ impl NetJob {
         scaler: &mut GradScaler,
         t: u64,
     ) -> Result<NetResult, TrainError> {
+        if self.graphs && self.updates as usize > graphed::WARM_UP {
+            match CudaGraph::new(self.device) {
+                Ok(graph) => {
+                    let replay = graphed::Replay::Graph(graph);
+                    return graphed::run(self, trainer, mem, mirror, scaler, t, replay);
+                }
+                Err(e) => graphed::warn_once(&e),
+            }
+        }
         let start = Instant::now();
         let mut tally = optim::DeviceTally::new(trainer, self.updates as usize, self.device)?;
         let rows = self.batch.min(mem.len());
@@ -312,24 +355,11 @@ impl NetJob {
         if self.on_device {
             mirror.sync(mem)?;
         }
-        let mut host = Batch::default();
-        let mut slots = Vec::new();
+        let mut draws = Draws::default();
         let mut left = self.updates as usize;
         while left > 0 {
             let steps = left.min(per_upload);
-            let batches = if self.on_device {
-                slots.clear();
-                for _ in 0..steps {
-                    mem.draw_slots(self.batch, &mut slots)?;
-                }
-                mirror.gather(&slots, steps, rows)?
-            } else {
-                host.clear();
-                for _ in 0..steps {
-                    mem.sample_append(self.batch, &mut host)?;
-                }
-                mirror::upload_batches(&host, steps, rows, self.device)?
-            };
+            let batches = self.chunk(mem, mirror, steps, rows, &mut draws)?;
             for s in 0..steps {
                 let loss = self.loss(trainer, scaler, batches.step(s as i64)?, t)?;
                 optim::step_on_device(trainer, scaler, &loss, self.grad_clip, &mut tally)?;
@@ -339,14 +369,32 @@ impl NetJob {
         let rows = (rows * self.updates as usize) as u64;
         let queued = start.elapsed().as_secs_f64();
         let v = tally.read(trainer)?;
-        Ok(NetResult {
-            loss: Some(v.mean_loss),
-            last: v.last,
-            nonfinite: v.nonfinite,
-            overflow: v.overflow,
-            steps: v.steps,
-            rows,
-            queued_seconds: Some(queued),
+        Ok(NetResult::of_device(v, rows, queued, 0))
+    }
+
+    /// The batches of the next `steps` steps of `rows` rows on the device:
+    /// drawn as on the CPU, then gathered from `mirror` (`memory.on_device`)
+    /// or copied there from the host.
+    fn chunk(
+        &self,
+        mem: &mut Reservoir,
+        mirror: &DeviceMirror,
+        steps: usize,
+        rows: usize,
+        draws: &mut Draws,
+    ) -> Result<Batches, TrainError> {
+        Ok(if self.on_device {
+            draws.slots.clear();
+            for _ in 0..steps {
+                mem.draw_slots(self.batch, &mut draws.slots)?;
+            }
+            mirror.gather(&draws.slots, steps, rows)?
+        } else {
+            draws.host.clear();
+            for _ in 0..steps {
+                mem.sample_append(self.batch, &mut draws.host)?;
+            }
+            mirror::upload_batches(&draws.host, steps, rows, self.device)?
         })
     }
 
@@ -485,6 +533,7 @@ impl Tally {
             steps: self.steps,
             rows: self.rows,
             queued_seconds: None,
+            graphed: 0,
         }
     }
 }
@@ -528,6 +577,8 @@ pub struct Trainer {
     /// On a GPU, this iteration's seconds until the host had queued every
     /// training step (before waiting for the device).
     queued_seconds: f64,
+    /// This iteration's training steps replayed from a CUDA graph.
+    graphed_steps: u64,
 }
 
 impl Trainer {
@@ -595,6 +646,7 @@ impl Trainer {
             eval_device,
             overflow_steps: 0,
             queued_seconds: 0.0,
+            graphed_steps: 0,
         })
     }
 
@@ -638,11 +690,12 @@ impl Trainer {
     /// Runs iteration `t`'s traversals for both players with the configured
     /// scheduler and workers (see `crate::run::workers`); the batching metrics
     /// come back for the interleaved scheduler. Also returns the rows each
-    /// network evaluated.
+    /// network evaluated, and the forwards replayed from a CUDA graph
+    /// (`traversal.cuda_graphs`).
     fn traverse(
         &self,
         t: u64,
-    ) -> Result<(crate::run::workers::TraversalResult, [u64; 3]), TrainError> {
+    ) -> Result<(crate::run::workers::TraversalResult, [u64; 3], u64), TrainError> {
         let advantage = [&self.nets[0].net, &self.nets[1].net];
         let strategy = &self.nets[2].net;
         let native = if self.config.network.native_forward {
@@ -651,6 +704,8 @@ impl Trainer {
             None
         };
         let rows = [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)];
+        let graphs = (self.config.traversal.cuda_graphs && self.device != Device::Cpu)
+            .then(|| ForwardGraphs::new(self.device, self.dim));
         let policy = TorchPolicy {
             advantage,
             strategy,
@@ -658,10 +713,12 @@ impl Trainer {
             dim: self.dim,
             native,
             rows: Some(&rows),
+            graphs: graphs.as_ref(),
         };
         let result =
             crate::run::workers::run_traversals(&self.config, &self.params, policy, self.dim, t)?;
-        Ok((result, rows.map(AtomicU64::into_inner)))
+        let graphed = graphs.as_ref().map_or(0, ForwardGraphs::replayed);
+        Ok((result, rows.map(AtomicU64::into_inner), graphed))
     }
 
     /// What training network `net` (0, 1: advantage; 2: strategy) needs.
@@ -689,6 +746,7 @@ impl Trainer {
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             upload_bytes: UPLOAD_BYTES,
             on_device: self.config.memory.on_device,
+            graphs: o.cuda_graphs && self.device != Device::Cpu && !self.nets[net].net.is_traced(),
         }
     }
 
@@ -717,6 +775,7 @@ impl Trainer {
         self.nonfinite_losses += r.nonfinite;
         self.overflow_steps += r.overflow;
         self.queued_seconds += r.queued_seconds.unwrap_or(0.0);
+        self.graphed_steps += r.graphed;
         self.trained[net].0 += r.steps;
         self.trained[net].1 += r.rows;
         self.last_loss[net] = r.last;
@@ -875,6 +934,12 @@ impl Trainer {
         }
     }
 
+    /// Training steps replayed from a CUDA graph since the iteration began
+    /// (`perf/graphed_steps`).
+    pub fn graphed_steps(&self) -> u64 {
+        self.graphed_steps
+    }
+
     /// Whether the three networks train at once, each on its own thread:
     /// `optimization.concurrent_networks` without loss scaling (the three
     /// networks share the grad scaler, whose scale each step reads and
@@ -1001,7 +1066,7 @@ impl Trainer {
         }
 
         let trav_start = Instant::now();
-        let (traversal, forward_rows) = self.traverse(t)?;
+        let (traversal, forward_rows, graphed_forwards) = self.traverse(t)?;
         let out = traversal.output;
         let traversal_seconds = trav_start.elapsed().as_secs_f64();
 
@@ -1014,6 +1079,7 @@ impl Trainer {
         self.last_loss = [None; 3];
         self.overflow_steps = 0;
         self.queued_seconds = 0.0;
+        self.graphed_steps = 0;
         let (losses, adv_seconds, strat_seconds) = self.train_networks(t)?;
         let training_seconds = train_start.elapsed().as_secs_f64();
         let work = Work::of(&self.spec, forward_rows, self.trained);
@@ -1034,6 +1100,14 @@ impl Trainer {
             // Host time to queue the steps, beside the phase's time on the
             // device: when the two are close, the host is what limits.
             m.insert("time/training_queued_seconds".into(), self.queued_seconds);
+        }
+        // Where graphs were asked for, how many steps a graph took: 0 on a
+        // CPU, so that an arm that asked is not read as graphed.
+        if self.device != Device::Cpu || self.config.optimization.cuda_graphs {
+            m.insert("perf/graphed_steps".into(), self.graphed_steps as f64);
+        }
+        if self.device != Device::Cpu || self.config.traversal.cuda_graphs {
+            m.insert("traversal/graphed_forwards".into(), graphed_forwards as f64);
         }
         m.insert(
             metrics::NODES_PER_TRAVERSAL_SECOND.into(),
@@ -1198,6 +1272,22 @@ mod tests {
         assert_eq!(m2["iteration"], 2.0);
         assert!(m2["traversal/nodes"] > 0.0);
         assert!(m2["samples/advantage"] >= m1["samples/advantage"]);
+    }
+
+    /// On a CPU graphs do not apply: an iteration that asked for them says
+    /// 0 graphed steps or forwards; one that did not ask says nothing of
+    /// graphs.
+    #[test]
+    fn graphs_asked_for_on_a_cpu_are_counted_as_none() {
+        let mut c = smoke();
+        c.optimization.cuda_graphs = true;
+        c.traversal.cuda_graphs = true;
+        let m = Trainer::new(c).unwrap().run_iteration().unwrap();
+        assert_eq!(m["perf/graphed_steps"], 0.0);
+        assert_eq!(m["traversal/graphed_forwards"], 0.0);
+        let m = Trainer::new(smoke()).unwrap().run_iteration().unwrap();
+        assert!(!m.contains_key("perf/graphed_steps"), "{m:?}");
+        assert!(!m.contains_key("traversal/graphed_forwards"), "{m:?}");
     }
 
     #[test]

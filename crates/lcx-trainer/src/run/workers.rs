@@ -188,6 +188,7 @@ mod tests {
             dim: 297,
             native: TorchPolicy::native_snapshots(advantage, &nets[2].net).unwrap(),
             rows: None,
+            graphs: None,
         }
     }
 
