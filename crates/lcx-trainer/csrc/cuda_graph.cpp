@@ -35,6 +35,7 @@ char* message(const std::string& text) {
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/Event.h>
 #include <c10/core/StreamGuard.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAStream.h>
 #include <c10/util/Exception.h>
 #include <optional>
@@ -138,13 +139,17 @@ char* lcx_graph_replay(LcxGraph* g) {
     });
 }
 
-void lcx_graph_free(LcxGraph* g) {
-    try {
-        delete g;
-    } catch (...) {
-        // A destructor that throws (a device already lost) leaks the graph
-        // rather than end the process.
-    }
+// CUDAGraph's destructor warns rather than throws (destructors are
+// noexcept): nothing to catch.
+void lcx_graph_free(LcxGraph* g) { delete g; }
+
+// Gives the caching allocator's free memory back to the device, the pools
+// of dropped graphs included: a dropped graph's private pool is only
+// marked freeable, and the allocator frees such pools by itself only when
+// an allocation fails outside any capture. Call it where no thread is
+// capturing.
+char* lcx_graph_release_memory() {
+    return guarded([] { c10::cuda::CUDACachingAllocator::emptyCache(); });
 }
 
 }  // extern "C"
@@ -169,6 +174,7 @@ char* lcx_graph_begin(LcxGraph*) { return message(NOT_BUILT); }
 char* lcx_graph_end(LcxGraph*) { return message(NOT_BUILT); }
 char* lcx_graph_replay(LcxGraph*) { return message(NOT_BUILT); }
 void lcx_graph_free(LcxGraph*) {}
+char* lcx_graph_release_memory() { return nullptr; }
 }  // extern "C"
 
 #endif  // LCX_WITH_CUDA

@@ -34,7 +34,42 @@ extern "C" {
     fn lcx_graph_end(g: *mut RawGraph) -> *mut c_char;
     fn lcx_graph_replay(g: *mut RawGraph) -> *mut c_char;
     fn lcx_graph_free(g: *mut RawGraph);
+    fn lcx_graph_release_memory() -> *mut c_char;
     fn lcx_graph_free_message(text: *mut c_char);
+}
+
+/// Gives the memory libtorch's allocator holds free back to the device,
+/// the private pools of dropped graphs included (the allocator frees those
+/// by itself only after an allocation fails, and never while a capture is
+/// under way). Call it where no thread is capturing; it does nothing in a
+/// shim built without CUDA.
+pub fn release_memory() -> Result<(), TrainerError> {
+    // SAFETY: no arguments; the shim returns null or its message.
+    checked("releasing cached device memory", unsafe {
+        lcx_graph_release_memory()
+    })
+}
+
+/// Leaves the side stream when dropped unless disarmed: a panic inside
+/// [`CudaGraph::on_side`] must not leave the thread on it.
+struct Leave {
+    raw: *mut RawGraph,
+    armed: bool,
+}
+
+impl Drop for Leave {
+    fn drop(&mut self) {
+        if self.armed {
+            // SAFETY: a live graph whose enter succeeded; the message, if
+            // any, is freed (a panic is already under way).
+            unsafe {
+                let message = lcx_graph_leave(self.raw);
+                if !message.is_null() {
+                    lcx_graph_free_message(message);
+                }
+            }
+        }
+    }
 }
 
 /// Whether the shim was compiled with CUDA (the libtorch lcx was built
@@ -110,7 +145,12 @@ impl CudaGraph {
         checked("moving to the capture stream", unsafe {
             lcx_graph_enter(self.raw.as_ptr())
         })?;
+        let mut guard = Leave {
+            raw: self.raw.as_ptr(),
+            armed: true,
+        };
         let out = f();
+        guard.armed = false;
         // SAFETY: as above; leave pairs with the enter that succeeded.
         let left = checked("leaving the capture stream", unsafe {
             lcx_graph_leave(self.raw.as_ptr())
@@ -184,6 +224,13 @@ mod tests {
         } else {
             assert!(err.contains("not built in"), "{err}");
         }
+    }
+
+    /// Releasing the allocator's memory where CUDA never started is
+    /// harmless: nothing to give back, no error.
+    #[test]
+    fn releasing_memory_without_a_gpu_does_nothing() {
+        release_memory().unwrap();
     }
 
     /// The shim's fallback (no CUDA) compiles with only the C++ standard

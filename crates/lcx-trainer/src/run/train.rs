@@ -788,7 +788,15 @@ impl Trainer {
     /// strategy network were done, each counted from the phase's start.
     pub(crate) fn train_networks(&mut self, t: u64) -> Result<Trained, TrainError> {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        self.train_networks_on(t, cpus)
+        let trained = self.train_networks_on(t, cpus)?;
+        // The graphs of this iteration (its forwards' and its steps') are
+        // dropped and no thread captures: their memory pools go back to
+        // the device, else each iteration's would stay reserved.
+        let c = &self.config;
+        if self.device != Device::Cpu && (c.optimization.cuda_graphs || c.traversal.cuda_graphs) {
+            crate::nn::graph::release_memory()?;
+        }
+        Ok(trained)
     }
 
     /// [`Trainer::train_networks`] as on a host of `cpus` cores.
