@@ -231,7 +231,9 @@ fn graphs(args: GraphsArgs) -> anyhow::Result<u8> {
     );
     if graphed == 0 {
         println!(
-            "no step was replayed from a graph: without a GPU the graph loop runs its code eagerly"
+            "no step was replayed from a graph: without a GPU the graph loop runs its code \
+             eagerly, and on one the first {} steps are its eager warm-up",
+            lcx_trainer::run::train::GRAPH_WARM_UP
         );
     }
     Ok(if all { 0 } else { 1 })

@@ -29,7 +29,7 @@ use lcx_core::encoding::Encoding;
 use lcx_core::metrics;
 
 mod graphed;
-pub use graphed::Agreement;
+pub use graphed::{Agreement, WARM_UP as GRAPH_WARM_UP};
 
 /// Errors of a training run.
 #[derive(Debug, thiserror::Error)]

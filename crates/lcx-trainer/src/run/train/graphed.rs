@@ -28,7 +28,7 @@ use lcx_core::cfr::regret::ACTIONS;
 /// lazily (cuBLAS handles and workspaces, autograd's per-device state), and
 /// none of that may happen inside a capture. PyTorch's own recipe warms up
 /// with three. They are real steps, taken in order.
-pub(super) const WARM_UP: usize = 3;
+pub const WARM_UP: usize = 3;
 
 /// How the steps after the warm-up run.
 pub(super) enum Replay {
