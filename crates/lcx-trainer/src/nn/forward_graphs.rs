@@ -105,9 +105,10 @@ impl ForwardGraphs {
                 Ok(c) => v.insert(c),
                 Err(Start(e)) => {
                     self.off.store(true, Ordering::Relaxed);
-                    eprintln!(
-                        "lcx: traversal.cuda_graphs is set, but the forwards run eagerly: {e} \
-                         (traversal/graphed_forwards counts the forwards a graph took)"
+                    crate::nn::graph::warn_eager_once(
+                        "traversal.cuda_graphs",
+                        "traversal/graphed_forwards",
+                        &e,
                     );
                     return Ok(false);
                 }

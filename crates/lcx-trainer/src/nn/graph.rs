@@ -50,6 +50,21 @@ pub fn release_memory() -> Result<(), TrainerError> {
     })
 }
 
+/// Says on stderr, once per process and config key, that the graphs `key`
+/// asks for cannot start and that the work runs eagerly, why, and which
+/// metric counts what graphs took. The trainer makes its graphs anew each
+/// iteration; the reason does not change between them.
+pub fn warn_eager_once(key: &'static str, counted_by: &str, e: &TrainerError) {
+    static SAID: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+    let mut said = SAID
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !said.contains(&key) {
+        said.push(key);
+        eprintln!("lcx: {key} is set, but lcx runs without graphs: {e} ({counted_by} counts what graphs took)");
+    }
+}
+
 /// Leaves the side stream when dropped unless disarmed: a panic inside
 /// [`CudaGraph::on_side`] must not leave the thread on it.
 struct Leave {

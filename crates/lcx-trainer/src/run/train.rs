@@ -345,7 +345,13 @@ impl NetJob {
                     let replay = graphed::Replay::Graph(graph);
                     return graphed::run(self, trainer, mem, mirror, scaler, t, replay);
                 }
-                Err(e) => graphed::warn_once(&e),
+                Err(e) => {
+                    crate::nn::graph::warn_eager_once(
+                        "optimization.cuda_graphs",
+                        "perf/graphed_steps",
+                        &e,
+                    );
+                }
             }
         }
         let start = Instant::now();

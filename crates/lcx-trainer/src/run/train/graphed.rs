@@ -10,7 +10,6 @@
 //! iteration's steps of one network): the batch shape, the iteration that
 //! weights the loss and the bias corrections are then fixed within it.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use tch::Tensor;
@@ -37,17 +36,6 @@ pub(super) enum Replay {
     /// The same code run eagerly every step: where there is no GPU (the
     /// tests check that this loop takes the eager loop's steps).
     Eager,
-}
-
-/// Says once per process why graphs were asked for and not used.
-pub(super) fn warn_once(e: &TrainerError) {
-    static SAID: AtomicBool = AtomicBool::new(false);
-    if !SAID.swap(true, Ordering::Relaxed) {
-        eprintln!(
-            "lcx: optimization.cuda_graphs is set, but the steps run eagerly: {e} \
-             (perf/graphed_steps counts the steps a graph took)"
-        );
-    }
 }
 
 /// The captured step's inputs: one chunk of batches ([steps, rows, …], as
