@@ -1,11 +1,15 @@
 //! `lcx run --command …`: the experiment file the flags stand for, written
 //! beside the database (`.lcx/commands/NAME-HASH.toml`) so that its
-//! report's reproduce line and `--resume` find it. Each command is an arm
-//! lcx times (`timing = "process"`), the first the baseline; `-P`/`-L`
-//! make one arm per value, `{VAR}` in a command replaced by the value's
-//! text (so plain words stay plain, decision 0023) and `$VAR` set to it.
-//! Every flag is checked here, before anything is written, and its errors
-//! name the flag.
+//! report's reproduce line and `--resume` find it; a dry run writes it in a
+//! folder of lcx's own under the temporary folder (`crate::files`). Each
+//! command is an arm lcx times (`timing = "process"`), the first the
+//! baseline; `-P`/`-L` make one arm per value as hyperfine does (decision
+//! 0027): `{VAR}` in a command replaced by the value's text in one pass
+//! (so plain words stay plain, decision 0023, and a value's own `{…}` stays
+//! as it is), one way of running (its words, or `sh -c`) for every arm of a
+//! command, and `$VAR` set to the value unless lcx's environment already
+//! has a `VAR` (or it is one of lcx's own `LCX_` names). Every flag is
+//! checked here, before anything is written, and its errors name the flag.
 
 use std::path::{Path, PathBuf};
 
@@ -59,15 +63,21 @@ pub fn experiment_file(asked: &Asked) -> anyhow::Result<PathBuf> {
         )));
     }
     let text = experiment_text(asked)?;
-    // A dry run writes nothing beside the database.
+    // A dry run writes nothing beside the database; under the shared
+    // temporary folder, only into a folder of lcx's own (0700, this user's,
+    // no link), where no one else can plant a link at the file's name.
     let dir = match folder {
-        _ if asked.dry_run => std::env::temp_dir().join("lcx-commands"),
+        _ if asked.dry_run => lcx_core::files::private_temp_dir("lcx-commands")?,
         Some(dir) => dir.join(".lcx").join("commands"),
         None => PathBuf::from(".lcx").join("commands"),
     };
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let file = dir.join(file_name(&text.0, &text.1));
-    std::fs::write(&file, &text.1).with_context(|| format!("writing {}", file.display()))?;
+    // Whole or not at all, renamed into place: a link at the name is
+    // replaced, never written through.
+    lcx_core::files::replace("--command", &file, text.1.as_bytes(), &[asked.db])
+        .map_err(crate::errors::output_error)
+        .with_context(|| format!("writing {}", file.display()))?;
     Ok(file)
 }
 
@@ -86,6 +96,20 @@ fn file_name(name: &str, text: &str) -> String {
 /// The experiment's name and its file's text.
 fn experiment_text(asked: &Asked) -> anyhow::Result<(String, String)> {
     let commands = asked.commands;
+    for (i, command) in commands.iter().enumerate() {
+        if command.trim().is_empty() {
+            return Err(bad(format!("--command {}: empty command", i + 1)));
+        }
+        if let Some(c) = lcx_core::escape::first_hidden(command) {
+            return Err(bad(format!(
+                "--command {} ({}): contains {}; expected one line of visible text (a script \
+                 of several lines belongs in a file the command runs)",
+                i + 1,
+                shown(command),
+                lcx_core::escape::terminal_line(&c.to_string())
+            )));
+        }
+    }
     if asked.names.len() > commands.len() {
         return Err(bad(format!(
             "--command-name: {} names for {} (one name per --command, in order)",
@@ -129,9 +153,12 @@ fn experiment_text(asked: &Asked) -> anyhow::Result<(String, String)> {
         text.push_str(&format!(
             "\n[[arms]]\nname = {}\nlabel = {}\ncommand = {}\n",
             quote(&arm.name),
-            quote(&arm.command.chars().take(80).collect::<String>()),
+            quote(&arm.command.trim().chars().take(80).collect::<String>()),
             quote(&arm.command)
         ));
+        if arm.shell {
+            text.push_str("shell = true\n");
+        }
         if !arm.env.is_empty() {
             let env: Vec<String> = arm
                 .env
@@ -149,6 +176,49 @@ struct ArmText {
     name: String,
     command: String,
     env: Vec<(String, String)>,
+    /// Through `sh -c` even when its own words are plain: a sibling of the
+    /// same command needs a shell.
+    shell: bool,
+}
+
+/// `text` as an error shows it: escaped by the terminal rule, one line,
+/// and shortened.
+fn shown(text: &str) -> String {
+    format!("`{}`", lcx_core::escape::terminal_short(text, 60))
+}
+
+/// `template` with every `{VAR}` of `values` replaced by its value, in one
+/// pass from left to right (hyperfine's rule): a value's own text is never
+/// read again, so a value that holds `{OTHER}` keeps it as it is. Where two
+/// names could match at one place, the longer wins.
+fn substitute(template: &str, values: &[(&str, &str)]) -> String {
+    let mut keys: Vec<(String, &str)> = values
+        .iter()
+        .map(|(var, value)| (format!("{{{var}}}"), *value))
+        .collect();
+    keys.sort_by_key(|(key, _)| std::cmp::Reverse(key.len()));
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    'text: while let Some(c) = rest.chars().next() {
+        for (key, value) in &keys {
+            if let Some(after) = rest.strip_prefix(key.as_str()) {
+                out.push_str(value);
+                rest = after;
+                continue 'text;
+            }
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
+/// Whether a parameter is also set as `$VAR` in the arm's environment:
+/// not where lcx's own environment has a variable of that name (`-L PATH
+/// …` replaces `{PATH}` and leaves `$PATH` alone) and not for the names lcx
+/// gives its cells (`LCX_…`).
+fn exported(var: &str) -> bool {
+    !var.starts_with("LCX_") && std::env::var_os(var).is_none()
 }
 
 /// Each command at each combination of the axes' values.
@@ -168,9 +238,6 @@ fn arms(asked: &Asked, axes: &[Axis]) -> anyhow::Result<Vec<ArmText>> {
     }
     let mut arms: Vec<ArmText> = Vec::new();
     for (i, command) in asked.commands.iter().enumerate() {
-        if command.trim().is_empty() {
-            return Err(bad(format!("--command {}: empty command", i + 1)));
-        }
         let base = match asked.names.get(i) {
             Some(n) => {
                 plan::check_arm_name(n).map_err(|m| bad(format!("--command-name: {m}")))?;
@@ -178,13 +245,17 @@ fn arms(asked: &Asked, axes: &[Axis]) -> anyhow::Result<Vec<ArmText>> {
             }
             None => format!("cmd{}", i + 1),
         };
+        let first = arms.len();
         for combo in &combos {
             let mut name = base.clone();
-            let mut command = command.clone();
             for (var, value) in combo {
-                name.push_str(&format!("-{var}-{}", plan::sanitize(value)));
-                command = command.replace(&format!("{{{var}}}"), value);
+                name.push_str(&format!(
+                    "-{}-{}",
+                    plan::sanitize(var),
+                    plan::sanitize(value)
+                ));
             }
+            let command = substitute(command, combo);
             if arms.iter().any(|a| a.name == name) {
                 return Err(bad(format!(
                     "--command-name or -P/-L: two arms would be named `{name}` (each needs \
@@ -194,9 +265,29 @@ fn arms(asked: &Asked, axes: &[Axis]) -> anyhow::Result<Vec<ArmText>> {
             }
             let env = combo
                 .iter()
+                .filter(|(k, _)| exported(k))
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect();
-            arms.push(ArmText { name, command, env });
+            arms.push(ArmText {
+                name,
+                command,
+                env,
+                shell: false,
+            });
+        }
+        // One way of running for every arm of a command: when one value
+        // needs a shell, its siblings run through one too, so the arms
+        // differ by the value alone (a shell's start-up is taken off, but
+        // only as well as a mean measured beforehand can).
+        let of_command = &mut arms[first..];
+        if of_command
+            .iter()
+            .any(|a| plan::shell::needs_shell(&a.command))
+        {
+            for arm in of_command {
+                // Said only where the arm's own text would not say it.
+                arm.shell = !plan::shell::needs_shell(&arm.command);
+            }
         }
     }
     Ok(arms)
@@ -240,22 +331,33 @@ fn axes(asked: &Asked) -> anyhow::Result<Vec<Axis>> {
         let values: Vec<String> = values.split(',').map(|v| v.trim().to_string()).collect();
         if values.iter().any(String::is_empty) {
             return Err(bad(format!(
-                "--parameter-list {var}: expected comma-separated values, found an empty one"
+                "--parameter-list {}: expected comma-separated values, found an empty one",
+                shown(var)
+            )));
+        }
+        if let Some((value, c)) = values
+            .iter()
+            .find_map(|v| lcx_core::escape::first_hidden(v).map(|c| (v, c)))
+        {
+            return Err(bad(format!(
+                "--parameter-list {}: the value {} contains {}; expected one line of visible \
+                 text",
+                shown(var),
+                shown(value),
+                lcx_core::escape::terminal_line(&c.to_string())
             )));
         }
         axes.push((var.clone(), values));
     }
     for (i, (var, _)) in axes.iter().enumerate() {
-        let mut chars = var.chars();
-        let shell_name = chars
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !shell_name {
-            return Err(bad(format!(
-                "-P/-L: `{var}` is no variable name (letters, digits and `_`, not first a digit)"
-            )));
-        }
+        // The rule of every environment name lcx sets (an arm's `env`,
+        // `[matrix]` and `[sweep]`'s `env.NAME`).
+        plan::check_env_name(var).map_err(|m| {
+            bad(format!(
+                "-P/-L {}: {m}; the parameter's name is also its variable's",
+                shown(var)
+            ))
+        })?;
         if axes[..i].iter().any(|(v, _)| v == var) {
             return Err(bad(format!("-P/-L: `{var}` is given twice")));
         }
@@ -271,4 +373,31 @@ fn axes(asked: &Asked) -> anyhow::Result<Vec<Axis>> {
         }
     }
     Ok(axes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_substituted_in_one_pass_as_hyperfine_does() {
+        // hyperfine's `test_get_command_line_nonoverlapping`.
+        let values = [("foo", "{bar} baz"), ("bar", "quux")];
+        assert_eq!(
+            substitute("echo {foo} {bar}", &values),
+            "echo {bar} baz quux"
+        );
+        let values = [("v", "{w}"), ("w", "X")];
+        assert_eq!(substitute("echo {v} {w}", &values), "echo {w} X");
+        // Every place, text around it kept, names that share a start.
+        let values = [("n", "1"), ("nn", "2")];
+        assert_eq!(substitute("{n}{nn}-{n}é{x}", &values), "12-1é{x}");
+    }
+
+    #[test]
+    fn lcx_own_and_taken_names_are_not_exported() {
+        assert!(!exported("PATH"));
+        assert!(!exported("LCX_ARM"));
+        assert!(exported("lcx_test_surely_unset_parameter_q"));
+    }
 }

@@ -13,8 +13,20 @@ pub fn bad_input(err: impl Into<anyhow::Error>) -> anyhow::Error {
     anyhow::Error::new(BadInput(err.into()))
 }
 
+/// An output path refused (a database, a folder: exit 2) or a failed
+/// write (exit 1), from [`lcx_core::files`].
+pub fn output_error(err: lcx_core::files::OutputError) -> anyhow::Error {
+    if err.is_user_input() {
+        bad_input(err)
+    } else {
+        err.into()
+    }
+}
+
 /// Opens a `--metrics-out PATH|-` sink: stdout for `-`, else a new file.
-/// Writers flush after every JSON line, so a reader sees whole lines.
+/// Writers flush after every JSON line, so a reader sees whole lines (so
+/// the file is written in place, not renamed in at the end); a path that
+/// is an SQLite database or a folder is refused first (exit 2).
 pub fn metrics_sink(
     path: Option<&std::path::PathBuf>,
 ) -> anyhow::Result<Option<Box<dyn std::io::Write>>> {
@@ -22,10 +34,13 @@ pub fn metrics_sink(
     Ok(match path {
         None => None,
         Some(p) if p.as_os_str() == "-" => Some(Box::new(std::io::stdout())),
-        Some(p) => Some(Box::new(std::io::BufWriter::new(
-            std::fs::File::create(p)
-                .with_context(|| format!("--metrics-out: cannot create {}", p.display()))?,
-        ))),
+        Some(p) => {
+            lcx_core::files::check_output("--metrics-out", p, &[]).map_err(output_error)?;
+            Some(Box::new(std::io::BufWriter::new(
+                std::fs::File::create(p)
+                    .with_context(|| format!("--metrics-out: cannot create {}", p.display()))?,
+            )))
+        }
     })
 }
 

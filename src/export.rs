@@ -30,13 +30,19 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<u8> {
     let store = open_db(&args.db)?;
     let ids = crate::rename::resolve_all(&store, &args.experiments)?;
-    let sink: Box<dyn Write> =
-        match &args.output {
-            Some(path) => Box::new(std::fs::File::create(path).map_err(|e| {
-                crate::bad_input(anyhow::anyhow!("--output {}: {e}", path.display()))
-            })?),
-            None => Box::new(std::io::stdout().lock()),
-        };
+    // Into a new file beside the output, renamed over it once whole: a
+    // failed export leaves the old file, and no output lands on a database.
+    let mut file = match &args.output {
+        Some(path) => Some(
+            lcx_core::files::Replacement::create("--output", path, &[&args.db])
+                .map_err(crate::errors::output_error)?,
+        ),
+        None => None,
+    };
+    let sink: Box<dyn Write + '_> = match &mut file {
+        Some(file) => Box::new(file),
+        None => Box::new(std::io::stdout().lock()),
+    };
     // CSV has no escape for control characters: into a file or a pipe it is
     // data as recorded; onto a terminal, which would obey them, they show.
     let to_terminal = args.output.is_none() && std::io::stdout().is_terminal();
@@ -94,10 +100,16 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             failed = Some(e);
         }
     }
+    drop(out);
     match failed {
         // `lcx export | head` ends quietly, as Unix tools do.
-        Some(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
+        Some(e) if e.kind() == std::io::ErrorKind::BrokenPipe && file.is_none() => Ok(0),
         Some(e) => Err(anyhow::Error::new(e).context("writing the export")),
-        None => Ok(0),
+        None => {
+            if let Some(file) = file {
+                file.commit().map_err(crate::errors::output_error)?;
+            }
+            Ok(0)
+        }
     }
 }

@@ -59,7 +59,8 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         history::named_experiments(&store, &args.name).map_err(user_or_not)?;
     if let Some(host) = &args.host {
         let hosts = history::hosts_of(&experiments);
-        experiments.retain(|e| history::host_name(e) == *host);
+        // A name as `LCX_HOSTNAME` gives it: the space around it is no part.
+        experiments.retain(|e| history::host_name(e).trim() == host.trim());
         if experiments.is_empty() && !hosts.is_empty() {
             return Err(crate::bad_input(anyhow::anyhow!(
                 "--host {host}: no experiment named `{name}` ran there; it ran on {}",

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use lcx_core::store::import::{Imported, Scratch, Source};
+use lcx_core::store::import::{scratch, Imported, Scratch, Source};
 use lcx_core::store::Store;
 
 use crate::db::user_or_not;
@@ -27,6 +27,27 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
+    // Working copies left by an import that was killed, removed; this
+    // one's removed on Ctrl-C or SIGTERM too (and on any error, as they
+    // are dropped).
+    scratch::remove_stale();
+    scratch::remove_on_signal();
+    let path: &std::path::Path = &args.db;
+    // A database this import would create is removed again when it fails:
+    // a failed import leaves no new file behind.
+    let existed = std::fs::metadata(path).is_ok_and(|m| m.len() > 0);
+    let result = import(&args);
+    if result.is_err() && !existed && !args.dry_run {
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let mut file = path.as_os_str().to_os_string();
+            file.push(suffix);
+            let _ = std::fs::remove_file(file);
+        }
+    }
+    result
+}
+
+fn import(args: &Args) -> anyhow::Result<u8> {
     // Every file checked (and an older one upgraded in a copy) before the
     // database is opened: a bad one changes and creates nothing.
     let sources = args
@@ -101,6 +122,14 @@ fn describe(file: &str, imported: &Imported, dry_run: bool) -> String {
             "{} still running there, left out ({})",
             imported.running.len(),
             list(&imported.running)
+        ));
+    }
+    if !imported.abandoned.is_empty() {
+        parts.push(format!(
+            "{} abandoned there (its runner is gone), left out until it is resumed \
+             (`lcx run --resume ID`) or removed there ({})",
+            imported.abandoned.len(),
+            list(&imported.abandoned)
         ));
     }
     format!("{file}: {}", parts.join("; "))

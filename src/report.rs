@@ -95,7 +95,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             .map_err(user_or_not)
             .context("opening the database to record the archive")?;
         for r in &reports {
-            let written = archive::archive(&mut writer, &args.archive_dir, r)?;
+            let written = archive::archive(&mut writer, &args.archive_dir, r).map_err(|e| {
+                if e.is_user_input() {
+                    crate::bad_input(e)
+                } else {
+                    e.into()
+                }
+            })?;
             eprintln!(
                 "archived: {} ({} plot(s))",
                 escape::terminal_line(&written.markdown.display().to_string()),

@@ -48,8 +48,9 @@ pub struct Args {
     #[arg(long, value_name = "NAME", requires = "commands")]
     name: Option<String>,
     /// With --command: an arm per value of VAR from MIN to MAX (integers),
-    /// `{VAR}` in the commands replaced by it and `$VAR` set to it
-    /// (hyperfine's -P); repeatable, the values crossed.
+    /// `{VAR}` in the commands replaced by it (hyperfine's -P) and `$VAR`
+    /// set to it unless lcx's environment has a VAR already; repeatable,
+    /// the values crossed.
     #[arg(
         short = 'P',
         long = "parameter-scan",
@@ -150,6 +151,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
+    // Before `--command`'s file is written: a bad one writes nothing.
+    session::check_hostname_override()?;
     let commands_file = match args.commands.as_slice() {
         [] => None,
         _ => Some(crate::commands::experiment_file(&crate::commands::Asked {

@@ -275,8 +275,8 @@ fn parameter_lists_and_scans_make_an_arm_per_value() {
             "expected MIN ≤ MAX",
         ),
         (
-            &["-L", "my-var", "1", "--command", "echo {my-var}"][..],
-            "no variable name",
+            &["-L", "a=b", "1", "--command", "echo {a=b}"][..],
+            "an environment variable name must be non-empty and hold no `=`",
         ),
         (
             &["-L", "x", "a b,a-b", "--command", "echo {x}"][..],
@@ -298,6 +298,213 @@ fn parameter_lists_and_scans_make_an_arm_per_value() {
         .unwrap()
         .count();
     assert_eq!(kept, 2);
+}
+
+/// The generated experiment files beside `db`, by name.
+fn generated(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir.join(".lcx/commands"))
+        .map(|d| {
+            d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// hyperfine's `-P`/`-L`: values substituted once, one way of running for
+/// every arm of a command, one rule for a variable's name; lcx's `$VAR`
+/// never over a variable lcx's environment has (decision 0027).
+#[test]
+fn scans_substitute_once_run_one_way_and_clobber_no_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("lcx.db");
+    let sized = ["--runs", "1", "--warmup", "0", "--repeats", "1"];
+    let ran = |args: &[&str]| {
+        let out = run(dir.path(), &db, &[args, &sized[..]].concat());
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+    };
+    // A value naming another parameter keeps it: hyperfine runs `echo {w} X`.
+    ran(&[
+        "-L",
+        "v",
+        "{w}",
+        "-L",
+        "w",
+        "X",
+        "--command",
+        "echo {v} {w}",
+    ]);
+    let argv = argv_of(&db, "cmd1-v--w--w-X");
+    assert_eq!(argv.last().unwrap(), "echo {w} X", "{argv:?}");
+
+    // `-L PATH …` replaces `{PATH}` and leaves the PATH the command is
+    // found through: `test` still runs.
+    ran(&[
+        "-L",
+        "PATH",
+        "/nonexistent",
+        "--command",
+        "test {PATH} = /nonexistent",
+    ]);
+    // A name lcx's environment lacks is still set, as `$VAR`.
+    ran(&[
+        "-L",
+        "lcxparam",
+        "7",
+        "--command",
+        "test {lcxparam} = $lcxparam",
+    ]);
+
+    // One value needs a shell: every arm of the command runs through one,
+    // its start-up taken off alike.
+    ran(&["-L", "v", "a,b;true", "--command", "echo {v}"]);
+    for (arm, command) in [("cmd1-v-a", "echo a"), ("cmd1-v-b-true", "echo b;true")] {
+        let argv = argv_of(&db, arm);
+        assert!(argv.contains(&"--subtract-shell".to_string()), "{argv:?}");
+        assert_eq!(argv[argv.len() - 3..], ["sh", "-c", command], "{argv:?}");
+    }
+
+    // The file's rule for a variable's name: `1bad` as `"env.1BAD"`.
+    let out = run(
+        dir.path(),
+        &db,
+        &["-L", "1bad", "x", "--command", "echo {1bad}", "--dry-run"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+
+    // A line break in a command or a value: the flag named, the character
+    // shown escaped, exit 2, nothing written.
+    let before = generated(dir.path());
+    for (args, said) in [
+        (
+            &["--command", "echo a\necho b"][..],
+            r"--command 1 (`echo a\necho b`): contains \n",
+        ),
+        (
+            &["-L", "v", "a\nb", "--command", "echo {v}"][..],
+            r"--parameter-list `v`: the value `a\nb`",
+        ),
+    ] {
+        let out = run(dir.path(), &db, args);
+        refused(&out, said);
+        let err = text(&out.stderr);
+        assert!(!err.contains("arms[0]"), "{err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    }
+    assert_eq!(generated(dir.path()), before);
+}
+
+/// `--dry-run` writes its file under the temporary folder only inside a
+/// folder of lcx's own: a link planted at its name is replaced, never
+/// written through, and a planted folder link is refused.
+#[test]
+fn a_dry_run_writes_nothing_through_a_planted_link() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let db = dir.path().join("lcx.db");
+    let dry = || {
+        lcx()
+            .args(["run", "--command", "sleep 0.01", "--dry-run", "--db"])
+            .arg(&db)
+            .env("TMPDIR", &tmp)
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    let out = dry();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let folders: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(folders.len(), 1, "{folders:?}");
+    let own = &folders[0];
+    let name = own.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(name.starts_with("lcx-commands-"), "{name}");
+    let mode = std::fs::metadata(own).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700);
+    let files: Vec<_> = std::fs::read_dir(own)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+
+    // A link at the file's name: its target stays as it was.
+    let victim = dir.path().join("victim.txt");
+    std::fs::write(&victim, "mine\n").unwrap();
+    std::fs::remove_file(&files[0]).unwrap();
+    std::os::unix::fs::symlink(&victim, &files[0]).unwrap();
+    let out = dry();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine\n");
+    assert!(!std::fs::symlink_metadata(&files[0]).unwrap().is_symlink());
+
+    // The folder itself a planted link: refused, its target untouched.
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::fs::remove_dir_all(own).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, own).unwrap();
+    let out = dry();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("is a symbolic link"), "{err}");
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+    assert!(!db.exists());
+}
+
+/// `LCX_HOSTNAME` follows the rule of names: a line break, a terminal
+/// escape or 10 KB are refused (exit 2), shown escaped and short, before
+/// anything is written; a name with a space is recorded as it is, and
+/// `lcx history --host` finds it.
+#[test]
+fn lcx_hostname_is_a_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("lcx.db");
+    let hosted = |host: &str, args: &[&str]| {
+        lcx()
+            .args(args)
+            .arg("--db")
+            .arg(&db)
+            .env("LCX_HOSTNAME", host)
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    let timed = [
+        "run",
+        "--command",
+        "true",
+        "--name",
+        "h",
+        "--runs",
+        "1",
+        "--repeats",
+        "1",
+    ];
+    refused(
+        &hosted("ci\nrunner", &timed),
+        r"LCX_HOSTNAME (`ci\nrunner`)",
+    );
+    let out = hosted(&"x".repeat(10_000), &timed);
+    refused(&out, "is 10000 characters long; at most 200");
+    assert!(out.stderr.len() < 1_000, "{}", text(&out.stderr));
+    let out = hosted("a\u{1b}[31mb", &[&timed[..], &["--dry-run"]].concat());
+    refused(&out, "LCX_HOSTNAME");
+    assert!(
+        !text(&out.stderr).contains('\u{1b}'),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!db.exists());
+    assert!(!dir.path().join(".lcx").exists());
+
+    let out = hosted("a b", &timed);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = lcx_ok(dir.path(), &db, &["history", "h", "--host", "a b"]);
+    assert!(out.contains("| 1 "), "{out}");
 }
 
 /// The first mistakes of a hyperfine user: each is refused with the word

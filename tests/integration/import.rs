@@ -12,7 +12,7 @@ use lcx_core::store::Store;
 use crate::support::{count, lcx, succeed, write};
 
 /// Two arms, `a` the baseline, `b` twice as slow; `lines` iterations.
-fn experiment(name: &str, lines: u32) -> String {
+pub(crate) fn experiment(name: &str, lines: u32) -> String {
     format!(
         r#"name = "{name}"
 workload = "command"
@@ -39,7 +39,7 @@ max_slowdown = 0.03
 }
 
 /// `lcx run FILE --db DB`, on the host `LCX_HOSTNAME` names when given.
-fn run(file: &Path, db: &Path, host: Option<&str>) {
+pub(crate) fn run(file: &Path, db: &Path, host: Option<&str>) {
     let mut cmd = lcx();
     if let Some(host) = host {
         cmd.env("LCX_HOSTNAME", host);
@@ -48,7 +48,7 @@ fn run(file: &Path, db: &Path, host: Option<&str>) {
 }
 
 /// A database in `dir` holding one run of `name`.
-fn database(dir: &Path, name: &str, lines: u32) -> PathBuf {
+pub(crate) fn database(dir: &Path, name: &str, lines: u32) -> PathBuf {
     let file = write(dir, &format!("{name}.toml"), &experiment(name, lines));
     let db = dir.join(format!("{name}.db"));
     run(&file, &db, None);
@@ -56,7 +56,7 @@ fn database(dir: &Path, name: &str, lines: u32) -> PathBuf {
 }
 
 /// `lcx import FILES… --db DB` with `flags`.
-fn lcx_import(flags: &[&str], db: &Path, files: &[&Path]) -> Output {
+pub(crate) fn lcx_import(flags: &[&str], db: &Path, files: &[&Path]) -> Output {
     lcx()
         .arg("import")
         .args(flags)
@@ -67,16 +67,16 @@ fn lcx_import(flags: &[&str], db: &Path, files: &[&Path]) -> Output {
         .unwrap()
 }
 
-fn import(db: &Path, files: &[&Path]) -> Output {
+pub(crate) fn import(db: &Path, files: &[&Path]) -> Output {
     lcx_import(&[], db, files)
 }
 
-fn dry_run(db: &Path, files: &[&Path]) -> Output {
+pub(crate) fn dry_run(db: &Path, files: &[&Path]) -> Output {
     lcx_import(&["--dry-run"], db, files)
 }
 
 /// Row counts of the tables an import fills.
-fn counts(db: &Path) -> Vec<i64> {
+pub(crate) fn counts(db: &Path) -> Vec<i64> {
     let store = Store::open(db).unwrap();
     [
         "experiments",
@@ -91,7 +91,7 @@ fn counts(db: &Path) -> Vec<i64> {
     .collect()
 }
 
-fn text(bytes: &[u8]) -> String {
+pub(crate) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
@@ -511,13 +511,28 @@ fn history_keeps_hosts_apart_when_asked() {
         text(&wrong.stderr)
     );
     // A host name is the user's text: escaped in the table and the
-    // per-host heading, with its control character made visible.
+    // per-host heading. One with a control character is refused, by `lcx
+    // run` (LCX_HOSTNAME) and by an import alike.
     let hostile = dir.path().join("hostile.db");
-    run(&file, &hostile, Some("x`|y\u{1b}[31m"));
+    run(&file, &hostile, Some("x`|y"));
     assert!(import(&history, &[&hostile]).status.success());
     let per = text(&h(&["--arm", "b", "--per-host"]).stdout);
-    assert!(per.contains("Host ``x`|y\\x1b[31m``:"), "{per}");
+    assert!(per.contains("Host ``x`|y``:"), "{per}");
     let all = text(&h(&["--arm", "b"]).stdout);
-    assert!(all.contains("| x\\`\\|y\\x1b\\[31m "), "{all}");
-    assert!(!all.contains('\u{1b}') && !per.contains('\u{1b}'));
+    assert!(all.contains("| x\\`\\|y "), "{all}");
+    let conn = rusqlite::Connection::open(&hostile).unwrap();
+    conn.execute(
+        "UPDATE experiments SET hostname = 'x' || char(27) || '[31m', uuid = 'ab'",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let out = import(&history, &[&hostile]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("experiments.hostname of row 1 is not a name"),
+        "{err}"
+    );
+    assert!(!err.contains('\u{1b}'), "{err}");
 }

@@ -17,6 +17,8 @@ mod golden;
 mod gpu_check;
 mod host_lock;
 mod import;
+mod import_fuzz;
+mod import_hostile;
 mod malformed;
 mod manage;
 mod play;

@@ -145,6 +145,144 @@ fn export_flags_the_warm_up_and_the_cells_status() {
     assert_eq!(first["metric"], "t");
 }
 
+/// The files of `dir` (not recursing), by name, but for the side files
+/// SQLite keeps beside `lcx.db` while it is open.
+fn names(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with("lcx.db-"))
+        .collect();
+    names.sort();
+    names
+}
+
+/// No output lands on a database (issue 73): `-o` naming the `--db` file,
+/// a link to it, one of its side files or any SQLite file is refused
+/// (exit 2, the flag and path named) with nothing written; an output is
+/// renamed into place whole, leaving no temporary file.
+#[test]
+fn an_output_never_lands_on_a_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = recorded(dir.path());
+    let before = std::fs::read(&db).unwrap();
+    let link = dir.path().join("values.csv");
+    std::os::unix::fs::symlink(&db, &link).unwrap();
+    let copy = dir.path().join("copy.sqlite");
+    std::fs::copy(&db, &copy).unwrap();
+    let files = names(dir.path());
+    for (format, output, said) in [
+        ("json", db.clone(), "is the database lcx has open"),
+        ("csv", db.clone(), "is the database lcx has open"),
+        ("csv", link.clone(), "is the database lcx has open"),
+        (
+            "json",
+            dir.path().join("lcx.db-journal"),
+            "is the database lcx has open",
+        ),
+        ("csv", copy.clone(), "is an SQLite database"),
+    ] {
+        let out = lcx()
+            .args(["export", "--format", format, "-o"])
+            .arg(&output)
+            .arg("--db")
+            .arg(&db)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        let named = format!("--output {}: {said}", output.display());
+        assert!(stderr.contains(&named), "{stderr}");
+    }
+    assert_eq!(std::fs::read(&db).unwrap(), before);
+    assert_eq!(names(dir.path()), files);
+    assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+    // `lcx publish` and `--metrics-out` refuse the same way.
+    let out = lcx()
+        .arg("publish")
+        .arg(&db)
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lcx-torch"))
+        .args([
+            "bench",
+            "engine",
+            "--games",
+            "1",
+            "--micro-iters",
+            "1",
+            "--metrics-out",
+        ])
+        .arg(&copy)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--metrics-out"), "{stderr}");
+    assert!(lcx_core::files::is_sqlite(&copy));
+    assert_eq!(std::fs::read(&db).unwrap(), before);
+
+    // An existing output is replaced whole, with its permissions.
+    use std::os::unix::fs::PermissionsExt;
+    let csv = dir.path().join("out.csv");
+    std::fs::write(&csv, "old\n").unwrap();
+    std::fs::set_permissions(&csv, std::fs::Permissions::from_mode(0o640)).unwrap();
+    succeed(lcx().args(["export", "-o"]).arg(&csv).arg("--db").arg(&db));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert!(text.starts_with("experiment_id,"), "{text}");
+    let mode = std::fs::metadata(&csv).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o640);
+    // An export that fails (an unknown experiment) leaves it as it was.
+    let out = lcx()
+        .args(["export", "nosuch", "-o"])
+        .arg(&csv)
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(std::fs::read_to_string(&csv).unwrap(), text);
+    let mut expected = files.clone();
+    expected.push("out.csv".into());
+    expected.sort();
+    assert_eq!(names(dir.path()), expected);
+}
+
+/// A publish writes each page whole through a new temporary file: a link
+/// planted at the old fixed temporary name (`index.tmp~`) is not written
+/// through, and a manifest edited to list a file outside the site's
+/// folder deletes nothing there.
+#[test]
+fn a_publish_writes_through_no_planted_link_and_deletes_only_its_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = recorded(dir.path());
+    let site = dir.path().join("site");
+    succeed(lcx().arg("publish").arg(&site).arg("--db").arg(&db));
+    let before = std::fs::read(&db).unwrap();
+    std::os::unix::fs::symlink(&db, site.join("index.tmp~")).unwrap();
+    std::fs::remove_file(site.join("index.html")).unwrap();
+    // The manifest names a file of experiment 99, which is gone: its files
+    // would be deleted.
+    let victim = dir.path().join("victim.txt");
+    std::fs::write(&victim, "mine\n").unwrap();
+    let manifest = site.join(".lcx-site.json");
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest).unwrap()).unwrap();
+    let mut entry = json["experiments"]["1"].clone();
+    entry["files"] = serde_json::json!(["../victim.txt", "e/../../victim.txt"]);
+    json["experiments"]["99"] = entry;
+    std::fs::write(&manifest, json.to_string()).unwrap();
+    succeed(lcx().arg("publish").arg(&site).arg("--db").arg(&db));
+    assert_eq!(std::fs::read(&db).unwrap(), before);
+    assert!(std::fs::read_to_string(site.join("index.html"))
+        .unwrap()
+        .contains("<html"));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine\n");
+}
+
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap().flatten() {

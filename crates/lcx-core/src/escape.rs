@@ -108,6 +108,18 @@ pub fn terminal_line(text: &str) -> Cow<'_, str> {
     )
 }
 
+/// `text` quoted in an error: by [`terminal_line`], and cut after `max`
+/// characters with `…` (a 10 KB value is not shown whole).
+pub fn terminal_short(text: &str, max: usize) -> String {
+    let line = terminal_line(text);
+    let mut chars = line.chars();
+    let mut out: String = chars.by_ref().take(max).collect();
+    if chars.next().is_some() {
+        out.push('…');
+    }
+    out
+}
+
 /// Whether a `&` at the start of `rest` could begin a character reference
 /// (`&amp;`, `&#106;`, `&#x6a;`), which markdown decodes.
 fn starts_reference(rest: &str) -> bool {

@@ -250,11 +250,12 @@ fn peak(args: PeakArgs) -> anyhow::Result<u8> {
             device::resolve(d).map_err(|e| bad_input(anyhow::Error::new(e).context("--device")))?,
         ),
     };
+    // Opened (and a bad path refused) before the probe, not after.
+    let mut sink = metrics_sink(args.metrics_out.as_ref())?;
     let known = lcx_core::experiment::fingerprint::known_ceiling(None, args.refresh);
     let rates = device
         .map(|d| lcx_trainer::bench::device_rates(d, args.matmul_size))
         .transpose()?;
-    let mut sink = metrics_sink(args.metrics_out.as_ref())?;
     if let Some(out) = sink.as_mut() {
         let line = PeakLine::new(&known, rates.as_ref()).to_json();
         writeln!(out, "{line}")
@@ -406,8 +407,10 @@ fn engine(args: EngineArgs) -> anyhow::Result<u8> {
         seed: args.seed,
         ..Default::default()
     };
+    // Opened (and a bad path refused) before the bench, not after.
+    let mut sink = metrics_sink(args.metrics_out.as_ref())?;
     let r = lcx_core::bench::engine::run(&options)?;
-    if let Some(out) = metrics_sink(args.metrics_out.as_ref())?.as_mut() {
+    if let Some(out) = sink.as_mut() {
         let line = r.metric_line();
         writeln!(out, "{line}")
             .and_then(|()| out.flush())

@@ -35,7 +35,9 @@ mod sweep;
 
 pub use exec::{inherited_env_bytes, ExecLimits};
 pub use probe::Probe;
-pub use read::{check_min_effect, check_name, check_visible, MAX_ARMS, MAX_NAME, MAX_SECONDS};
+pub use read::{
+    check_env_name, check_min_effect, check_name, check_visible, MAX_ARMS, MAX_NAME, MAX_SECONDS,
+};
 pub use stored::{StoredPlanError, PLAN_VERSION};
 
 use read::*;

@@ -99,6 +99,18 @@ fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> RevisionError {
     move |source| RevisionError::Io { what, source }
 }
 
+/// Writes `text` as the whole of the cache's file `path`: into a new
+/// temporary file beside it, renamed in (`crate::files`), so that two runs
+/// building at once, or a link at the name, never leave half a file.
+fn write_whole(path: &Path, text: &str) -> Result<(), RevisionError> {
+    crate::files::replace("the revision cache", path, text.as_bytes(), &[]).map_err(|e| {
+        RevisionError::Io {
+            what: format!("writing {}", path.display()),
+            source: std::io::Error::other(e),
+        }
+    })
+}
+
 /// The build cache.
 #[derive(Debug, Clone)]
 pub struct Cache {
@@ -435,7 +447,7 @@ pub fn prepare(
             let dir = entry.join("configs");
             std::fs::create_dir_all(&dir).map_err(io(format!("creating {}", dir.display())))?;
             let path = dir.join(format!("{sha}.toml"));
-            std::fs::write(&path, &text).map_err(io(format!("writing {}", path.display())))?;
+            write_whole(&path, &text)?;
             // A file, not standard input: revisions from before `--config -`
             // read their config the same way.
             if let Some(at) = arm.args.windows(2).position(|w| w[0] == "--config") {
@@ -816,10 +828,7 @@ fn build_entry(
         version: version.flatten(),
     };
     let text = serde_json::to_string_pretty(&record).unwrap_or_default();
-    let tmp = entry.join("build.json.tmp");
-    std::fs::write(&tmp, text).map_err(io(format!("writing {}", tmp.display())))?;
-    std::fs::rename(&tmp, &record_path)
-        .map_err(io(format!("writing {}", record_path.display())))?;
+    write_whole(&record_path, &text)?;
     if !command.is_empty() {
         progress.line(&format!(
             "revision {shown} (arm `{arm}`): built in {seconds:.1} s"

@@ -52,6 +52,8 @@ pub enum PublishError {
         .0.display()
     )]
     NotASite(PathBuf),
+    #[error("lcx publish {}: is a file; expected the site's folder", .0.display())]
+    NotAFolder(PathBuf),
     #[error("writing {}", path.display())]
     Io {
         path: PathBuf,
@@ -61,12 +63,18 @@ pub enum PublishError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Plot(#[from] PlotError),
+    #[error(transparent)]
+    Output(#[from] crate::files::OutputError),
 }
 
 impl PublishError {
     /// The user named a folder lcx must not write into (exit 2).
     pub fn is_user_input(&self) -> bool {
-        matches!(self, PublishError::NotASite(_))
+        match self {
+            PublishError::NotASite(_) | PublishError::NotAFolder(_) => true,
+            PublishError::Output(e) => e.is_user_input(),
+            _ => false,
+        }
     }
 }
 
@@ -115,6 +123,8 @@ impl Manifest {
 /// Writes files, leaving one whose content is already what it would be.
 struct Writer<'a> {
     dir: &'a Path,
+    /// The database the site is read from: no page is written over it.
+    databases: Vec<PathBuf>,
     written: usize,
 }
 
@@ -124,20 +134,29 @@ impl Writer<'_> {
         if std::fs::read(&path).is_ok_and(|old| old == text.as_bytes()) {
             return Ok(());
         }
-        let io = |source| PublishError::Io {
-            path: path.clone(),
-            source,
-        };
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(io)?;
+            std::fs::create_dir_all(parent).map_err(|source| PublishError::Io {
+                path: path.clone(),
+                source,
+            })?;
         }
-        // A reader (a browser, a web server) never sees half a page.
-        let tmp = path.with_extension("tmp~");
-        std::fs::write(&tmp, text).map_err(io)?;
-        std::fs::rename(&tmp, &path).map_err(io)?;
+        // A reader (a browser, a web server) never sees half a page, and a
+        // link or database planted at a page's name is not written through.
+        let databases: Vec<&Path> = self.databases.iter().map(PathBuf::as_path).collect();
+        crate::files::replace("lcx publish", &path, text.as_bytes(), &databases)?;
         self.written += 1;
         Ok(())
     }
+}
+
+/// Whether `rel`, a file a site's manifest lists, is one a publish writes
+/// (under `e/` or `h/` of the site's folder): only such a file is deleted
+/// when its page goes, whatever an edited manifest says.
+fn is_page_file(rel: &str) -> bool {
+    let path = Path::new(rel);
+    crate::files::is_inside(path)
+        && path.components().count() == 2
+        && (rel.starts_with("e/") || rel.starts_with("h/"))
 }
 
 /// Writes the site of every experiment in `store` into `dir` (created if
@@ -147,7 +166,11 @@ pub fn publish(store: &Store, dir: &Path) -> Result<Published, PublishError> {
     let mut site = Site {
         store,
         dir,
-        out: Writer { dir, written: 0 },
+        out: Writer {
+            dir,
+            databases: store.path().map(Path::to_path_buf).into_iter().collect(),
+            written: 0,
+        },
         old: Manifest::read(dir),
         new: Manifest {
             format: SITE_FORMAT,
@@ -182,6 +205,9 @@ fn open_folder(dir: &Path) -> Result<(), PublishError> {
         path: dir.to_path_buf(),
         source,
     };
+    if dir.exists() && !dir.is_dir() {
+        return Err(PublishError::NotAFolder(dir.to_path_buf()));
+    }
     if dir.exists() && !dir.join(MANIFEST).exists() {
         let mut entries = std::fs::read_dir(dir).map_err(io)?;
         if entries.next().is_some() {
@@ -429,7 +455,7 @@ impl Site<'_> {
             .values()
             .flat_map(|e| e.files.iter())
             .chain(self.old.histories.keys())
-            .filter(|f| !keep.contains(f));
+            .filter(|f| !keep.contains(f) && is_page_file(f));
         for f in stale {
             if std::fs::remove_file(self.dir.join(f)).is_ok() {
                 self.done.removed += 1;

@@ -4,8 +4,6 @@
 //! Which plots a report gets is decided here ([`plots_for`]); drawing them
 //! is `plots.rs`'s.
 
-use std::fs::OpenOptions;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::store::report_read::IterationPoint;
@@ -38,6 +36,15 @@ pub enum ArchiveError {
     Plot(#[from] PlotError),
     #[error("recording the archive in the database")]
     Store(#[from] crate::store::StoreError),
+    #[error(transparent)]
+    Output(#[from] crate::files::OutputError),
+}
+
+impl ArchiveError {
+    /// The user named a folder lcx must not write into (exit 2).
+    pub fn is_user_input(&self) -> bool {
+        matches!(self, ArchiveError::Output(e) if e.is_user_input())
+    }
 }
 
 /// What was written.
@@ -397,28 +404,27 @@ pub fn plots_for(report: &Report, series: &[IterationPoint]) -> Result<Vec<Plot>
     Ok(out)
 }
 
-fn create_new(path: &Path, text: &str) -> Result<bool, ArchiveError> {
-    match OpenOptions::new().write(true).create_new(true).open(path) {
-        Ok(mut f) => {
-            f.write_all(text.as_bytes())
-                .map_err(|source| ArchiveError::Write {
-                    path: path.to_path_buf(),
-                    source,
-                })?;
-            Ok(true)
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
-        Err(source) => Err(ArchiveError::Write {
-            path: path.to_path_buf(),
-            source,
-        }),
-    }
+/// Writes `text` as a new file at `path`, whole (a temporary file renamed
+/// in without replacing anything); `false` where something is there.
+fn create_new(path: &Path, text: &str, databases: &[&Path]) -> Result<bool, ArchiveError> {
+    Ok(crate::files::write_new(
+        "--archive-dir",
+        path,
+        text.as_bytes(),
+        databases,
+    )?)
 }
 
 /// Writes the report and its plots into `dir` (created if missing) under
 /// the first free stem `YYYY-MM-DD-<slug>[-N]`, linking the plots from the
-/// markdown. Nothing that exists is overwritten.
-pub fn write(dir: &Path, report: &Report, plots: &[Plot]) -> Result<Archived, ArchiveError> {
+/// markdown. Nothing that exists is overwritten, each file is written whole
+/// or not at all, and none lands on one of `databases`.
+pub fn write(
+    dir: &Path,
+    report: &Report,
+    plots: &[Plot],
+    databases: &[&Path],
+) -> Result<Archived, ArchiveError> {
     std::fs::create_dir_all(dir).map_err(|source| ArchiveError::Dir {
         path: dir.to_path_buf(),
         source,
@@ -467,12 +473,12 @@ pub fn write(dir: &Path, report: &Report, plots: &[Plot]) -> Result<Archived, Ar
         let mut text = render_markdown(&linked);
         text.push('\n');
         // create_new reserves the name even against a concurrent archiver.
-        if !create_new(&md, &text)? {
+        if !create_new(&md, &text, databases)? {
             continue;
         }
         let mut written = Vec::new();
         for ((_, _, svg), path) in plots.iter().zip(&svg_paths) {
-            if !create_new(path, svg)? {
+            if !create_new(path, svg, databases)? {
                 return Err(ArchiveError::Write {
                     path: path.clone(),
                     source: std::io::Error::new(
@@ -502,7 +508,9 @@ pub fn archive(store: &mut Store, dir: &Path, report: &Report) -> Result<Archive
     let counted = super::builder::counted_runs(&store.runs(id)?);
     let series = store.iteration_series(id, &counted, &plot_metrics(report))?;
     let plots = plots_for(report, &series)?;
-    let written = write(dir, report, &plots)?;
+    let db = store.path().map(Path::to_path_buf);
+    let databases: Vec<&Path> = db.iter().map(PathBuf::as_path).collect();
+    let written = write(dir, report, &plots, &databases)?;
     let hash = |text: &str| crate::experiment::plan::sha256_hex(text.as_bytes());
     store.insert_report(
         Some(id),

@@ -106,6 +106,15 @@ pub enum SessionError {
     Plan(#[from] PlanError),
     #[error("--detach: {0}")]
     NotDetachable(String),
+    /// `LCX_HOSTNAME` is no name (a line break, a control character, too
+    /// long, not UTF-8).
+    #[error(
+        "LCX_HOSTNAME (`{}`): {why}; expected the host's name for history as one line of \
+         visible text of at most {} characters",
+        crate::escape::terminal_short(value, 60),
+        plan::MAX_NAME
+    )]
+    HostName { value: String, why: String },
     /// A revision git cannot find, or a config the revision refuses.
     #[error(transparent)]
     RevisionInput(RevisionError),
@@ -163,6 +172,7 @@ impl SessionError {
             | SessionError::OverridesOnResume { .. }
             | SessionError::Plan(_)
             | SessionError::NotDetachable(_)
+            | SessionError::HostName { .. }
             | SessionError::RevisionInput(_)
             | SessionError::Detached { .. }
             | SessionError::NothingToFollow { .. }
@@ -256,7 +266,7 @@ impl RunRequest {
             };
             return Err(SessionError::OverridesOnResume { flag });
         }
-        Ok(())
+        check_hostname_override()
     }
 
     /// The plan a new request reads (validated completely: a bad file
@@ -464,6 +474,23 @@ fn record(store: &mut Store, plan: &Plan, text: &str, host: &Host) -> Result<i64
         .then(|| fingerprint::known_ceiling(Some(store), false));
     let fingerprint = fingerprint::probe(torch.as_ref(), ceiling.as_ref());
     run::create_experiment(store, plan, text, host.argv.clone(), git, fingerprint)
+}
+
+/// `LCX_HOSTNAME`, when set, held to the rule of names: a fingerprint
+/// records it, `lcx history --host` matches it and every report shows it.
+/// [`RunRequest::check`] calls it; `lcx run --command` before it writes
+/// its file.
+pub fn check_hostname_override() -> Result<(), SessionError> {
+    match crate::system::host::hostname_override() {
+        None => Ok(()),
+        Some(Ok(name)) => {
+            plan::check_name(&name).map_err(|why| SessionError::HostName { value: name, why })
+        }
+        Some(Err(value)) => Err(SessionError::HostName {
+            value,
+            why: "is not UTF-8 text".into(),
+        }),
+    }
 }
 
 /// Why a plan cannot be detached: only Slurm cells outlive `lcx run`, and

@@ -229,11 +229,63 @@ impl<R: BufRead> Lines<'_, R> {
     }
 }
 
+/// How the runner writes a non-finite value in `metric_nonfinite`.
+fn nonfinite_word(value: &SqlValue) -> &'static str {
+    match value {
+        SqlValue::Real(f) if *f == f64::INFINITY => "Infinity",
+        SqlValue::Real(f) if *f == f64::NEG_INFINITY => "-Infinity",
+        _ => "NaN",
+    }
+}
+
+/// Why line `at` of the export could not be loaded into the scratch
+/// database `db`: the scratch folder full (not the file's fault, and said
+/// so), or the row refused by this lcx's schema, in SQLite's words.
+fn not_loaded(path: &Path, db: &Path, at: usize, table: &str, e: &rusqlite::Error) -> StoreError {
+    if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) {
+        return StoreError::DiskFull {
+            free: super::free_bytes(db),
+            path: db.to_path_buf(),
+            doing: "loading an export into its working copy (TMPDIR)",
+        };
+    }
+    refused(
+        path,
+        format!(
+            "line {at}: a row of {table} lcx cannot store ({})",
+            super::sqlite_words(e)
+        ),
+    )
+}
+
 /// Loads the JSON export at `path` into a new database at `db` (this lcx's
 /// schema, ids kept), refusing, with the line, a file that is not one, is
 /// cut short or comes from a newer lcx. Experiments exported without a
 /// uuid get the one migration 0014 would give them.
 pub(super) fn load(path: &Path, db: &Path) -> Result<(), StoreError> {
+    load_rows(path, db).map_err(|e| {
+        if e.is_disk_full() {
+            return StoreError::DiskFull {
+                free: super::free_bytes(db),
+                path: db.to_path_buf(),
+                doing: "loading an export into its working copy (TMPDIR)",
+            };
+        }
+        match e {
+            StoreError::Sql(e) => refused(
+                path,
+                format!(
+                    "its working copy {} could not be written ({})",
+                    db.display(),
+                    super::sqlite_words(&e)
+                ),
+            ),
+            e => e,
+        }
+    })
+}
+
+fn load_rows(path: &Path, db: &Path) -> Result<(), StoreError> {
     let file = std::fs::File::open(path).map_err(|e| refused(path, e.to_string()))?;
     let mut lines = Lines {
         path,
@@ -343,6 +395,23 @@ pub(super) fn load(path: &Path, db: &Path) -> Result<(), StoreError> {
                 } else {
                     "INSERT"
                 };
+                // A non-finite value goes where the runner puts one it
+                // reads: `metric_nonfinite`, counted on its cell, never
+                // into the statistics.
+                let nonfinite = (*table == "metrics")
+                    .then(|| names.iter().position(|n| n == "\"value\""))
+                    .flatten()
+                    .and_then(|i| match &values[i] {
+                        SqlValue::Real(f) if !f.is_finite() => Some(i),
+                        _ => None,
+                    });
+                let table = match nonfinite {
+                    Some(i) => {
+                        values[i] = SqlValue::Text(nonfinite_word(&values[i]).into());
+                        "metric_nonfinite"
+                    }
+                    None => table,
+                };
                 // One statement per table and column list, prepared once.
                 let sql = format!(
                     "{verb} INTO {table} ({}) VALUES ({marks})",
@@ -350,7 +419,15 @@ pub(super) fn load(path: &Path, db: &Path) -> Result<(), StoreError> {
                 );
                 tx.prepare_cached(&sql)
                     .and_then(|mut insert| insert.execute(rusqlite::params_from_iter(values)))
-                    .map_err(|e| refused(path, format!("line {at}: {e}")))?;
+                    .map_err(|e| not_loaded(path, db, at, table, &e))?;
+                if nonfinite.is_some() {
+                    let run = row.get("run_id").and_then(Value::as_i64);
+                    tx.execute(
+                        "UPDATE runs SET nonfinite_values = nonfinite_values + 1 WHERE id = ?1",
+                        [run],
+                    )
+                    .map_err(|e| not_loaded(path, db, at, table, &e))?;
+                }
                 rows += 1;
             }
             _ => {

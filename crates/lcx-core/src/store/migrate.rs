@@ -129,12 +129,17 @@ fn migration_error(name: &'static str, source: rusqlite::Error) -> StoreError {
 /// The names of the tables, views, indexes and triggers the migrations up
 /// to `version` make, sorted: what a file that says `version` must hold.
 fn schema_names_at(version: i64) -> rusqlite::Result<Vec<String>> {
+    schema_names(&schema_at(version)?)
+}
+
+/// An empty database in memory with the migrations up to `version` applied.
+fn schema_at(version: i64) -> rusqlite::Result<Connection> {
     let conn = Connection::open_in_memory()?;
     let upto = usize::try_from(version).unwrap_or(0).min(MIGRATIONS.len());
     for (_, sql) in &MIGRATIONS[..upto] {
         conn.execute_batch(sql)?;
     }
-    schema_names(&conn)
+    Ok(conn)
 }
 
 /// The names of `table`'s columns, in table order (`table` is one of
@@ -155,30 +160,118 @@ pub(super) fn schema_names(conn: &Connection) -> rusqlite::Result<Vec<String>> {
     names
 }
 
-/// Refuses a file at this lcx's version that lacks a table, view, index or
-/// trigger of that version (its `user_version` set by hand, or a file
-/// half-made by another program). Extra objects (a user's own views) pass.
-pub(super) fn check_current(conn: &Connection, path: &Path) -> Result<(), StoreError> {
-    let have = schema_names(conn)?;
-    let missing: Vec<String> = schema_names_at(LATEST_VERSION)?
-        .into_iter()
-        .filter(|n| !have.contains(n))
+/// `schema`'s own objects as (`type`, `name`, `sql`), sorted.
+fn definitions(conn: &Connection, schema: &str) -> rusqlite::Result<Vec<(String, String, String)>> {
+    let mut stmt = conn.prepare(&format!(
+        "SELECT type, name, coalesce(sql, '') FROM {schema}.sqlite_master
+         WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name"
+    ))?;
+    let rows = stmt
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
         .collect();
-    if missing.is_empty() {
+    rows
+}
+
+/// A column as `pragma_table_info` has it: name, declared type, NOT NULL,
+/// default, primary key.
+type ColumnInfo = (String, String, bool, Option<String>, i64);
+
+fn table_info(conn: &Connection, schema: &str, table: &str) -> rusqlite::Result<Vec<ColumnInfo>> {
+    let mut stmt = conn.prepare(&format!(
+        "SELECT name, type, \"notnull\", dflt_value, pk FROM {schema}.pragma_table_info(?1)"
+    ))?;
+    let rows = stmt
+        .query_map([table], |row| {
+            Ok((
+                row.get(0)?,
+                row.get(1)?,
+                row.get(2)?,
+                row.get(3)?,
+                row.get(4)?,
+            ))
+        })?
+        .collect();
+    rows
+}
+
+/// How table `name` of the file differs from lcx's, column by column
+/// (a renamed or dropped column, another type, default or NOT NULL), or
+/// `None` when only its constraints do.
+fn column_difference(want: &[ColumnInfo], have: &[ColumnInfo]) -> Option<String> {
+    let named = |cols: &[ColumnInfo], n: &str| cols.iter().find(|c| c.0 == n).cloned();
+    for w in want {
+        match named(have, &w.0) {
+            None => return Some(format!("no column `{}`", w.0)),
+            Some(h) if h != *w => {
+                return Some(format!(
+                    "column `{}` is declared otherwise ({} there, {} here)",
+                    w.0,
+                    describe_column(&h),
+                    describe_column(w)
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    have.iter()
+        .find(|h| named(want, &h.0).is_none())
+        .map(|h| format!("a column `{}` lcx does not make", h.0))
+}
+
+fn describe_column(c: &ColumnInfo) -> String {
+    let mut words = vec![if c.1.is_empty() {
+        "untyped".to_string()
+    } else {
+        c.1.clone()
+    }];
+    if c.2 {
+        words.push("NOT NULL".into());
+    }
+    if let Some(d) = &c.3 {
+        words.push(format!("DEFAULT {d}"));
+    }
+    if c.4 > 0 {
+        words.push("PRIMARY KEY".into());
+    }
+    words.join(" ")
+}
+
+/// Refuses a file at this lcx's version whose schema is not, object for
+/// object, the one this lcx's migrations make: a table, view, index or
+/// trigger missing or defined otherwise (a column renamed, dropped or
+/// retyped, a constraint dropped, an index no longer unique). SQLite keeps
+/// any value in any column and reads an unknown double-quoted name as a
+/// string, so rows copied by column name from such a file would store the
+/// names themselves. Extra objects (a user's own views) pass.
+pub(super) fn check_current(
+    conn: &Connection,
+    schema: &str,
+    path: &Path,
+) -> Result<(), StoreError> {
+    let have = definitions(conn, schema)?;
+    let reference = schema_at(LATEST_VERSION)?;
+    let mut problems = Vec::new();
+    for (kind, name, sql) in definitions(&reference, "main")? {
+        let found = have.iter().find(|(k, n, _)| *k == kind && *n == name);
+        match found {
+            None => problems.push(format!("missing {kind} {name}")),
+            Some((_, _, theirs)) if *theirs == sql => {}
+            Some(_) if kind == "table" => {
+                let want = table_info(&reference, "main", &name)?;
+                let detail = column_difference(&want, &table_info(conn, schema, &name)?)
+                    .unwrap_or_else(|| "its constraints differ from lcx's".into());
+                problems.push(format!("table {name}: {detail}"));
+            }
+            Some(_) => problems.push(format!("{kind} {name} is defined otherwise than lcx's")),
+        }
+    }
+    if problems.is_empty() {
         return Ok(());
     }
     Err(StoreError::Inconsistent {
         path: path.to_path_buf(),
         found: LATEST_VERSION,
-        detail: format!(
-            "missing {}",
-            missing
-                .iter()
-                .take(3)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+        detail: problems.into_iter().take(3).collect::<Vec<_>>().join("; "),
     })
 }
 

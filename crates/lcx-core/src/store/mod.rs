@@ -156,6 +156,15 @@ pub enum StoreError {
     ImportConflict(Box<ImportConflict>),
     #[error("cannot import {path}: {why}; nothing was imported from it")]
     NotImportable { path: PathBuf, why: String },
+    #[error(
+        "importing {} into {} failed: {why}; nothing from {} was imported",
+        .file.display(), .db.display(), .file.display()
+    )]
+    ImportFailed {
+        file: PathBuf,
+        db: PathBuf,
+        why: String,
+    },
     #[error("database {path}: {why}; it was not changed")]
     Scratch { path: PathBuf, why: String },
     #[error("run {run_id}: iteration {iteration} of `{name}` was already recorded")]
@@ -180,6 +189,22 @@ pub enum StoreError {
     },
     #[error(transparent)]
     Sql(#[from] rusqlite::Error),
+}
+
+/// SQLite's words for an error, without the error code rusqlite appends
+/// when SQLite gave no message of its own ("database or disk is full:
+/// Error code 13"), and without the column index of a type mismatch.
+pub(crate) fn sqlite_words(e: &rusqlite::Error) -> String {
+    match e {
+        rusqlite::Error::SqliteFailure(_, Some(message)) => message.clone(),
+        rusqlite::Error::SqliteFailure(code, None) => {
+            rusqlite::ffi::code_to_str(code.extended_code).to_string()
+        }
+        rusqlite::Error::InvalidColumnType(_, name, kind) => {
+            format!("column {name} holds a value of type {kind}")
+        }
+        other => other.to_string(),
+    }
 }
 
 /// Bytes available to this user on the filesystem that holds `path` (0 when

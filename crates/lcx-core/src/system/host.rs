@@ -71,16 +71,30 @@ pub fn hostname() -> Option<String> {
 /// The variable that names the host in an experiment's fingerprint.
 pub const HOSTNAME_ENV: &str = "LCX_HOSTNAME";
 
+/// `$LCX_HOSTNAME` as it is set, without the white space around it (as
+/// the kernel's name is read): `None` when unset or empty, `Err` (with its
+/// text, lossily decoded) when it is not UTF-8. The session holds it to the
+/// rule of names (one line of visible text, at most 200 characters;
+/// `experiment::plan::check_name`) before anything is recorded, and
+/// refuses a bad one.
+pub fn hostname_override() -> Option<Result<String, String>> {
+    let value = std::env::var_os(HOSTNAME_ENV).filter(|v| !v.is_empty())?;
+    Some(match value.into_string() {
+        Ok(text) => Ok(text.trim().to_string()),
+        Err(raw) => Err(raw.to_string_lossy().into_owned()),
+    })
+}
+
 /// The host name an experiment's fingerprint records: `$LCX_HOSTNAME` when
 /// set, else the kernel's. A CI service gives each job a machine of a new
 /// name; naming the runner's kind there (`LCX_HOSTNAME=gha-ubuntu-24.04`)
 /// keeps its jobs one series in `lcx history`. The runner's identity and
 /// each cell's host stay the kernel's name: they say where a process is.
 pub fn recorded_hostname() -> Option<String> {
-    std::env::var(HOSTNAME_ENV)
-        .ok()
-        .filter(|h| !h.trim().is_empty())
-        .or_else(hostname)
+    match hostname_override() {
+        Some(Ok(name)) => Some(name),
+        _ => hostname(),
+    }
 }
 
 #[cfg(test)]

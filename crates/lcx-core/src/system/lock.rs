@@ -92,8 +92,15 @@ fn path_from(env: &dyn Fn(&str) -> Option<std::ffi::OsString>, uid: u32) -> Path
         .map(|d| PathBuf::from(d).join("lcx"))
         .or_else(|| var("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("lcx")))
         .or_else(|| var("HOME").map(|d| PathBuf::from(d).join(".cache").join("lcx")))
-        .unwrap_or_else(|| PathBuf::from(format!("/tmp/lcx-{uid}")));
+        .unwrap_or_else(|| shared_fallback(uid));
     folder.join("host.lock")
+}
+
+/// The folder of the last resort, under `/tmp`, which every user shares:
+/// lcx uses it only as a folder of its own (`crate::files::private_dir`),
+/// so that no one else can plant a link at the lock's name.
+fn shared_fallback(uid: u32) -> PathBuf {
+    PathBuf::from(format!("/tmp/lcx-{uid}"))
 }
 
 /// The host lock as one runner takes it, cell after cell.
@@ -199,7 +206,18 @@ impl HostLock {
 
     fn open(&self) -> Result<File, LockError> {
         if let Some(folder) = self.path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(folder).map_err(|e| self.error("creating its folder", e))?;
+            // SAFETY: getuid cannot fail and has no preconditions.
+            if folder == shared_fallback(unsafe { libc::getuid() }) {
+                crate::files::private_dir(folder).map_err(|e| {
+                    self.error(
+                        "making its folder, one of its own",
+                        std::io::Error::other(e),
+                    )
+                })?;
+            } else {
+                std::fs::create_dir_all(folder)
+                    .map_err(|e| self.error("creating its folder", e))?;
+            }
         }
         // Opened for writing (to name the holder) without truncating: the
         // holder's name stays readable until it lets go.

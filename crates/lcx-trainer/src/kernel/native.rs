@@ -406,6 +406,20 @@ fn transpose_tile(
 unsafe fn transpose8_avx2(src: *const f32, ss: usize, dst: *mut f32, ds: usize) {
     use std::arch::x86_64::*;
     let r: [__m256; 8] = std::array::from_fn(|i| _mm256_loadu_ps(src.add(i * ss)));
+    for (i, v) in transpose8_registers(r).into_iter().enumerate() {
+        _mm256_storeu_ps(dst.add(i * ds), v);
+    }
+}
+
+/// An 8 × 8 transpose of 32-bit lanes in registers: unpack, shuffle,
+/// permute (also the bf16 kernel's, which widens before it transposes).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+pub(super) fn transpose8_registers(
+    r: [std::arch::x86_64::__m256; 8],
+) -> [std::arch::x86_64::__m256; 8] {
+    use std::arch::x86_64::*;
     let t0 = _mm256_unpacklo_ps(r[0], r[1]);
     let t1 = _mm256_unpackhi_ps(r[0], r[1]);
     let t2 = _mm256_unpacklo_ps(r[2], r[3]);
@@ -422,7 +436,7 @@ unsafe fn transpose8_avx2(src: *const f32, ss: usize, dst: *mut f32, ds: usize) 
     let u5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
     let u6 = _mm256_shuffle_ps::<0x44>(t5, t7);
     let u7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
-    let out = [
+    [
         _mm256_permute2f128_ps::<0x20>(u0, u4),
         _mm256_permute2f128_ps::<0x20>(u1, u5),
         _mm256_permute2f128_ps::<0x20>(u2, u6),
@@ -431,10 +445,7 @@ unsafe fn transpose8_avx2(src: *const f32, ss: usize, dst: *mut f32, ds: usize) 
         _mm256_permute2f128_ps::<0x31>(u1, u5),
         _mm256_permute2f128_ps::<0x31>(u2, u6),
         _mm256_permute2f128_ps::<0x31>(u3, u7),
-    ];
-    for (i, v) in out.into_iter().enumerate() {
-        _mm256_storeu_ps(dst.add(i * ds), v);
-    }
+    ]
 }
 
 /// A read-only, packed copy of an MLP for CPU inference forwards.
@@ -874,7 +885,7 @@ fn dense_portable(layer: Panels<'_>, x: &[f32], rows: usize, y: &mut [f32], relu
 
 /// The rows `0..rows` cut into blocks of at most [`MAX_ROWS`], as even as
 /// possible (26 rows → 6, 5, 5, 5, 5), so no block is a thin remainder.
-fn row_blocks(rows: usize, max: usize) -> impl Iterator<Item = (usize, usize)> {
+pub(super) fn row_blocks(rows: usize, max: usize) -> impl Iterator<Item = (usize, usize)> {
     let blocks = rows.div_ceil(max);
     let (base, extra) = (rows / blocks.max(1), rows % blocks.max(1));
     (0..blocks).scan(0, move |start, i| {

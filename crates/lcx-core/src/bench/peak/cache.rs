@@ -210,10 +210,8 @@ fn replace_entry(path: &Path, host: &str, entry: Option<&Ceiling>) -> std::io::R
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
     let text = serde_json::to_vec_pretty(&all).map_err(std::io::Error::other)?;
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, path)
+    crate::files::replace("LCX_PEAK_CACHE", path, &text, &[]).map_err(std::io::Error::other)
 }
 
 /// Holds the cache's probe lock (`peak.json.lock` beside the file) until

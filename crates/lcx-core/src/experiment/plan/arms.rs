@@ -142,6 +142,15 @@ impl Reader<'_> {
             Some(toml::Value::String(s)) => Some(s.clone()),
             _ => None,
         };
+        let shell = self
+            .read(at(arm, &prefix).boolean("shell"))?
+            .unwrap_or(false);
+        if shell && command_string.is_none() {
+            return Err(self.err(
+                format!("{prefix}shell"),
+                "applies to a `command` given as a string (an array runs as it is)",
+            ));
+        }
         let hooks = self.hooks(arm, &prefix)?;
         self.check_arm_workload(&prefix, workload, command.is_some(), &set, &args)?;
         Ok(RawArm {
@@ -157,6 +166,7 @@ impl Reader<'_> {
             variable_set: variable.is_some(),
             timed,
             command_string,
+            shell,
             timeout,
             hooks,
             revision,

@@ -81,6 +81,7 @@ pub const KEYS: &[KeyDoc] = &[
     key("arms", "set", "array of `key=value` strings", "[]", LCX, "This arm's config overrides (last, after `--set`)."),
     key("arms", "args", "array of strings", "[]", LCX, "Extra flags of the lcx workload, e.g. `[\"--amp\"]`; a command arm takes its arguments in `command`."),
     key("arms", "command", "string or array of strings", "required", COMMAND, "The program: an array runs as it is, a string of plain words as those words; a string with shell syntax runs through `sh -c` (a timed arm has the shell's start-up taken off)."),
+    key("arms", "shell", "boolean", "false", COMMAND, "`true`: a timed arm's string runs through `sh -c` even when it is plain words (its start-up taken off as for any string with shell syntax); `lcx run --command` with `-P`/`-L` sets it on every arm of a command when one of its values needs a shell."),
     key("arms", "env", "table of strings", "{}", ALL, "Environment variables of the arm's cells, on top of lcx's (`LCX_ITERATIONS`, `LCX_ARM`, …)."),
     key("arms", "requires", "string", "none", ALL, "`cuda`: the arm's cells are skipped (and said so) where CUDA is absent."),
     key("arms", "timing", "string", "the file's", COMMAND, "As the top-level `timing`, for this arm."),

@@ -227,6 +227,7 @@ pub(super) fn bare_arm() -> RawArm {
         variable_set: false,
         timed: None,
         command_string: None,
+        shell: false,
         timeout: None,
         hooks: Hooks::default(),
         revision: None,

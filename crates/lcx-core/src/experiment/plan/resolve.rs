@@ -177,7 +177,8 @@ fn command_arm(
         // otherwise through `sh -c`, the shell's start-up taken off
         // (decision 0023).
         match raw.command_string.as_deref().map(super::shell::words) {
-            Some(Some(words)) => argv = words,
+            Some(Some(words)) if !raw.shell => argv = words,
+            Some(Some(_)) => timer.push("--subtract-shell".into()),
             Some(None) => timer.push("--subtract-shell".into()),
             None => {}
         }
@@ -251,22 +252,7 @@ pub fn check_revision(value: &str) -> Result<String, String> {
     Ok(value.to_string())
 }
 
-/// Arm names end up in commands, file names and SQL filters: keep them
-/// to a safe alphabet.
-pub fn check_arm_name(name: &str) -> Result<(), String> {
-    if name.is_empty() {
-        return Err("must not be empty".into());
-    }
-    if let Some(c) = name
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
-    {
-        return Err(format!(
-            "`{name}` contains `{c}`; use letters, digits, `-`, `_` and `.`"
-        ));
-    }
-    Ok(())
-}
+pub use crate::names::check_arm_name;
 
 pub fn sanitize(raw: &str) -> String {
     raw.chars()

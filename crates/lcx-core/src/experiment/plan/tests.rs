@@ -1441,3 +1441,24 @@ fn numbers_and_names_are_checked_where_they_are_read() {
         "{e}"
     );
 }
+
+#[test]
+fn shell_true_runs_plain_words_through_the_shell() {
+    // `lcx run --command` with `-P`/`-L` writes it on the plain arms of a
+    // command whose other values need a shell (decision 0027).
+    let text = format!("timing = \"process\"\n{COMMAND}").replacen(
+        "command = \"echo 1\"",
+        "command = \"echo 1\"\nshell = true",
+        1,
+    );
+    assert_eq!(
+        plan(&text).unwrap().arms[0].command_line()[4..],
+        ["--subtract-shell", "--", "sh", "-c", "echo 1"]
+    );
+    let array = text.replacen("\"echo 1\"", "[\"echo\", \"1\"]", 1);
+    let err = error(&array);
+    assert!(
+        err.contains("shell") && err.contains("applies to a `command` given as a string"),
+        "{err}"
+    );
+}

@@ -27,8 +27,9 @@ mod shape;
 mod values;
 
 use arm_list::ArmList;
-pub(super) use rules::check_env_name;
-pub use rules::{check_min_effect, check_name, check_visible, MAX_ARMS, MAX_NAME, MAX_SECONDS};
+pub use rules::{
+    check_env_name, check_min_effect, check_name, check_visible, MAX_ARMS, MAX_NAME, MAX_SECONDS,
+};
 
 pub(super) const TOP_KEYS: &[&str] = &[
     "name",
@@ -79,6 +80,7 @@ pub(super) const ARM_KEYS: &[&str] = &[
     "set",
     "requires",
     "command",
+    "shell",
     "env",
     "args",
     "variable_iterations",
@@ -145,6 +147,10 @@ pub(super) struct RawArm {
     /// `sh -c STRING`): a timed arm runs plain words without the shell,
     /// and has the shell's start-up taken off otherwise (`shell`).
     pub(super) command_string: Option<String>,
+    /// `shell = true`: a timed string runs through `sh -c` even when it is
+    /// plain words (`lcx run --command` with `-P`/`-L` says so for every
+    /// arm of a command when one of them needs a shell).
+    pub(super) shell: bool,
     /// `timeout` (`None`: the arm did not say; the file's applies).
     pub(super) timeout: Option<f64>,
     /// `setup`, `prepare`, `cleanup` (each `None`: the file's applies).

@@ -13,6 +13,13 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 
 use super::{Store, StoreError, LATEST_VERSION};
 
+mod digest;
+pub mod scratch;
+mod values;
+
+use scratch::ScratchDir;
+pub use values::TABLES;
+
 /// One experiment of a source database and what became of it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ImportedExperiment {
@@ -35,6 +42,10 @@ pub struct Imported {
     /// Still running in the source: left for an import once it has ended
     /// (`id` is its id here when an earlier copy came in).
     pub running: Vec<ImportedExperiment>,
+    /// Recorded as running in the source by a runner on this host that
+    /// is gone (`lcx list` there says abandoned): left out until it is
+    /// resumed or removed there.
+    pub abandoned: Vec<ImportedExperiment>,
     /// Archived reports' records added to experiments here already.
     pub reports: usize,
 }
@@ -46,7 +57,7 @@ pub struct Source {
     given: PathBuf,
     /// The database read.
     database: PathBuf,
-    _upgraded: Option<tempfile::TempDir>,
+    _upgraded: Option<ScratchDir>,
 }
 
 impl Source {
@@ -70,12 +81,66 @@ fn refused(path: &Path, why: impl Into<String>) -> StoreError {
 }
 
 /// A folder for a copy of the source (an upgraded database, a loaded
-/// JSON export), removed with it.
-fn scratch(path: &Path) -> Result<tempfile::TempDir, StoreError> {
-    tempfile::tempdir().map_err(|e| StoreError::NotImportable {
+/// JSON export), removed with it (see [`scratch`]).
+fn scratch(path: &Path) -> Result<ScratchDir, StoreError> {
+    ScratchDir::new().map_err(|e| StoreError::NotImportable {
         path: path.to_path_buf(),
-        why: format!("no folder for a working copy: {e}"),
+        why: format!(
+            "no folder for a working copy in {} (TMPDIR): {e}",
+            std::env::temp_dir().display()
+        ),
     })
+}
+
+/// Why a file that is not a regular one is not read: asked of its
+/// metadata, never by opening it (opening a FIFO with no writer waits
+/// forever, and reading one consumes what the check would need).
+fn not_a_file(meta: &std::fs::Metadata) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = meta.file_type();
+    if kind.is_file() {
+        None
+    } else if kind.is_dir() {
+        Some("it is a folder")
+    } else if kind.is_fifo() {
+        Some(
+            "it is a pipe (a FIFO, or standard input through one), not a file: lcx reads a \
+             source twice (to tell its kind, then its rows), so save it to a file first \
+             (`cat > export.jsonl`) and import that",
+        )
+    } else if kind.is_char_device() || kind.is_block_device() {
+        Some("it is a device, not a file: save what it holds to a file and import that")
+    } else if kind.is_socket() {
+        Some("it is a socket, not a file")
+    } else {
+        Some("it is not a regular file")
+    }
+}
+
+/// Why SQLite could not read the database at `path`, in words: a hot
+/// rollback journal beside it (a writer stopped in mid-transaction) reads
+/// as "attempt to write a readonly database" to a read-only open.
+fn unreadable(path: &Path, e: &rusqlite::Error) -> StoreError {
+    let mut journal = path.as_os_str().to_os_string();
+    journal.push("-journal");
+    let journal = PathBuf::from(journal);
+    if e.sqlite_error_code() == Some(rusqlite::ErrorCode::ReadOnly) && journal.exists() {
+        return refused(
+            path,
+            format!(
+                "it holds an unfinished write: its rollback journal {} is still there, left by \
+                 a writer that stopped in mid-transaction, and a read-only import cannot roll \
+                 it back. Open the database once for writing (`sqlite3 {} 'PRAGMA \
+                 quick_check'`) and import it again",
+                journal.display(),
+                path.display()
+            ),
+        );
+    }
+    refused(
+        path,
+        format!("it cannot be read ({})", super::sqlite_words(e)),
+    )
 }
 
 /// Opens `path` as a source: an lcx database this lcx can read, or an
@@ -84,11 +149,15 @@ fn scratch(path: &Path) -> Result<tempfile::TempDir, StoreError> {
 /// is newer. An older database is copied (`VACUUM INTO`, its WAL included)
 /// and the copy upgraded; the file itself is never written.
 fn source(path: &Path) -> Result<Source, StoreError> {
-    if path.is_dir() {
-        return Err(refused(path, "it is a folder"));
-    }
-    if !path.exists() {
-        return Err(refused(path, "there is no such file"));
+    let meta = match std::fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(refused(path, "there is no such file"))
+        }
+        Err(e) => return Err(refused(path, format!("it cannot be read ({e})"))),
+    };
+    if let Some(why) = not_a_file(&meta) {
+        return Err(refused(path, why));
     }
     if super::dump::looks_like_json(path) {
         let dir = scratch(path)?;
@@ -111,9 +180,7 @@ fn source(path: &Path) -> Result<Source, StoreError> {
                 "it is an SQLite database of another program (no lcx schema version)",
             ),
             StoreError::Empty(_) => refused(path, "it is an empty file"),
-            StoreError::Open { source, .. } => {
-                refused(path, format!("it cannot be read ({source})"))
-            }
+            StoreError::Open { source, .. } => unreadable(path, &source),
             StoreError::Inconsistent { found, detail, .. } => refused(
                 path,
                 format!(
@@ -154,17 +221,16 @@ fn source(path: &Path) -> Result<Source, StoreError> {
     };
     // Whole and lcx's, checked before anything is written: its pages
     // (`quick_check`) and the tables this lcx reads.
-    let conn =
-        read_only(&database).map_err(|e| refused(path, format!("it cannot be read ({e})")))?;
+    let conn = read_only(&database).map_err(|e| unreadable(path, &e))?;
     let check: String = match conn.query_row("PRAGMA quick_check(1)", [], |r| r.get(0)) {
         Ok(check) => check,
-        Err(e) if is_damage(&e) => e.to_string(),
-        Err(e) => return Err(e.into()),
+        Err(e) if is_damage(&e) => super::sqlite_words(&e),
+        Err(e) => return Err(unreadable(path, &e)),
     };
     if check != "ok" {
         return Err(refused(path, format!("it is damaged ({check})")));
     }
-    super::migrate::check_current(&conn, path).map_err(why_not)?;
+    super::migrate::check_current(&conn, "main", path).map_err(why_not)?;
     drop(conn);
     Ok(Source {
         given: path.to_path_buf(),
@@ -240,36 +306,6 @@ fn list(columns: &[String], prefix: &str) -> String {
         .map(|c| format!("{prefix}{c}"))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// What must agree for two rows of one uuid to be one experiment: its
-/// state, file, plan and warm-up, and each cell's state, attempt, warm-up
-/// and count of live lines (numbers, text, non-finite). Fields are joined
-/// by control characters no name holds; the count queries use the live
-/// lines' indexes, so the cost is that of the cells' lines, not the table.
-fn digest(conn: &Connection, schema: &str, id: i64) -> Result<String, StoreError> {
-    let live = |table: &str| {
-        format!(
-            "(SELECT count(*) FROM {schema}.{table} m WHERE m.run_id = r.id AND m.superseded = 0)"
-        )
-    };
-    let sql = format!(
-        "SELECT e.status || char(31) || coalesce(e.finished_at, '') || char(31) || e.file_sha256
-                || char(31) || e.plan_json || char(31) || coalesce(e.warmup, '') || char(30)
-                || coalesce((
-                    SELECT group_concat(cell, char(30)) FROM (
-                        SELECT r.arm || char(31) || r.repeat || char(31) || r.status || char(31)
-                               || r.attempt || char(31) || r.iterations_done || char(31)
-                               || coalesce(r.warmup, '') || char(31) || {} || char(31) || {}
-                               || char(31) || {} AS cell
-                        FROM {schema}.runs r WHERE r.experiment_id = e.id
-                        ORDER BY r.arm, r.repeat)), '')
-         FROM {schema}.experiments e WHERE e.id = ?1",
-        live(LINE_TABLES[0]),
-        live(LINE_TABLES[1]),
-        live(LINE_TABLES[2]),
-    );
-    Ok(conn.query_row(&sql, [id], |row| row.get(0))?)
 }
 
 /// Copies source experiment `old` (attached as `src`) and its cells into
@@ -379,7 +415,7 @@ pub struct Scratch {
     store: Store,
     /// The database it is a copy of.
     origin: PathBuf,
-    _dir: tempfile::TempDir,
+    _dir: ScratchDir,
 }
 
 impl Scratch {
@@ -442,13 +478,37 @@ impl Store {
         if self.path().is_some_and(|here| same_file(here, source_path)) {
             return self.itself();
         }
+        let failed = |e: StoreError| self.failed(source_path, e);
         self.conn
-            .execute("ATTACH DATABASE ?1 AS src", [read_only_uri(&src.database)])?;
+            .execute("ATTACH DATABASE ?1 AS src", [read_only_uri(&src.database)])
+            .map_err(|e| failed(e.into()))?;
         let result = self.import_attached(source_path, dry_run);
         let detached = self.conn.execute("DETACH DATABASE src", []);
-        let out = result?;
-        detached?;
+        let out = result.map_err(|e| self.failed(source_path, e))?;
+        detached.map_err(|e| self.failed(source_path, e.into()))?;
         Ok(out)
+    }
+
+    /// An import's failure in words that name both files: SQLite's own
+    /// errors (a full disk, a lock) carry neither, nor should they carry
+    /// an error code or a column index.
+    fn failed(&self, source: &Path, e: StoreError) -> StoreError {
+        let StoreError::Sql(e) = e else {
+            return e;
+        };
+        let db = self.path().map(Path::to_path_buf).unwrap_or_default();
+        if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) {
+            return StoreError::DiskFull {
+                free: super::free_bytes(&db),
+                path: db,
+                doing: "importing into",
+            };
+        }
+        StoreError::ImportFailed {
+            file: source.to_path_buf(),
+            db,
+            why: super::sqlite_words(&e),
+        }
     }
 
     /// The import of this database into itself: everything here already.
@@ -473,7 +533,7 @@ impl Store {
     }
 
     /// [`Store::import`] with the source attached as `src`.
-    fn import_attached(&mut self, source: &Path, dry_run: bool) -> Result<Imported, StoreError> {
+    fn import_attached(&self, source: &Path, dry_run: bool) -> Result<Imported, StoreError> {
         let version: i64 = self
             .conn
             .query_row("PRAGMA src.user_version", [], |row| row.get(0))?;
@@ -491,25 +551,56 @@ impl Store {
         } else {
             TransactionBehavior::Immediate
         };
-        let tx = self.conn.transaction_with_behavior(behavior)?;
-        let experiments: Vec<(i64, String, String, String)> = {
-            let mut stmt =
-                tx.prepare("SELECT id, uuid, name, status FROM src.experiments ORDER BY id")?;
+        // Unchecked: the rows copied are read back through this store's
+        // own readers inside the transaction, before it commits.
+        let tx = rusqlite::Transaction::new_unchecked(&self.conn, behavior)?;
+        // Every experiment row checked before one is read as a type.
+        values::check(&tx, "experiments", true, source)?;
+        let experiments: Vec<SourceExperiment> = {
+            let mut stmt = tx.prepare(
+                "SELECT id, uuid, name, status, runner_pid, runner_host, runner_boot_id,
+                        runner_start_ticks, detached_at IS NOT NULL
+                 FROM src.experiments ORDER BY id",
+            )?;
             let rows = stmt
                 .query_map([], |row| {
-                    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+                    Ok(SourceExperiment {
+                        id: row.get(0)?,
+                        uuid: row.get::<_, Option<String>>(1)?,
+                        name: row.get(2)?,
+                        status: row.get(3)?,
+                        runner: super::read::runner_identity(
+                            row.get(4)?,
+                            row.get(5)?,
+                            row.get(6)?,
+                            row.get(7)?,
+                        ),
+                        detached: row.get(8)?,
+                    })
                 })?
                 .collect::<Result<_, _>>()?;
             rows
         };
-        if !dry_run {
-            tx.execute_batch(
-                "CREATE TEMP TABLE IF NOT EXISTS import_runs (old INTEGER PRIMARY KEY, new INTEGER);
-                 DELETE FROM temp.import_runs;",
-            )?;
-        }
+        tx.execute_batch(&format!(
+            "CREATE TEMP TABLE IF NOT EXISTS import_runs (old INTEGER PRIMARY KEY, new INTEGER);
+             DELETE FROM temp.import_runs;
+             CREATE TEMP TABLE IF NOT EXISTS import_pick (old INTEGER PRIMARY KEY);
+             DELETE FROM {};",
+            values::PICKED
+        ))?;
         let mut out = Imported::default();
-        for (old, uuid, name, status) in experiments {
+        for e in experiments {
+            let Some(uuid) = e.uuid.clone() else {
+                return Err(refused(
+                    source,
+                    format!(
+                        "experiment #{} `{}` has no uuid (experiments.uuid is NULL), so it \
+                         cannot be told from a copy of it",
+                        e.id,
+                        values::short(&e.name)
+                    ),
+                ));
+            };
             let here: Option<i64> = tx
                 .query_row(
                     "SELECT id FROM main.experiments WHERE uuid = ?1",
@@ -519,51 +610,98 @@ impl Store {
                 .optional()?;
             let entry = ImportedExperiment {
                 uuid: uuid.clone(),
-                name: name.clone(),
-                source_id: old,
+                name: e.name.clone(),
+                source_id: e.id,
                 id: here,
             };
-            // Still running there: it will differ next time, so it is
+            // Not ended there: it will differ once it ends, so it is
             // neither judged nor copied now.
-            if status == "running" {
-                out.running.push(entry);
+            if e.status == "running" {
+                let gone = e
+                    .runner
+                    .as_ref()
+                    .is_some_and(|r| r.liveness() == super::liveness::Liveness::Gone);
+                if gone && !e.detached {
+                    out.abandoned.push(entry);
+                } else {
+                    out.running.push(entry);
+                }
                 continue;
             }
             match here {
                 Some(id) => {
-                    if digest(&tx, "main", id)? != digest(&tx, "src", old)? {
+                    if digest::digest(&tx, "main", id)? != digest::digest(&tx, "src", e.id)? {
                         return Err(StoreError::ImportConflict(Box::new(
                             super::ImportConflict {
                                 path: source.to_path_buf(),
-                                name,
-                                source_id: old,
+                                name: e.name,
+                                source_id: e.id,
                                 id,
                                 uuid,
                             },
                         )));
                     }
-                    out.reports += copy_reports(&tx, old, id, dry_run)?;
                     out.present.push(entry);
                 }
                 None => {
-                    let id = if dry_run {
-                        None
-                    } else {
-                        Some(copy_experiment(&tx, old)?)
-                    };
-                    out.added.push(ImportedExperiment { id, ..entry });
+                    tx.execute(
+                        &format!("INSERT INTO {} (old) VALUES (?1)", values::PICKED),
+                        [e.id],
+                    )?;
+                    out.added.push(entry);
                 }
+            }
+        }
+        // Every value of what would be copied, checked before any row is:
+        // a dry run refuses what the import would.
+        for table in &values::TABLES[1..] {
+            values::check(&tx, table, false, source)?;
+        }
+        for entry in &out.present {
+            if let Some(id) = entry.id {
+                out.reports += copy_reports(&tx, entry.source_id, id, dry_run)?;
             }
         }
         if dry_run {
             return Ok(out);
+        }
+        for entry in &mut out.added {
+            entry.id = Some(copy_experiment(&tx, entry.source_id)?);
         }
         // Nothing added, nothing to copy: no pass over the source's lines.
         if !out.added.is_empty() {
             copy_lines(&tx)?;
         }
         merge_hosts_and_vocabulary(&tx)?;
+        // What every command will read of them, read once now: a value
+        // the checks let through that lcx's readers cannot take (a JSON
+        // column of another shape) refuses the file here, not every
+        // later `lcx publish`.
+        for entry in &out.added {
+            let Some(id) = entry.id else { continue };
+            if let Err(e) = self.experiment(id).and_then(|_| self.runs(id)) {
+                return Err(refused(
+                    source,
+                    format!(
+                        "experiment #{} `{}` cannot be read as lcx stores it ({})",
+                        entry.source_id,
+                        values::short(&entry.name),
+                        values::short(&e.to_string())
+                    ),
+                ));
+            }
+        }
         tx.commit()?;
         Ok(out)
     }
+}
+
+/// An experiment of the source, as the import sorts it.
+struct SourceExperiment {
+    id: i64,
+    uuid: Option<String>,
+    name: String,
+    status: String,
+    runner: Option<super::liveness::RunnerIdentity>,
+    detached: bool,
 }
