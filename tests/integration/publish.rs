@@ -110,6 +110,34 @@ fn publish_refuses_a_folder_that_is_not_its_site() {
 }
 
 #[test]
+fn a_first_publish_that_fails_leaves_no_half_site_in_the_way() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = recorded(dir.path());
+    // A row no reader takes (written by hand, past every import check).
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute("UPDATE runs SET node_json = 'x' WHERE id = 1", [])
+        .unwrap();
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    for site in [dir.path().join("new"), empty.clone()] {
+        let out = lcx()
+            .arg("publish")
+            .arg(&site)
+            .arg("--db")
+            .arg(&db)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        assert!(!site.exists() || std::fs::read_dir(&site).unwrap().count() == 0);
+    }
+    assert!(empty.is_dir(), "a folder the user made stays");
+    // Mended, the same folder takes the site.
+    conn.execute("UPDATE runs SET node_json = NULL WHERE id = 1", [])
+        .unwrap();
+    succeed(lcx().arg("publish").arg(&empty).arg("--db").arg(&db));
+}
+
+#[test]
 fn export_flags_the_warm_up_and_the_cells_status() {
     let dir = tempfile::tempdir().unwrap();
     let db = recorded(dir.path());

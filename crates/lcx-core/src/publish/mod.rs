@@ -162,7 +162,33 @@ fn is_page_file(rel: &str) -> bool {
 /// Writes the site of every experiment in `store` into `dir` (created if
 /// missing). `dir` must be new, empty, or a site an earlier publish wrote.
 pub fn publish(store: &Store, dir: &Path) -> Result<Published, PublishError> {
+    let existed = dir.exists();
     open_folder(dir)?;
+    let fresh = !dir.join(MANIFEST).exists();
+    let result = publish_into(store, dir);
+    // A first publish that failed takes what it wrote with it: a folder
+    // left with files and no manifest would be refused by the next try.
+    if result.is_err() && fresh {
+        if existed {
+            if let Ok(entries) = std::fs::read_dir(dir) {
+                for entry in entries.flatten() {
+                    let path = entry.path();
+                    let _ = if path.is_dir() {
+                        std::fs::remove_dir_all(path)
+                    } else {
+                        std::fs::remove_file(path)
+                    };
+                }
+            }
+        } else {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+    result
+}
+
+/// [`publish`] into a folder opened for it.
+fn publish_into(store: &Store, dir: &Path) -> Result<Published, PublishError> {
     let mut site = Site {
         store,
         dir,
