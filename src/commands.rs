@@ -190,7 +190,10 @@ fn shown(text: &str) -> String {
 /// `template` with every `{VAR}` of `values` replaced by its value, in one
 /// pass from left to right (hyperfine's rule): a value's own text is never
 /// read again, so a value that holds `{OTHER}` keeps it as it is. Where two
-/// names could match at one place, the longer wins.
+/// names could match at one place, the longer wins. `${VAR}` is the
+/// shell's, not a placeholder after a `$`: it is left for the shell to
+/// read the variable lcx sets (replaced, `${n}` would become `$1000`, an
+/// empty positional parameter).
 fn substitute(template: &str, values: &[(&str, &str)]) -> String {
     let mut keys: Vec<(String, &str)> = values
         .iter()
@@ -200,7 +203,8 @@ fn substitute(template: &str, values: &[(&str, &str)]) -> String {
     let mut out = String::with_capacity(template.len());
     let mut rest = template;
     'text: while let Some(c) = rest.chars().next() {
-        for (key, value) in &keys {
+        let shells = out.ends_with('$');
+        for (key, value) in keys.iter().filter(|_| !shells) {
             if let Some(after) = rest.strip_prefix(key.as_str()) {
                 out.push_str(value);
                 rest = after;
@@ -219,6 +223,37 @@ fn substitute(template: &str, values: &[(&str, &str)]) -> String {
 /// gives its cells (`LCX_…`).
 fn exported(var: &str) -> bool {
     !var.starts_with("LCX_") && std::env::var_os(var).is_none()
+}
+
+/// Whether `command` uses the parameter `var`: its `{VAR}`, or its `$VAR`
+/// where lcx sets that variable ([`exported`]).
+fn uses(command: &str, var: &str) -> bool {
+    let placeholder = format!("{{{var}}}");
+    let replaced = command
+        .match_indices(&placeholder)
+        .any(|(at, _)| !command[..at].ends_with('$'));
+    replaced || (exported(var) && reads_variable(command, var))
+}
+
+/// Whether `command` reads the shell variable `var`: `$VAR` or `${VAR…}`
+/// not followed by a character that would make a longer name (`$nn` and
+/// `${nx}` are not `n`'s). A name a shell cannot read as a variable
+/// (`1bad`: `$1` then `bad`) never is.
+fn reads_variable(command: &str, var: &str) -> bool {
+    let name_char = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let readable = var
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && var.chars().all(name_char);
+    readable
+        && command.match_indices('$').any(|(at, _)| {
+            let after = &command[at + 1..];
+            let after = after.strip_prefix('{').unwrap_or(after);
+            after
+                .strip_prefix(var)
+                .is_some_and(|rest| !rest.starts_with(name_char))
+        })
 }
 
 /// Each command at each combination of the axes' values.
@@ -361,14 +396,23 @@ fn axes(asked: &Asked) -> anyhow::Result<Vec<Axis>> {
         if axes[..i].iter().any(|(v, _)| v == var) {
             return Err(bad(format!("-P/-L: `{var}` is given twice")));
         }
-        if !asked
-            .commands
-            .iter()
-            .any(|c| c.contains(&format!("{{{var}}}")))
-        {
+        if !asked.commands.iter().any(|c| uses(c, var)) {
+            let set = if exported(var) {
+                format!(" or `${var}`")
+            } else {
+                String::new()
+            };
+            let why = if exported(var) || !asked.commands.iter().any(|c| reads_variable(c, var)) {
+                String::new()
+            } else {
+                format!(
+                    " (`${var}` is not set per value: lcx's environment has a `{var}` already, \
+                     or it is one of lcx's own)"
+                )
+            };
             return Err(bad(format!(
-                "-P/-L {var}: no --command holds `{{{var}}}`, so every value would run the \
-                 same command"
+                "-P/-L {var}: no --command holds `{{{var}}}`{set}, so every value would run \
+                 the same command{why}"
             )));
         }
     }
@@ -392,6 +436,39 @@ mod tests {
         // Every place, text around it kept, names that share a start.
         let values = [("n", "1"), ("nn", "2")];
         assert_eq!(substitute("{n}{nn}-{n}é{x}", &values), "12-1é{x}");
+        // `${n}` is the shell's variable, left for it.
+        assert_eq!(
+            substitute("echo ${n} {n} $n", &[("n", "5")]),
+            "echo ${n} 5 $n"
+        );
+        // Where lcx does not set the variable, `${PATH}` is no use of `-L PATH`.
+        assert!(!uses("echo ${PATH}", "PATH"));
+        assert!(uses("echo {PATH}", "PATH"));
+    }
+
+    #[test]
+    fn a_variable_is_read_as_dollar_name_or_braced_name_alone() {
+        for command in [
+            "echo $n",
+            "python3 -c \"sum(range($n))\"",
+            "echo ${n}",
+            "x${n:-1}",
+            "$n",
+        ] {
+            assert!(reads_variable(command, "n"), "{command}");
+        }
+        for command in [
+            "echo $nn",
+            "echo ${nx}",
+            "echo n",
+            "echo {n}",
+            "echo $N",
+            "echo $",
+        ] {
+            assert!(!reads_variable(command, "n"), "{command}");
+        }
+        assert!(reads_variable("echo $n_1.", "n_1"));
+        assert!(!reads_variable("echo $1bad", "1bad"));
     }
 
     #[test]

@@ -153,6 +153,9 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<u8> {
     // Before `--command`'s file is written: a bad one writes nothing.
     session::check_hostname_override()?;
+    if let Some(file) = &args.file {
+        mistaken_command(file)?;
+    }
     let commands_file = match args.commands.as_slice() {
         [] => None,
         _ => Some(crate::commands::experiment_file(&crate::commands::Asked {
@@ -287,6 +290,52 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
 }
 
+/// A FILE that does not exist but reads as a command (`lcx run 'sleep
+/// 0.05'`, as hyperfine is called): refused (exit 2) with the `--command`
+/// line that times it. A path ending in `.toml` is a missing file, and
+/// anything else is left to the plan's reader to say it cannot be read.
+fn mistaken_command(file: &Path) -> anyhow::Result<()> {
+    let Some(text) = file.to_str() else {
+        return Ok(());
+    };
+    let looks_like_command = text.contains(char::is_whitespace) || on_path(text);
+    if file.exists()
+        || text.ends_with(".toml")
+        || !looks_like_command
+        || text.trim().is_empty()
+        || lcx_core::escape::first_hidden(text).is_some()
+    {
+        return Ok(());
+    }
+    Err(crate::errors::bad_input(anyhow::anyhow!(
+        "cannot read experiment file {text}: no such file; to time it as a command: \
+         lcx run --command {}",
+        shell_quoted(text)
+    )))
+}
+
+/// Whether `name` is a program's name (no `/`) that an executable file on
+/// `$PATH` holds.
+fn on_path(name: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    if name.is_empty() || name.contains('/') {
+        return false;
+    }
+    let Some(path) = std::env::var_os("PATH") else {
+        return false;
+    };
+    std::env::split_paths(&path).any(|dir| {
+        std::fs::metadata(dir.join(name))
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    })
+}
+
+/// `text` as one word for a POSIX shell: in single quotes, each `'` as
+/// `'\''`.
+fn shell_quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
 fn parse_revision(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
         Some((arm, rev)) if !arm.is_empty() && !rev.is_empty() => {
@@ -307,5 +356,16 @@ fn print_summary(db: &Path, id: i64) {
     match report {
         Ok(report) => outln!("\n{}", lcx_core::report::render_summary(&report)),
         Err(e) => errln!("lcx: no summary: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_is_quoted_as_one_shell_word() {
+        assert_eq!(shell_quoted("sleep 0.05"), "'sleep 0.05'");
+        assert_eq!(shell_quoted("echo 'a b'"), r"'echo '\''a b'\'''");
     }
 }

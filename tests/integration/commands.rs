@@ -666,3 +666,81 @@ fn reproduce_lines_run_as_pasted() {
     // Each cell line prints its iterations' metric lines.
     assert_eq!(pasted[0].lines().count(), 3, "{}", lines[0]);
 }
+
+/// hyperfine's habits: a command where the experiment file goes is
+/// refused with the `--command` line that times it; `$VAR` in a command
+/// is a use of `-P`/`-L`'s variable, as `{VAR}` is.
+#[test]
+fn hyperfine_habits_are_understood() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("lcx.db");
+    for (file, said) in [
+        ("sleep 0.05", "lcx run --command 'sleep 0.05'"),
+        ("echo 'a b'", r"lcx run --command 'echo '\''a b'\'''"),
+        ("sh", "lcx run --command 'sh'"),
+    ] {
+        let out = run(dir.path(), &db, &[file]);
+        refused(&out, said);
+        refused(&out, "cannot read experiment file");
+    }
+    // A missing `.toml` or a path is a missing file, with no hint.
+    for file in ["missing.toml", "my runs.toml", "./no-such-thing"] {
+        let out = run(dir.path(), &db, &[file]);
+        refused(&out, "cannot read experiment file");
+        assert!(!text(&out.stderr).contains("--command"), "{file}");
+    }
+    assert!(!db.exists());
+    assert!(!dir.path().join(".lcx").exists());
+
+    // `$n` holds the value (an unset `$n` would fail `test`): a use of `n`.
+    let sized = ["--runs", "1", "--warmup", "0", "--repeats", "1"];
+    let command = "test \"$n\" -ge 1";
+    let out = run(
+        dir.path(),
+        &db,
+        &[&["-L", "n", "1,2", "--command", command][..], &sized].concat(),
+    );
+    assert!(out.status.success(), "{command}: {}", text(&out.stderr));
+    let out = run(
+        dir.path(),
+        &db,
+        &["-L", "n", "1,2", "--command", "echo ${n}", "--dry-run"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // A longer name is not `n`'s.
+    for command in ["echo $nn", "echo ${nx}"] {
+        let out = run(dir.path(), &db, &["-L", "n", "1,2", "--command", command]);
+        refused(&out, "no --command holds `{n}` or `$n`");
+    }
+}
+
+/// Two experiments whose fingerprints differ in the host name alone:
+/// `lcx compare` names the field and both values, for experiments and
+/// for runs.
+#[test]
+fn compare_names_the_fingerprint_fields_that_differ() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("lcx.db");
+    for host in ["laptop", "ci-runner"] {
+        let out = lcx()
+            .args(["run", "--plain", "--command", "true", "--name", "h"])
+            .args(["--runs", "1", "--warmup", "0", "--repeats", "1", "--db"])
+            .arg(&db)
+            .env("LCX_HOSTNAME", host)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    let out = lcx_ok(dir.path(), &db, &["compare", "1", "2"]);
+    assert!(
+        out.contains("fingerprints differ (host name: laptop vs ci-runner)"),
+        "{out}"
+    );
+    assert!(!out.contains("CPU"), "{out}");
+    let out = lcx_ok(dir.path(), &db, &["compare", "run:1", "run:2"]);
+    assert!(
+        out.contains("the runs' fingerprints differ (host name: laptop vs ci-runner)"),
+        "{out}"
+    );
+}

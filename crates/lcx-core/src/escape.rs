@@ -232,7 +232,9 @@ pub fn md_code(text: &str) -> String {
 }
 
 /// Multi-line user text (a description, notes) as markdown paragraphs: the
-/// author's lines, emphasis and lists are kept, but nothing in it can open
+/// author's lines, emphasis, lists and code spans (of one or two backticks,
+/// closed on their line: [`code_span`]; controls in them shown as escapes)
+/// are kept, but nothing in it can open
 /// HTML, a link, an image or a character reference, no line can start a
 /// fenced block or a table that would swallow what follows, and none can
 /// be a heading (the report's sections are lcx's).
@@ -251,11 +253,39 @@ pub fn md_block(text: &str) -> String {
         // make a heading inside the item.
         let mut marker = true;
         let flat = trimmed.trim_end();
+        // Where a code span of the author's, kept whole, ends.
+        let mut past = 0;
         for (at, c) in trimmed.char_indices() {
+            if at < past {
+                continue;
+            }
             let in_marker = marker;
             marker = marker && " -*+0123456789.)".contains(c);
             match c {
-                '\\' | '<' | '>' | '[' | ']' | '`' | '|' => {
+                '`' => {
+                    let rest = &trimmed[at..];
+                    let fence = rest.len() - rest.trim_start_matches('`').len();
+                    match code_span(rest, fence) {
+                        Some(body) => {
+                            out.push_str(&rest[..fence]);
+                            for c in body.chars() {
+                                match c {
+                                    '\t' => out.push(' '),
+                                    c if is_hidden_control(c) => visible(c, &mut out),
+                                    c => out.push(c),
+                                }
+                            }
+                            out.push_str(&rest[..fence]);
+                            past = at + 2 * fence + body.len();
+                        }
+                        None => {
+                            out.push_str(&"\\`".repeat(fence));
+                            past = at + fence;
+                        }
+                    }
+                    marker = false;
+                }
+                '\\' | '<' | '>' | '[' | ']' | '|' => {
                     out.push('\\');
                     out.push(c);
                 }
@@ -278,6 +308,29 @@ pub fn md_block(text: &str) -> String {
         }
     }
     out
+}
+
+/// The body of the code span that `rest`'s opening run of `fence`
+/// backticks starts, where [`md_block`] keeps it: one or two backticks
+/// (three could open a fenced block) closed on the same line by the next
+/// run of exactly as many, as markdown reads it, and no `|` inside (a
+/// table splits cells before it reads code spans). `None`: the backticks
+/// are escaped as text.
+fn code_span(rest: &str, fence: usize) -> Option<&str> {
+    if fence > 2 {
+        return None;
+    }
+    let after = &rest[fence..];
+    let mut at = 0;
+    while let Some(start) = after[at..].find('`').map(|i| at + i) {
+        let run = after[start..].len() - after[start..].trim_start_matches('`').len();
+        if run == fence {
+            let body = &after[..start];
+            return (!body.contains('|')).then_some(body);
+        }
+        at = start + run;
+    }
+    None
 }
 
 /// `text` safe inside an HTML element or a quoted attribute; hidden
@@ -477,6 +530,56 @@ mod tests {
         assert!(!events(&md)
             .iter()
             .any(|e| matches!(e, Event::Start(Tag::Heading { .. }))));
+    }
+
+    #[test]
+    fn blocks_keep_the_authors_code_spans() {
+        let codes = |md: &str| -> Vec<String> {
+            events(md)
+                .into_iter()
+                .filter_map(|e| match e {
+                    Event::Code(t) => Some(t.to_string()),
+                    _ => None,
+                })
+                .collect()
+        };
+        let notes = "Set `traversal.opponent_policy=network` and ``a`b``.";
+        assert_eq!(md_block(notes), notes);
+        assert_eq!(
+            codes(&md_block(notes)),
+            ["traversal.opponent_policy=network", "a`b"]
+        );
+        // What is inside reads as itself and opens nothing.
+        for (h, code) in [
+            ("`<script>alert(1)</script>`", "<script>alert(1)</script>"),
+            ("`[x](javascript:alert(1))`", "[x](javascript:alert(1))"),
+            ("`&#106;` x", "&#106;"),
+            ("`a\u{1b}[2Jb\tc`", "a\\x1b[2Jb c"),
+            ("- `# not a heading`", "# not a heading"),
+        ] {
+            let md = md_block(h);
+            assert!(!events(&md).iter().any(opens_markup), "{h:?} → {md:?}");
+            assert_eq!(codes(&md), [code], "{h:?} → {md:?}");
+            assert!(!md.contains('\u{1b}'), "{md:?}");
+        }
+        // Not closed on its line, three backticks, or a `|` inside: text.
+        for h in [
+            "`open\nclosed`",
+            "```x```",
+            "```\ncode\n```",
+            "`a|b`",
+            "`` ` x",
+            "a``b",
+        ] {
+            let md = md_block(h);
+            assert!(codes(&md).is_empty(), "{h:?} → {md:?}");
+            assert!(!events(&md).iter().any(opens_markup), "{h:?} → {md:?}");
+            assert_eq!(
+                shown(&md).replace('\n', " "),
+                h.replace('\n', " "),
+                "{h:?} → {md:?}"
+            );
+        }
     }
 
     #[test]

@@ -11,11 +11,11 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::store::report_read::RunMoments;
-use crate::store::{Experiment, Run, Store, StoreError};
+use crate::store::{Experiment, Fingerprint, Run, Store, StoreError};
 use crate::text::markdown_table;
 
 use super::builder;
-use super::history::{fingerprint_key, fingerprint_summary};
+use super::history::fingerprint_differences;
 use super::model::Report;
 use super::moments::SPREAD_LEGEND;
 use super::stats::{compare, Comparison, Summary, VerdictRule};
@@ -154,12 +154,8 @@ pub fn experiments(
     let rb = builder::load(store, b.id, options)?;
     let rows = compare_reports(&ra, &rb, rule);
     let mut warnings = Vec::new();
-    if fingerprint_key(&a.fingerprint) != fingerprint_key(&b.fingerprint) {
-        warnings.push(format!(
-            "fingerprints differ: A ran on {}, B on {}; timings may not be comparable",
-            fingerprint_summary(&a.fingerprint),
-            fingerprint_summary(&b.fingerprint)
-        ));
+    if let Some(differ) = fingerprints_differ(&a.fingerprint, &b.fingerprint) {
+        warnings.push(format!("{differ}; timings may not be comparable"));
     }
     if (a.warmup, a.iterations) != (b.warmup, b.iterations) {
         warnings.push(format!(
@@ -250,11 +246,18 @@ fn run_summary(moments: &[RunMoments], metric: &str) -> Option<Summary> {
     Summary::from_moments(x.n as usize, x.sum, x.sum_sq, x.min, x.max)
 }
 
+/// `fingerprints differ (host name: laptop vs ci-runner; …)`, the fields
+/// named with A's value first, where any differs.
+fn fingerprints_differ(a: &Fingerprint, b: &Fingerprint) -> Option<String> {
+    let differences = fingerprint_differences(a, b);
+    (!differences.is_empty()).then(|| format!("fingerprints differ ({})", differences.join("; ")))
+}
+
 /// What may make two runs' timings not comparable.
 fn run_warnings((ea, run_a): (&Experiment, &Run), (eb, run_b): (&Experiment, &Run)) -> Vec<String> {
     let mut warnings = Vec::new();
-    if fingerprint_key(&ea.fingerprint) != fingerprint_key(&eb.fingerprint) {
-        warnings.push("the runs' fingerprints differ; timings may not be comparable".into());
+    if let Some(differ) = fingerprints_differ(&ea.fingerprint, &eb.fingerprint) {
+        warnings.push(format!("the runs' {differ}; timings may not be comparable"));
     }
     if run_a.config_sha256 != run_b.config_sha256 {
         warnings.push("the runs' resolved configs differ (config sha256)".into());

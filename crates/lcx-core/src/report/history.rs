@@ -18,20 +18,43 @@ use super::stats::{compare, Comparison, Direction, Summary, Verdict, VerdictRule
 use super::words::{mean_sd, p_text};
 use crate::escape::md_inline as md;
 
+/// What must match for two timings to be comparable, each named: host,
+/// CPU, GPU, torch and its thread counts (`None` where not recorded).
+fn fingerprint_fields(f: &Fingerprint) -> [(&'static str, Option<String>); 8] {
+    let number = |n: Option<i64>| n.map(|n| n.to_string());
+    [
+        ("host name", f.hostname.clone()),
+        ("CPU model", f.cpu_model.clone()),
+        ("CPU cores", number(f.cpu_cores)),
+        ("GPU", f.gpu_name.clone()),
+        (
+            "CUDA available",
+            f.cuda_available
+                .map(|c| if c { "yes" } else { "no" }.to_string()),
+        ),
+        ("torch version", f.torch_version.clone()),
+        ("torch intra-op threads", number(f.torch_intra_threads)),
+        ("torch inter-op threads", number(f.torch_inter_threads)),
+    ]
+}
+
 /// What must match for two timings to be comparable: host, CPU, GPU, torch
 /// and its thread counts.
 pub fn fingerprint_key(f: &Fingerprint) -> String {
-    format!(
-        "{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}",
-        f.hostname,
-        f.cpu_model,
-        f.cpu_cores,
-        f.gpu_name,
-        f.cuda_available,
-        f.torch_version,
-        f.torch_intra_threads,
-        f.torch_inter_threads
-    )
+    format!("{:?}", fingerprint_fields(f).map(|(_, value)| value))
+}
+
+/// Each field of [`fingerprint_key`] in which `a` and `b` differ, named
+/// with both values, A's first: `host name: laptop vs ci-runner`. Empty
+/// exactly when their keys are equal.
+pub fn fingerprint_differences(a: &Fingerprint, b: &Fingerprint) -> Vec<String> {
+    let shown = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".into());
+    fingerprint_fields(a)
+        .iter()
+        .zip(fingerprint_fields(b).iter())
+        .filter(|((_, va), (_, vb))| va != vb)
+        .map(|((name, va), (_, vb))| format!("{name}: {} vs {}", shown(va), shown(vb)))
+        .collect()
 }
 
 /// `Example CPU ×16, RTX 4090, torch 2.11.0`.
@@ -643,6 +666,49 @@ mod tests {
                 hostname: Some(host.into()),
                 ..Fingerprint::default()
             },
+        }
+    }
+
+    #[test]
+    fn fingerprints_differ_exactly_where_named() {
+        let a = Fingerprint {
+            hostname: Some("laptop".into()),
+            cpu_model: Some("AMD EPYC".into()),
+            cpu_cores: Some(2),
+            ..Fingerprint::default()
+        };
+        assert!(fingerprint_differences(&a, &a.clone()).is_empty());
+        let b = Fingerprint {
+            hostname: Some("ci-runner".into()),
+            cpu_cores: Some(4),
+            torch_version: Some("2.11.0".into()),
+            ..a.clone()
+        };
+        assert_ne!(fingerprint_key(&a), fingerprint_key(&b));
+        assert_eq!(
+            fingerprint_differences(&a, &b),
+            [
+                "host name: laptop vs ci-runner",
+                "CPU cores: 2 vs 4",
+                "torch version: unknown vs 2.11.0"
+            ]
+        );
+        // Every field of the key is named when it alone differs.
+        let changes: [fn(&mut Fingerprint); 8] = [
+            |f| f.hostname = None,
+            |f| f.cpu_model = None,
+            |f| f.cpu_cores = None,
+            |f| f.gpu_name = Some("g".into()),
+            |f| f.cuda_available = Some(true),
+            |f| f.torch_version = Some("t".into()),
+            |f| f.torch_intra_threads = Some(1),
+            |f| f.torch_inter_threads = Some(1),
+        ];
+        for change in changes {
+            let mut c = a.clone();
+            change(&mut c);
+            assert_ne!(fingerprint_key(&a), fingerprint_key(&c));
+            assert_eq!(fingerprint_differences(&a, &c).len(), 1, "{c:?}");
         }
     }
 

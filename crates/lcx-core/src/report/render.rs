@@ -1061,6 +1061,23 @@ mod tests {
     }
 
     #[test]
+    fn the_authors_code_spans_stay_code_spans() {
+        let mut report = fixture::report(1.5, true);
+        report.notes = "Set `traversal.opponent_policy=network`; `a\u{1b}b` and `x|y`.".into();
+        report.experiment.description = "Runs ``a`b`` on `main`.".into();
+        let md = render_markdown(&report);
+        assert!(
+            md.contains("Set `traversal.opponent_policy=network`;"),
+            "{md}"
+        );
+        assert!(md.contains("`a\\x1bb`"), "{md}");
+        assert!(!md.contains('\u{1b}'), "{md}");
+        // A `|` inside is text, escaped, as before.
+        assert!(md.contains("\\`x\\|y\\`"), "{md}");
+        assert!(md.contains("Runs ``a`b`` on `main`."), "{md}");
+    }
+
+    #[test]
     fn names_and_labels_cannot_break_the_markdown() {
         let mut report = fixture::report(1.5, true);
         report.experiment.name = "<script>alert(1)</script>".into();
