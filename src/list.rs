@@ -34,6 +34,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     t.set_header(vec![
         "ID",
         "Date",
+        "Host",
         "Name",
         "Status",
         "Workload",
@@ -50,6 +51,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
                 .get(..16)
                 .unwrap_or(&r.created_at)
                 .replace('T', " "),
+            r.host
+                .as_deref()
+                .map_or_else(|| "—".into(), lcx_core::escape::md_inline),
             r.name,
             r.status,
             r.workload,

@@ -536,3 +536,47 @@ fn history_keeps_hosts_apart_when_asked() {
     );
     assert!(!err.contains('\u{1b}'), "{err}");
 }
+
+#[test]
+fn list_and_the_site_name_the_host_each_experiment_ran_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "x.toml", &experiment("x", 3));
+    let merged = dir.path().join("merged.db");
+    let mut dbs = Vec::new();
+    for host in ["laptop", "ci-runner"] {
+        let db = dir.path().join(format!("{host}.db"));
+        run(&file, &db, Some(host));
+        dbs.push(db);
+    }
+    assert!(import(&merged, &[&dbs[0], &dbs[1]]).status.success());
+    let table = succeed(lcx().arg("list").arg("--db").arg(&merged));
+    assert!(table.contains("| Host "), "{table}");
+    assert!(
+        table.contains("| laptop ") && table.contains("| ci-runner "),
+        "{table}"
+    );
+    let json = succeed(
+        lcx()
+            .args(["list", "--format", "json", "--db"])
+            .arg(&merged),
+    );
+    let rows: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let mut hosts: Vec<&str> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["host"].as_str().unwrap())
+        .collect();
+    hosts.sort_unstable();
+    assert_eq!(hosts, ["ci-runner", "laptop"], "{json}");
+    let site = dir.path().join("site");
+    succeed(lcx().arg("publish").arg(&site).arg("--db").arg(&merged));
+    let index = std::fs::read_to_string(site.join("index.html")).unwrap();
+    for host in ["laptop", "ci-runner"] {
+        assert!(index.contains(&format!("data-host=\"{host}\"")), "{index}");
+        assert!(
+            index.contains(&format!("<option>{host}</option>")),
+            "{index}"
+        );
+    }
+}

@@ -34,3 +34,4 @@ mod support;
 mod sweep;
 mod system;
 mod train;
+mod verdict;

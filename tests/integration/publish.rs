@@ -37,7 +37,10 @@ fn publish_writes_a_site_and_a_second_one_only_what_changed() {
     let second = std::fs::read_to_string(site.join("e/2.html")).unwrap();
     // No gate or guard: the check is whether every cell completed.
     assert!(
-        second.contains("(no gate or guard: PASS when every cell completed)"),
+        second.contains(
+            "completed</span> (no gate or guard: nothing was judged, the check says only \
+             whether every cell completed)"
+        ),
         "{second}"
     );
     // Its previous run, the diff against it, the file as run, history links.
@@ -145,15 +148,22 @@ fn export_flags_the_warm_up_and_the_cells_status() {
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(
         lines[0],
-        "experiment_id,experiment,run_id,arm,repeat,status,iteration,metric,value,warmup"
+        "experiment_id,experiment,run_id,arm,repeat,status,iteration,metric,value,warmup,\
+         host,date,commit"
     );
     assert_eq!(lines.len(), 1 + 2 * 4, "{csv}");
-    assert_eq!(lines[1], "1,pub,1,a,1,completed,1,t,1,true");
-    assert_eq!(lines[3], "1,pub,1,a,1,completed,3,t,3,false");
+    assert!(
+        lines[1].starts_with("1,pub,1,a,1,completed,1,t,1,true,"),
+        "{csv}"
+    );
+    assert!(
+        lines[3].starts_with("1,pub,1,a,1,completed,3,t,3,false,"),
+        "{csv}"
+    );
     // The mean of the rows left is the report's: arm a 3.5.
     let kept: Vec<f64> = lines[1..]
         .iter()
-        .filter(|l| l.contains(",a,") && l.ends_with("false"))
+        .filter(|l| l.contains(",a,") && l.split(',').nth(9) == Some("false"))
         .map(|l| l.split(',').nth(8).unwrap().parse().unwrap())
         .collect();
     assert_eq!(kept.iter().sum::<f64>() / kept.len() as f64, 3.5);
@@ -322,4 +332,108 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         }
     }
     out
+}
+
+/// An experiment with no gate reads a neutral `completed` on the index,
+/// never a PASS, and a regressed verdict shows on its row.
+#[test]
+fn the_index_says_completed_without_a_gate_and_shows_a_regression() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        dir.path(),
+        "slow.toml",
+        "name = \"slow\"\nworkload = \"command\"\niterations = 6\nwarmup = 1\nhost_lock = false\n\n\
+         [[arms]]\nname = \"a\"\ncommand = 'for i in 1 2 3 4 5 6; do echo \"{\\\"t\\\": 1.$i}\"; done'\n\n\
+         [[arms]]\nname = \"b\"\ncommand = 'for i in 1 2 3 4 5 6; do echo \"{\\\"t\\\": 2.$i}\"; done'\n",
+    );
+    let db = dir.path().join("lcx.db");
+    succeed(lcx().arg("run").arg(&file).arg("--db").arg(&db));
+    let site = dir.path().join("site");
+    succeed(lcx().arg("publish").arg(&site).arg("--db").arg(&db));
+    let index = std::fs::read_to_string(site.join("index.html")).unwrap();
+    let row = index
+        .lines()
+        .find(|l| l.starts_with("<tr data-name=\"slow\""))
+        .unwrap_or_else(|| panic!("{index}"));
+    assert!(row.contains("data-check=\"completed\""), "{row}");
+    assert!(
+        row.contains("<span class=\"badge neutral\">completed</span>"),
+        "{row}"
+    );
+    assert!(
+        !row.contains("PASS") && !row.contains("badge pass"),
+        "{row}"
+    );
+    assert!(row.contains("regressed: b 0.58×"), "{row}");
+    let page = std::fs::read_to_string(site.join("e/1.html")).unwrap();
+    assert!(!page.contains("badge pass"), "{page}");
+}
+
+/// The export names each value's host, date and commit, and a sweep's
+/// export the arm's value on each axis.
+#[test]
+fn export_carries_host_date_commit_and_the_sweep_axes() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(
+        dir.path(),
+        "sw.toml",
+        "name = \"sw\"\nworkload = \"command\"\niterations = 2\nwarmup = 0\nhost_lock = false\n\n\
+         [[arms]]\nname = \"a\"\ncommand = 'echo \"{\\\"t\\\": $N}\"; echo \"{\\\"t\\\": $N}\"'\n\n\
+         [[arms]]\nname = \"b\"\ncommand = 'echo \"{\\\"t\\\": $N}\"; echo \"{\\\"t\\\": $N}\"'\n\n\
+         [sweep]\n\"env.N\" = [3, 7]\n",
+    );
+    let db = dir.path().join("lcx.db");
+    succeed(
+        lcx()
+            .env("LCX_HOSTNAME", "laptop")
+            .arg("run")
+            .arg(&file)
+            .arg("--db")
+            .arg(&db),
+    );
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute("UPDATE experiments SET git_commit = 'abc1234'", [])
+        .unwrap();
+    let date: String = conn
+        .query_row("SELECT created_at FROM experiments", [], |r| r.get(0))
+        .unwrap();
+    drop(conn);
+    let csv = succeed(lcx().args(["export", "sw", "--db"]).arg(&db));
+    let lines: Vec<&str> = csv.lines().collect();
+    let header: Vec<&str> = lines[0].split(',').collect();
+    assert_eq!(header[10..], ["host", "date", "commit", "n"], "{csv}");
+    assert_eq!(lines.len(), 1 + 4 * 2, "{csv}");
+    for line in &lines[1..] {
+        let cells: Vec<&str> = line.split(',').collect();
+        assert_eq!(cells[10..13], ["laptop", date.as_str(), "abc1234"], "{csv}");
+        // The arm's point is its axis value, and the value it printed.
+        assert_eq!(cells[13], cells[8], "{csv}");
+        assert!(cells[3].contains(cells[13]), "{csv}");
+    }
+    let points: std::collections::BTreeSet<&str> = lines[1..]
+        .iter()
+        .map(|l| l.rsplit(',').next().unwrap())
+        .collect();
+    assert_eq!(points.into_iter().collect::<Vec<_>>(), ["3", "7"], "{csv}");
+    let json = succeed(
+        lcx()
+            .args(["export", "sw", "--format", "json", "--db"])
+            .arg(&db),
+    );
+    let value: serde_json::Value = serde_json::from_str(
+        json.lines()
+            .find(|l| l.starts_with(r#"{"record":"value","#))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(value["host"], "laptop", "{value}");
+    assert_eq!(value["date"], date.as_str(), "{value}");
+    assert_eq!(value["commit"], "abc1234", "{value}");
+    let point: f64 = value["n"].as_str().unwrap().parse().unwrap();
+    assert_eq!(Some(point), value["value"].as_f64(), "{value}");
+    // The JSON export still imports.
+    let copy = dir.path().join("copy.db");
+    let dump = dir.path().join("sw.jsonl");
+    std::fs::write(&dump, &json).unwrap();
+    succeed(lcx().arg("import").arg(&dump).arg("--db").arg(&copy));
 }

@@ -28,6 +28,8 @@ table.sortable th[aria-sort="descending"]::after { content: " ▼"; }
 .badge.pass { color: var(--pass); background: var(--pass-bg); }
 .badge.fail { color: var(--fail); background: var(--fail-bg); }
 .badge.inconclusive { color: var(--inc); background: var(--inc-bg); }
+.badge.neutral { color: var(--muted); background: #f3f5f7; }
+strong.regressed { color: var(--fail); font-weight: 600; }
 .filters { display: flex; flex-wrap: wrap; gap: .4rem 1.2rem; margin: .6rem 0; }
 .filters label { display: flex; gap: .35rem; align-items: center; }
 pre { background: #f6f8fa; padding: .7rem; overflow-x: auto; border: 1px solid var(--line); }

@@ -407,7 +407,7 @@ proptest! {
 
         let html = site_markdown(&md);
         prop_assert!(check_html(&html).is_ok(), "{:?}\n{html}", check_html(&html));
-        let row = IndexRow::of(&report, pool[1].clone(), pool[2].clone());
+        let row = IndexRow::of(&report, pool[1].clone(), pool[2].clone(), pool[3].clone());
         let histories = vec![(arms[0].to_string(), pool[3].clone(), format!("h/{}.html", 1))];
         let page = experiment_page(&ExperimentPage {
             row: &row,

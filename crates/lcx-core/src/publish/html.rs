@@ -108,6 +108,7 @@ pub fn badge(word: &str) -> String {
     let class = match word {
         "PASS" => "pass",
         "FAIL" => "fail",
+        "completed" => "neutral",
         _ => "inconclusive",
     };
     format!("<span class=\"badge {class}\">{}</span>", esc(word))

@@ -41,7 +41,7 @@ use crate::store::{Experiment, Run, Store, StoreError};
 /// folder as a site lcx may rewrite.
 pub const MANIFEST: &str = ".lcx-site.json";
 /// Bumped when pages change shape, so an older site is rebuilt whole.
-const SITE_FORMAT: u32 = 1;
+const SITE_FORMAT: u32 = 2;
 
 /// Why a site could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -334,6 +334,10 @@ impl Site<'_> {
         let row = IndexRow::of(
             &report,
             history::commit_label(e),
+            e.fingerprint
+                .hostname
+                .clone()
+                .unwrap_or_else(|| "unknown host".into()),
             history::fingerprint_summary(&e.fingerprint),
         );
         let previous_report = match (previous, previous_report) {

@@ -19,7 +19,11 @@ pub struct IndexRow {
     pub created: String,
     /// Short commit, `+dirty` when the tree was.
     pub revision: String,
+    /// The host name: the one a user set (`LCX_HOSTNAME`) or the
+    /// machine's, as `experiments.hostname` holds it.
     pub host: String,
+    /// What the machine is (`AMD EPYC ×2, torch 2.11.0`).
+    pub machine: String,
     pub arms: Vec<String>,
     /// The experiment's status (`completed`, `failed`, `running`, …).
     pub status: String,
@@ -33,11 +37,14 @@ pub struct IndexRow {
     pub headline: Option<String>,
     /// The value metrics of the report, each with a history page.
     pub metrics: Vec<String>,
+    /// Each regressed verdict against the baseline, as the index shows it
+    /// (`regressed: b 0.55×`).
+    pub regressions: Vec<String>,
 }
 
 impl IndexRow {
     /// The row of `report`.
-    pub fn of(report: &Report, revision: String, host: String) -> IndexRow {
+    pub fn of(report: &Report, revision: String, host: String, machine: String) -> IndexRow {
         let e = &report.experiment;
         let metrics = {
             let mut m: Vec<String> = Vec::new();
@@ -54,14 +61,52 @@ impl IndexRow {
             created: e.created_at.clone(),
             revision,
             host,
+            machine,
             arms: report.arms.iter().map(|a| a.name.clone()).collect(),
             status: e.status.clone(),
             check: report.check.word().to_string(),
             gated: report.gate.is_some() || !report.guards.is_empty(),
             headline: headline(report),
+            regressions: regressions(report, metrics.len() > 1),
             metrics,
         }
     }
+
+    /// The word the index's Check column shows: the check's, but a neutral
+    /// `completed` where nothing was gated and every cell completed (a
+    /// PASS there would claim a judgement nobody asked for).
+    pub fn check_word(&self) -> &str {
+        if !self.gated && self.check == "PASS" {
+            "completed"
+        } else {
+            &self.check
+        }
+    }
+}
+
+/// `regressed: b 0.55×` for each arm and metric whose verdict against the
+/// baseline is a regression; `on METRIC` added when the report has several.
+fn regressions(report: &Report, name_metric: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    for arm in report.arms.iter().filter(|a| !a.is_baseline) {
+        for m in &arm.metrics {
+            let Some(c) = m.comparison.as_ref() else {
+                continue;
+            };
+            if c.verdict != crate::report::stats::Verdict::Regressed {
+                continue;
+            }
+            let mut text = format!("regressed: {}", arm.name);
+            if let Some(s) = &c.speedup {
+                let _ = write!(text, " {:.2}×", s.ratio);
+            }
+            if name_metric {
+                let _ = write!(text, " on {}", m.metric);
+            }
+            out.push(text);
+        }
+    }
+    out
 }
 
 /// `interleaved 3.95× ± 0.33 [3.30, 4.73] on nodes/s`; for a sweep, where
@@ -124,7 +169,7 @@ pub fn index_page(rows: &[IndexRow]) -> String {
         body,
         "<h1>Experiments</h1>\n<p>{} of {}. Check: what <code>lcx report \
          --check</code> decides (PASS only when every cell completed and every gate and guard \
-         passed). Click a column's header to sort by it.</p>\n\
+         passed; a neutral completed when there was nothing to judge). Click a column's header to sort by it.</p>\n\
          <form class=\"filters\" role=\"search\" aria-label=\"Filter experiments\">\
          <label>Name <input id=\"f-name\" type=\"search\" list=\"names\" \
          placeholder=\"part of a name\"></label>{}\
@@ -135,7 +180,7 @@ pub fn index_page(rows: &[IndexRow]) -> String {
         datalist("names", &names),
         select("f-arm", &arms),
         select("f-host", &hosts),
-        select("f-check", &["PASS", "FAIL", "INCONCLUSIVE"]),
+        select("f-check", &["PASS", "FAIL", "INCONCLUSIVE", "completed"]),
     );
     body.push_str(
         "<div class=\"table\" tabindex=\"0\"><table id=\"experiments\" class=\"sortable\">\n<thead><tr>\
@@ -149,24 +194,33 @@ pub fn index_page(rows: &[IndexRow]) -> String {
         let check = if r.gated {
             badge(&r.check)
         } else {
-            format!("{} <small>no gate</small>", badge(&r.check))
+            format!("{} <small>no gate</small>", badge(r.check_word()))
         };
+        let mut status = esc(&r.status);
+        for reg in &r.regressions {
+            let _ = write!(
+                status,
+                "<br><strong class=\"regressed\">{}</strong>",
+                esc(reg)
+            );
+        }
         let _ = writeln!(
             body,
             "<tr data-name=\"{name}\" data-arms=\"{arms}\" data-host=\"{host}\" \
              data-check=\"{check_word}\"><td data-sort=\"{id}\">{id}</td>\
              <td><a href=\"e/{id}.html\">{name}</a></td><td>{created}</td><td><code>{rev}</code></td>\
-             <td>{host}</td><td>{arm_list}</td><td>{status}</td><td>{check}</td><td>{headline}</td></tr>",
+             <td data-sort=\"{host}\">{host}<br><small>{machine}</small></td><td>{arm_list}</td>\
+             <td>{status}</td><td>{check}</td><td>{headline}</td></tr>",
             id = r.id,
             name = esc(&r.name),
             // Arm names hold no space (the reader refuses it): the separator.
             arms = esc(&r.arms.join(" ")),
             host = esc(&r.host),
-            check_word = esc(&r.check),
+            machine = esc(&r.machine),
+            check_word = esc(r.check_word()),
             created = esc(r.created.get(..16).unwrap_or(&r.created)),
             rev = esc(&r.revision),
             arm_list = esc(&r.arms.join(", ")),
-            status = esc(&r.status),
             headline = r.headline.as_deref().map(esc).unwrap_or_else(|| "—".into()),
         );
     }
@@ -242,11 +296,12 @@ pub fn experiment_page(p: &ExperimentPage<'_>) -> String {
         body,
         "<nav aria-label=\"Related pages\">{}</nav>\n<p class=\"check\">Check: {}{}</p>\n",
         nav.join(" · "),
-        badge(&r.check),
+        badge(r.check_word()),
         if r.gated {
             ""
         } else {
-            " (no gate or guard: PASS when every cell completed)"
+            " (no gate or guard: nothing was judged, the check says only whether every \
+             cell completed)"
         }
     );
     body.push_str("<article class=\"report\">\n");

@@ -565,6 +565,14 @@ mod tests {
         );
         let md = super::super::render::render_markdown(&busy);
         assert!(md.contains("**2 of 2 completed cells contended**"), "{md}");
+        // The verdict line says what `--check` will exit with.
+        assert!(
+            md.contains(
+                "; on contended cells, so `lcx report --check` says INCONCLUSIVE (exit 3): 2 of 2"
+            ),
+            "{md}"
+        );
+        assert!(!super::super::render::render_markdown(&quiet).contains("--check` says"));
         let allowed = assemble(
             {
                 let mut input = input_with(4.0, true, contend);

@@ -50,6 +50,10 @@ pub struct Report {
     /// not complete, arms without data.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub check_notes: Vec<Prose>,
+    /// `check` is INCONCLUSIVE because a gate or guard rests on contended
+    /// cells (and `--allow-contended` was not given).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub check_on_contended: bool,
     /// The one-line summary without a gate (also shown with one).
     pub net_result: Prose,
     pub reproduce: Reproduce,

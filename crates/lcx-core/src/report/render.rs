@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use super::model::{ArmResult, ColumnKind, MetricResult, Report};
 use super::moments::SPREAD_LEGEND;
-use super::stats::{equivalence_band, Comparison, Direction, GateTest, Verdict};
+use super::stats::{equivalence_band, Comparison, Decision, Direction, GateTest, Verdict};
 use super::words::{csv_field, num, trim_number};
 use crate::text::{counted, markdown_table};
 
@@ -342,7 +342,9 @@ fn contended_line(report: &Report) -> Option<String> {
 
 /// The gate lines: the decision per arm, then the rule applied, e.g.
 /// `Verdict: PASS for the traversal s gate (min speedup 1.50×): interleaved
-/// 3.20× ± 0.10`.
+/// 3.20× ± 0.10`, ending with what `--check` says where it says otherwise
+/// ("…; on contended cells, so `lcx report --check` says INCONCLUSIVE
+/// (exit 3): …").
 pub fn verdict_line(report: &Report) -> Option<String> {
     let gate = report.gate.as_ref()?;
     let arms: Vec<String> = gate
@@ -366,7 +368,7 @@ pub fn verdict_line(report: &Report) -> Option<String> {
         GateTest::NonInferiority { margin } => format!("non-inferiority margin {margin:.3}×"),
     };
     Some(format!(
-        "Verdict: {} for the {} gate ({threshold}): {}\n\nGate rule: {}.",
+        "Verdict: {} for the {} gate ({threshold}): {}{}\n\nGate rule: {}.",
         gate.decision.word(),
         md(&gate.label),
         if arms.is_empty() {
@@ -374,8 +376,37 @@ pub fn verdict_line(report: &Report) -> Option<String> {
         } else {
             arms.join("; ")
         },
+        check_words(report, gate.decision),
         gate.rule
     ))
+}
+
+/// What the verdict line adds when `lcx report --check` decides otherwise
+/// than the gate (contended cells, cells that did not complete, an arm
+/// without data, a guard): what the gate's word rests on, then what
+/// `--check` says, its exit code and why, so that the verdict a log shows
+/// and a CI job's exit code never disagree. Nothing when they agree.
+fn check_words(report: &Report, gate: Decision) -> String {
+    if report.check == gate {
+        return String::new();
+    }
+    let notes: Vec<String> = report.check_notes.iter().map(|n| n.markdown()).collect();
+    let (on, why) = match report.check {
+        Decision::Inconclusive if report.check_on_contended => ("on contended cells", &notes),
+        Decision::Inconclusive if !notes.is_empty() => ("on incomplete data", &notes),
+        Decision::Fail => ("but a guard failed", &Vec::new()),
+        _ => ("but a guard is not PASS", &Vec::new()),
+    };
+    let why = if why.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", why.join("; "))
+    };
+    format!(
+        "; {on}, so `lcx report --check` says {} (exit {}){why}",
+        report.check.word(),
+        report.check.exit_code()
+    )
 }
 
 /// The side a guard or a guessed column judges on, in words; `Neither`

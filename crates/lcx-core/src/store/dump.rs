@@ -70,6 +70,9 @@ struct ValueLine<'a> {
     record: &'static str,
     #[serde(flatten)]
     row: &'a ExportRow,
+    /// What the caller adds after the row's fields (a sweep's axes).
+    #[serde(flatten)]
+    extra: Map<String, Value>,
 }
 
 /// A stored row with its table.
@@ -98,6 +101,19 @@ impl Store {
     pub fn for_each_dump_line(
         &self,
         ids: &[i64],
+        visit: impl FnMut(&str) -> bool,
+    ) -> Result<(), StoreError> {
+        self.for_each_dump_line_with(ids, |_| Map::new(), visit)
+    }
+
+    /// [`Store::for_each_dump_line`], each value line also carrying the
+    /// fields `extra` gives for its row (the store knows no plan: `lcx
+    /// export` adds a sweep's axes so). Keys that repeat a row's field are
+    /// the caller's to avoid.
+    pub fn for_each_dump_line_with(
+        &self,
+        ids: &[i64],
+        mut extra: impl FnMut(&ExportRow) -> Map<String, Value>,
         mut visit: impl FnMut(&str) -> bool,
     ) -> Result<(), StoreError> {
         let header = Header {
@@ -115,6 +131,7 @@ impl Store {
             go_on = visit(&text(&ValueLine {
                 record: "value",
                 row,
+                extra: extra(row),
             }));
             go_on
         })?;

@@ -74,6 +74,9 @@ pub struct ListRow {
     pub created_at: String,
     pub status: String,
     pub workload: String,
+    /// The host name the experiment ran on: the one a user set
+    /// (`LCX_HOSTNAME`) or the machine's (`experiments.hostname`).
+    pub host: Option<String>,
     /// Arm names in plan order.
     pub arms: Vec<String>,
     pub cells: i64,
@@ -279,7 +282,8 @@ impl Store {
                    e.runner_pid, e.runner_host, e.runner_boot_id, e.runner_start_ticks, \
                    e.detached_at IS NOT NULL, \
                    (SELECT COUNT(*) FROM runs WHERE experiment_id = e.id \
-                        AND status = 'interrupted') \
+                        AND status = 'interrupted'), \
+                   e.hostname \
                    FROM experiments e ORDER BY e.id DESC LIMIT ?1";
         let limit = limit.map(|l| l as i64).unwrap_or(-1);
         let mut st = self.conn.prepare(sql)?;
@@ -301,6 +305,7 @@ impl Store {
                     created_at: r.get(2)?,
                     status,
                     workload: r.get(4)?,
+                    host: r.get(16)?,
                     arms: arms
                         .map(|a| a.split('\u{1f}').map(str::to_string).collect())
                         .unwrap_or_default(),
@@ -520,6 +525,13 @@ pub struct ExportRow {
     /// Within the cell's warm-up (its detected one under `warmup = "auto"`,
     /// else the file's): left out of every statistic lcx prints.
     pub warmup: bool,
+    /// The experiment's host name (`experiments.hostname`: `LCX_HOSTNAME`
+    /// or the machine's).
+    pub host: Option<String>,
+    /// The experiment's `created_at` (UTC).
+    pub date: String,
+    /// The experiment's `git_commit`.
+    pub commit: Option<String>,
 }
 
 impl Store {
@@ -534,7 +546,8 @@ impl Store {
     ) -> Result<(), StoreError> {
         let mut st = self.conn.prepare(
             "SELECT e.id, e.name, r.id, r.arm, r.repeat, r.status, m.iteration, m.name, m.value, \
-                    m.iteration <= COALESCE(r.warmup, e.warmup) \
+                    m.iteration <= COALESCE(r.warmup, e.warmup), \
+                    e.hostname, e.created_at, e.git_commit \
              FROM experiments e \
              JOIN runs r ON r.experiment_id = e.id \
              JOIN metrics m ON m.run_id = r.id AND m.superseded = 0 \
@@ -555,6 +568,9 @@ impl Store {
                 metric: r.get(7)?,
                 value: r.get(8)?,
                 warmup: r.get(9)?,
+                host: r.get(10)?,
+                date: r.get(11)?,
+                commit: r.get(12)?,
             };
             if !visit(&row) {
                 break;

@@ -24,6 +24,9 @@ pub(super) struct Check {
     pub decision: Decision,
     pub notes: Vec<Prose>,
     pub contended: Vec<ContendedCell>,
+    /// The decision is INCONCLUSIVE because a gate or guard rests on
+    /// contended cells, whatever they leaned to.
+    pub undecided_by_contention: bool,
 }
 
 /// `--check` passes only what ran: every cell completed, every arm with
@@ -60,6 +63,7 @@ pub(super) fn check(
         decision,
         notes,
         contended,
+        undecided_by_contention: undecided,
     }
 }
 

@@ -240,6 +240,7 @@ pub fn assemble(input: Input, options: Options) -> Report {
         guards,
         check: check.decision,
         check_notes: check.notes,
+        check_on_contended: check.undecided_by_contention,
         net_result,
         reproduce: reproduce::reproduce(e, plan, runs, &order, input.db.as_deref()),
         environment: environment::environment(e, plan, runs),
