@@ -150,10 +150,19 @@ fn experiment_text(asked: &Asked) -> anyhow::Result<(String, String)> {
         RUNS + WARMUP,
     );
     for arm in &arms {
+        // The report's Mode column shows the label: the command's text,
+        // after the arm's name where the user gave one (`-n`), so the
+        // table names the arms as the verdicts do.
+        let shown: String = arm.command.trim().chars().take(80).collect();
+        let label = if arm.named {
+            format!("{}: {shown}", arm.name)
+        } else {
+            shown
+        };
         text.push_str(&format!(
             "\n[[arms]]\nname = {}\nlabel = {}\ncommand = {}\n",
             quote(&arm.name),
-            quote(&arm.command.trim().chars().take(80).collect::<String>()),
+            quote(&label),
             quote(&arm.command)
         ));
         if arm.shell {
@@ -174,6 +183,8 @@ fn experiment_text(asked: &Asked) -> anyhow::Result<(String, String)> {
 /// One arm of the experiment.
 struct ArmText {
     name: String,
+    /// Whether the name is the user's (`-n`), not `cmdN`.
+    named: bool,
     command: String,
     env: Vec<(String, String)>,
     /// Through `sh -c` even when its own words are plain: a sibling of the
@@ -273,6 +284,7 @@ fn arms(asked: &Asked, axes: &[Axis]) -> anyhow::Result<Vec<ArmText>> {
     }
     let mut arms: Vec<ArmText> = Vec::new();
     for (i, command) in asked.commands.iter().enumerate() {
+        let named = asked.names.get(i).is_some();
         let base = match asked.names.get(i) {
             Some(n) => {
                 plan::check_arm_name(n).map_err(|m| bad(format!("--command-name: {m}")))?;
@@ -305,6 +317,7 @@ fn arms(asked: &Asked, axes: &[Axis]) -> anyhow::Result<Vec<ArmText>> {
                 .collect();
             arms.push(ArmText {
                 name,
+                named,
                 command,
                 env,
                 shell: false,

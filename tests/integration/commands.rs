@@ -111,7 +111,7 @@ fn one_command_or_several_named_with_the_summary_printed() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     // (Which verdict depends on how busy the host is: not asserted.)
     assert!(stdout.contains("Net result: on wall s"), "{stdout}");
-    assert!(stdout.contains("| sleep 0.05 "), "{stdout}");
+    assert!(stdout.contains("| long: sleep 0.05 "), "{stdout}");
     let history = lcx_ok(dir.path(), &db, &["history", "latest", "--format", "json"]);
     let rows: serde_json::Value = serde_json::from_str(&history).unwrap();
     let arms: Vec<&str> = rows
@@ -161,6 +161,116 @@ fn one_command_or_several_named_with_the_summary_printed() {
     ] {
         refused(&run(dir.path(), &db, args), "--command-name");
     }
+}
+
+/// The rows of the report's arm table (the one under `| Mode`).
+fn arm_rows(report: &str) -> Vec<&str> {
+    report
+        .lines()
+        .skip_while(|l| !l.starts_with("| Mode"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .collect()
+}
+
+/// Issue 78: a name given with `-n` leads its arm's row in every table,
+/// the command's text after it; an unnamed command shows its text alone.
+#[test]
+fn named_commands_lead_their_rows_with_their_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("lcx.db");
+    let out = run(
+        dir.path(),
+        &db,
+        &[
+            "-n",
+            "old",
+            "--command",
+            "sleep 0.02",
+            "-n",
+            "new",
+            "--command",
+            "sleep 0.03",
+            "--command",
+            "sleep 0.01",
+            "--runs",
+            "2",
+            "--repeats",
+            "1",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let summary = text(&out.stdout);
+    let report = report_text(&db);
+    for shown in [summary.as_str(), report.as_str()] {
+        let rows = arm_rows(shown);
+        assert_eq!(rows.len(), 3, "{shown}");
+        assert!(rows[0].starts_with("| old: sleep 0.02 "), "{shown}");
+        assert!(rows[1].starts_with("| new: sleep 0.03 "), "{shown}");
+        assert!(rows[2].starts_with("| sleep 0.01 "), "{shown}");
+    }
+    let json = report_json(dir.path(), &db);
+    let labels: Vec<&str> = json["arms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        labels,
+        ["old: sleep 0.02", "new: sleep 0.03", "sleep 0.01"],
+        "{json}"
+    );
+}
+
+/// Issue 78: one command's report gives its range and run count, as
+/// hyperfine's `Range (min … max)` does: in the summary `lcx run` prints,
+/// the markdown report and the JSON.
+#[test]
+fn one_command_reports_its_range_and_run_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("lcx.db");
+    let out = run(
+        dir.path(),
+        &db,
+        &["--command", "sleep 0.01", "--runs", "10"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // 10 runs after the warm-up in each of hyperfine's default 3 repeats.
+    let summary = text(&out.stdout);
+    let report = report_text(&db);
+    for shown in [summary.as_str(), report.as_str()] {
+        let net = shown
+            .lines()
+            .find(|l| l.starts_with("Net result: "))
+            .unwrap_or_else(|| panic!("{shown}"));
+        assert!(
+            net.contains("a single arm") && net.contains("on wall s, range (min … max) "),
+            "{net}"
+        );
+        assert!(net.ends_with(" over 30 runs in 3 repeats"), "{net}");
+    }
+    let json = report_json(dir.path(), &db);
+    assert!(
+        json["net_result"]
+            .as_str()
+            .unwrap()
+            .contains("over 30 runs"),
+        "{json}"
+    );
+    let wall = json["arms"][0]["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == "process/wall_seconds")
+        .unwrap();
+    let summary = &wall["summary"];
+    assert_eq!(summary["n"], 30, "{summary}");
+    let (min, max) = (
+        summary["min"].as_f64().unwrap(),
+        summary["max"].as_f64().unwrap(),
+    );
+    assert!(0.0 < min && min <= max, "{summary}");
 }
 
 /// A string of plain words runs without a shell; one with shell syntax

@@ -309,12 +309,48 @@ fn gate_arm(
     }
 }
 
+/// What a single arm ran to on `metric`, as hyperfine's `Range (min …
+/// max)` and run count: `; on wall (s), range (min … max) 0.0101 … 0.0123
+/// over 30 runs in 3 repeats`; nothing where the arm has no data. A
+/// command's iteration is one run of it; with `fold = "last"` the values
+/// are one per cell.
+fn range(arm: &ArmResult, metric: &str, columns: &[ReportColumn], workload: &str) -> Prose {
+    let Some(s) = arm.metric(metric).and_then(|m| m.summary.as_ref()) else {
+        return Prose::default();
+    };
+    let num = crate::report::words::num;
+    let last = columns
+        .iter()
+        .any(|c| c.metric == metric && c.fold == crate::experiment::Fold::Last);
+    let noun = match () {
+        _ if last => "cell",
+        _ if workload == "command" => "run",
+        _ => "iteration",
+    };
+    let repeats = if !last && !arm.partial && arm.completed > 1 {
+        format!(
+            " in {}",
+            crate::text::counted(arm.completed as u64, "repeat")
+        )
+    } else {
+        String::new()
+    };
+    let label = crate::metrics::with_unit(&label_of(columns, metric), metric);
+    Prose::ours("; on ").text(label).and(format!(
+        ", range (min … max) {} … {} over {}{repeats}",
+        num(s.min),
+        num(s.max),
+        crate::text::counted(s.n as u64, noun)
+    ))
+}
+
 /// The net result on the primary metric: the arms grouped by verdict, each
 /// with its speedup, then those without data and those not judged.
 pub(super) fn net_result(
     arms: &[ArmResult],
     primary: Option<&str>,
     columns: &[ReportColumn],
+    workload: &str,
 ) -> Prose {
     let Some(metric) = primary else {
         return "no metrics to compare".into();
@@ -322,7 +358,11 @@ pub(super) fn net_result(
     let label = label_of(columns, metric);
     let others: Vec<&ArmResult> = arms.iter().filter(|a| !a.is_baseline).collect();
     if others.is_empty() {
-        return "a single arm, nothing to compare".into();
+        let single = Prose::ours("a single arm, nothing to compare");
+        return match arms {
+            [arm] => single.then(range(arm, metric, columns, workload)),
+            _ => single,
+        };
     }
     let has_data = |a: &ArmResult| a.metric(metric).is_some_and(|m| m.replicate.is_some());
     // Each arm's own baseline: in a sweep, the one at its point.

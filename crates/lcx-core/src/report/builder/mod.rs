@@ -213,7 +213,7 @@ pub fn assemble(input: Input, options: Options) -> Report {
     };
     let check = check::check(e, plan, runs, &arms, outcomes, options.allow_contended);
     let primary = primary_metric(plan, &columns);
-    let net_result = judge::net_result(&arms, primary.as_deref(), &columns);
+    let net_result = judge::net_result(&arms, primary.as_deref(), &columns, &e.workload);
     let sweep = sweep::sweep(plan, &arms, primary.as_deref(), &columns, rule);
 
     remarks.extend(remarks::non_numeric(&input.texts, &needed, names));
