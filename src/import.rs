@@ -38,9 +38,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let existed = std::fs::metadata(path).is_ok_and(|m| m.len() > 0);
     let result = import(&args);
     if result.is_err() && !existed && !args.dry_run {
-        for suffix in ["", "-wal", "-shm", "-journal"] {
-            let mut file = path.as_os_str().to_os_string();
-            file.push(suffix);
+        for file in lcx_core::files::with_side_files(path) {
             let _ = std::fs::remove_file(file);
         }
     }

@@ -119,15 +119,22 @@ fn database_files(db: &Path) -> Vec<PathBuf> {
             mains.push(named);
         }
     }
-    let mut out = mains.clone();
-    for main in &mains {
-        for suffix in SIDE_FILES {
-            let mut name = main.as_os_str().to_os_string();
-            name.push(suffix);
-            out.push(PathBuf::from(name));
-        }
-    }
-    out
+    mains
+        .iter()
+        .flat_map(|main| with_side_files(main))
+        .collect()
+}
+
+/// `db`'s side file of `suffix` (`-wal`, `-shm`, `-journal`).
+pub fn side_file(db: &Path, suffix: &str) -> PathBuf {
+    let mut name = db.as_os_str().to_os_string();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// `db` and the files SQLite keeps beside it.
+pub fn with_side_files(db: &Path) -> impl Iterator<Item = PathBuf> + '_ {
+    std::iter::once(db.to_path_buf()).chain(SIDE_FILES.iter().map(|s| side_file(db, s)))
 }
 
 /// Whether the file at `path` (links followed) starts with SQLite's header.

@@ -246,15 +246,6 @@ impl<R: BufRead> Lines<'_, R> {
     }
 }
 
-/// How the runner writes a non-finite value in `metric_nonfinite`.
-fn nonfinite_word(value: &SqlValue) -> &'static str {
-    match value {
-        SqlValue::Real(f) if *f == f64::INFINITY => "Infinity",
-        SqlValue::Real(f) if *f == f64::NEG_INFINITY => "-Infinity",
-        _ => "NaN",
-    }
-}
-
 /// Why line `at` of the export could not be loaded into the scratch
 /// database `db`: the scratch folder full (not the file's fault, and said
 /// so), or the row refused by this lcx's schema, in SQLite's words.
@@ -419,12 +410,12 @@ fn load_rows(path: &Path, db: &Path) -> Result<(), StoreError> {
                     .then(|| names.iter().position(|n| n == "\"value\""))
                     .flatten()
                     .and_then(|i| match &values[i] {
-                        SqlValue::Real(f) if !f.is_finite() => Some(i),
+                        SqlValue::Real(f) => super::NonFinite::of(*f).map(|word| (i, word)),
                         _ => None,
                     });
                 let table = match nonfinite {
-                    Some(i) => {
-                        values[i] = SqlValue::Text(nonfinite_word(&values[i]).into());
+                    Some((i, word)) => {
+                        values[i] = SqlValue::Text(word.as_str().into());
                         "metric_nonfinite"
                     }
                     None => table,

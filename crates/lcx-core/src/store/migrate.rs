@@ -174,9 +174,13 @@ fn definitions(conn: &Connection, schema: &str) -> rusqlite::Result<Vec<(String,
 
 /// A column as `pragma_table_info` has it: name, declared type, NOT NULL,
 /// default, primary key.
-type ColumnInfo = (String, String, bool, Option<String>, i64);
+pub(super) type ColumnInfo = (String, String, bool, Option<String>, i64);
 
-fn table_info(conn: &Connection, schema: &str, table: &str) -> rusqlite::Result<Vec<ColumnInfo>> {
+pub(super) fn table_info(
+    conn: &Connection,
+    schema: &str,
+    table: &str,
+) -> rusqlite::Result<Vec<ColumnInfo>> {
     let mut stmt = conn.prepare(&format!(
         "SELECT name, type, \"notnull\", dflt_value, pk FROM {schema}.pragma_table_info(?1)"
     ))?;

@@ -50,26 +50,16 @@ fn feed_rows(hash: &mut Sha256, conn: &Connection, sql: &str, id: i64) -> Result
     Ok(())
 }
 
-/// The columns of `table` but `leave_out`, quoted and prefixed.
-fn kept(
-    conn: &Connection,
-    table: &str,
-    leave_out: &[&str],
-    prefix: &str,
-) -> Result<String, StoreError> {
-    Ok(crate::store::migrate::column_names(conn, table)?
-        .into_iter()
-        .filter(|n| !leave_out.contains(&n.as_str()))
-        .map(|n| format!("{prefix}\"{n}\""))
-        .collect::<Vec<_>>()
-        .join(", "))
+/// The columns of `table` but `leave_out`, as an SQL list.
+fn kept(conn: &Connection, table: &str, leave_out: &[&str]) -> Result<String, StoreError> {
+    Ok(super::list(&super::columns(conn, table, leave_out)?, ""))
 }
 
 /// The digest of experiment `id` of `schema` (`main` or `src`, whose
 /// schemas are one), as hex.
 pub(super) fn digest(conn: &Connection, schema: &str, id: i64) -> Result<String, StoreError> {
     let mut hash = Sha256::new();
-    let experiment = kept(conn, "experiments", &["id"], "")?;
+    let experiment = kept(conn, "experiments", &["id"])?;
     feed_rows(
         &mut hash,
         conn,
@@ -85,11 +75,11 @@ pub(super) fn digest(conn: &Connection, schema: &str, id: i64) -> Result<String,
             .collect::<Result<_, _>>()?;
         ids
     };
-    let run = kept(conn, "runs", &["id", "experiment_id"], "")?;
+    let run = kept(conn, "runs", &["id", "experiment_id"])?;
     let run_sql = format!("SELECT {run} FROM {schema}.runs WHERE id = ?1");
     let mut line_sqls = Vec::new();
     for table in super::LINE_TABLES {
-        let cols = kept(conn, table, &["run_id", "superseded"], "")?;
+        let cols = kept(conn, table, &["run_id", "superseded"])?;
         // The live lines, in the order of their unique index (one row per
         // name and iteration): read through it, with no sort, in any
         // storage order. Superseded lines (an attempt a resume replaced)

@@ -121,9 +121,7 @@ fn not_a_file(meta: &std::fs::Metadata) -> Option<&'static str> {
 /// rollback journal beside it (a writer stopped in mid-transaction) reads
 /// as "attempt to write a readonly database" to a read-only open.
 fn unreadable(path: &Path, e: &rusqlite::Error) -> StoreError {
-    let mut journal = path.as_os_str().to_os_string();
-    journal.push("-journal");
-    let journal = PathBuf::from(journal);
+    let journal = crate::files::side_file(path, "-journal");
     if e.sqlite_error_code() == Some(rusqlite::ErrorCode::ReadOnly) && journal.exists() {
         return refused(
             path,

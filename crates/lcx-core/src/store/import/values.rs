@@ -195,18 +195,14 @@ struct Column {
 fn columns(conn: &Connection, table: &str) -> Result<Vec<Column>, StoreError> {
     // The source's schema was found identical to this database's, so
     // this database's declarations are the source's.
-    let mut stmt =
-        conn.prepare("SELECT name, type, \"notnull\" FROM main.pragma_table_info(?1)")?;
-    let rows = stmt
-        .query_map([table], |row| {
-            Ok(Column {
-                name: row.get(0)?,
-                declared: row.get(1)?,
-                nullable: !row.get::<_, bool>(2)?,
-            })
-        })?
-        .collect::<Result<_, _>>()?;
-    Ok(rows)
+    Ok(crate::store::migrate::table_info(conn, "main", table)?
+        .into_iter()
+        .map(|(name, declared, not_null, _, _)| Column {
+            name,
+            declared,
+            nullable: !not_null,
+        })
+        .collect())
 }
 
 /// The SQL condition a value of `column` in `table` meets, and what is
@@ -254,13 +250,11 @@ fn shown(conn: &Connection, table: &str, column: &str, rowid: i64) -> String {
 
 /// `text` on one line, escaped for a terminal, at most 80 characters.
 pub(super) fn short(text: &str) -> String {
-    let line = crate::escape::terminal_line(text);
-    let mut chars = line.chars();
-    let head: String = chars.by_ref().take(80).collect();
-    if chars.next().is_some() {
-        format!("{head}… ({} characters)", text.chars().count())
+    let shown = crate::escape::terminal_short(text, 80);
+    if crate::escape::terminal_line(text).chars().count() > 80 {
+        format!("{shown} ({} characters)", text.chars().count())
     } else {
-        head
+        shown
     }
 }
 
