@@ -37,6 +37,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     // a failed import leaves no new file behind.
     let existed = std::fs::metadata(path).is_ok_and(|m| m.len() > 0);
     let result = import(&args);
+    if scratch::signalled() {
+        // The handler is removing the working copies and ends the process
+        // with 130: the failure the signal caused is not this import's.
+        loop {
+            std::thread::park();
+        }
+    }
     if result.is_err() && !existed && !args.dry_run {
         for file in lcx_core::files::with_side_files(path) {
             let _ = std::fs::remove_file(file);

@@ -6,23 +6,7 @@ use std::path::Path;
 use std::process::Command;
 
 fn gpu_check(out: &Path, extra: &[&str]) -> std::process::Output {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let bin = Path::new(env!("CARGO_BIN_EXE_lcx")).parent().unwrap();
-    let mut cmd = Command::new("bash");
-    cmd.arg(root.join("scripts/gpu-check.sh"))
-        .args([
-            "--out",
-            out.to_str().unwrap(),
-            "--bin",
-            bin.to_str().unwrap(),
-        ])
-        .args(extra)
-        .env_remove("LCX_DB")
-        .env_remove("OUT");
-    if let Some(cache) = std::env::var_os("LCX_PEAK_CACHE") {
-        cmd.env("LCX_PEAK_CACHE", cache);
-    }
-    cmd.output().unwrap()
+    crate::support::check_script("gpu-check.sh", out, extra)
 }
 
 #[test]
@@ -102,8 +86,14 @@ fn the_gpu_check_runs_every_step_on_the_cpu_and_writes_its_summary() {
         summary.contains("| final loss scale, train | 1.0 |"),
         "{summary}"
     );
+    // AMP on the CPU of a dry run: bf16 on lcx's kernel where it runs.
+    #[cfg(target_arch = "x86_64")]
+    let kernel = is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma");
+    #[cfg(not(target_arch = "x86_64"))]
+    let kernel = false;
+    let amp_ran = if kernel { "bf16" } else { "fp32" };
     assert!(
-        summary.contains("| precision the AMP steps ran in | fp32 "),
+        summary.contains(&format!("| precision the AMP steps ran in | {amp_ran} ")),
         "{summary}"
     );
     // The experiments ran as their files are, the CUDA arms skipped by lcx

@@ -12,6 +12,7 @@ mod bench_scripts;
 mod binaries;
 mod commands;
 mod config;
+mod cpu_check;
 mod faults;
 mod golden;
 mod gpu_check;

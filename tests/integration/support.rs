@@ -30,6 +30,27 @@ pub fn lcx() -> Command {
 /// A host lock file (`LCX_HOST_LOCK`) no other command uses: the tests'
 /// runners neither wait for each other nor for a benchmark running on the
 /// machine meanwhile. The host lock's own tests give two runners one file.
+/// `scripts/NAME` run with bash, `--out OUT` and `--bin` the directory of
+/// the lcx under test, then `extra`; the user's database is not its, and
+/// the suite's peak cache (probed once, see scripts/test.sh) is.
+pub fn check_script(name: &str, out: &Path, extra: &[&str]) -> std::process::Output {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let bin = Path::new(env!("CARGO_BIN_EXE_lcx")).parent().unwrap();
+    let mut cmd = Command::new("bash");
+    cmd.arg(root.join("scripts").join(name))
+        .arg("--out")
+        .arg(out)
+        .arg("--bin")
+        .arg(bin)
+        .args(extra)
+        .env_remove("LCX_DB")
+        .env_remove("OUT");
+    if let Some(cache) = std::env::var_os("LCX_PEAK_CACHE") {
+        cmd.env("LCX_PEAK_CACHE", cache);
+    }
+    cmd.output().unwrap()
+}
+
 pub fn own_host_lock() -> PathBuf {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);

@@ -117,6 +117,7 @@ fn train_streams_metrics_and_writes_the_run_directory() {
         !(name.starts_with("amp/")
             || name.starts_with("interleaved/")
             || name.starts_with("peak/device_matmul_")
+            || name == "peak/bf16_gflops"
             || name.starts_with("gpu/")
             || name == "time/training_queued_seconds"
             || name == "perf/graphed_steps"
@@ -337,11 +338,17 @@ fn bench_trainer_names_the_training_backend() {
     }
 }
 
-/// #19 items 1 and 2: a bench-trainer cell measures one mode, for the
-/// iterations asked, and an AMP arm that ran fp32 (on the CPU) says so in
-/// its lines and in the report.
+/// #19 items 1 and 2, issue 74: a bench-trainer cell measures one mode,
+/// for the iterations asked; an AMP arm on a CPU trains in bf16 on lcx's
+/// kernel and is judged against fp32, and one that cannot (lcx's kernel
+/// off for it) runs fp32, says why in its lines and in the report, and is
+/// not judged as AMP.
 #[test]
-fn an_amp_cell_on_the_cpu_is_one_mode_and_labelled_fp32() {
+fn an_amp_cell_on_the_cpu_runs_bf16_or_says_why_not() {
+    #[cfg(target_arch = "x86_64")]
+    let kernel = is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma");
+    #[cfg(not(target_arch = "x86_64"))]
+    let kernel = false;
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("amp.toml");
     std::fs::write(
@@ -349,7 +356,9 @@ fn an_amp_cell_on_the_cpu_is_one_mode_and_labelled_fp32() {
         format!(
             "name = \"amp\"\nworkload = \"bench-trainer\"\nconfig = \"{}\"\niterations = 3\n\
              warmup = 1\nset = [\"run.device=cpu\"]\n[[arms]]\nname = \"fp32\"\n\
-             [[arms]]\nname = \"amp\"\nlabel = \"AMP\"\nargs = [\"--amp\"]\n",
+             [[arms]]\nname = \"amp\"\nlabel = \"AMP\"\nargs = [\"--amp\"]\n\
+             [[arms]]\nname = \"amp-libtorch\"\nlabel = \"AMP, libtorch\"\nargs = [\"--amp\"]\n\
+             set = [\"optimization.native_training=false\"]\n",
             smoke()
         ),
     )
@@ -359,41 +368,69 @@ fn an_amp_cell_on_the_cpu_is_one_mode_and_labelled_fp32() {
     succeed(lcx().args(["run", file.to_str().unwrap(), "--db", db, "--plain"]));
     let store = lcx_core::store::Store::open_read_only(Path::new(db)).unwrap();
     let e = store.find_experiment("amp").unwrap();
+    let bf16 = if kernel { "bf16" } else { "fp32" };
     for run in store.runs(e.id).unwrap() {
         assert_eq!(run.iterations_done, 3, "{}: one mode, 3 lines", run.arm);
         let texts = store.run_texts(run.id).unwrap();
-        let ran: Vec<&str> = texts
-            .iter()
-            .filter(|(_, name, _)| name == "precision")
-            .map(|(_, _, v)| v.as_str())
-            .collect();
-        assert_eq!(ran, ["fp32"; 3], "{}", run.arm);
+        let field = |name: &str| -> Vec<&str> {
+            texts
+                .iter()
+                .filter(|(_, n, _)| n == name)
+                .map(|(_, _, v)| v.as_str())
+                .collect()
+        };
+        let (ran, why) = match run.arm.as_str() {
+            "fp32" => ("fp32", false),
+            "amp" => (bf16, !kernel),
+            _ => ("fp32", true),
+        };
+        assert_eq!(field("precision"), [ran; 3], "{}", run.arm);
+        assert_eq!(
+            field("precision_reason").len(),
+            if why { 3 } else { 0 },
+            "{}",
+            run.arm
+        );
     }
     let report = succeed(lcx().args(["report", "amp", "--db", db]));
     assert!(
-        report.contains("AMP (AMP requested, ran fp32: no CUDA)"),
+        report.contains(
+            "AMP, libtorch (AMP requested, ran fp32: AMP on a CPU is lcx's bf16 training step, \
+             and optimization.native_training is off"
+        ),
         "{report}"
     );
-    // Nor is it judged as AMP: fp32 against fp32 says nothing of AMP.
+    // fp32 against fp32 says nothing of AMP: not judged as AMP.
     assert!(
-        report.contains("Not judged: `amp`: AMP requested, ran fp32"),
+        report.contains("Not judged: `amp-libtorch`: AMP requested, ran fp32"),
         "{report}"
     );
-    // Both arms' steps ran on the same code, whichever this CPU gives.
+    if kernel {
+        // The bf16 arm is AMP, judged, and names its kernel.
+        assert!(!report.contains("Not judged: `amp`"), "{report}");
+        assert!(!report.contains("| AMP (AMP requested"), "{report}");
+        assert!(report.contains("lcx bf16-"), "{report}");
+    }
+    // At a terminal, --both prints a speedup only where the modes differ.
+    let both = |extra: &[&str]| {
+        succeed(
+            lcx()
+                .args(["bench", "trainer", "--config", &smoke(), "--both"])
+                .args(["--runs", "1", "--warmup", "0", "--set", "run.device=cpu"])
+                .args(extra),
+        )
+    };
+    let fp32_only = both(&["--set", "optimization.native_training=false"]);
     assert!(
-        ["lcx avx512f", "lcx avx2-fma", "libtorch"]
-            .iter()
-            .any(|k| report.contains(&format!("Training ran on {k} in every arm that ran."))),
-        "{report}"
+        fp32_only.contains("no speedup: both modes ran fp32"),
+        "{fp32_only}"
     );
-    // At a terminal, --both prints no speedup of fp32 over fp32.
-    let both = succeed(
-        lcx()
-            .args(["bench", "trainer", "--config", &smoke(), "--both"])
-            .args(["--runs", "1", "--warmup", "0", "--set", "run.device=cpu"]),
-    );
-    assert!(both.contains("no speedup: both modes ran fp32"), "{both}");
-    assert!(!both.contains("\nspeedup:"), "{both}");
+    assert!(!fp32_only.contains("\nspeedup:"), "{fp32_only}");
+    if kernel {
+        let amp = both(&[]);
+        assert!(amp.contains("\nspeedup:"), "{amp}");
+        assert!(amp.contains("| amp (bf16) | lcx kernel, bf16-"), "{amp}");
+    }
 }
 
 #[test]
@@ -488,8 +525,13 @@ fn every_metric_lcx_writes_is_in_the_vocabulary() {
             }
         }
     }
+    // That run trains with AMP: in bf16 on a CPU, which reads its phases
+    // against the VDPBF16PS ceiling where the CPU has one.
+    let bf16_units = lcx_core::bench::peak::has_avx512_bf16();
     assert_listed_names_written(&trained, |name| {
-        name.starts_with("amp/") || name.starts_with("interleaved/")
+        name.starts_with("amp/")
+            || name.starts_with("interleaved/")
+            || (name == "peak/bf16_gflops" && bf16_units)
     });
     assert!(
         lines[0].contains("traversal/forward_batch_mean"),

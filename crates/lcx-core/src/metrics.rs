@@ -233,6 +233,8 @@ pub const VOCABULARY: &[MetricInfo] = &[
     m("peak/device_matmul_spread", "ratio", Lower, TRAIN, "How far the 5 device matrix-product tries lay apart: max / min - 1."),
     // lcx bench peak.
     m("peak/threads", "threads", Neither, BENCH_PEAK, "Threads the peak probe used."),
+    m("peak/bf16_gflops_core", "GFLOP/s", Higher, BENCH_PEAK, "Peak bf16 rate of one core (VDPBF16PS probe; only where the CPU has AVX512_BF16)."),
+    m("peak/bf16_gflops", "GFLOP/s", Higher, BENCH_PEAK.and(TRAIN), "Peak bf16 rate of all cores (VDPBF16PS probe; only where the CPU has AVX512_BF16): on a training line, measured once when the run trains in bf16 on lcx's AVX512-BF16 kernel, the ceiling its phases are read against."),
     m("peak/fp32_gflops_core", "GFLOP/s", Higher, BENCH_PEAK, "Peak fp32 rate of one core (FMA probe)."),
     m("peak/fp32_gflops", "GFLOP/s", Higher, BENCH_PEAK, "Peak fp32 rate of all cores (FMA probe)."),
     m("peak/stream_gbytes_per_second", "GB/s", Higher, BENCH_PEAK, "Memory bandwidth (stream triad)."),
@@ -253,6 +255,7 @@ pub const VOCABULARY: &[MetricInfo] = &[
     m("bench/us_per_call", "µs", Lower, BENCH_FORWARD, "Time of one forward call at the line's batch size."),
     m("bench/us_per_state", "µs", Lower, BENCH_FORWARD, "Time of one forward call ÷ its batch size."),
     m("bench/ms_per_call", "ms", Lower, BENCH_TRAINER, "Time of one training call (advantage and strategy updates) in bench trainer."),
+    m("bench/ms_per_step", "ms", Lower, BENCH_TRAINER, "Time of one training step in bench trainer: the call's time over its steps (2 × advantage_updates_per_iteration + strategy_updates_per_iteration); what PyTorch's step is compared with (scripts/torch-step-yardstick.py)."),
     m("bench/graphed_steps", "steps", Neither, BENCH_TRAINER, "Steps of the bench trainer call replayed from a CUDA graph (optimization.cuda_graphs on a GPU); 0 when they ran eagerly."),
     // lcx bench engine.
     m("bench/engine/games", "games", Neither, BENCH_ENGINE, "Random games played."),
@@ -454,8 +457,10 @@ mod tests {
             iteration: 1,
             precision: "fp32",
             precision_requested: "fp32",
+            precision_reason: None,
             training_kernel: "lcx avx2-fma",
             ms_per_call: 3.0,
+            ms_per_step: 1.0,
             graphed_steps: 0,
             loss_advantage: Some(0.5),
             loss_strategy: Some(0.25),
@@ -506,6 +511,8 @@ mod tests {
             }),
             matmul_gflops: Some(5.0),
             matmul_half_gflops: Some(9.0),
+            bf16_gflops_core: Some(8.0),
+            bf16_gflops: Some(16.0),
         };
         let value: serde_json::Value = serde_json::from_str(&line.to_json()).unwrap();
         assert_eq!(numeric_keys(&value), listed(Writers::BENCH_PEAK));

@@ -182,9 +182,9 @@ pub fn modes(both: bool, amp: bool) -> &'static [(&'static str, bool)] {
 /// What happens while the modes are timed, for the caller to write or say.
 #[derive(Debug)]
 pub enum TrainerBenchEvent<'a> {
-    /// AMP was asked for where it cannot run (no CUDA): this mode trains
-    /// in fp32.
-    AmpFallsBack,
+    /// AMP was asked for where it cannot run: this mode trains in fp32,
+    /// for this reason.
+    AmpFallsBack(&'a str),
     /// One timed call, as the metric line the runner ingests.
     Sample(&'a TrainerSample<'a>),
 }
@@ -226,13 +226,20 @@ pub fn time_modes<E: From<TrainError>>(
         digest: String::new(),
     };
     let mut iteration = 0;
+    let o = &config.optimization;
+    let steps = (2 * o.advantage_updates_per_iteration + o.strategy_updates_per_iteration).max(1);
     for &(requested, amp) in modes {
         let mut t = synthetic_trainer(config.clone(), amp)?;
         timings.digest = weights_digest(&t);
         // The kernel's width too (see `Trainer::training_kernel`).
         let kernel = t.training_kernel();
-        if amp && t.amp_falls_back_to_fp32() {
-            on(TrainerBenchEvent::AmpFallsBack)?;
+        let reason = if amp {
+            t.amp_falls_back_to_fp32()
+        } else {
+            None
+        };
+        if let Some(why) = &reason {
+            on(TrainerBenchEvent::AmpFallsBack(why))?;
         }
         let precision = t.precision();
         for _ in 0..warmup {
@@ -253,8 +260,10 @@ pub fn time_modes<E: From<TrainError>>(
                 iteration,
                 precision,
                 precision_requested: requested,
+                precision_reason: reason.as_deref(),
                 training_kernel: &kernel,
                 ms_per_call: call.ms,
+                ms_per_step: call.ms / steps as f64,
                 graphed_steps: call.graphed_steps,
                 loss_advantage: call.loss_advantage,
                 loss_strategy: call.loss_strategy,
@@ -334,7 +343,7 @@ mod tests {
         let timings =
             time_modes::<TrainError>(&crate::smoke_config(), modes(true, false), 1, 2, |event| {
                 events.push(match event {
-                    TrainerBenchEvent::AmpFallsBack => "amp falls back".to_string(),
+                    TrainerBenchEvent::AmpFallsBack(_) => "amp falls back".to_string(),
                     TrainerBenchEvent::Sample(s) => {
                         format!("{} {}", s.iteration, s.precision_requested)
                     }
@@ -345,8 +354,10 @@ mod tests {
         let requested: Vec<&str> = timings.modes.iter().map(|m| m.requested).collect();
         assert_eq!(requested, ["fp32", "amp"]);
         let mut expected = vec!["1 fp32", "2 fp32"];
-        if !device::cuda_available() {
-            // Said before the mode's first call, once.
+        // AMP runs on CUDA, and on a CPU as lcx's bf16 step where lcx's
+        // kernel runs; elsewhere it is said before the mode's first call,
+        // once.
+        if !device::cuda_available() && !crate::kernel::native::supported() {
             expected.push("amp falls back");
         }
         expected.extend(["3 amp", "4 amp"]);

@@ -256,13 +256,14 @@ fn peak(args: PeakArgs) -> anyhow::Result<u8> {
     let rates = device
         .map(|d| lcx_trainer::bench::device_rates(d, args.matmul_size))
         .transpose()?;
+    let bf16 = lcx_core::bench::peak::measure_bf16();
     if let Some(out) = sink.as_mut() {
-        let line = PeakLine::new(&known, rates.as_ref()).to_json();
+        let line = PeakLine::new(&known, rates.as_ref(), bf16.as_ref()).to_json();
         writeln!(out, "{line}")
             .and_then(|()| out.flush())
             .context("writing --metrics-out")?;
     }
-    let text = peak_text(&known, rates.as_ref());
+    let text = peak_text(&known, rates.as_ref(), bf16.as_ref());
     if args
         .metrics_out
         .as_ref()
@@ -474,8 +475,8 @@ fn trainer(args: TrainerArgs) -> anyhow::Result<u8> {
     let modes = modes(args.both, args.amp || cfg.run.use_amp);
     let timings = time_modes(&cfg, modes, args.warmup, args.runs, |event| {
         match event {
-            TrainerBenchEvent::AmpFallsBack => {
-                eprintln!("note: AMP needs CUDA; the amp mode on {device:?} trains in fp32");
+            TrainerBenchEvent::AmpFallsBack(why) => {
+                eprintln!("note: the amp mode on {device:?} trains in fp32: {why}");
             }
             TrainerBenchEvent::Sample(sample) => {
                 if let Some(out) = sink.as_mut() {
@@ -495,10 +496,13 @@ fn trainer(args: TrainerArgs) -> anyhow::Result<u8> {
         let (mean, p50, p95) = m.ms;
         let shown = if m.precision == m.requested {
             m.requested.to_string()
+        } else if lcx_core::bench::trainer::ran_as_asked(m.requested, m.precision) {
+            format!("{} ({})", m.requested, m.precision)
         } else {
-            // The report's words for the same mismatch (report/builder/).
+            // The report's words for the same mismatch (report/builder/);
+            // the reason was said above the table.
             format!(
-                "{} requested, ran {}: no CUDA",
+                "{} requested, ran {}",
                 m.requested.to_uppercase(),
                 m.precision
             )
@@ -521,7 +525,7 @@ fn trainer(args: TrainerArgs) -> anyhow::Result<u8> {
         if a.precision != b.precision {
             text.push_str(&format!("\nspeedup: {:.2}x", a.ms.0 / b.ms.0));
         } else {
-            text.push_str("\nno speedup: both modes ran fp32");
+            text.push_str(&format!("\nno speedup: both modes ran {}", a.precision));
         }
     }
     if to_stdout {

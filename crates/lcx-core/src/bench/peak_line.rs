@@ -59,6 +59,15 @@ pub struct PeakLine<'a> {
         skip_serializing_if = "Option::is_none"
     )]
     pub matmul_half_gflops: Option<f64>,
+    /// The `VDPBF16PS` ceiling, where the CPU has AVX512_BF16 (probed on
+    /// every call, not cached).
+    #[serde(
+        rename = "peak/bf16_gflops_core",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub bf16_gflops_core: Option<f64>,
+    #[serde(rename = "peak/bf16_gflops", skip_serializing_if = "Option::is_none")]
+    pub bf16_gflops: Option<f64>,
 }
 
 /// What this run's probe found (the ceiling keeps the best of all).
@@ -84,7 +93,11 @@ pub struct ProbeFigures {
 impl<'a> PeakLine<'a> {
     /// The line for the host's known ceiling and, with `--device`, the
     /// device's rates.
-    pub fn new(known: &'a KnownCeiling, device: Option<&DeviceRates>) -> PeakLine<'a> {
+    pub fn new(
+        known: &'a KnownCeiling,
+        device: Option<&DeviceRates>,
+        bf16: Option<&peak::Bf16Peak>,
+    ) -> PeakLine<'a> {
         let c = &known.ceiling;
         PeakLine {
             iteration: 1,
@@ -107,6 +120,8 @@ impl<'a> PeakLine<'a> {
             }),
             matmul_gflops: device.map(|d| d.fp32_gflops),
             matmul_half_gflops: device.and_then(|d| d.half_gflops),
+            bf16_gflops_core: bf16.map(|b| b.gflops_core),
+            bf16_gflops: bf16.map(|b| b.gflops),
         }
     }
 
@@ -124,7 +139,11 @@ impl<'a> PeakLine<'a> {
 /// What `lcx bench peak` prints: how the ceiling was found, then a table
 /// of its figures (and the device's, and the FMA bound at the reported
 /// clock where one is reported).
-pub fn peak_text(known: &KnownCeiling, device: Option<&DeviceRates>) -> String {
+pub fn peak_text(
+    known: &KnownCeiling,
+    device: Option<&DeviceRates>,
+    bf16: Option<&peak::Bf16Peak>,
+) -> String {
     let c = &known.ceiling;
     let mut table = markdown_table();
     table.set_header(["measure", "value"]);
@@ -140,6 +159,27 @@ pub fn peak_text(known: &KnownCeiling, device: Option<&DeviceRates>) -> String {
         "stream triad GB/s".to_string(),
         format!("{:.1}", c.stream_gbytes_per_second),
     ]);
+    match bf16 {
+        Some(b) => {
+            let mut how = format!("best of {}, spread {:.0} %", b.tries, 100.0 * b.spread);
+            if b.disturbed {
+                how = "DISTURBED: no clean try, a floor".to_string();
+            }
+            table.add_row([
+                format!(
+                    "bf16 GFLOP/s (VDPBF16PS), one core / {} threads ({how})",
+                    b.threads
+                ),
+                format!("{:.1} / {:.1}", b.gflops_core, b.gflops),
+            ]);
+        }
+        None => {
+            table.add_row([
+                "bf16 GFLOP/s".to_string(),
+                "no bf16 units (AVX512_BF16): bf16 runs as FP32 FMAs".to_string(),
+            ]);
+        }
+    }
     if let Some(p) = &known.probe {
         table.add_row([
             format!("this probe: FP32 GFLOP/s, one core / {} threads", p.threads),

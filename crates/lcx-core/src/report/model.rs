@@ -358,14 +358,20 @@ pub struct RooflineArm {
     /// (`peak/device_matmul_half_gflops`, measured only when AMP ran).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device_half_peak_gflops: Option<f64>,
+    /// A CPU arm that trained in bf16 on `VDPBF16PS`: the host's bf16
+    /// ceiling (`peak/bf16_gflops`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bf16_peak_gflops: Option<f64>,
 }
 
 impl RooflineArm {
     /// The ceiling this arm is read against: an AMP arm's FP16 ceiling, a
-    /// GPU arm's FP32 one, else the host's FMA peak.
+    /// GPU arm's FP32 one, a bf16 arm's `VDPBF16PS` one, else the host's
+    /// FMA peak.
     pub fn ceiling(&self, host: Option<f64>) -> Option<f64> {
         self.device_half_peak_gflops
             .or(self.device_peak_gflops)
+            .or(self.bf16_peak_gflops)
             .or(host)
     }
 
@@ -375,6 +381,8 @@ impl RooflineArm {
             "GPU FP16 matmul (tensor cores)"
         } else if self.device_peak_gflops.is_some() {
             "GPU FP32 matmul (TF32 off)"
+        } else if self.bf16_peak_gflops.is_some() {
+            "host bf16 VDPBF16PS"
         } else {
             "host FP32 FMA"
         }
@@ -526,6 +534,7 @@ mod tests {
             training_gflops: Some(10.0),
             device_peak_gflops: fp32,
             device_half_peak_gflops: half,
+            bf16_peak_gflops: None,
         };
         let host = Some(200.0);
         let cpu = arm(None, None);
@@ -542,6 +551,14 @@ mod tests {
         assert_eq!(
             (amp.ceiling(host), amp.ceiling_name()),
             (Some(600_000.0), "GPU FP16 matmul (tensor cores)")
+        );
+        let bf16 = RooflineArm {
+            bf16_peak_gflops: Some(900.0),
+            ..arm(None, None)
+        };
+        assert_eq!(
+            (bf16.ceiling(host), bf16.ceiling_name()),
+            (Some(900.0), "host bf16 VDPBF16PS")
         );
     }
 }

@@ -135,6 +135,16 @@ impl Bf16Kernel {
         }
     }
 
+    /// The kernel's name in a run's `training_kernel` field (after
+    /// `lcx `): `bf16-avx512`, `bf16-avx2` or `bf16-scalar`.
+    pub fn training_name(self) -> &'static str {
+        match self {
+            Bf16Kernel::Scalar => "bf16-scalar",
+            Bf16Kernel::Avx2 => "bf16-avx2",
+            Bf16Kernel::Avx512Bf16 => "bf16-avx512",
+        }
+    }
+
     /// `None` where this kernel runs here, else what the CPU (or the
     /// operating system, which must save the ZMM registers) lacks.
     /// `is_x86_feature_detected!` reports an AVX-512 feature only where

@@ -43,10 +43,10 @@ pub enum Loss {
 
 /// One parameter tensor with its AdamW moments and gradient.
 #[derive(Debug)]
-struct Param {
+pub(super) struct Param {
     tensor: Tensor,
     /// Its place in the VarStore's (and the optimiser's) order.
-    slot: usize,
+    pub(super) slot: usize,
     /// `Some((outputs, inputs))` for a weight matrix, whose four vectors
     /// are kept in row panels (see [`native::to_row_panels`]): the form
     /// the input-gradient GEMM reads `W` in, which the weight-gradient GEMM
@@ -54,10 +54,10 @@ struct Param {
     /// tiles for the forward pack's transposes. AdamW is element-wise, so
     /// the layout does not change it. `None` for a bias (plain order).
     panels: Option<(usize, usize)>,
-    value: Vec<f32>,
-    m: Vec<f32>,
-    v: Vec<f32>,
-    grad: Vec<f32>,
+    pub(super) value: Vec<f32>,
+    pub(super) m: Vec<f32>,
+    pub(super) v: Vec<f32>,
+    pub(super) grad: Vec<f32>,
 }
 
 fn copy_into(t: &Tensor, v: &[f32]) -> Result<(), TrainerError> {
@@ -69,7 +69,7 @@ fn copy_into(t: &Tensor, v: &[f32]) -> Result<(), TrainerError> {
 
 impl Param {
     /// Copies a tensor and its moments; `panels` as in [`Param::panels`].
-    fn load(
+    pub(super) fn load(
         tensor: &Tensor,
         slot: usize,
         moments: &(Tensor, Tensor),
@@ -104,12 +104,117 @@ impl Param {
     }
 }
 
+/// The passes of one training step on lcx's kernel, in whichever
+/// precision: [`take_step`] runs them in order.
+pub(super) trait Pass {
+    /// (inputs, outputs) of the network.
+    fn shape(&self) -> (usize, usize);
+    fn run_forward(&mut self, x: &[f32], rows: usize);
+    /// The last forward's logits, and the buffer their gradient goes in.
+    fn logits_and_grad(&mut self) -> (&[f32], &mut Vec<f32>);
+    /// Every parameter's gradient from the logits' gradient.
+    fn run_backward(&mut self, x: &[f32], rows: usize);
+    /// Clips to a global norm of `grad_clip` (when > 0) and takes the
+    /// AdamW step; false (and nothing changed) when the gradient norm is
+    /// not finite.
+    fn clip_and_update(&mut self, grad_clip: f64) -> bool;
+}
+
+/// One optimisation step of `p` on `batch`: forward, `loss`, backward,
+/// clipping and AdamW. A non-finite loss changes nothing (as on the
+/// libtorch path); so does a finite loss whose gradient overflowed inside
+/// the network, which is counted like one rather than written into the
+/// weights.
+pub(super) fn take_step(
+    p: &mut impl Pass,
+    batch: &Batch,
+    loss: Loss,
+    weighting: Weighting,
+    current: u64,
+    grad_clip: f64,
+) -> Result<StepOutcome, TrainerError> {
+    let rows = batch.rows;
+    let (inputs, outputs) = p.shape();
+    if batch.dim != inputs
+        || batch.states.len() != rows * batch.dim
+        || batch.targets.len() != rows * ACTIONS
+        || batch.masks.len() != rows
+        || batch.iterations.len() != rows
+        || outputs != ACTIONS
+    {
+        return Err(TrainerError::BadShape(format!(
+            "a batch of {rows} rows × {} features for a network of {inputs} inputs and {outputs} outputs",
+            batch.dim
+        )));
+    }
+    p.run_forward(&batch.states, rows);
+    let (logits, grad) = p.logits_and_grad();
+    let value = match loss {
+        Loss::Advantage => advantage_grad(logits, batch, current, weighting, grad),
+        Loss::Strategy => strategy_grad(logits, batch, current, weighting, grad),
+    };
+    if !value.is_finite() {
+        return Ok(StepOutcome {
+            loss: value,
+            nonfinite_loss: true,
+            overflow: false,
+        });
+    }
+    p.run_backward(&batch.states, rows);
+    let applied = p.clip_and_update(grad_clip);
+    Ok(StepOutcome {
+        loss: value,
+        nonfinite_loss: !applied,
+        overflow: false,
+    })
+}
+
+impl Pass for NativeTrainer {
+    fn shape(&self) -> (usize, usize) {
+        (self.dims[0].0, self.dims[self.dims.len() - 1].1)
+    }
+
+    fn run_forward(&mut self, x: &[f32], rows: usize) {
+        self.forward(x, rows);
+    }
+
+    fn logits_and_grad(&mut self) -> (&[f32], &mut Vec<f32>) {
+        (&self.acts[self.acts.len() - 1], &mut self.grad)
+    }
+
+    fn run_backward(&mut self, x: &[f32], rows: usize) {
+        self.backward(x, rows);
+    }
+
+    fn clip_and_update(&mut self, grad_clip: f64) -> bool {
+        self.apply_gradients(grad_clip)
+    }
+}
+
+/// Writes `params` (values and moments) and the step count back into the
+/// tensors they were loaded from.
+pub(super) fn store_params<'p>(
+    params: impl Iterator<Item = &'p Param>,
+    step: i64,
+    trainer: &mut NetTrainer,
+) -> Result<(), TrainerError> {
+    let _guard = tch::no_grad_guard();
+    let moments = &trainer.opt.moments;
+    for p in params {
+        copy_into(&p.tensor, &p.row_major(&p.value))?;
+        copy_into(&moments[p.slot].0, &p.row_major(&p.m))?;
+        copy_into(&moments[p.slot].1, &p.row_major(&p.v))?;
+    }
+    trainer.opt.step = step;
+    Ok(())
+}
+
 /// One layer's tensors as [`NativeTrainer::layout`] finds them.
-struct LayerSlots<'a> {
-    weight: (&'a Tensor, usize),
-    bias: (&'a Tensor, usize),
+pub(super) struct LayerSlots<'a> {
+    pub(super) weight: (&'a Tensor, usize),
+    pub(super) bias: (&'a Tensor, usize),
     /// (inputs, outputs).
-    dims: (usize, usize),
+    pub(super) dims: (usize, usize),
 }
 
 /// A network's training state, copied out of its tensors, and the buffers
@@ -120,11 +225,7 @@ pub struct NativeTrainer {
     dims: Vec<(usize, usize)>,
     weights: Vec<Param>,
     biases: Vec<Param>,
-    lr: f64,
-    weight_decay: f64,
-    beta1: f64,
-    beta2: f64,
-    eps: f64,
+    hyper: Hyper,
     step: i64,
     /// Tasks each GEMM is split into (1: the calling thread only).
     threads: usize,
@@ -162,7 +263,7 @@ impl NativeTrainer {
     /// Per layer: its weight and bias tensors, their places in the
     /// VarStore's (and the optimiser's) order, and (inputs, outputs);
     /// `None` where [`NativeTrainer::applies`] is false.
-    fn layout(trainer: &NetTrainer) -> Option<Vec<LayerSlots<'_>>> {
+    pub(super) fn layout(trainer: &NetTrainer) -> Option<Vec<LayerSlots<'_>>> {
         let net = &trainer.net;
         if !native::supported() || net.is_traced() || net.activation() != Activation::Relu {
             return None;
@@ -239,11 +340,7 @@ impl NativeTrainer {
             dims,
             weights,
             biases,
-            lr: opt.lr,
-            weight_decay: opt.weight_decay,
-            beta1: opt.beta1,
-            beta2: opt.beta2,
-            eps: opt.eps,
+            hyper: Hyper::of(opt),
             step: opt.step,
             threads: threads.max(1),
             grad: Vec::new(),
@@ -258,19 +355,7 @@ impl NativeTrainer {
     /// Writes the parameters, moments and step count back into the tensors
     /// they were loaded from (`trainer` must be the one passed to `load`).
     pub fn store(&self, trainer: &mut NetTrainer) -> Result<(), TrainerError> {
-        let _guard = tch::no_grad_guard();
-        let moments = &trainer.opt.moments;
-        for p in self.weights.iter().chain(&self.biases) {
-            copy_into(&p.tensor, &p.row_major(&p.value))?;
-            copy_into(&moments[p.slot].0, &p.row_major(&p.m))?;
-            copy_into(&moments[p.slot].1, &p.row_major(&p.v))?;
-        }
-        trainer.opt.step = self.step;
-        Ok(())
-    }
-
-    fn input_dim(&self) -> usize {
-        self.dims[0].0
+        store_params(self.weights.iter().chain(&self.biases), self.step, trainer)
     }
 
     /// One optimisation step on `batch`: forward, `loss`, backward, clipping
@@ -284,44 +369,7 @@ impl NativeTrainer {
         current: u64,
         grad_clip: f64,
     ) -> Result<StepOutcome, TrainerError> {
-        let rows = batch.rows;
-        if batch.dim != self.input_dim()
-            || batch.states.len() != rows * batch.dim
-            || batch.targets.len() != rows * ACTIONS
-            || batch.masks.len() != rows
-            || batch.iterations.len() != rows
-            || self.dims[self.dims.len() - 1].1 != ACTIONS
-        {
-            return Err(TrainerError::BadShape(format!(
-                "a batch of {rows} rows × {} features for a network of {} inputs and {} outputs",
-                batch.dim,
-                self.input_dim(),
-                self.dims[self.dims.len() - 1].1
-            )));
-        }
-        self.forward(&batch.states, rows);
-        let logits = &self.acts[self.acts.len() - 1];
-        let value = match loss {
-            Loss::Advantage => advantage_grad(logits, batch, current, weighting, &mut self.grad),
-            Loss::Strategy => strategy_grad(logits, batch, current, weighting, &mut self.grad),
-        };
-        if !value.is_finite() {
-            return Ok(StepOutcome {
-                loss: value,
-                nonfinite_loss: true,
-                overflow: false,
-            });
-        }
-        self.backward(&batch.states, rows);
-        // A finite loss with an inf/NaN gradient (an overflow inside the
-        // network) is skipped and counted like a non-finite loss rather
-        // than written into the weights.
-        let applied = self.apply_gradients(grad_clip);
-        Ok(StepOutcome {
-            loss: value,
-            nonfinite_loss: !applied,
-            overflow: false,
-        })
+        take_step(self, batch, loss, weighting, current, grad_clip)
     }
 
     /// Clips the gradients to a global norm of `grad_clip` (when > 0) and
@@ -463,23 +511,7 @@ impl NativeTrainer {
     /// change a bit.
     fn adamw(&mut self, scale: Option<f32>) {
         self.step += 1;
-        let step = self.step as i32;
-        let bc1 = 1.0 - self.beta1.powi(step);
-        let bc2 = 1.0 - self.beta2.powi(step);
-        let step_size = self.lr / bc1;
-        let c = AdamCoefs {
-            decay: if self.weight_decay != 0.0 {
-                (1.0 - self.lr * self.weight_decay) as f32
-            } else {
-                1.0
-            },
-            w1: (1.0 - self.beta1) as f32,
-            b2: self.beta2 as f32,
-            w2: (1.0 - self.beta2) as f32,
-            sqrt_bc2: bc2.sqrt() as f32,
-            eps: self.eps as f32,
-            neg_inv_step: (-1.0 / step_size) as f32,
-        };
+        let c = AdamCoefs::of(&self.hyper, self.step);
         let tasks = self.threads.max(1);
         let total: usize = self
             .weights
@@ -602,9 +634,54 @@ impl<'a> Strips<'a> {
     }
 }
 
+/// AdamW's settings, as the optimiser holds them.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Hyper {
+    pub(super) lr: f64,
+    pub(super) weight_decay: f64,
+    pub(super) beta1: f64,
+    pub(super) beta2: f64,
+    pub(super) eps: f64,
+}
+
+impl Hyper {
+    pub(super) fn of(opt: &crate::nn::optim::AdamW) -> Self {
+        Hyper {
+            lr: opt.lr,
+            weight_decay: opt.weight_decay,
+            beta1: opt.beta1,
+            beta2: opt.beta2,
+            eps: opt.eps,
+        }
+    }
+}
+
+impl AdamCoefs {
+    /// The scalars of step `step` (counted from 1).
+    pub(super) fn of(h: &Hyper, step: i64) -> Self {
+        let step = step as i32;
+        let bc1 = 1.0 - h.beta1.powi(step);
+        let bc2 = 1.0 - h.beta2.powi(step);
+        let step_size = h.lr / bc1;
+        AdamCoefs {
+            decay: if h.weight_decay != 0.0 {
+                (1.0 - h.lr * h.weight_decay) as f32
+            } else {
+                1.0
+            },
+            w1: (1.0 - h.beta1) as f32,
+            b2: h.beta2 as f32,
+            w2: (1.0 - h.beta2) as f32,
+            sqrt_bc2: bc2.sqrt() as f32,
+            eps: h.eps as f32,
+            neg_inv_step: (-1.0 / step_size) as f32,
+        }
+    }
+}
+
 /// The scalars of one AdamW step, as f32 (libtorch applies its scalar
 /// arguments to f32 tensors in f32).
-struct AdamCoefs {
+pub(super) struct AdamCoefs {
     /// 1 − lr·weight_decay (1 without decay: multiplying by 1 is exact).
     decay: f32,
     w1: f32,
@@ -618,17 +695,17 @@ struct AdamCoefs {
 /// libtorch's `clip_grad_norm_` coefficient for gradients of global norm
 /// `norm`, where it applies (as there, only when clipping is on and the
 /// coefficient shrinks them).
-fn clip_scale(norm: f64, grad_clip: f64) -> Option<f32> {
+pub(super) fn clip_scale(norm: f64, grad_clip: f64) -> Option<f32> {
     let coef = grad_clip / (norm + 1e-6);
     (grad_clip > 0.0 && coef < 1.0).then_some(coef as f32)
 }
 
 /// The same elements of a parameter, its two moments and its gradient.
-struct Block<'a> {
-    value: &'a mut [f32],
-    m: &'a mut [f32],
-    v: &'a mut [f32],
-    grad: &'a [f32],
+pub(super) struct Block<'a> {
+    pub(super) value: &'a mut [f32],
+    pub(super) m: &'a mut [f32],
+    pub(super) v: &'a mut [f32],
+    pub(super) grad: &'a [f32],
 }
 
 impl<'a> Block<'a> {
@@ -657,7 +734,7 @@ impl<'a> Block<'a> {
 
 /// [`adamw_slices`] on one block of a parameter, on AVX2 where there is
 /// one, with or without the clipping coefficient `scale`.
-fn adamw_block(c: &AdamCoefs, scale: Option<f32>, b: Block<'_>) {
+pub(super) fn adamw_block(c: &AdamCoefs, scale: Option<f32>, b: Block<'_>) {
     let n = b.value.len();
     assert!(b.m.len() == n && b.v.len() == n && b.grad.len() == n);
     #[cfg(target_arch = "x86_64")]
@@ -714,7 +791,7 @@ unsafe fn adamw_avx2<const SCALED: bool>(c: &AdamCoefs, scale: f32, b: Block<'_>
 /// `Σ v²`, added up in f64. Only the bias gradients (a few thousand
 /// values per step) come here: the weight gradients' squares are summed by
 /// their GEMMs (see [`NativeTrainer::backward`]).
-fn sum_of_squares(v: &[f32]) -> f64 {
+pub(super) fn sum_of_squares(v: &[f32]) -> f64 {
     v.iter().map(|&x| f64::from(x) * f64::from(x)).sum()
 }
 
@@ -734,7 +811,7 @@ fn iteration_weight(iteration: u32, current: u64, alpha: f64) -> f32 {
 
 /// The advantage loss of `optim::advantage_loss` and its gradient with
 /// respect to `pred` (written into `grad`).
-fn advantage_grad(
+pub(super) fn advantage_grad(
     pred: &[f32],
     batch: &Batch,
     current: u64,
@@ -780,7 +857,7 @@ fn advantage_grad(
 /// respect to the logits (written into `grad`).
 // Same parameters as advantage_grad (the trainer calls either on a
 // batch), but another loss: only the signature is shared.
-fn strategy_grad(
+pub(super) fn strategy_grad(
     logits: &[f32],
     batch: &Batch,
     current: u64,
@@ -845,7 +922,7 @@ fn strategy_grad(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
@@ -872,7 +949,11 @@ mod tests {
         }
     }
 
-    fn spec(input_dim: usize, hidden: usize, activation: Activation) -> MlpSpec {
+    pub(in crate::kernel) fn spec(
+        input_dim: usize,
+        hidden: usize,
+        activation: Activation,
+    ) -> MlpSpec {
         MlpSpec {
             input_dim,
             hidden_size: hidden,
@@ -884,7 +965,7 @@ mod tests {
 
     /// Two trainers with the same weights (copied, so tests that reseed
     /// libtorch's global generator at the same time cannot interfere).
-    fn twins(spec: MlpSpec, lr: f64) -> (NetTrainer, NetTrainer) {
+    pub(in crate::kernel) fn twins(spec: MlpSpec, lr: f64) -> (NetTrainer, NetTrainer) {
         let adam = AdamWConfig {
             learning_rate: lr,
             weight_decay: 1e-2,
@@ -899,7 +980,7 @@ mod tests {
         (a, b)
     }
 
-    fn batch(rows: usize, dim: usize, seed: u64) -> Batch {
+    pub(in crate::kernel) fn batch(rows: usize, dim: usize, seed: u64) -> Batch {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let mut masks = Vec::with_capacity(rows);
         let mut targets = Vec::with_capacity(rows * ACTIONS);
@@ -925,7 +1006,7 @@ mod tests {
     }
 
     /// The same step on the libtorch path.
-    fn torch_step(
+    pub(in crate::kernel) fn torch_step(
         t: &mut NetTrainer,
         b: &Batch,
         loss: Loss,
@@ -950,7 +1031,7 @@ mod tests {
         optim::step(t, &mut scaler, &l, clip).unwrap()
     }
 
-    fn flat(ts: &[Tensor]) -> Vec<f32> {
+    pub(in crate::kernel) fn flat(ts: &[Tensor]) -> Vec<f32> {
         ts.iter().flat_map(|t| tensor_values(t).unwrap()).collect()
     }
 

@@ -163,10 +163,11 @@ pub fn run(config: TrainerConfig, mut opts: SessionOptions) -> Result<PathBuf, S
         path: log_path,
     };
     log.event(&format!("run directory {}", dir.display()))?;
-    if trainer.amp_falls_back_to_fp32() {
-        log.event(
-            "run.use_amp needs CUDA; training in fp32 on the CPU (amp/grad_scale stays 1.0)",
-        )?;
+    let amp_fallback = trainer.amp_falls_back_to_fp32();
+    if let Some(why) = &amp_fallback {
+        log.event(&format!(
+            "run.use_amp: training in fp32 (amp/grad_scale stays 1.0): {why}"
+        ))?;
     }
     let max_iterations = config.run.max_iterations;
     if let Some(max) = max_iterations {
@@ -203,14 +204,15 @@ pub fn run(config: TrainerConfig, mut opts: SessionOptions) -> Result<PathBuf, S
         }
         // What ran, beside what was asked: an AMP arm on a CPU says fp32,
         // and the kernel its steps ran on.
-        let line = json_line(
-            &m,
-            &[
-                ("precision", trainer.precision()),
-                ("precision_requested", trainer.precision_requested()),
-                ("training_kernel", &training_kernel),
-            ],
-        );
+        let mut texts = vec![
+            ("precision", trainer.precision()),
+            ("precision_requested", trainer.precision_requested()),
+            ("training_kernel", &training_kernel),
+        ];
+        if let Some(why) = &amp_fallback {
+            texts.push(("precision_reason", why));
+        }
+        let line = json_line(&m, &texts);
         metrics_file
             .write_all(line.as_bytes())
             .map_err(io(&metrics_path))?;

@@ -8,7 +8,9 @@ use std::time::Instant;
 
 use tch::{Device, Kind, Tensor};
 
+use crate::kernel::bf16::Bf16Kernel;
 use crate::kernel::native_train::{Loss, NativeTrainer};
+use crate::kernel::step::LcxStep;
 use crate::nn::forward_graphs::ForwardGraphs;
 use crate::nn::graph::CudaGraph;
 use crate::nn::network::{Mlp, MlpSpec};
@@ -128,6 +130,9 @@ struct NetJob {
     device: Device,
     /// Train on lcx's kernel (`crate::kernel::native_train`) where it applies.
     native: bool,
+    /// On lcx's kernel: train in bf16 on this kernel (AMP on a CPU,
+    /// `crate::kernel::bf16_train`) rather than in f32.
+    bf16: Option<Bf16Kernel>,
     /// Tasks each of the kernel's GEMMs is split into.
     threads: usize,
     /// On a GPU: bytes of batches per chunk of steps ([`UPLOAD_BYTES`]).
@@ -283,7 +288,7 @@ impl NetJob {
             return Ok(NetResult::untrained());
         }
         if self.native {
-            if let Some(native) = NativeTrainer::load(trainer, self.threads)? {
+            if let Some(native) = LcxStep::load(trainer, self.bf16, self.threads)? {
                 return self.run_native(native, trainer, mem, t);
             }
         }
@@ -408,7 +413,7 @@ impl NetJob {
     /// with the state written back into `trainer`'s tensors at the end.
     fn run_native(
         &self,
-        native: NativeTrainer,
+        native: LcxStep,
         trainer: &mut NetTrainer,
         mem: &mut Reservoir,
         t: u64,
@@ -426,7 +431,7 @@ impl NetJob {
 struct NativeRun<'a> {
     job: NetJob,
     loss: Loss,
-    native: NativeTrainer,
+    native: LcxStep,
     trainer: &'a mut NetTrainer,
     mem: &'a mut Reservoir,
     batch: Batch,
@@ -439,7 +444,7 @@ struct NativeRun<'a> {
 impl<'a> NativeRun<'a> {
     fn new(
         job: NetJob,
-        native: NativeTrainer,
+        native: LcxStep,
         trainer: &'a mut NetTrainer,
         mem: &'a mut Reservoir,
     ) -> Self {
@@ -575,6 +580,11 @@ pub struct Trainer {
     /// On a GPU with AMP: the half-precision (tensor-core) matrix-product
     /// ceiling, the peak an AMP arm's phases are read against.
     device_half_peak: Option<f64>,
+    /// Training in bf16 on lcx's AVX512-BF16 kernel: the host's
+    /// `VDPBF16PS` ceiling (all cores, probed once before the first
+    /// iteration), the peak its phases are read against. `Some(None)`
+    /// once probed where the CPU has none.
+    bf16_peak: Option<Option<f64>>,
     /// Where evaluation games run (`evaluation.device`; `trainer` is
     /// [`Trainer::device`]).
     eval_device: Device,
@@ -649,6 +659,7 @@ impl Trainer {
             last_loss: [None; 3],
             device_peak: None,
             device_half_peak: None,
+            bf16_peak: None,
             eval_device,
             overflow_steps: 0,
             queued_seconds: 0.0,
@@ -666,14 +677,52 @@ impl Trainer {
         self.dim
     }
 
-    /// The precision the training steps really run in: `"amp"` only when
-    /// the grad scaler is on (AMP asked for, on CUDA), `"fp32"` otherwise.
+    /// The precision the training steps really run in: `"amp"` when the
+    /// grad scaler is on (AMP asked for, on CUDA: fp16 autocast), `"bf16"`
+    /// for AMP on a CPU (lcx's bf16 step, see [`Trainer::bf16_kernel`]),
+    /// `"fp32"` otherwise.
     pub fn precision(&self) -> &'static str {
         if self.scaler.enabled() {
             "amp"
+        } else if self.bf16_kernel().is_some() {
+            "bf16"
         } else {
             "fp32"
         }
+    }
+
+    /// The bf16 kernel the training steps run on: `run.use_amp` on a CPU,
+    /// where lcx's kernel trains this network (`None` elsewhere).
+    pub fn bf16_kernel(&self) -> Option<Bf16Kernel> {
+        let c = &self.config;
+        (c.run.use_amp
+            && self.device == Device::Cpu
+            && c.optimization.native_training
+            && NativeTrainer::applies(&self.nets[0]))
+        .then(Bf16Kernel::selected)
+        .flatten()
+    }
+
+    /// Why AMP, asked for, runs fp32 here; `None` where it runs (or was
+    /// not asked for).
+    pub fn amp_fallback_reason(&self) -> Option<String> {
+        let c = &self.config;
+        if !c.run.use_amp || self.precision() != "fp32" {
+            return None;
+        }
+        Some(if self.device != Device::Cpu {
+            format!("AMP needs CUDA or a CPU, and {:?} is neither", self.device)
+        } else if !c.optimization.native_training {
+            "AMP on a CPU is lcx's bf16 training step, and optimization.native_training is off (libtorch's CPU autocast is not reachable through tch)".to_string()
+        } else if !crate::kernel::native::supported() {
+            if std::env::var_os("LCX_NATIVE_KERNEL").is_some_and(|v| v == "off") {
+                "AMP on a CPU is lcx's bf16 training step, and LCX_NATIVE_KERNEL=off turns lcx's kernels off".to_string()
+            } else {
+                "AMP on a CPU is lcx's bf16 training step, which needs AVX2 and FMA".to_string()
+            }
+        } else {
+            "AMP on a CPU is lcx's bf16 training step, which trains eager ReLU networks only (network.activation = \"relu\", network.jit = \"off\")".to_string()
+        })
     }
 
     /// The precision the config asks for (`run.use_amp`).
@@ -685,12 +734,12 @@ impl Trainer {
         }
     }
 
-    /// Whether AMP was asked for on a device that cannot do it; the caller
-    /// says so once.
-    pub fn amp_falls_back_to_fp32(&mut self) -> bool {
-        let fallback = self.config.run.use_amp && !self.scaler.enabled() && !self.amp_warned;
+    /// Why AMP, asked for, runs fp32 here, the first time it is asked
+    /// (the caller says so once).
+    pub fn amp_falls_back_to_fp32(&mut self) -> Option<String> {
+        let reason = self.amp_fallback_reason().filter(|_| !self.amp_warned);
         self.amp_warned = true;
-        fallback
+        reason
     }
 
     /// Runs iteration `t`'s traversals for both players with the configured
@@ -749,6 +798,7 @@ impl Trainer {
             dim: self.dim,
             device: self.device,
             native: o.native_training && self.device == Device::Cpu && !self.scaler.enabled(),
+            bf16: self.bf16_kernel(),
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             upload_bytes: UPLOAD_BYTES,
             on_device: self.config.memory.on_device,
@@ -906,7 +956,7 @@ impl Trainer {
             .into_iter()
             .zip(jobs)
         {
-            match NativeTrainer::load(net, 1)? {
+            match LcxStep::load(net, job.bf16, 1)? {
                 Some(native) => runs.push(NativeRun::new(job, native, net, mem)),
                 // Nothing has changed yet: the threads of the general path
                 // take all three.
@@ -942,6 +992,9 @@ impl Trainer {
     /// The same host trains at two speeds with and without
     /// `LCX_NATIVE_KERNEL=avx2`, so a run says which it was.
     pub fn training_kernel(&self) -> String {
+        if let Some(k) = self.bf16_kernel() {
+            return format!("lcx {}", k.training_name());
+        }
         match crate::kernel::native::kernel_isa() {
             Some(isa) if self.trains_natively() => format!("lcx {isa}"),
             _ => "libtorch".to_string(),
@@ -968,6 +1021,11 @@ impl Trainer {
     /// on a GPU: 4096² is large enough to keep a datacenter GPU's tensor
     /// cores busy, small enough for any GPU lcx trains on.
     fn measure_device_peaks(&mut self) -> Result<(), TrainError> {
+        if self.bf16_peak.is_none() && self.bf16_kernel() == Some(Bf16Kernel::Avx512Bf16) {
+            // Its products run on VDPBF16PS: an FP32 ceiling would
+            // flatter them about twice.
+            self.bf16_peak = Some(lcx_core::bench::peak::measure_bf16().map(|p| p.gflops));
+        }
         if self.device == Device::Cpu || self.device_peak.is_some() {
             return Ok(());
         }
@@ -1077,6 +1135,9 @@ impl Trainer {
         }
         if let Some(half) = self.device_half_peak {
             m.insert("peak/device_matmul_half_gflops".into(), half);
+        }
+        if let Some(Some(bf16)) = self.bf16_peak {
+            m.insert("peak/bf16_gflops".into(), bf16);
         }
 
         let trav_start = Instant::now();
@@ -1304,17 +1365,47 @@ mod tests {
         assert!(!m.contains_key("traversal/graphed_forwards"), "{m:?}");
     }
 
+    /// AMP on a CPU trains in bf16 on lcx's kernel, without a grad scaler
+    /// (bf16 has f32's exponent range), and says which kernel ran.
     #[test]
-    fn amp_on_cpu_trains_in_fp32_with_scale_one() {
+    fn amp_on_cpu_trains_in_bf16_with_scale_one() {
         let mut c = smoke();
         c.run.use_amp = true;
         let mut trainer = Trainer::new(c).unwrap();
-        assert!(trainer.amp_falls_back_to_fp32());
-        assert!(!trainer.amp_falls_back_to_fp32(), "said once");
+        if !crate::kernel::native::tests::kernel_here("amp_on_cpu_trains_in_bf16_with_scale_one") {
+            return;
+        }
+        assert_eq!(trainer.amp_falls_back_to_fp32(), None);
+        assert_eq!(trainer.precision(), "bf16");
+        let kernel = Bf16Kernel::selected().unwrap();
+        assert_eq!(
+            trainer.training_kernel(),
+            format!("lcx {}", kernel.training_name())
+        );
+        let before = flat_parameters(&trainer.nets);
         let m = trainer.run_iteration().unwrap();
+        assert_ne!(before, flat_parameters(&trainer.nets), "the steps ran");
         assert_eq!(m["amp/grad_scale"], 1.0);
         assert_eq!(m["amp/nonfinite_loss_count"], 0.0);
         assert_eq!(m["amp/overflow_steps"], 0.0);
+        assert!(m["loss/advantage"].is_finite());
+    }
+
+    /// Where lcx's bf16 step cannot train the network, AMP on a CPU runs
+    /// fp32 and says why, once.
+    #[test]
+    fn amp_on_cpu_without_lcx_kernel_trains_in_fp32_and_says_why() {
+        let mut c = smoke();
+        c.run.use_amp = true;
+        c.optimization.native_training = false;
+        let mut trainer = Trainer::new(c).unwrap();
+        let why = trainer.amp_falls_back_to_fp32().expect("a reason");
+        assert!(why.contains("optimization.native_training"), "{why}");
+        assert_eq!(trainer.amp_falls_back_to_fp32(), None, "said once");
+        assert_eq!(trainer.precision(), "fp32");
+        assert_eq!(trainer.training_kernel(), "libtorch");
+        let m = trainer.run_iteration().unwrap();
+        assert_eq!(m["amp/grad_scale"], 1.0);
     }
 
     #[test]

@@ -7,6 +7,11 @@
 //!   once; a scalar loop where neither is there. The ceiling is the
 //!   hardware's, so holding the kernel to AVX2 (`LCX_NATIVE_KERNEL=avx2`)
 //!   does not lower it.
+//! - bf16 throughput, where the CPU has bf16 units (AVX512_BF16): a loop
+//!   of independent `VDPBF16PS` (32 bf16 products summed into 16 f32 per
+//!   instruction), the ceiling of an arm that trains in bf16 on lcx's
+//!   AVX512-BF16 kernel ([`measure_bf16`]; not cached: it takes a third of
+//!   a second).
 //! - Memory bandwidth: a streaming triad `a[i] = b[i] + s * c[i]` over
 //!   arrays larger than any cache, on every core.
 //!
@@ -264,6 +269,82 @@ impl Isa {
     }
 }
 
+/// The loop a probe times: the FMA loop at a width, or `VDPBF16PS`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Loop {
+    Fma(Isa),
+    DotBf16,
+}
+
+impl Loop {
+    /// Runs `reps` repetitions; returns the FLOPs done.
+    fn work(self, reps: u64) -> f64 {
+        match self {
+            Loop::Fma(isa) => fma_work(reps, isa),
+            Loop::DotBf16 => dot_bf16_work(reps),
+        }
+    }
+
+    /// Repetitions of one block, about a millisecond.
+    fn block(self) -> u64 {
+        match self {
+            Loop::Fma(Isa::Scalar) => 50_000,
+            _ => 200_000,
+        }
+    }
+}
+
+/// Whether the CPU (and the OS, which must save the ZMM state) runs
+/// `VDPBF16PS`.
+pub fn has_avx512_bf16() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        has_avx2_fma()
+            && is_x86_feature_detected!("avx512f")
+            && is_x86_feature_detected!("avx512bf16")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// # Safety
+/// The CPU must support AVX-512F and AVX512_BF16 (checked by the caller).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bf16")]
+unsafe fn dot_bf16_block(reps: u64, seed: f32) -> f32 {
+    use std::arch::x86_64::*;
+    // Pairs of small bf16 values (0.5 and 2⁻²⁰): the sums grow slowly and
+    // stay normal, so no input or output is a subnormal the unit flushes.
+    let a: __m512bh = std::mem::transmute(_mm512_set1_epi32(0x3500_3f00));
+    let b: __m512bh = std::mem::transmute(_mm512_set1_epi32(0x3500_3500));
+    let mut acc = [_mm512_set1_ps(seed); LANES];
+    for _ in 0..reps {
+        for x in acc.iter_mut() {
+            *x = _mm512_dpbf16_ps(*x, a, b);
+        }
+    }
+    let mut sum = _mm512_setzero_ps();
+    for x in acc {
+        sum = _mm512_add_ps(sum, x);
+    }
+    _mm512_reduce_add_ps(sum)
+}
+
+/// `reps` repetitions of the `VDPBF16PS` loop; the FLOPs done (each
+/// instruction: 32 products and 32 additions).
+fn dot_bf16_work(reps: u64) -> f64 {
+    #[cfg(target_arch = "x86_64")]
+    if has_avx512_bf16() {
+        // SAFETY: checked just above.
+        std::hint::black_box(unsafe { dot_bf16_block(reps, 1.0) });
+        return fma_flops(reps, 32);
+    }
+    let _ = reps;
+    0.0
+}
+
 /// Runs `reps` repetitions of the FMA loop; returns the FLOPs done.
 fn fma_work(reps: u64, isa: Isa) -> f64 {
     #[cfg(target_arch = "x86_64")]
@@ -299,9 +380,9 @@ fn thread_cpu_seconds() -> f64 {
 
 /// One try: `threads` threads running the FMA loop together for `per_try`;
 /// its rate is all threads' FLOPs over its wall time.
-fn fma_try(threads: usize, isa: Isa, per_try: Duration) -> Try {
+fn fma_try(threads: usize, probe: Loop, per_try: Duration) -> Try {
     // One block is about a millisecond; blocks run until the time is up.
-    let block = if isa == Isa::Scalar { 50_000 } else { 200_000 };
+    let block = probe.block();
     let start = Instant::now();
     let results: Vec<(f64, ThreadTime)> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
@@ -310,7 +391,7 @@ fn fma_try(threads: usize, isa: Isa, per_try: Duration) -> Try {
                     let (wall0, cpu0) = (Instant::now(), thread_cpu_seconds());
                     let mut done = 0.0;
                     while start.elapsed() < per_try {
-                        done += fma_work(block, isa);
+                        done += probe.work(block);
                     }
                     let cpu_seconds = thread_cpu_seconds() - cpu0;
                     let time = ThreadTime {
@@ -340,7 +421,7 @@ fn fma_try(threads: usize, isa: Isa, per_try: Duration) -> Try {
 /// tries either way), then reduces them; `core` as in [`disturbance`].
 fn fma_series(
     threads: usize,
-    isa: Isa,
+    probe: Loop,
     per_try: Duration,
     want: usize,
     budget: Duration,
@@ -349,7 +430,7 @@ fn fma_series(
     let start = Instant::now();
     let mut tries = Vec::new();
     loop {
-        tries.push(fma_try(threads, isa, per_try));
+        tries.push(fma_try(threads, probe, per_try));
         let clean = tries
             .iter()
             .filter(|t| disturbance(t, core).is_none())
@@ -394,21 +475,17 @@ fn stream_gbytes(threads: usize, floats: usize, tries: usize) -> f64 {
     best
 }
 
-/// Clean tries each FMA figure is the best of.
-pub const TRIES: usize = 5;
-
-/// Measures the machine now: five clean tries of 30 ms on one core and of
-/// 50 ms on every core (about half a second on a quiet host), retrying
-/// disturbed tries for up to three times as long.
-pub fn measure() -> Peak {
-    let start = Instant::now();
-    let isa = Isa::here();
+/// Five clean tries of `probe` of 30 ms on one core, then of 50 ms on
+/// every core (read against the one-core rate where SMT is off), each
+/// series retrying disturbed tries for up to three times as long: the
+/// threads, the one-core series and the all-core one.
+fn core_and_all(probe: Loop) -> (usize, Series, Series) {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let series = |threads: usize, ms: u64, core: Option<f64>| {
         let per_try = Duration::from_millis(ms);
         fma_series(
             threads,
-            isa,
+            probe,
             per_try,
             TRIES,
             per_try * 3 * TRIES as u32,
@@ -425,6 +502,19 @@ pub fn measure() -> Peak {
     } else {
         core.clone()
     };
+    (threads, core, all)
+}
+
+/// Clean tries each FMA figure is the best of.
+pub const TRIES: usize = 5;
+
+/// Measures the machine now: five clean tries of 30 ms on one core and of
+/// 50 ms on every core (about half a second on a quiet host), retrying
+/// disturbed tries for up to three times as long.
+pub fn measure() -> Peak {
+    let start = Instant::now();
+    let isa = Isa::here();
+    let (threads, core, all) = core_and_all(Loop::Fma(isa));
     // 3 × 32 MiB: past the last-level cache of the machines lcx runs on.
     let stream = stream_gbytes(threads, 8 << 20, 3);
     Peak {
@@ -443,6 +533,40 @@ pub fn measure() -> Peak {
         disturbed: core.disturbed || all.disturbed,
         seconds: start.elapsed().as_secs_f64(),
     }
+}
+
+/// The bf16 ceiling of a CPU with AVX512_BF16 ([`measure_bf16`]).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Bf16Peak {
+    /// GFLOP/s of one thread and of all threads (a `VDPBF16PS` is 64
+    /// FLOPs: 32 products, 32 additions).
+    pub gflops_core: f64,
+    pub gflops: f64,
+    pub threads: usize,
+    /// Clean all-core tries, and how far they lay apart.
+    pub tries: usize,
+    pub spread: f64,
+    /// No clean try: a floor rather than the ceiling.
+    pub disturbed: bool,
+}
+
+/// The `VDPBF16PS` ceiling, by [`measure`]'s rules (five clean tries of
+/// 30 ms on one core and of 50 ms on all, disturbed ones retried); `None`
+/// where the CPU has no AVX512_BF16 (bf16 then runs as f32 FMAs, whose
+/// ceiling is [`measure`]'s).
+pub fn measure_bf16() -> Option<Bf16Peak> {
+    if !has_avx512_bf16() {
+        return None;
+    }
+    let (threads, core, all) = core_and_all(Loop::DotBf16);
+    Some(Bf16Peak {
+        gflops_core: core.best,
+        gflops: all.best,
+        threads,
+        tries: all.clean,
+        spread: all.spread,
+        disturbed: core.disturbed || all.disturbed,
+    })
 }
 
 /// The highest clock the OS reports for any CPU, in GHz, and where it was
@@ -466,6 +590,24 @@ pub fn theoretical_gflops(threads: usize, clock_ghz: f64, isa: &str) -> f64 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_bf16_ceiling_is_probed_only_where_the_cpu_has_bf16_units() {
+        // 64 FLOPs per VDPBF16PS, 12 independent chains a repetition.
+        if has_avx512_bf16() {
+            assert_eq!(dot_bf16_work(10), (10 * 12 * 64) as f64);
+        } else {
+            assert_eq!(dot_bf16_work(10), 0.0);
+        }
+        match measure_bf16() {
+            None => assert!(!has_avx512_bf16()),
+            Some(p) => {
+                assert!(has_avx512_bf16());
+                assert!(p.gflops_core > 0.0 && p.gflops > 0.0, "{p:?}");
+                assert!(p.tries > 0 || p.disturbed, "{p:?}");
+            }
+        }
+    }
+
     use super::*;
 
     #[test]
@@ -546,7 +688,7 @@ mod tests {
 
     #[test]
     fn a_real_try_reports_each_threads_cpu_and_wall_time() {
-        let t = fma_try(2, Isa::here(), Duration::from_millis(20));
+        let t = fma_try(2, Loop::Fma(Isa::here()), Duration::from_millis(20));
         assert_eq!(t.threads.len(), 2);
         for th in &t.threads {
             assert!(th.gflops_per_cpu_second > 0.0, "{th:?}");

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::bench::trainer::ran_as_asked;
 use crate::experiment::Plan;
 use crate::report::model::{ArmResult, MetricResult, Prose};
 use crate::report::stats::{compare, Summary, VerdictRule};
@@ -209,7 +210,7 @@ pub(super) fn arm_results(
         // Never label what did not run: an AMP arm whose steps ran fp32
         // says so in its own row.
         let mut label = label.clone();
-        let mismatched = precision_mismatches(&input.precisions, arm);
+        let mismatched = precision_mismatches(&input.precisions, &input.precision_reasons, arm);
         // (Its remark is the "Not judged" one above: `judge::mismatched_precision`.)
         if !mismatched.is_empty() {
             label = format!("{label} ({})", mismatched.join("; "));
@@ -273,21 +274,37 @@ fn metric_results(arm: &str, uncompared: bool, stats: &Stats, basis: &Basis) -> 
 }
 
 /// Each (precision asked for, precision that ran) of `arm`'s cells where
-/// the two differ (AMP asked, fp32 ran: no CUDA).
+/// the one that ran is not the one asked for (AMP asked, fp32 ran; AMP on
+/// a CPU running bf16 is AMP, see [`ran_as_asked`]).
 pub(super) fn mismatched<'p>(
     precisions: &'p [(String, String, String)],
     arm: &'p str,
 ) -> impl Iterator<Item = (&'p str, &'p str)> {
     precisions
         .iter()
-        .filter(move |(a, asked, ran)| a == arm && asked != ran)
+        .filter(move |(a, asked, ran)| a == arm && !ran_as_asked(asked, ran))
         .map(|(_, asked, ran)| (asked.as_str(), ran.as_str()))
 }
 
-/// `FP16 requested, ran fp32: no CUDA` for each precision `arm` asked for
-/// and did not run.
-fn precision_mismatches(precisions: &[(String, String, String)], arm: &str) -> Vec<String> {
+/// `AMP requested, ran fp32: <why>` for each precision `arm` asked for
+/// and did not run, with the cells' `precision_reason` (lines written
+/// before AMP ran on a CPU carry none: their one reason was no CUDA).
+fn precision_mismatches(
+    precisions: &[(String, String, String)],
+    reasons: &[(String, String)],
+    arm: &str,
+) -> Vec<String> {
+    let why: Vec<&str> = reasons
+        .iter()
+        .filter(|(a, _)| a == arm)
+        .map(|(_, r)| r.as_str())
+        .collect();
+    let why = if why.is_empty() {
+        "no CUDA".to_string()
+    } else {
+        why.join("; ")
+    };
     mismatched(precisions, arm)
-        .map(|(asked, ran)| format!("{} requested, ran {ran}: no CUDA", asked.to_uppercase()))
+        .map(|(asked, ran)| format!("{} requested, ran {ran}: {why}", asked.to_uppercase()))
         .collect()
 }

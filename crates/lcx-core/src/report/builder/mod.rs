@@ -74,6 +74,10 @@ pub struct Input {
     pub series: Vec<(i64, Vec<(i64, f64)>)>,
     /// (arm, precision asked for, precision that ran), distinct.
     pub precisions: Vec<(String, String, String)>,
+    /// (arm, why AMP ran fp32), distinct: the `precision_reason` text
+    /// field (absent from lines older than AMP on a CPU, when the one
+    /// reason was no CUDA).
+    pub precision_reasons: Vec<(String, String)>,
     /// (arm, what its training steps ran on), distinct: the
     /// `training_kernel` text field.
     pub kernels: Vec<(String, String)>,
@@ -143,6 +147,7 @@ pub fn load(store: &Store, experiment_id: i64, options: Options) -> Result<Repor
             perf,
             series,
             precisions: store.precisions(experiment_id)?,
+            precision_reasons: store.text_values(experiment_id, "precision_reason")?,
             kernels: store.text_values(experiment_id, "training_kernel")?,
             texts: store.text_counts(experiment_id)?,
             db: store

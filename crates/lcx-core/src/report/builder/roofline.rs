@@ -11,11 +11,12 @@ use super::arms::ArmName;
 
 /// What the trainer emits of its work rate, and the device ceiling it
 /// measured on a GPU: read against the recorded peak.
-pub const PERF_METRICS: [&str; 4] = [
+pub const PERF_METRICS: [&str; 5] = [
     "perf/traversal_gflops",
     "perf/training_gflops",
     "peak/device_matmul_gflops",
     "peak/device_matmul_half_gflops",
+    "peak/bf16_gflops",
 ];
 
 /// The fraction of the recorded peak each arm's phases reached, for arms
@@ -42,6 +43,7 @@ pub(super) fn roofline(
             training_gflops: mean(&a.name, PERF_METRICS[1]),
             device_peak_gflops: mean(&a.name, PERF_METRICS[2]),
             device_half_peak_gflops: mean(&a.name, PERF_METRICS[3]),
+            bf16_peak_gflops: mean(&a.name, PERF_METRICS[4]),
         })
         .filter(|r| r.traversal_gflops.is_some() || r.training_gflops.is_some())
         .collect();

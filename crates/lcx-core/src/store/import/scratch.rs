@@ -14,6 +14,16 @@ const PREFIX: &str = "lcx-import-";
 /// The scratch folders this process holds now.
 static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
+/// Set by [`remove_on_signal`]'s handler before it removes anything.
+static SIGNALLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether a signal is ending this process: the import it interrupted
+/// fails (its folder is gone), and its caller must let the handler end
+/// the process (exit 130) rather than report that failure as its own.
+pub fn signalled() -> bool {
+    SIGNALLED.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 fn live() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
     // A panic while holding the list leaves it usable: it is only paths.
     LIVE.lock()
@@ -28,10 +38,13 @@ pub struct ScratchDir {
 impl ScratchDir {
     /// A new scratch folder in the temporary folder.
     pub fn new() -> std::io::Result<ScratchDir> {
+        // Created and listed under the list's lock: a signal's handler,
+        // which takes it too, sees the folder listed or not yet made.
+        let mut listed = live();
         let dir = tempfile::Builder::new()
             .prefix(&format!("{PREFIX}{}-", std::process::id()))
             .tempdir()?;
-        live().push(dir.path().to_path_buf());
+        listed.push(dir.path().to_path_buf());
         Ok(ScratchDir { dir: Some(dir) })
     }
 
@@ -53,7 +66,32 @@ impl Drop for ScratchDir {
 /// just before the process ends.
 pub fn remove_live() {
     for dir in live().drain(..) {
-        let _ = std::fs::remove_dir_all(dir);
+        remove_while_in_use(&dir);
+    }
+}
+
+/// Removes `dir` while another thread may still be writing in it (an
+/// import goes on until the handler ends the process): the folder is
+/// first renamed, so that files opened by its old path (SQLite's journal)
+/// can no longer be made in it, then removed, again if a file that was
+/// being made still appeared. The new name keeps the prefix and the
+/// process id, so a later lcx removes it if this one dies first.
+fn remove_while_in_use(dir: &Path) {
+    let mut doomed = dir.as_os_str().to_owned();
+    doomed.push("-removing");
+    let doomed = PathBuf::from(doomed);
+    let target = if std::fs::rename(dir, &doomed).is_ok() {
+        doomed
+    } else {
+        dir.to_path_buf()
+    };
+    for _ in 0..50 {
+        match std::fs::remove_dir_all(&target) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            _ => return,
+        }
     }
 }
 
@@ -64,6 +102,7 @@ pub fn remove_live() {
 pub fn remove_on_signal() {
     // Refused only when a handler is set already: that one decides.
     let _ = ctrlc::set_handler(|| {
+        SIGNALLED.store(true, std::sync::atomic::Ordering::SeqCst);
         remove_live();
         #[expect(
             clippy::disallowed_methods,
