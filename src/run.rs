@@ -121,9 +121,13 @@ pub struct Args {
     /// `slurm` (one job per cell), replacing the file's `[executor] kind`.
     #[arg(long, value_name = "local|slurm")]
     executor: Option<String>,
-    /// Print the cells and their resolved configs; run and write nothing.
+    /// Print what this host would run, skip or run in another precision
+    /// (and why), and the cells; run and write nothing.
     #[arg(long)]
     dry_run: bool,
+    /// With --dry-run: each arm's resolved config too.
+    #[arg(long, requires = "dry_run")]
+    verbose: bool,
     /// Stop at the first failed cell (default: record it and go on).
     #[arg(long)]
     fail_fast: bool,
@@ -202,7 +206,22 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         for warning in plan.warnings() {
             errln!("lcx: warning: {warning}");
         }
-        out!("{}", session::dry_run_text(&plan, &builds));
+        // Asked only where an arm's fate depends on it: `lcx version
+        // --json` loads libtorch.
+        let ask = plan
+            .arms
+            .iter()
+            .any(|a| a.requires.is_some() || a.config_toml.is_some());
+        let cuda = if ask {
+            lcx_core::experiment::fingerprint::torch_facts(&host.lcx_exe).map(|t| t.cuda_available)
+        } else {
+            None
+        };
+        let can = session::HostCan { cuda };
+        out!(
+            "{}",
+            session::dry_run_text(&plan, &builds, can, args.verbose)
+        );
         return Ok(0);
     }
     // Installed before the builds, so a Ctrl-C stops a revision build too.

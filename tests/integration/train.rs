@@ -757,3 +757,70 @@ fn graph_counts_are_written_where_graphs_are_asked_for() {
         }
     }
 }
+
+/// Issue 78, point 9: `--dry-run` says up front what this host will skip
+/// or run in another precision, and why, without the resolved configs;
+/// `--verbose` adds them.
+#[test]
+fn a_dry_run_summarises_what_this_host_runs_and_verbose_adds_the_configs() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("amp.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"amp\"\nworkload = \"bench-trainer\"\nconfig = \"{}\"\niterations = 3\n\
+             set = [\"run.device=cpu\"]\n[[arms]]\nname = \"fp32\"\n\
+             [[arms]]\nname = \"gpu\"\nrequires = \"cuda\"\n\
+             [[arms]]\nname = \"amp\"\nargs = [\"--amp\"]\n\
+             [[arms]]\nname = \"amp-libtorch\"\nargs = [\"--amp\"]\n\
+             set = [\"optimization.native_training=false\"]\n",
+            smoke()
+        ),
+    )
+    .unwrap();
+    let dry = |extra: &[&str]| {
+        succeed(
+            lcx()
+                .args(["run", file.to_str().unwrap(), "--dry-run"])
+                .args(extra),
+        )
+    };
+    let text = dry(&[]);
+    let cuda = text.contains("`gpu`: skipped") as usize;
+    let head = text.lines().nth(1).unwrap();
+    assert!(head.starts_with("on this host: 4 cells, "), "{text}");
+    assert!(head.contains("1 in fp32 where AMP was asked for"), "{text}");
+    assert!(
+        text.contains(
+            "  - `amp-libtorch`: AMP requested, runs fp32: AMP on a CPU is lcx's bf16 training \
+             step, and optimization.native_training is off"
+        ),
+        "{text}"
+    );
+    if lcx_core::bench::peak::has_avx2_fma() {
+        assert!(
+            text.contains("  - `amp`: AMP on the CPU: bf16 on lcx's kernel (decision 0029)"),
+            "{text}"
+        );
+    }
+    if cuda == 1 {
+        assert!(head.contains(", 1 skipped"), "{text}");
+    }
+    assert!(!text.contains("# resolved config of arm"), "{text}");
+    assert!(
+        text.contains("(the resolved configs of 4 arms: add --verbose)"),
+        "{text}"
+    );
+    let verbose = dry(&["--verbose"]);
+    assert!(
+        verbose.contains("# resolved config of arm `amp-libtorch`"),
+        "{verbose}"
+    );
+    assert!(verbose.lines().count() > text.lines().count() + 100);
+    // --verbose means nothing without --dry-run: refused, nothing run.
+    let out = lcx()
+        .args(["run", file.to_str().unwrap(), "--verbose"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

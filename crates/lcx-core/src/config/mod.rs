@@ -13,6 +13,7 @@ mod set;
 
 use std::path::{Path, PathBuf};
 
+pub mod amp;
 pub use schema::*;
 pub use set::{apply_set, apply_sets, Set, SetError};
 

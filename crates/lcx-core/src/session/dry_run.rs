@@ -5,10 +5,53 @@ use crate::experiment::plan::{self, Plan};
 use crate::experiment::revision::Planned;
 use crate::experiment::{Order, Requirement};
 
-/// What `lcx run --dry-run` prints: the cells, each arm's environment,
-/// revision and resolved config, the Slurm flags and the builds it would
-/// make.
-pub fn dry_run_text(plan: &Plan, builds: &[Planned]) -> String {
+/// What this host can run, for [`dry_run_text`]'s summary.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HostCan {
+    /// Whether the lcx that runs the cells sees a CUDA device (`None`:
+    /// not asked, or it did not say).
+    pub cuda: Option<bool>,
+}
+
+/// What a cell of `arm` does on this host, where that is not simply "runs
+/// as asked": skipped (it requires CUDA), or AMP in another form (bf16 on
+/// a CPU, or fp32 with the reason).
+pub fn on_this_host(arm: &plan::Arm, host: HostCan) -> Option<String> {
+    if arm.requires == Some(Requirement::Cuda) {
+        return match host.cuda {
+            Some(true) => None,
+            Some(false) => Some("skipped: requires CUDA, and no CUDA device is available".into()),
+            None => {
+                Some("requires CUDA: skipped if `lcx version --json` sees no CUDA device".into())
+            }
+        };
+    }
+    let text = arm.config_toml.as_deref()?;
+    let config = crate::config::from_toml_str(text, &arm.name, &[]).ok()?;
+    let amp = config.run.use_amp || arm.args.iter().any(|a| a == "--amp");
+    if !amp {
+        return None;
+    }
+    let on_cuda = match config.run.device {
+        crate::config::DeviceSpec::Cpu => false,
+        crate::config::DeviceSpec::Auto => host.cuda == Some(true),
+        _ => true,
+    };
+    Some(if on_cuda {
+        "AMP as fp16 autocast with a grad scaler on CUDA".into()
+    } else {
+        match crate::config::amp::cpu_amp_blocker(&config) {
+            None => "AMP on the CPU: bf16 on lcx's kernel (decision 0029)".into(),
+            Some(why) => format!("AMP requested, runs fp32: {why}"),
+        }
+    })
+}
+
+/// What `lcx run --dry-run` prints: what this host will run, skip or run
+/// in another precision (and why), the cells, each arm's environment and
+/// revision, the Slurm flags and the builds it would make; with `verbose`,
+/// each arm's resolved config too.
+pub fn dry_run_text(plan: &Plan, builds: &[Planned], host: HostCan, verbose: bool) -> String {
     use crate::text::counted;
     use std::fmt::Write as _;
     let mut out = String::new();
@@ -59,7 +102,39 @@ pub fn dry_run_text(plan: &Plan, builds: &[Planned]) -> String {
                 .join(" × "),
         ));
     }
-    for (i, cell) in plan.cells().into_iter().enumerate() {
+    let cells = plan.cells();
+    // Each note once, with the arms it holds for, in arm order.
+    let mut notes: Vec<(String, Vec<&str>)> = Vec::new();
+    let (mut skipped, mut fp32) = (0, 0);
+    for arm in &plan.arms {
+        let Some(note) = on_this_host(arm, host) else {
+            continue;
+        };
+        skipped += usize::from(note.starts_with("skipped"));
+        fp32 += usize::from(note.starts_with("AMP requested, runs fp32"));
+        match notes.iter_mut().find(|(n, _)| *n == note) {
+            Some((_, arms)) => arms.push(&arm.name),
+            None => notes.push((note, vec![&arm.name])),
+        }
+    }
+    let mut head = format!(
+        "on this host: {}, {} of {} run",
+        counted(cells.len() as u64, "cell"),
+        plan.arms.len() - skipped,
+        counted(plan.arms.len() as u64, "arm")
+    );
+    if skipped > 0 {
+        head.push_str(&format!(", {skipped} skipped"));
+    }
+    if fp32 > 0 {
+        head.push_str(&format!(", {fp32} in fp32 where AMP was asked for"));
+    }
+    line(head);
+    for (note, arms) in &notes {
+        let arms: Vec<String> = arms.iter().map(|a| format!("`{a}`")).collect();
+        line(format!("  - {}: {note}", arms.join(", ")));
+    }
+    for (i, cell) in cells.into_iter().enumerate() {
         let arm = &plan.arms[cell.arm];
         let requires = match arm.requires {
             Some(Requirement::Cuda) => " (requires cuda)",
@@ -146,9 +221,18 @@ pub fn dry_run_text(plan: &Plan, builds: &[Planned]) -> String {
             ));
         }
         if let Some(config) = &arm.config_toml {
-            line(format!("\n# resolved config of arm `{}`", arm.name));
-            line(config.clone());
+            if verbose {
+                line(format!("\n# resolved config of arm `{}`", arm.name));
+                line(config.clone());
+            }
         }
+    }
+    let configs = plan.arms.iter().filter(|a| a.config_toml.is_some()).count();
+    if configs > 0 && !verbose {
+        line(format!(
+            "\n(the resolved configs of {}: add --verbose)",
+            counted(configs as u64, "arm")
+        ));
     }
     out
 }
@@ -183,7 +267,7 @@ mod tests {
                     [[arms]]\nname = \"a\"\ncommand = 'echo \"{\\\"t\\\": 1}\"'\n\
                     env = { K = \"v\" }\n";
         let plan = from_str(text, Path::new("s.toml"), &Overrides::default()).unwrap();
-        let text = dry_run_text(&plan, &[]);
+        let text = dry_run_text(&plan, &[], HostCan::default(), false);
         assert!(
             text.starts_with("experiment `s` (command): 1 arm × 1 repeat"),
             "{text}"

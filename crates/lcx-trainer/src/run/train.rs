@@ -712,16 +712,10 @@ impl Trainer {
         }
         Some(if self.device != Device::Cpu {
             format!("AMP needs CUDA or a CPU, and {:?} is neither", self.device)
-        } else if !c.optimization.native_training {
-            "AMP on a CPU is lcx's bf16 training step, and optimization.native_training is off (libtorch's CPU autocast is not reachable through tch)".to_string()
-        } else if !crate::kernel::native::supported() {
-            if std::env::var_os("LCX_NATIVE_KERNEL").is_some_and(|v| v == "off") {
-                "AMP on a CPU is lcx's bf16 training step, and LCX_NATIVE_KERNEL=off turns lcx's kernels off".to_string()
-            } else {
-                "AMP on a CPU is lcx's bf16 training step, which needs AVX2 and FMA".to_string()
-            }
         } else {
-            "AMP on a CPU is lcx's bf16 training step, which trains eager ReLU networks only (network.activation = \"relu\", network.jit = \"off\")".to_string()
+            lcx_core::config::amp::cpu_amp_blocker(c).unwrap_or_else(|| {
+                "lcx's bf16 training step does not compute this network".to_string()
+            })
         })
     }
 
