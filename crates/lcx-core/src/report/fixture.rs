@@ -567,6 +567,17 @@ mod tests {
         );
         let md = super::super::render::render_markdown(&busy);
         assert!(md.contains("**2 of 2 completed cells contended**"), "{md}");
+        // Summarised, not listed: the load, the cells per arm; the list
+        // is the Cells section's table.
+        assert!(
+            md.contains("(other programs used 1.00 of a core on average, above 0.20; `"),
+            "{md}"
+        );
+        assert!(
+            md.contains(" 1 cell, `") && md.contains("; each in the Cells section)"),
+            "{md}"
+        );
+        assert!(md.contains("Contended cells: other programs used"), "{md}");
         // The verdict line says what `--check` will exit with.
         assert!(
             md.contains(

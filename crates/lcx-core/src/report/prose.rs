@@ -66,6 +66,24 @@ impl Prose {
         self
     }
 
+    /// What this prose says of `name` when it starts with that name and
+    /// `": "` (`` `amp`: AMP requested, ran fp32 ``): the rest, so that
+    /// arms with the same reason can be listed once.
+    pub fn about(&self, name: &str) -> Option<Prose> {
+        match self.0.as_slice() {
+            [Span::Name(n), Span::Ours(sep), rest @ ..] if n == name && sep.starts_with(": ") => {
+                let mut spans = Vec::with_capacity(rest.len() + 1);
+                let tail = &sep[2..];
+                if !tail.is_empty() {
+                    spans.push(Span::Ours(tail.to_string()));
+                }
+                spans.extend(rest.iter().cloned());
+                Some(Prose(spans))
+            }
+            _ => None,
+        }
+    }
+
     /// `parts` joined by lcx's `separator`.
     pub fn join(parts: impl IntoIterator<Item = Prose>, separator: &str) -> Prose {
         let mut out = Prose::default();

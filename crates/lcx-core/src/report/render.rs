@@ -312,18 +312,38 @@ fn roofline_section(r: &super::model::Roofline) -> String {
     out
 }
 
-/// "2 of 6 cells contended: …" under the verdicts, when any was.
+/// "2 of 6 cells contended: …" under the verdicts, when any was: how
+/// many, how busy the rest of the host was (the range over those cells),
+/// and how many cells of each arm; the cells one by one are in the Cells
+/// section's table.
 fn contended_line(report: &Report) -> Option<String> {
     let first = report.contended.first()?;
-    let arms: Vec<String> = report
+    let mut per_arm: Vec<(&str, usize)> = Vec::new();
+    for c in &report.contended {
+        match per_arm.iter_mut().find(|(a, _)| *a == c.arm) {
+            Some((_, n)) => *n += 1,
+            None => per_arm.push((&c.arm, 1)),
+        }
+    }
+    let arms: Vec<String> = per_arm
+        .iter()
+        .map(|(arm, n)| format!("{} {}", code(arm), crate::text::counted(*n as u64, "cell")))
+        .collect();
+    let (low, high) = report
         .contended
         .iter()
-        .map(|c| format!("{} #{}", code(&c.arm), c.repeat))
-        .collect();
+        .fold((f64::INFINITY, 0.0f64), |(l, h), c| {
+            (l.min(c.foreign_cores), h.max(c.foreign_cores))
+        });
+    let load = if high - low < 0.005 {
+        format!("{high:.2}")
+    } else {
+        format!("{low:.2} to {high:.2}")
+    };
     Some(format!(
-        "**{} of {} contended** (other programs used more than {:.2} of a core on \
-         average: {}): speedups, verdicts, the gate and guards above come from contended \
-         data.",
+        "**{} of {} contended** (other programs used {load} of a core on average, above \
+         {:.2}; {}; each in the Cells section): speedups, verdicts, the gate and guards \
+         above come from contended data.",
         report.contended.len(),
         // Only completed cells are judged, so only they are counted here, as
         // `--check` counts them.

@@ -397,14 +397,16 @@ pub(super) fn net_result(
         (Verdict::Inconclusive, Vec::new()),
     ];
     let mut without = Vec::new();
-    let mut unjudged = Vec::new();
+    let mut unjudged: Vec<NotJudged> = Vec::new();
     for a in &others {
         if let Some(why) = &a.unjudged {
-            unjudged.push(why.clone());
+            not_judged(&mut unjudged, &a.name, why.clone());
             continue;
         }
         if let Some(why) = base_of(a).and_then(|b| b.unjudged.as_ref()) {
-            unjudged.push(
+            not_judged(
+                &mut unjudged,
+                &a.name,
                 Prose::of_name(&a.name)
                     .and(": its baseline ")
                     .then(why.clone()),
@@ -432,7 +434,13 @@ pub(super) fn net_result(
         parts.push(Prose::ours("no data for ").then(Prose::join(without, ", ")));
     }
     if !unjudged.is_empty() {
-        parts.push(Prose::ours("not judged: ").then(Prose::join(unjudged, "; ")));
+        let listed = unjudged.into_iter().map(|n| match n.rest {
+            Some(rest) => Prose::join(n.names.into_iter().map(Prose::of_name), ", ")
+                .and(": ")
+                .then(rest),
+            None => n.whole,
+        });
+        parts.push(Prose::ours("not judged: ").then(Prose::join(listed, "; ")));
     }
     Prose::ours("on ")
         .text(&label)
@@ -474,4 +482,74 @@ pub fn precision_reached(report: &Report, precision: f64) -> Option<String> {
         "every judged speedup's interval is within ±{}%",
         crate::report::words::num(precision * 100.0)
     ))
+}
+
+/// Arms not judged for one reason, named together in a net result.
+struct NotJudged {
+    /// The reason after its arm's name (`AMP requested, ran fp32: …`);
+    /// `None` for one that does not start with it, kept whole.
+    rest: Option<Prose>,
+    names: Vec<String>,
+    whole: Prose,
+}
+
+/// Adds arm `name`, not judged because `why`, to the arms with the same
+/// reason, or as a reason of its own.
+fn not_judged(list: &mut Vec<NotJudged>, name: &str, why: Prose) {
+    let rest = why.about(name);
+    if let Some(rest) = &rest {
+        if let Some(n) = list.iter_mut().find(|n| n.rest.as_ref() == Some(rest)) {
+            n.names.push(name.to_string());
+            return;
+        }
+    }
+    list.push(NotJudged {
+        rest,
+        names: vec![name.to_string()],
+        whole: why,
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 78, point 6: six arms not judged for one reason are named
+    /// once, together; another reason stays apart, and a reason that does
+    /// not start with its arm's name is kept whole.
+    #[test]
+    fn arms_not_judged_for_one_reason_are_named_together() {
+        let fp32 = |arm: &str| {
+            Prose::of_name(arm)
+                .and(": AMP requested, ran ")
+                .text("fp32")
+                .and(": its numbers are not AMP numbers")
+        };
+        let mut list = Vec::new();
+        for arm in ["amp-512", "amp-1024", "amp-2048"] {
+            not_judged(&mut list, arm, fp32(arm));
+        }
+        not_judged(
+            &mut list,
+            "slow",
+            Prose::of_name("slow").and(": no completed cell"),
+        );
+        not_judged(&mut list, "odd", Prose::ours("a reason of its own"));
+        not_judged(&mut list, "amp-4096", fp32("amp-4096"));
+        let names: Vec<Vec<String>> = list.iter().map(|n| n.names.clone()).collect();
+        assert_eq!(
+            names,
+            [
+                vec!["amp-512", "amp-1024", "amp-2048", "amp-4096"],
+                vec!["slow"],
+                vec!["odd"]
+            ]
+        );
+        assert_eq!(
+            list[0].rest.as_ref().map(Prose::plain).as_deref(),
+            Some("AMP requested, ran fp32: its numbers are not AMP numbers")
+        );
+        assert!(list[2].rest.is_none());
+        assert_eq!(list[2].whole.plain(), "a reason of its own");
+    }
 }
