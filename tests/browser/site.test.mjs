@@ -138,6 +138,32 @@ label = ${toml(attacks[3] + " " + attacks[10])}
 `,
 );
 lcxMayFail("run", path.join(work, "hostile.toml"));
+// A sweep with a planted crossover: `fast` takes 1 s up to n = 16 and
+// 0.5 s from n = 64 on, the baseline 1 s everywhere (little noise).
+fs.writeFileSync(
+  path.join(work, "sweep.toml"),
+  `name = "sweep"
+workload = "command"
+iterations = 4
+repeats = 3
+baseline = "base"
+
+[[arms]]
+name = "base"
+command = 'for i in $(seq 1 $LCX_ITERATIONS); do echo "{\\"iteration\\": $i, \\"time_s\\": 1.0$i}"; done'
+
+[[arms]]
+name = "fast"
+command = 'if [ "$N" -ge 64 ]; then v=0.5; else v=1.0; fi; for i in $(seq 1 $LCX_ITERATIONS); do echo "{\\"iteration\\": $i, \\"time_s\\": $v$i}"; done'
+
+[sweep]
+"env.N" = [4, 16, 64, 4096]
+
+[measurement]
+max_foreign_cpu = 64
+`,
+);
+lcx("run", path.join(work, "sweep.toml"));
 
 for (const [i, v] of [4, 4, 4, 4, 8, 8, 8, 8].entries()) {
   fs.writeFileSync(level, `${v}\n`);
@@ -322,6 +348,35 @@ check(
   `every link of the hostile experiment's pages was clicked (${clicked} of ${links})`,
 );
 check(dialogs.length === 0, `no click raised a dialog (${dialogs.join("; ")})`);
+
+// 3b. A sweep page shows its plots right after the sweep's section, the
+// speedup on log axes with the crossover marked between 16 and 64.
+const sweep = JSON.parse(lcx("list", "--format", "json")).find((e) => e.name === "sweep");
+await page.goto(`${siteUrl}/e/${sweep.id}.html`, { waitUntil: "load" });
+const order = await page.$$eval(".report h2", (hs) => hs.map((h) => h.textContent));
+const at = (word) => order.findIndex((h) => h.includes(word));
+check(
+  at("Sweep") >= 0 && at("Sweep") < at("Plots") && at("Plots") < at("Cells"),
+  `the sweep page shows its plots after the sweep and before the cells (${order.join(" / ")})`,
+);
+const sweepPlots = await page.$$eval(".report img", (imgs) =>
+  imgs.map((i) => ({ ok: i.complete && i.naturalWidth > 0, src: i.getAttribute("src") })),
+);
+const speedupPlot = sweepPlots.find((p) => p.src.includes("speedup-by"));
+check(Boolean(speedupPlot && speedupPlot.ok), "the sweep page shows its speedup plot");
+if (speedupPlot) {
+  const svg = fs.readFileSync(path.join(site, "e", speedupPlot.src), "utf8");
+  check(
+    svg.includes("crossover: fast pays from n 64") && svg.includes("(log scale)"),
+    "the speedup plot marks the crossover on log axes",
+  );
+  const plotTop = await page.$eval(`.report img[src="${speedupPlot.src}"]`, (i) => i.getBoundingClientRect().top + window.scrollY);
+  check(plotTop < 2500, `the speedup plot is near the top of the page (${Math.round(plotTop)} px down)`);
+  if (process.env.LCX_SCREENSHOTS) {
+    const img = await page.$(`.report img[src="${speedupPlot.src}"]`);
+    await img.screenshot({ path: path.join(process.env.LCX_SCREENSHOTS, "sweep-crossover.png") });
+  }
+}
 
 // 6. Nothing asked for outside the folder; no console error.
 check(outside.length === 0, `no request left the site's folder (${outside.join(", ")})`);

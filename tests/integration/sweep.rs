@@ -113,6 +113,29 @@ fn a_planted_crossover_is_found_gated_and_plotted() {
     for suffix in ["my-seconds-speedup-by-n.svg", "my-seconds-by-n.svg"] {
         assert!(names.iter().any(|n| n.ends_with(suffix)), "{names:?}");
     }
+    // Issue 78, point 3: the archived page shows the plots right after the
+    // sweep's section, above the verdicts and the cells; the speedup plot
+    // marks where `fast` starts to pay, on log axes.
+    let page = names.iter().find(|n| n.ends_with(".md")).unwrap();
+    let page = std::fs::read_to_string(dir.path().join("out").join(page)).unwrap();
+    let at = |s: &str| page.find(s).unwrap_or_else(|| panic!("no {s}: {page}"));
+    assert!(at("## Sweep along") < at("## Plots"), "{page}");
+    assert!(
+        at("## Plots") < at("## Verdicts") && at("## Plots") < at("## Cells"),
+        "{page}"
+    );
+    let speedup = names
+        .iter()
+        .find(|n| n.ends_with("my-seconds-speedup-by-n.svg"))
+        .unwrap();
+    let svg = std::fs::read_to_string(dir.path().join("out").join(speedup)).unwrap();
+    for text in [
+        "crossover: fast pays from n 4",
+        "speedup (×) (log scale)",
+        "n (log scale)",
+    ] {
+        assert!(svg.contains(text), "{text}: {svg}");
+    }
 }
 
 #[test]

@@ -804,13 +804,24 @@ mod tests {
                 } else if let Some(sweep) = &report.sweep {
                     kinds.insert("sweep");
                     let (_, axis) = sweep.along_axis().unwrap();
-                    assert!(texts.contains(&axis.short), "{at}: no axis: {texts:?}");
+                    let log_x = format!("{} (log scale)", axis.short);
+                    assert!(
+                        texts.contains(&axis.short) || texts.contains(&log_x),
+                        "{at}: no axis: {texts:?}"
+                    );
                     for v in &axis.values {
                         assert!(texts.contains(v), "{at}: point {v} unnamed: {texts:?}");
                     }
                     if suffix.contains("-speedup-by-") {
                         assert!(
                             shown("no change (") && shown("1× (baseline)"),
+                            "{at}: {texts:?}"
+                        );
+                        // Issue 78, point 3: a speedup on a log axis with
+                        // 1× among its ticks.
+                        assert!(
+                            texts.iter().any(|t| t == "speedup (×) (log scale)")
+                                && texts.iter().any(|t| t == "1.00"),
                             "{at}: {texts:?}"
                         );
                     }

@@ -486,16 +486,96 @@ pub struct PointLine {
 }
 
 /// What a sweep plot draws besides its lines: the band of no change (a
-/// speedup plot) and a reference line (ideal scaling), each labelled.
+/// speedup plot), a reference line (ideal scaling) and the crossovers,
+/// each labelled.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Guides {
     pub band: Option<(f64, f64)>,
     pub reference: Option<(String, Vec<(usize, f64)>)>,
+    /// Points (by index) where an arm starts to pay, with their labels: a
+    /// dashed vertical line each.
+    pub crossovers: Vec<(usize, String)>,
+    /// A ratio (a speedup): drawn on a log axis centred on 1×, so that 2×
+    /// faster and 2× slower lie as far from it.
+    pub ratio: bool,
 }
 
-/// Values against a sweep's points, equally spaced in the axis' order
-/// and named by their values: a line per arm (and series) with interval
-/// bars, the no-change band shaded and 1× drawn where `guides` say.
+/// How a sweep's points sit along the x axis: at their numbers on a log
+/// scale where every value is a positive number and they span 4× or more
+/// (4, 16, 64, 4096 spaced as the numbers are, each tick at a point), in
+/// order, evenly spaced, otherwise.
+#[derive(Debug, Clone, PartialEq)]
+enum PointAxis {
+    Log(Vec<f64>),
+    InOrder,
+}
+
+impl PointAxis {
+    fn of(values: &[String]) -> PointAxis {
+        let numbers: Option<Vec<f64>> = values
+            .iter()
+            .map(|v| v.trim().parse::<f64>().ok().filter(|x| x.is_finite()))
+            .collect();
+        let Some(n) = numbers.filter(|n| n.len() > 1) else {
+            return PointAxis::InOrder;
+        };
+        let (lo, hi) = n
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), x| {
+                (l.min(*x), h.max(*x))
+            });
+        if lo > 0.0 && hi / lo >= 4.0 {
+            PointAxis::Log(n)
+        } else {
+            PointAxis::InOrder
+        }
+    }
+
+    /// Point `i`'s position.
+    fn at(&self, i: usize) -> f64 {
+        match self {
+            PointAxis::Log(n) => n.get(i).copied().unwrap_or(f64::NAN),
+            PointAxis::InOrder => i as f64,
+        }
+    }
+}
+
+/// Ticks for a log axis between `lo` and `hi` (both > 0): 1, 2, 5 per
+/// decade, and for a narrow range (a speedup near 1×) finer ones, at most
+/// about eight.
+fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let mut ticks = one_two_five(lo, hi);
+    if ticks.len() < 4 {
+        // Finer ticks, none closer to another than a twelfth of the
+        // axis (they would print over each other).
+        let gap = (hi / lo).ln() / 12.0;
+        for t in [
+            1.0, 0.5, 0.67, 0.8, 0.9, 0.95, 1.05, 1.1, 1.25, 1.5, 3.0, 4.0,
+        ] {
+            if t >= lo && t <= hi && !ticks.iter().any(|x: &f64| (x.ln() - t.ln()).abs() < gap) {
+                ticks.push(t);
+            }
+        }
+        ticks.sort_by(f64::total_cmp);
+    }
+    if ticks.len() > 8 {
+        let step = ticks.len().div_ceil(8);
+        let one = ticks.iter().position(|t| (t - 1.0).abs() < 1e-9);
+        ticks = ticks
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % step == 0 || Some(*i) == one)
+            .map(|(_, t)| *t)
+            .collect();
+    }
+    ticks
+}
+
+/// Values against a sweep's points (placed as [`PointAxis`] says, named by
+/// their values): a line per arm (and series) with interval bars, the
+/// no-change band shaded and 1× drawn, the crossovers marked, as `guides`
+/// say. A ratio (on an axis symmetric about 1×), or values spanning more
+/// than 10×, go on a log axis.
 pub fn sweep_plot(
     title: &str,
     x_label: &str,
@@ -505,7 +585,7 @@ pub fn sweep_plot(
     guides: &Guides,
 ) -> Result<String, PlotError> {
     let e = err(title);
-    let ys = lines
+    let ys: Vec<f64> = lines
         .iter()
         .flat_map(|l| l.points.iter())
         .flat_map(|(_, y, ci)| {
@@ -519,103 +599,190 @@ pub fn sweep_plot(
                 .iter()
                 .flat_map(|(_, r)| r.iter().map(|(_, y)| *y)),
         )
-        .filter(|y| y.is_finite());
+        .filter(|y| y.is_finite())
+        .collect();
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-    for y in ys {
-        lo = lo.min(y);
-        hi = hi.max(y);
+    for y in &ys {
+        lo = lo.min(*y);
+        hi = hi.max(*y);
     }
     if !lo.is_finite() {
         (lo, hi) = (0.0, 1.0);
     }
-    let pad = ((hi - lo) * 0.08).max(hi.abs() * 0.02).max(1e-9);
-    let (y0, y1) = (
-        if lo >= 0.0 {
+    let log_y = lo > 0.0 && (guides.ratio || hi / lo > 10.0);
+    let (y0, y1) = if log_y {
+        let (l, h) = if guides.ratio {
+            // Symmetric about 1×, with room above for the legend.
+            let m = hi.max(1.0 / lo).max(1.1) * 1.15;
+            (1.0 / m, m * m.powf(0.6))
+        } else {
+            (lo / 1.3, hi * (hi / lo).powf(0.3) * 1.3)
+        };
+        (l, h)
+    } else {
+        let pad = ((hi - lo) * 0.08).max(hi.abs() * 0.02).max(1e-9);
+        let y0 = if lo >= 0.0 {
             (lo - pad).max(0.0)
         } else {
             lo - pad
-        },
-        hi + pad + (hi - lo + pad) * 0.3,
-    );
+        };
+        (y0, hi + pad + (hi - lo + pad) * 0.3)
+    };
+    let x_axis = PointAxis::of(x_values);
     let n = x_values.len().max(1);
-    let (x0, x1) = (-0.5, n as f64 - 0.5);
+    let (x0, x1) = match &x_axis {
+        PointAxis::Log(v) => {
+            let (l, h) = v
+                .iter()
+                .fold((f64::INFINITY, 0.0f64), |(l, h), x| (l.min(*x), h.max(*x)));
+            (l / 1.4, h * 1.4)
+        }
+        PointAxis::InOrder => (-0.5, n as f64 - 0.5),
+    };
+    let positions: Vec<f64> = (0..x_values.len()).map(|i| x_axis.at(i)).collect();
+    // Each point named by its value where it sits.
+    let name_of = |v: &f64| {
+        positions
+            .iter()
+            .position(|x| (x - v).abs() <= 1e-9 * x.abs().max(1.0))
+            .and_then(|i| x_values.get(i).cloned())
+            .unwrap_or_default()
+    };
+    let x_desc = match x_axis {
+        PointAxis::Log(_) => format!("{x_label} (log scale)"),
+        _ => x_label.to_string(),
+    };
+    let y_desc = if log_y {
+        format!("{y_label} (log scale)")
+    } else {
+        y_label.to_string()
+    };
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
         root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
-        let mut chart = chart_builder(&root, title, 78)
-            .build_cartesian_2d(x0..x1, y0..y1)
-            .map_err(|x| e(x.to_string()))?;
-        let name_of = |v: &f64| {
-            let i = v.round();
-            if (v - i).abs() < 1e-6 && i >= 0.0 {
-                x_values.get(i as usize).cloned().unwrap_or_default()
-            } else {
-                String::new()
-            }
-        };
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_desc(x_label)
-            .y_desc(y_label)
-            .x_labels(n * 2 + 1)
-            .x_label_formatter(&name_of)
-            .y_label_formatter(&|y| super::words::tick(*y))
-            .draw()
-            .map_err(|x| e(x.to_string()))?;
-        if let Some((a, b)) = guides.band {
-            let shade = RGBColor(160, 160, 160).mix(0.25).filled();
-            chart
-                .draw_series(std::iter::once(Rectangle::new([(x0, a), (x1, b)], shade)))
-                .map_err(|x| e(x.to_string()))?
-                .label(format!("no change ({a:.3}×–{b:.2}×)"))
-                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 18, y + 5)], shade));
-            chart
-                .draw_series(std::iter::once(PathElement::new(
-                    vec![(x0, 1.0), (x1, 1.0)],
-                    BLACK.stroke_width(1),
-                )))
-                .map_err(|x| e(x.to_string()))?
-                .label("1× (baseline)")
-                .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK));
+        // One body for the four pairs of axes (plotters types each scale
+        // apart); `$mesh` sets the tick count where plotters picks ticks.
+        macro_rules! draw {
+            ($x:expr, $y:expr, |$m:ident| $mesh:block) => {{
+                let mut chart = chart_builder(&root, title, 78)
+                    .build_cartesian_2d($x, $y)
+                    .map_err(|x| e(x.to_string()))?;
+                {
+                    let mut mesh = chart.configure_mesh();
+                    mesh.disable_x_mesh()
+                        .x_desc(x_desc.as_str())
+                        .y_desc(y_desc.as_str())
+                        .x_label_formatter(&name_of)
+                        .y_label_formatter(&|y| super::words::tick(*y));
+                    let $m = &mut mesh;
+                    $mesh
+                    mesh.draw().map_err(|x| e(x.to_string()))?;
+                }
+                if let Some((a, b)) = guides.band {
+                    let shade = RGBColor(160, 160, 160).mix(0.25).filled();
+                    chart
+                        .draw_series(std::iter::once(Rectangle::new([(x0, a), (x1, b)], shade)))
+                        .map_err(|x| e(x.to_string()))?
+                        .label(format!("no change ({a:.3}×–{b:.2}×)"))
+                        .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 18, y + 5)], shade));
+                    chart
+                        .draw_series(std::iter::once(PathElement::new(
+                            vec![(x0, 1.0), (x1, 1.0)],
+                            BLACK.stroke_width(1),
+                        )))
+                        .map_err(|x| e(x.to_string()))?
+                        .label("1× (baseline)")
+                        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK));
+                }
+                if let Some((label, points)) = &guides.reference {
+                    let grey = RGBColor(120, 120, 120);
+                    let pts: Vec<(f64, f64)> =
+                        points.iter().map(|(i, y)| (x_axis.at(*i), *y)).collect();
+                    chart
+                        .draw_series(LineSeries::new(pts, grey.stroke_width(2)))
+                        .map_err(|x| e(x.to_string()))?
+                        .label(label.as_str())
+                        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], grey));
+                }
+                for (i, label) in &guides.crossovers {
+                    let x = x_axis.at(*i);
+                    let mark = RGBColor(30, 120, 60);
+                    // A dashed vertical line: 20 dashes, evenly spaced on
+                    // the axis as drawn (geometric on a log axis).
+                    let at = |k: usize| {
+                        let f = k as f64 / 40.0;
+                        if log_y {
+                            y0 * (y1 / y0).powf(f)
+                        } else {
+                            y0 + (y1 - y0) * f
+                        }
+                    };
+                    let dashes = (0..20).map(move |k| {
+                        PathElement::new(vec![(x, at(2 * k)), (x, at(2 * k + 1))], mark.stroke_width(2))
+                    });
+                    chart
+                        .draw_series(dashes)
+                        .map_err(|x| e(x.to_string()))?
+                        .label(label.as_str())
+                        .legend(move |(x, y)| {
+                            PathElement::new(vec![(x, y), (x + 18, y)], mark.stroke_width(2))
+                        });
+                }
+                for l in lines {
+                    let color = arm_color(l.color);
+                    let pts: Vec<(f64, f64)> = l
+                        .points
+                        .iter()
+                        .filter(|(_, y, _)| y.is_finite() && (!log_y || *y > 0.0))
+                        .map(|(i, y, _)| (x_axis.at(*i), *y))
+                        .collect();
+                    chart
+                        .draw_series(LineSeries::new(pts.clone(), color.stroke_width(3)))
+                        .map_err(|x| e(x.to_string()))?
+                        .label(l.name.as_str())
+                        .legend(move |(x, y)| {
+                            PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(3))
+                        });
+                    chart
+                        .draw_series(pts.into_iter().map(|p| Circle::new(p, 4, color.filled())))
+                        .map_err(|x| e(x.to_string()))?;
+                    let bars = l.points.iter().filter_map(|(i, y, ci)| {
+                        let (lo, hi) = (*ci)?;
+                        let shown = [lo, *y, hi]
+                            .iter()
+                            .all(|v| v.is_finite() && (!log_y || *v > 0.0));
+                        shown.then(|| {
+                            ErrorBar::new_vertical(x_axis.at(*i), lo, *y, hi, color.stroke_width(2), 12)
+                        })
+                    });
+                    chart.draw_series(bars).map_err(|x| e(x.to_string()))?;
+                }
+                draw_legend(&mut chart, &e)?;
+            }};
         }
-        if let Some((label, points)) = &guides.reference {
-            let grey = RGBColor(120, 120, 120);
-            let pts: Vec<(f64, f64)> = points.iter().map(|(i, y)| (*i as f64, *y)).collect();
-            chart
-                .draw_series(LineSeries::new(pts, grey.stroke_width(2)))
-                .map_err(|x| e(x.to_string()))?
-                .label(label.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], grey));
+        let y_ticks = log_ticks(y0, y1);
+        let x_points = positions.clone();
+        match (&x_axis, log_y) {
+            (PointAxis::Log(_), true) => draw!(
+                (x0..x1).log_scale().with_key_points(x_points),
+                (y0..y1).log_scale().with_key_points(y_ticks),
+                |_m| {}
+            ),
+            (PointAxis::Log(_), false) => draw!(
+                (x0..x1).log_scale().with_key_points(x_points),
+                y0..y1,
+                |m| {
+                    m.y_labels(10);
+                }
+            ),
+            (_, true) => draw!(x0..x1, (y0..y1).log_scale().with_key_points(y_ticks), |m| {
+                m.x_labels(n * 2 + 1);
+            }),
+            (_, false) => draw!(x0..x1, y0..y1, |m| {
+                m.x_labels(n * 2 + 1).y_labels(10);
+            }),
         }
-        for l in lines {
-            let color = arm_color(l.color);
-            let pts: Vec<(f64, f64)> = l
-                .points
-                .iter()
-                .filter(|(_, y, _)| y.is_finite())
-                .map(|(i, y, _)| (*i as f64, *y))
-                .collect();
-            chart
-                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(3)))
-                .map_err(|x| e(x.to_string()))?
-                .label(l.name.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(3))
-                });
-            chart
-                .draw_series(pts.into_iter().map(|p| Circle::new(p, 4, color.filled())))
-                .map_err(|x| e(x.to_string()))?;
-            let bars = l.points.iter().filter_map(|(i, y, ci)| {
-                let (lo, hi) = (*ci)?;
-                (lo.is_finite() && hi.is_finite() && y.is_finite()).then(|| {
-                    ErrorBar::new_vertical(*i as f64, lo, *y, hi, color.stroke_width(2), 12)
-                })
-            });
-            chart.draw_series(bars).map_err(|x| e(x.to_string()))?;
-        }
-        draw_legend(&mut chart, &e)?;
         root.present().map_err(|x| e(x.to_string()))?;
     }
     Ok(visible_text(svg))
@@ -642,6 +809,63 @@ fn one_two_five(lo: f64, hi: f64) -> Vec<f64> {
 
 #[cfg(test)]
 mod tests {
+    /// Issue 78, point 3: a geometric axis sits on a log scale at its
+    /// numbers (4 to 4096 is not five even steps), anything else in order;
+    /// a speedup axis is logarithmic and symmetric about 1×, which is a
+    /// tick; the crossover is drawn and named.
+    #[test]
+    fn a_sweep_plot_shows_a_crossover_on_log_axes() {
+        let values: Vec<String> = ["4", "16", "64", "256", "4096"].map(String::from).to_vec();
+        assert_eq!(
+            PointAxis::of(&values),
+            PointAxis::Log(vec![4.0, 16.0, 64.0, 256.0, 4096.0])
+        );
+        let names: Vec<String> = ["a", "b"].map(String::from).to_vec();
+        assert_eq!(PointAxis::of(&names), PointAxis::InOrder);
+        let close: Vec<String> = ["10", "20"].map(String::from).to_vec();
+        assert_eq!(PointAxis::of(&close), PointAxis::InOrder);
+        assert!(log_ticks(0.8, 1.25).contains(&1.0));
+        assert!(log_ticks(0.2, 5.0).contains(&1.0));
+        let line = PointLine {
+            name: "fast".into(),
+            color: 0,
+            points: vec![
+                (0, 0.46, Some((0.4, 0.5))),
+                (1, 0.8, None),
+                (2, 1.0, None),
+                (3, 2.1, None),
+                (4, 4.4, Some((4.0, 4.8))),
+            ],
+        };
+        let guides = Guides {
+            band: Some((0.952, 1.05)),
+            crossovers: vec![(3, "crossover: fast pays from n 256".into())],
+            ratio: true,
+            ..Guides::default()
+        };
+        let svg = sweep_plot("t", "n", &values, "speedup (×)", &[line], &guides).unwrap();
+        // The texts the SVG draws, each element's content trimmed.
+        let texts: Vec<&str> = svg
+            .split("<text")
+            .skip(1)
+            .filter_map(|t| {
+                t.split_once('>')
+                    .and_then(|(_, rest)| rest.split_once("</text>"))
+            })
+            .map(|(text, _)| text.trim())
+            .collect();
+        for text in [
+            "crossover: fast pays from n 256",
+            "speedup (×) (log scale)",
+            "n (log scale)",
+            "1.00",
+            "4096",
+            "1× (baseline)",
+        ] {
+            assert!(texts.contains(&text), "{text} missing: {texts:?}");
+        }
+    }
+
     use super::*;
 
     /// The texts of an SVG as plotters writes them (`<text …>\nTEXT\n</text>`).

@@ -483,6 +483,12 @@ fn decisions(report: &Report) -> String {
 /// The whole report as markdown in the shape of a hand-written record:
 /// its sections in order, each written by its own function below.
 pub fn render_markdown(report: &Report) -> String {
+    // A sweep's plots show its crossover: right after its section, above
+    // the tables a reader scrolls past; other reports keep them last.
+    let (plots_early, plots_last) = match report.sweep {
+        Some(_) => (plots_section(report), String::new()),
+        None => (String::new(), plots_section(report)),
+    };
     let sections = [
         heading(report),
         arms_section(report),
@@ -497,13 +503,14 @@ pub fn render_markdown(report: &Report) -> String {
             .as_ref()
             .map(super::sweep_render::sweep_section)
             .unwrap_or_default(),
+        plots_early,
         verdicts_section(report),
         cells_section(report),
         reproduce_section(report),
         environment_section(report),
         runs_section(report),
         notes_section(report),
-        plots_section(report),
+        plots_last,
     ];
     let mut out = sections.concat();
     while out.ends_with("\n\n") {

@@ -266,9 +266,27 @@ pub fn sweep_plots(
             Some((s.ratio, interval(&s)))
         });
         let title = format!("{metric} speedup vs {} by {x_label}", sweep.baseline);
+        // Where each arm starts to pay (and surely does), on its line.
+        let crossovers = sweep
+            .crossovers
+            .iter()
+            .filter(|c| c.determined)
+            .filter_map(|c| {
+                let point = c.point.as_ref()?;
+                let i = axis.values.iter().position(|v| v == point)?;
+                let who = if c.series.is_empty() {
+                    c.arm.clone()
+                } else {
+                    format!("{}, {}", c.arm, c.series)
+                };
+                Some((i, format!("crossover: {who} pays from {x_label} {point}")))
+            })
+            .collect();
         let guides = Guides {
             band: Some(super::stats::equivalence_band(min_effect)),
             reference: None,
+            crossovers,
+            ratio: true,
         };
         if !l.is_empty() {
             let svg = sweep_plot(&title, x_label, &axis.values, "speedup (×)", &l, &guides)?;
@@ -307,6 +325,7 @@ pub fn sweep_plots(
         let guides = Guides {
             band: None,
             reference,
+            ..Guides::default()
         };
         let title = format!("{metric} speedup over {x_label} {first}");
         let svg = sweep_plot(&title, x_label, &axis.values, "speedup (×)", &l, &guides)?;
