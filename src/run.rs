@@ -202,27 +202,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     let libtorch = option_env!("LCX_LIBTORCH_LIB").map(Path::new);
     let host = Host::this_process(libtorch).context("locating the lcx binary")?;
     if args.dry_run {
-        let (plan, builds) = request.dry_run(&host)?;
-        for warning in plan.warnings() {
-            errln!("lcx: warning: {warning}");
-        }
-        // Asked only where an arm's fate depends on it: `lcx version
-        // --json` loads libtorch.
-        let ask = plan
-            .arms
-            .iter()
-            .any(|a| a.requires.is_some() || a.config_toml.is_some());
-        let cuda = if ask {
-            lcx_core::experiment::fingerprint::torch_facts(&host.lcx_exe).map(|t| t.cuda_available)
-        } else {
-            None
-        };
-        let can = session::HostCan { cuda };
-        out!(
-            "{}",
-            session::dry_run_text(&plan, &builds, can, args.verbose)
-        );
-        return Ok(0);
+        return dry_run(&request, &host, args.verbose);
     }
     // Installed before the builds, so a Ctrl-C stops a revision build too.
     let stop = StopSignal::on_signals().context("installing the Ctrl-C handler")?;
@@ -376,6 +356,29 @@ fn print_summary(db: &Path, id: i64) {
         Ok(report) => outln!("\n{}", lcx_core::report::render_summary(&report)),
         Err(e) => errln!("lcx: no summary: {e}"),
     }
+}
+
+/// `lcx run --dry-run`: what this host would run, skip or run otherwise,
+/// and the cells; nothing runs and nothing is written.
+fn dry_run(request: &RunRequest, host: &Host, verbose: bool) -> anyhow::Result<u8> {
+    let (plan, builds) = request.dry_run(host)?;
+    for warning in plan.warnings() {
+        errln!("lcx: warning: {warning}");
+    }
+    // Asked only where an arm's fate depends on it: `lcx version --json`
+    // loads libtorch.
+    let ask = plan
+        .arms
+        .iter()
+        .any(|a| a.requires.is_some() || a.config_toml.is_some());
+    let cuda = if ask {
+        lcx_core::experiment::fingerprint::torch_facts(&host.lcx_exe).map(|t| t.cuda_available)
+    } else {
+        None
+    };
+    let can = session::HostCan { cuda };
+    out!("{}", session::dry_run_text(&plan, &builds, can, verbose));
+    Ok(0)
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ pub fn cpu_amp_blocker(c: &TrainerConfig) -> Option<String> {
             "{STEP}, and LCX_NATIVE_KERNEL=off turns lcx's kernels off"
         ));
     }
-    if !crate::bench::peak::has_avx2_fma() {
+    if !has_avx2_fma() {
         return Some(format!("{STEP}, which needs AVX2 and FMA"));
     }
     if c.network.activation != Activation::Relu || c.network.jit != JitMode::None {
@@ -30,6 +30,19 @@ pub fn cpu_amp_blocker(c: &TrainerConfig) -> Option<String> {
     None
 }
 
+/// Whether the CPU has AVX2 and FMA, which lcx's kernels need (asked here
+/// rather than of `bench/`, a room above this one).
+fn has_avx2_fma() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -37,9 +50,7 @@ mod tests {
     #[test]
     fn each_setting_that_keeps_amp_off_lcx_s_kernel_is_named() {
         let base = crate::config::load(None, &[]).unwrap();
-        if crate::bench::peak::has_avx2_fma()
-            && std::env::var_os("LCX_NATIVE_KERNEL").is_none_or(|v| v != "off")
-        {
+        if has_avx2_fma() && std::env::var_os("LCX_NATIVE_KERNEL").is_none_or(|v| v != "off") {
             assert_eq!(cpu_amp_blocker(&base), None);
         }
         for (set, named) in [
@@ -52,10 +63,7 @@ mod tests {
         ] {
             let c = crate::config::load(None, &[set.to_string()]).unwrap();
             let why = cpu_amp_blocker(&c).expect(set);
-            assert!(
-                why.contains(named) || !crate::bench::peak::has_avx2_fma(),
-                "{set}: {why}"
-            );
+            assert!(why.contains(named) || !has_avx2_fma(), "{set}: {why}");
         }
     }
 }

@@ -817,13 +817,6 @@ mod tests {
                             shown("no change (") && shown("1× (baseline)"),
                             "{at}: {texts:?}"
                         );
-                        // Issue 78, point 3: a speedup on a log axis with
-                        // 1× among its ticks.
-                        assert!(
-                            texts.iter().any(|t| t == "speedup (×) (log scale)")
-                                && texts.iter().any(|t| t == "1.00"),
-                            "{at}: {texts:?}"
-                        );
                     }
                     for arm in &sweep.arms {
                         let drawn = ran_here(&plan, arm)

@@ -531,6 +531,19 @@ impl PointAxis {
         }
     }
 
+    /// The axis' ends for `n` points, with a margin.
+    fn extent(&self, n: usize) -> (f64, f64) {
+        match self {
+            PointAxis::Log(v) => {
+                let (l, h) = v
+                    .iter()
+                    .fold((f64::INFINITY, 0.0f64), |(l, h), x| (l.min(*x), h.max(*x)));
+                (l / 1.4, h * 1.4)
+            }
+            PointAxis::InOrder => (-0.5, n as f64 - 0.5),
+        }
+    }
+
     /// Point `i`'s position.
     fn at(&self, i: usize) -> f64 {
         match self {
@@ -571,20 +584,10 @@ fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
     ticks
 }
 
-/// Values against a sweep's points (placed as [`PointAxis`] says, named by
-/// their values): a line per arm (and series) with interval bars, the
-/// no-change band shaded and 1× drawn, the crossovers marked, as `guides`
-/// say. A ratio (on an axis symmetric about 1×), or values spanning more
-/// than 10×, go on a log axis.
-pub fn sweep_plot(
-    title: &str,
-    x_label: &str,
-    x_values: &[String],
-    y_label: &str,
-    lines: &[PointLine],
-    guides: &Guides,
-) -> Result<String, PlotError> {
-    let e = err(title);
+/// The y axis of a sweep plot: its ends, and whether it is logarithmic
+/// (a ratio, symmetric about 1×, or values spanning more than 10×), with
+/// room above the lines for the legend.
+fn y_extent(lines: &[PointLine], guides: &Guides) -> (f64, f64, bool) {
     let ys: Vec<f64> = lines
         .iter()
         .flat_map(|l| l.points.iter())
@@ -628,35 +631,55 @@ pub fn sweep_plot(
         };
         (y0, hi + pad + (hi - lo + pad) * 0.3)
     };
+    (y0, y1, log_y)
+}
+
+/// The name of the point at position `v` (its value), or nothing
+/// between points.
+fn name_at(positions: &[f64], values: &[String], v: f64) -> String {
+    positions
+        .iter()
+        .position(|x| (x - v).abs() <= 1e-9 * x.abs().max(1.0))
+        .and_then(|i| values.get(i).cloned())
+        .unwrap_or_default()
+}
+
+/// The axes' names, each saying where it is on a log scale.
+fn axis_names(x_label: &str, y_label: &str, x: &PointAxis, log_y: bool) -> (String, String) {
+    let log = |label: &str, on: bool| {
+        if on {
+            format!("{label} (log scale)")
+        } else {
+            label.to_string()
+        }
+    };
+    (
+        log(x_label, matches!(x, PointAxis::Log(_))),
+        log(y_label, log_y),
+    )
+}
+
+/// Values against a sweep's points (placed as [`PointAxis`] says, named by
+/// their values): a line per arm (and series) with interval bars, the
+/// no-change band shaded and 1× drawn, the crossovers marked, as `guides`
+/// say. A ratio (on an axis symmetric about 1×), or values spanning more
+/// than 10×, go on a log axis.
+pub fn sweep_plot(
+    title: &str,
+    x_label: &str,
+    x_values: &[String],
+    y_label: &str,
+    lines: &[PointLine],
+    guides: &Guides,
+) -> Result<String, PlotError> {
+    let e = err(title);
+    let (y0, y1, log_y) = y_extent(lines, guides);
     let x_axis = PointAxis::of(x_values);
     let n = x_values.len().max(1);
-    let (x0, x1) = match &x_axis {
-        PointAxis::Log(v) => {
-            let (l, h) = v
-                .iter()
-                .fold((f64::INFINITY, 0.0f64), |(l, h), x| (l.min(*x), h.max(*x)));
-            (l / 1.4, h * 1.4)
-        }
-        PointAxis::InOrder => (-0.5, n as f64 - 0.5),
-    };
+    let (x0, x1) = x_axis.extent(n);
     let positions: Vec<f64> = (0..x_values.len()).map(|i| x_axis.at(i)).collect();
-    // Each point named by its value where it sits.
-    let name_of = |v: &f64| {
-        positions
-            .iter()
-            .position(|x| (x - v).abs() <= 1e-9 * x.abs().max(1.0))
-            .and_then(|i| x_values.get(i).cloned())
-            .unwrap_or_default()
-    };
-    let x_desc = match x_axis {
-        PointAxis::Log(_) => format!("{x_label} (log scale)"),
-        _ => x_label.to_string(),
-    };
-    let y_desc = if log_y {
-        format!("{y_label} (log scale)")
-    } else {
-        y_label.to_string()
-    };
+    let name_of = |v: &f64| name_at(&positions, x_values, *v);
+    let (x_desc, y_desc) = axis_names(x_label, y_label, &x_axis, log_y);
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();

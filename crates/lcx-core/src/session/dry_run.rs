@@ -74,65 +74,14 @@ pub fn dry_run_text(plan: &Plan, builds: &[Planned], host: HostCan, verbose: boo
         plan.baseline
     ));
     if let Some(sweep) = &plan.sweep {
-        let points = sweep.points();
-        let Some(along) = sweep.along_axis() else {
-            return out;
-        };
-        let compared = if plan.sweeps_one_arm() {
-            format!(
-                "each point compared with {} {}",
-                along.short,
-                along.values.first().map_or("", String::as_str)
-            )
-        } else {
-            format!(
-                "each arm compared with `{}` at the same point",
-                plan.baseline
-            )
-        };
-        line(format!(
-            "sweep along `{}`: {} ({}), {compared}",
-            along.key,
-            counted(points.len() as u64, "point"),
-            sweep
-                .axes
-                .iter()
-                .map(|a| format!("{} {}", a.key, a.values.join("/")))
-                .collect::<Vec<_>>()
-                .join(" × "),
-        ));
-    }
-    let cells = plan.cells();
-    // Each note once, with the arms it holds for, in arm order.
-    let mut notes: Vec<(String, Vec<&str>)> = Vec::new();
-    let (mut skipped, mut fp32) = (0, 0);
-    for arm in &plan.arms {
-        let Some(note) = on_this_host(arm, host) else {
-            continue;
-        };
-        skipped += usize::from(note.starts_with("skipped"));
-        fp32 += usize::from(note.starts_with("AMP requested, runs fp32"));
-        match notes.iter_mut().find(|(n, _)| *n == note) {
-            Some((_, arms)) => arms.push(&arm.name),
-            None => notes.push((note, vec![&arm.name])),
+        match sweep_heading(plan, sweep) {
+            Some(text) => line(text),
+            None => return out,
         }
     }
-    let mut head = format!(
-        "on this host: {}, {} of {} run",
-        counted(cells.len() as u64, "cell"),
-        plan.arms.len() - skipped,
-        counted(plan.arms.len() as u64, "arm")
-    );
-    if skipped > 0 {
-        head.push_str(&format!(", {skipped} skipped"));
-    }
-    if fp32 > 0 {
-        head.push_str(&format!(", {fp32} in fp32 where AMP was asked for"));
-    }
-    line(head);
-    for (note, arms) in &notes {
-        let arms: Vec<String> = arms.iter().map(|a| format!("`{a}`")).collect();
-        line(format!("  - {}: {note}", arms.join(", ")));
+    let cells = plan.cells();
+    for text in host_summary(plan, host, cells.len()) {
+        line(text);
     }
     for (i, cell) in cells.into_iter().enumerate() {
         let arm = &plan.arms[cell.arm];
@@ -233,6 +182,77 @@ pub fn dry_run_text(plan: &Plan, builds: &[Planned], host: HostCan, verbose: boo
             "\n(the resolved configs of {}: add --verbose)",
             counted(configs as u64, "arm")
         ));
+    }
+    out
+}
+
+/// The line that says what a sweep runs: its axis, points and what each
+/// is compared with; `None` without an axis to run along.
+fn sweep_heading(plan: &Plan, sweep: &plan::Sweep) -> Option<String> {
+    use crate::text::counted;
+    let points = sweep.points();
+    let along = sweep.along_axis()?;
+    let compared = if plan.sweeps_one_arm() {
+        format!(
+            "each point compared with {} {}",
+            along.short,
+            along.values.first().map_or("", String::as_str)
+        )
+    } else {
+        format!(
+            "each arm compared with `{}` at the same point",
+            plan.baseline
+        )
+    };
+    Some(format!(
+        "sweep along `{}`: {} ({}), {compared}",
+        along.key,
+        counted(points.len() as u64, "point"),
+        sweep
+            .axes
+            .iter()
+            .map(|a| format!("{} {}", a.key, a.values.join("/")))
+            .collect::<Vec<_>>()
+            .join(" × "),
+    ))
+}
+
+/// The dry run's first lines after its heading: how many cells and arms
+/// run on this host, and each note of [`on_this_host`] once, with the arms
+/// it holds for.
+fn host_summary(plan: &Plan, host: HostCan, cells: usize) -> Vec<String> {
+    use crate::text::counted;
+    let mut out = Vec::new();
+    // Each note once, with the arms it holds for, in arm order.
+    let mut notes: Vec<(String, Vec<&str>)> = Vec::new();
+    let (mut skipped, mut fp32) = (0, 0);
+    for arm in &plan.arms {
+        let Some(note) = on_this_host(arm, host) else {
+            continue;
+        };
+        skipped += usize::from(note.starts_with("skipped"));
+        fp32 += usize::from(note.starts_with("AMP requested, runs fp32"));
+        match notes.iter_mut().find(|(n, _)| *n == note) {
+            Some((_, arms)) => arms.push(&arm.name),
+            None => notes.push((note, vec![&arm.name])),
+        }
+    }
+    let mut head = format!(
+        "on this host: {}, {} of {} run",
+        counted(cells as u64, "cell"),
+        plan.arms.len() - skipped,
+        counted(plan.arms.len() as u64, "arm")
+    );
+    if skipped > 0 {
+        head.push_str(&format!(", {skipped} skipped"));
+    }
+    if fp32 > 0 {
+        head.push_str(&format!(", {fp32} in fp32 where AMP was asked for"));
+    }
+    out.push(head);
+    for (note, arms) in &notes {
+        let arms: Vec<String> = arms.iter().map(|a| format!("`{a}`")).collect();
+        out.push(format!("  - {}: {note}", arms.join(", ")));
     }
     out
 }
