@@ -315,7 +315,7 @@ pub fn has_avx512_bf16() -> bool {
 #[target_feature(enable = "avx512f,avx512bf16")]
 unsafe fn dot_bf16_block(reps: u64, seed: f32) -> f32 {
     use std::arch::x86_64::*;
-    // Pairs of small bf16 values (0.5 and 2⁻²⁰): the sums grow slowly and
+    // Pairs of small bf16 values (0.5 and 2⁻²¹): the sums grow slowly and
     // stay normal, so no input or output is a subnormal the unit flushes.
     let a: __m512bh = std::mem::transmute(_mm512_set1_epi32(0x3500_3f00));
     let b: __m512bh = std::mem::transmute(_mm512_set1_epi32(0x3500_3500));
