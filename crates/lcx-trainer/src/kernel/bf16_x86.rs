@@ -11,7 +11,9 @@
 use std::arch::x86_64::*;
 use std::ops::Range;
 
-use super::bf16::{MatRef, Out, PackedB, Update, AVX2_CHUNK, AVX512_CHUNK, AVX512_GROUP, PANEL};
+use super::bf16_layout::{
+    pair, round_bits, MatRef, Out, PackedB, Update, AVX2_CHUNK, AVX512_CHUNK, AVX512_GROUP, PANEL,
+};
 use super::native::{row_blocks, transpose8_registers as transpose8};
 
 /// Rows per AVX2 tile: 6 rows × 2 registers = 12 accumulators, plus the
@@ -57,7 +59,7 @@ pub(super) unsafe fn round_into_avx2(src: &[f32], dst: &mut [f32]) {
         _mm256_storeu_si256(dst.as_mut_ptr().add(i).cast(), r);
     }
     for (d, x) in dst[whole..].iter_mut().zip(&src[whole..]) {
-        *d = f32::from_bits(u32::from(super::bf16::round_bits(x.to_bits())) << 16);
+        *d = f32::from_bits(u32::from(round_bits(x.to_bits())) << 16);
     }
 }
 
@@ -84,7 +86,7 @@ pub(super) unsafe fn widened_transposed_avx2(s: &[f32], k: usize, m: usize, dst:
         }
     }
     // The edges: rows past the last whole block of 8, then k likewise.
-    let one = |x: f32| f32::from_bits(u32::from(super::bf16::round_bits(x.to_bits())) << 16);
+    let one = |x: f32| f32::from_bits(u32::from(round_bits(x.to_bits())) << 16);
     for r in 0..m {
         let from = if r < m8 { k8 } else { 0 };
         for kk in from..k {
@@ -105,7 +107,7 @@ fn bf16x16_avx2(lo: __m256, hi: __m256) -> __m256i {
     _mm256_permute4x64_epi64::<0xD8>(_mm256_packus_epi32(a, b))
 }
 
-/// [`super::bf16::PackedB`]'s layout for `b` with AVX2 (hosts without
+/// [`PackedB`]'s layout for `b` with AVX2 (hosts without
 /// AVX512_BF16), every word written (padding included); `words` is sized
 /// for it.
 ///
@@ -123,7 +125,7 @@ pub(super) unsafe fn pack_b_avx2(b: MatRef<'_>, words: &mut [u32]) {
         for jj in 0..PANEL {
             let j = p * PANEL + jj;
             let at = |kk: usize| if kk < k && j < n { b.at(kk, j) } else { 0.0 };
-            words[(p * kq + q) * PANEL + jj] = super::bf16::pair(at(2 * q), at(2 * q + 1));
+            words[(p * kq + q) * PANEL + jj] = pair(at(2 * q), at(2 * q + 1));
         }
     };
     if b.transposed {
@@ -306,7 +308,7 @@ pub(super) unsafe fn pairs_avx512(src: &[f32], dst: &mut [u32]) {
     }
 }
 
-/// [`super::bf16::PackedB`]'s layout for `b` (`k × n`), with the
+/// [`PackedB`]'s layout for `b` (`k × n`), with the
 /// hardware's rounding, every word written (padding included); `words` is
 /// sized for it.
 ///
@@ -464,7 +466,8 @@ pub(super) unsafe fn block_avx2(
 /// `MR` rows against one panel: for each pair row of `B`, a shift makes
 /// its even-k bf16 eight f32 per register and an AND its odd-k ones, and
 /// each row's element is broadcast and FMA'd in k order, so every output
-/// is [`super::bf16::gemm_reference`]'s FMA chain to the bit.
+/// is the reference GEMM's FMA chain (`gemm_reference` in bf16.rs) to
+/// the bit.
 ///
 /// # Safety
 /// As [`block_avx2`], for the tile `t` describes.

@@ -8,6 +8,7 @@
 pub mod bf16;
 #[cfg(test)]
 mod bf16_bench;
+mod bf16_layout;
 pub mod bf16_train;
 #[cfg(target_arch = "x86_64")]
 mod bf16_x86;
