@@ -365,13 +365,7 @@ fn dry_run(request: &RunRequest, host: &Host, verbose: bool) -> anyhow::Result<u
     for warning in plan.warnings() {
         errln!("lcx: warning: {warning}");
     }
-    // Asked only where an arm's fate depends on it: `lcx version --json`
-    // loads libtorch.
-    let ask = plan
-        .arms
-        .iter()
-        .any(|a| a.requires.is_some() || a.config_toml.is_some());
-    let cuda = if ask {
+    let cuda = if plan.arms.iter().any(session::asks_about_cuda) {
         lcx_core::experiment::fingerprint::torch_facts(&host.lcx_exe).map(|t| t.cuda_available)
     } else {
         None

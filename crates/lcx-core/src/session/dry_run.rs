@@ -13,6 +13,22 @@ pub struct HostCan {
     pub cuda: Option<bool>,
 }
 
+/// `arm`'s resolved config where the arm asks for AMP (`run.use_amp`, or
+/// `--amp` to a bench).
+fn amp_config(arm: &plan::Arm) -> Option<crate::config::TrainerConfig> {
+    let text = arm.config_toml.as_deref()?;
+    let config = crate::config::from_toml_str(text, &arm.name, &[]).ok()?;
+    (config.run.use_amp || arm.args.iter().any(|a| a == "--amp")).then_some(config)
+}
+
+/// Whether what [`on_this_host`] says of `arm` depends on [`HostCan::cuda`]:
+/// it requires CUDA, or asks for AMP on `run.device = "auto"`. Only then is
+/// the lcx that runs the cells asked (`lcx version --json` loads libtorch).
+pub fn asks_about_cuda(arm: &plan::Arm) -> bool {
+    arm.requires.is_some()
+        || amp_config(arm).is_some_and(|c| c.run.device == crate::config::DeviceSpec::Auto)
+}
+
 /// What a cell of `arm` does on this host, where that is not simply "runs
 /// as asked": skipped (it requires CUDA), or AMP in another form (bf16 on
 /// a CPU, or fp32 with the reason).
@@ -26,12 +42,7 @@ pub fn on_this_host(arm: &plan::Arm, host: HostCan) -> Option<String> {
             }
         };
     }
-    let text = arm.config_toml.as_deref()?;
-    let config = crate::config::from_toml_str(text, &arm.name, &[]).ok()?;
-    let amp = config.run.use_amp || arm.args.iter().any(|a| a == "--amp");
-    if !amp {
-        return None;
-    }
+    let config = amp_config(arm)?;
     let on_cuda = match config.run.device {
         crate::config::DeviceSpec::Cpu => false,
         crate::config::DeviceSpec::Auto => host.cuda == Some(true),

@@ -21,7 +21,7 @@ use crate::store::{ExperimentStatus, RunStatus, Store, StoreError};
 pub mod bisect;
 mod dry_run;
 
-pub use dry_run::{dry_run_text, on_this_host, shell_words, HostCan};
+pub use dry_run::{asks_about_cuda, dry_run_text, on_this_host, shell_words, HostCan};
 
 /// Which experiment a request runs.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -139,6 +139,16 @@ impl Bf16Kernel {
         self.missing().is_none()
     }
 
+    /// Panics unless this kernel runs here: its packers and GEMMs use its
+    /// instructions, and a pack built elsewhere could carry any kernel.
+    fn assert_runs_here(self) {
+        assert!(
+            self.runs_here(),
+            "the {} kernel does not run here",
+            self.name()
+        );
+    }
+
     /// The widest kernel this CPU runs.
     pub fn widest_here() -> Bf16Kernel {
         Self::choose(None, Self::runs_here).unwrap_or(Bf16Kernel::Scalar)
@@ -196,11 +206,7 @@ impl PackedB {
     /// Packs `b` with `kernel`'s instructions, reusing the buffer (a
     /// training step packs the same shapes every step).
     pub fn repack(&mut self, kernel: Bf16Kernel, b: MatRef<'_>) {
-        assert!(
-            kernel.runs_here(),
-            "the {} kernel does not run here",
-            kernel.name()
-        );
+        kernel.assert_runs_here();
         let (k, n) = (b.rows(), b.cols());
         self.k = k;
         self.n = n;
@@ -280,11 +286,7 @@ impl PackedA {
 
     /// Packs `a` for `kernel`, reusing the buffer where the form is the same.
     pub fn repack(&mut self, kernel: Bf16Kernel, a: MatRef<'_>) {
-        assert!(
-            kernel.runs_here(),
-            "the {} kernel does not run here",
-            kernel.name()
-        );
+        kernel.assert_runs_here();
         let (m, k) = (a.rows(), a.cols());
         self.kernel = kernel;
         self.m = m;
@@ -423,11 +425,7 @@ pub fn gemm(a: &PackedA, b: &PackedB, c: &mut [f32], update: Update, threads: us
     let kernel = a.kernel;
     // The SIMD kernels must never run on a CPU without their instructions
     // (a pack built elsewhere could carry any kernel).
-    assert!(
-        kernel.runs_here(),
-        "the {} kernel does not run here",
-        kernel.name()
-    );
+    kernel.assert_runs_here();
     if m == 0 || n == 0 {
         return;
     }
