@@ -3,11 +3,12 @@
 //! each run (`lcx_core::bench::process`). The runner starts it; a report's
 //! reproduce line runs it by hand.
 
-use lcx_core::bench::process::{time_runs, TimingError};
+use lcx_core::bench::cachegrind;
+use lcx_core::bench::process::{time_runs, Measure, TimingError};
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  lcx time-process --iterations 10 -- sleep 0.05\n  lcx time-process --iterations 5 --subtract-shell -- sh -c 'sleep 0.05 && true'"
+    after_help = "Examples:\n  lcx time-process --iterations 10 -- sleep 0.05\n  lcx time-process --iterations 5 --subtract-shell -- sh -c 'sleep 0.05 && true'\n  lcx time-process --iterations 3 --instructions -- awk 'BEGIN{for(i=0;i<1e5;i++)s+=i}'"
 )]
 pub struct Args {
     /// Runs of the command (default: `LCX_ITERATIONS`, which the runner sets).
@@ -17,6 +18,10 @@ pub struct Args {
     /// (the mean of 30 runs of `SHELL -c ''`) off each run, as hyperfine does.
     #[arg(long)]
     subtract_shell: bool,
+    /// Count each run's instructions and cache misses under valgrind's
+    /// cachegrind instead of timing it (`timing = "instructions"`).
+    #[arg(long)]
+    instructions: bool,
     /// The command and its arguments, after `--`.
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     command: Vec<String>,
@@ -42,9 +47,26 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             "--subtract-shell: the command must be SHELL -c STRING (e.g. sh -c 'sleep 1 && true')"
         )));
     }
+    let measure = if args.instructions {
+        if cachegrind::find_valgrind(std::env::var_os("PATH").as_deref()).is_none() {
+            return Err(crate::errors::bad_input(anyhow::anyhow!(
+                "--instructions: counts each run under valgrind, and `valgrind` is not on PATH: {}",
+                cachegrind::INSTALL_HINT
+            )));
+        }
+        Measure::Instructions
+    } else {
+        Measure::Time
+    };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    match time_runs(&args.command, iterations, args.subtract_shell, &mut out) {
+    match time_runs(
+        &args.command,
+        iterations,
+        args.subtract_shell,
+        measure,
+        &mut out,
+    ) {
         Ok(()) => Ok(0),
         // The command's own failure ends the cell with its code.
         Err(e @ TimingError::Failed { code, .. }) => {

@@ -101,3 +101,30 @@ fn the_import_benchmark_round_trips() {
         assert!(table.contains(row), "no `{row}` in\n{table}");
     }
 }
+
+/// The busy-host benchmark at one experiment per row: every row comes
+/// out, and the instruction counts decide right beside the planted load
+/// (what load cannot move is right at any size; the time rows are only
+/// looked at for their presence).
+#[test]
+fn the_busy_host_benchmark_decides_on_counts_under_its_load() {
+    let bin = Path::new(env!("CARGO_BIN_EXE_lcx")).parent().unwrap();
+    if lcx_core::bench::cachegrind::find_valgrind(std::env::var_os("PATH").as_deref()).is_none() {
+        eprintln!("valgrind is not installed: skipped");
+        return;
+    }
+    let table = script(
+        "bench-busy-host.sh",
+        &["--quick", "--bin", bin.to_str().unwrap()],
+    );
+    for row in [
+        "| process, interleaved, mean | A/A | 1 | ",
+        "| process, interleaved, mean | 15 % slower | 1 | ",
+        "| process, randomized, median | A/A | 1 | ",
+        "| process, randomized, min | 15 % slower | 1 | ",
+        "| instructions | A/A | 1 | 0 / 0 / 1 / 0 | 1 | 1 / 0 / 0 | 1 of 1 |",
+        "| instructions | 1 % more | 1 | 0 / 1 / 0 / 0 | 1 | 0 / 1 / 0 | 1 of 1 |",
+    ] {
+        assert!(table.contains(row), "no `{row}` in\n{table}");
+    }
+}

@@ -264,7 +264,10 @@ fn one_command_reports_its_range_and_run_count() {
         .iter()
         .find(|m| m["metric"] == "process/wall_seconds")
         .unwrap();
-    let summary = &wall["summary"];
+    // Each cell folds to its fastest run (decision 0030): `summary` is
+    // over the 3 cells' values, `runs` over every run, as hyperfine's.
+    assert_eq!(wall["summary"]["n"], 3, "{wall}");
+    let summary = &wall["runs"];
     assert_eq!(summary["n"], 30, "{summary}");
     let (min, max) = (
         summary["min"].as_f64().unwrap(),

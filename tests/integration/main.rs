@@ -10,6 +10,7 @@
 mod architecture;
 mod bench_scripts;
 mod binaries;
+mod busy_host;
 mod commands;
 mod config;
 mod cpu_check;

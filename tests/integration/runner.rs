@@ -7,7 +7,7 @@ use std::process::{Output, Stdio};
 use lcx_core::experiment::fingerprint::TorchFacts;
 use lcx_core::store::{ExperimentStatus, RunStatus, Store};
 
-use crate::support::{count, lcx, report_text, signal, wait_for_rows, write};
+use crate::support::{burner, count, lcx, report_text, signal, wait_for_rows, write};
 
 fn run_ok(args: &[&str]) -> Output {
     let out = lcx().args(args).output().unwrap();
@@ -1333,14 +1333,6 @@ fn spawn_run(dir: &Path, file: &Path, db: &Path) -> std::process::Child {
         .current_dir(dir)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
-}
-
-/// A process spinning on one core until it is killed.
-fn burner() -> std::process::Child {
-    std::process::Command::new("sh")
-        .args(["-c", "while :; do :; done"])
         .spawn()
         .unwrap()
 }

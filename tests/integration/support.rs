@@ -117,3 +117,11 @@ pub fn signal(pid: u32, sig: i32) {
     let rc = unsafe { libc::kill(pid as i32, sig) };
     assert_eq!(rc, 0, "kill({pid}, {sig})");
 }
+
+/// A process spinning on one core until it is killed.
+pub fn burner() -> std::process::Child {
+    Command::new("sh")
+        .args(["-c", "while :; do :; done"])
+        .spawn()
+        .unwrap()
+}

@@ -107,6 +107,8 @@ impl Writers {
     pub const BENCH_PEAK: Writers = Writers(1 << 4);
     /// `timing = "process"` arms: lcx times each run of the command.
     pub const PROCESS: Writers = Writers(1 << 5);
+    /// `timing = "instructions"` arms: lcx counts each run under cachegrind.
+    pub const COUNTED: Writers = Writers(1 << 6);
 
     /// Both sets.
     pub const fn and(self, other: Writers) -> Writers {
@@ -150,6 +152,7 @@ const BENCH_TRAINER: Writers = Writers::BENCH_TRAINER;
 const BENCH_ENGINE: Writers = Writers::BENCH_ENGINE;
 const BENCH_PEAK: Writers = Writers::BENCH_PEAK;
 const PROCESS: Writers = Writers::PROCESS;
+const COUNTED: Writers = Writers::COUNTED;
 
 /// Every metric lcx writes. Exact names before wildcard ones; no two
 /// entries match one name (a test checks).
@@ -275,6 +278,12 @@ pub const VOCABULARY: &[MetricInfo] = &[
     m(crate::bench::process::USER, "s", Lower, PROCESS, "User CPU time of the run (the command and the children it waited for)."),
     m(crate::bench::process::SYSTEM, "s", Lower, PROCESS, "System CPU time of the run (the command and the children it waited for)."),
     m(crate::bench::process::MAX_RSS, "bytes", Lower, PROCESS, "Peak resident memory of the run's largest process."),
+    // timing = "instructions": one run of an arm's command under cachegrind.
+    m(crate::bench::cachegrind::INSTRUCTIONS, "instructions", Lower, COUNTED, "Instructions one run of the command executed, its children included, counted by cachegrind (a shell string's start-up taken off)."),
+    m(crate::bench::cachegrind::L1_MISSES, "misses", Lower, COUNTED, "First-level cache misses of the run (instruction reads, data reads and writes) in cachegrind's simulated cache."),
+    m(crate::bench::cachegrind::LL_MISSES, "misses", Lower, COUNTED, "Last-level cache misses of the run (accesses that went to memory) in cachegrind's simulated cache."),
+    m(crate::bench::cachegrind::ESTIMATED_CYCLES, "cycles", Lower, COUNTED, "Cycles estimated from cachegrind's counts as iai-callgrind does: 1 per first-level hit, 5 per last-level hit, 35 per access that went to memory."),
+    m(crate::bench::cachegrind::VALGRIND_SECONDS, "s", Neither, COUNTED, "Wall time of the run under valgrind, tens of times the native one: a value beside the counts, never judged by default."),
     m(crate::bench::process::SHELL, "s", Neither, PROCESS, "A shell string's own start-up: the mean wall time of the empty `sh -c ''` that was taken off each run's wall, user and system time."),
 ];
 
@@ -293,6 +302,13 @@ fn glob(pattern: &str, name: &str) -> bool {
                 .any(|i| glob(tail, &rest[i..]))
         }
     }
+}
+
+/// Whether `name` is a count that what else the host does cannot move
+/// (cachegrind's counts of a run, `timing = "instructions"`): a gate or
+/// guard on it is judged on contended cells like on quiet ones.
+pub fn load_independent(name: &str) -> bool {
+    lookup(name).is_some_and(|m| m.writers == COUNTED && m.better != Neither)
 }
 
 /// The vocabulary's entry for `name`, if lcx writes it.

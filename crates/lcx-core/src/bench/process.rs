@@ -11,6 +11,10 @@
 //! the same shell running nothing (`sh -c ''`) and subtracts that mean from
 //! each run's wall, user and system time (never below zero), and each line
 //! says how much (`process/shell_seconds`).
+//!
+//! With [`Measure::Instructions`] (`timing = "instructions"`) each run is
+//! counted by cachegrind instead (`bench::cachegrind`), a shell's counts
+//! taken off the same way.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -69,6 +73,16 @@ struct Cost {
     max_rss: u64,
 }
 
+/// What each run of a timed command measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Measure {
+    /// Its wall and CPU time and peak memory (`timing = "process"`).
+    Time,
+    /// What cachegrind counts of it (`timing = "instructions"`,
+    /// `bench::cachegrind`).
+    Instructions,
+}
+
 /// Runs `argv` `iterations` times, one metric line to `out` per run. With
 /// `subtract_shell` (`argv` is `SHELL -c STRING`), the mean cost of `SHELL
 /// -c ''` is measured first and taken off each run.
@@ -76,13 +90,19 @@ pub fn time_runs(
     argv: &[String],
     iterations: u32,
     subtract_shell: bool,
+    measure: Measure,
     out: &mut dyn Write,
 ) -> Result<(), TimingError> {
     let (program, args) = argv.split_first().ok_or(TimingError::NoCommand)?;
-    let shell = match (subtract_shell, args.first()) {
-        (false, _) => None,
-        (true, Some(flag)) => Some(shell_cost(program, flag)?),
-        (true, None) => return Err(TimingError::NoCommand),
+    if subtract_shell && args.is_empty() {
+        return Err(TimingError::NoCommand);
+    }
+    if measure == Measure::Instructions {
+        return count_runs(program, args, iterations, subtract_shell, out);
+    }
+    let shell = match subtract_shell {
+        false => None,
+        true => Some(shell_cost(program, &args[0])?),
     };
     for iteration in 1..=iterations {
         let cost = run_once(program, args, iteration)?;
@@ -103,12 +123,63 @@ pub fn time_runs(
             }
         }
         line.insert(MAX_RSS.into(), cost.max_rss.into());
-        let line = serde_json::Value::Object(line);
-        writeln!(out, "{line}")
-            .and_then(|()| out.flush())
-            .map_err(TimingError::Write)?;
+        write_line(out, line)?;
     }
     Ok(())
+}
+
+/// [`time_runs`] under cachegrind: one line of counts per run. A shell
+/// string has the counts of `SHELL -c ''` taken off (counted once: the
+/// same program counts the same).
+fn count_runs(
+    program: &str,
+    args: &[String],
+    iterations: u32,
+    subtract_shell: bool,
+    out: &mut dyn Write,
+) -> Result<(), TimingError> {
+    use super::cachegrind::{
+        count_once, Counts, ESTIMATED_CYCLES, INSTRUCTIONS, L1_MISSES, LL_MISSES, VALGRIND_SECONDS,
+    };
+    let scratch = tempfile::Builder::new()
+        .prefix("lcx-cachegrind-")
+        .tempdir()
+        .map_err(TimingError::Write)?;
+    let shell = match subtract_shell {
+        false => Counts::default(),
+        true => {
+            count_once(
+                program,
+                &[args[0].clone(), String::new()],
+                0,
+                scratch.path(),
+            )?
+            .0
+        }
+    };
+    for iteration in 1..=iterations {
+        let (counts, wall) = count_once(program, args, iteration, scratch.path())?;
+        let counts = counts.less(shell);
+        let mut line = serde_json::Map::new();
+        line.insert("iteration".into(), iteration.into());
+        line.insert(INSTRUCTIONS.into(), counts.instructions.into());
+        line.insert(L1_MISSES.into(), counts.l1_misses.into());
+        line.insert(LL_MISSES.into(), counts.ll_misses.into());
+        line.insert(ESTIMATED_CYCLES.into(), counts.estimated_cycles().into());
+        line.insert(VALGRIND_SECONDS.into(), wall.into());
+        write_line(out, line)?;
+    }
+    Ok(())
+}
+
+fn write_line(
+    out: &mut dyn Write,
+    line: serde_json::Map<String, serde_json::Value>,
+) -> Result<(), TimingError> {
+    let line = serde_json::Value::Object(line);
+    writeln!(out, "{line}")
+        .and_then(|()| out.flush())
+        .map_err(TimingError::Write)
 }
 
 /// The mean cost of `shell FLAG ''`: a shell's start-up and exit.
@@ -198,7 +269,7 @@ mod tests {
     /// The lines of `n` timed runs of `words`.
     fn timed(words: &[&str], n: u32, subtract_shell: bool) -> Vec<serde_json::Value> {
         let mut out = Vec::new();
-        time_runs(&argv(words), n, subtract_shell, &mut out).unwrap();
+        time_runs(&argv(words), n, subtract_shell, Measure::Time, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         let lines: Vec<serde_json::Value> = text
             .lines()
@@ -232,7 +303,14 @@ mod tests {
     #[test]
     fn a_failing_run_stops_the_cell_with_its_code() {
         let mut out = Vec::new();
-        let err = time_runs(&argv(&["sh", "-c", "exit 7"]), 3, false, &mut out).unwrap_err();
+        let err = time_runs(
+            &argv(&["sh", "-c", "exit 7"]),
+            3,
+            false,
+            Measure::Time,
+            &mut out,
+        )
+        .unwrap_err();
         assert!(
             matches!(
                 err,
@@ -245,7 +323,14 @@ mod tests {
             "{err}"
         );
         assert!(out.is_empty());
-        let err = time_runs(&argv(&["/no/such/program"]), 1, false, &mut out).unwrap_err();
+        let err = time_runs(
+            &argv(&["/no/such/program"]),
+            1,
+            false,
+            Measure::Time,
+            &mut out,
+        )
+        .unwrap_err();
         assert!(matches!(err, TimingError::Start { .. }), "{err}");
     }
 
@@ -270,10 +355,69 @@ mod tests {
         timed(&[script.to_str().unwrap()], 1, false);
         // A shell that cannot run its empty script is the cell's failure.
         let mut out = Vec::new();
-        let err = time_runs(&argv(&["false", "-c", "x"]), 1, true, &mut out).unwrap_err();
+        let err = time_runs(
+            &argv(&["false", "-c", "x"]),
+            1,
+            true,
+            Measure::Time,
+            &mut out,
+        )
+        .unwrap_err();
         assert!(
             matches!(err, TimingError::Failed { iteration: 0, .. }),
             "{err}"
         );
+    }
+
+    #[test]
+    fn instruction_counts_repeat_and_grow_with_the_work() {
+        if super::super::cachegrind::find_valgrind(std::env::var_os("PATH").as_deref()).is_none() {
+            eprintln!("valgrind is not installed: skipped");
+            return;
+        }
+        let count = |words: &[&str], shell: bool| -> Vec<u64> {
+            let mut out = Vec::new();
+            time_runs(&argv(words), 2, shell, Measure::Instructions, &mut out).unwrap();
+            String::from_utf8(out)
+                .unwrap()
+                .lines()
+                .map(|l| {
+                    let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                    assert!(
+                        v[super::super::cachegrind::ESTIMATED_CYCLES]
+                            .as_u64()
+                            .unwrap()
+                            > 0
+                    );
+                    v[super::super::cachegrind::INSTRUCTIONS].as_u64().unwrap()
+                })
+                .collect()
+        };
+        let small = count(&["awk", "BEGIN{for(i=0;i<20000;i++)s+=i}"], false);
+        let large = count(&["awk", "BEGIN{for(i=0;i<200000;i++)s+=i}"], false);
+        // The same program counts the same, to a few instructions.
+        let spread = small[0].abs_diff(small[1]) as f64 / small[0] as f64;
+        assert!(spread < 1e-4, "{small:?}");
+        // Ten times the loop: several times the instructions.
+        assert!(large[0] > 4 * small[0], "{small:?} {large:?}");
+        // A shell string counts its children; the shell's own start-up
+        // is taken off.
+        let in_shell = count(
+            &["sh", "-c", "awk 'BEGIN{for(i=0;i<200000;i++)s+=i}'"],
+            true,
+        );
+        let ratio = in_shell[0] as f64 / large[0] as f64;
+        assert!((0.9..1.1).contains(&ratio), "{in_shell:?} {large:?}");
+        // A failing command is the cell's failure, under valgrind too.
+        let mut out = Vec::new();
+        let err = time_runs(
+            &argv(&["sh", "-c", "exit 3"]),
+            1,
+            false,
+            Measure::Instructions,
+            &mut out,
+        )
+        .unwrap_err();
+        assert!(matches!(err, TimingError::Failed { code: 3, .. }), "{err}");
     }
 }

@@ -198,6 +198,50 @@ pub enum Order {
     Interleaved,
     /// A A B B C C.
     Sequential,
+    /// Rounds as interleaved, each round's arms in an order drawn from
+    /// `order_seed` and the round (Abedi and Brecht's randomized multiple
+    /// interleaved trials): what the host does at one position of a round
+    /// falls on every arm in turn, not on the same arm each time.
+    Randomized,
+}
+
+/// The order of the arms in round `repeat` of a randomized plan: a
+/// Fisher–Yates shuffle driven by splitmix64 from the seed and the round,
+/// so a resume or another host draws the same order.
+pub fn round_order(arms: usize, seed: u64, repeat: u32) -> Vec<usize> {
+    let mut state = seed ^ u64::from(repeat).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let mut next = || {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    let mut order: Vec<usize> = (0..arms).collect();
+    for i in (1..arms).rev() {
+        let j = (next() % (i as u64 + 1)) as usize;
+        order.swap(i, j);
+    }
+    order
+}
+
+/// How a command arm is measured (`timing`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Timing {
+    /// The command prints its own metric lines.
+    Lines,
+    /// lcx times each run (`bench::process`).
+    Process,
+    /// lcx counts each run under cachegrind (`bench::cachegrind`).
+    Instructions,
+}
+
+impl Timing {
+    /// Whether lcx runs the command itself, once per iteration.
+    pub fn by_lcx(self) -> bool {
+        self != Timing::Lines
+    }
 }
 
 /// A hardware requirement of an arm.
@@ -231,6 +275,16 @@ pub enum Fold {
     /// Its last recorded value (a win rate where training ended: a
     /// learning curve's mean would judge the path, not the result).
     Last,
+    /// The median of its post-warm-up iterations (what a typical run of a
+    /// command took: a few runs a preemption or a page-fault storm slowed
+    /// several times move it not at all, where they move the mean by a
+    /// fifth). A choice for a column whose typical value matters.
+    Median,
+    /// The least of its post-warm-up iterations (the fastest run: on a
+    /// noisy host, what the work itself costs, every delay the host added
+    /// being positive). The default for the times of commands lcx times,
+    /// decision 0030.
+    Min,
 }
 
 impl Fold {
@@ -244,6 +298,8 @@ impl Fold {
         match self {
             Fold::Mean => metric.to_string(),
             Fold::Last => format!("final {metric}"),
+            Fold::Median => format!("median {metric}"),
+            Fold::Min => format!("fastest {metric}"),
         }
     }
 }
@@ -751,6 +807,17 @@ impl Arm {
         self.sweep.as_ref().map_or(&self.name, |s| &s.arm)
     }
 
+    /// lcx counts its command's runs under cachegrind (`timing =
+    /// "instructions"`): the timer's own flags, before `--`, say so.
+    pub fn counts_instructions(&self) -> bool {
+        self.program == Program::Timer
+            && self
+                .args
+                .iter()
+                .take_while(|a| *a != "--")
+                .any(|a| a == "--instructions")
+    }
+
     /// `timeout` as a duration.
     pub fn timeout(&self) -> Option<std::time::Duration> {
         self.timeout_seconds.map(seconds_duration)
@@ -810,6 +877,10 @@ pub struct Plan {
     pub adaptive: Option<Adaptive>,
     pub baseline: String,
     pub order: Order,
+    /// `order_seed`: what `Order::Randomized` draws each round's order
+    /// from (stored, so a resume runs the rounds it planned).
+    #[serde(default)]
+    pub order_seed: u64,
     /// The file's `set`.
     pub file_set: Vec<String>,
     /// `--set` from the command line.
@@ -841,6 +912,13 @@ pub struct Plan {
     /// `[sweep]`: the axes every arm runs along.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<Sweep>,
+    /// The times of commands lcx times fold to each cell's fastest run
+    /// unless the file says otherwise (`Fold::Min`): set when the file was
+    /// read with such arms and at least two repeats (one cell's minimum
+    /// would be one value, with no interval). Plans stored before it keep
+    /// their means.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fastest_times: bool,
 }
 
 fn host_lock_default() -> bool {
@@ -995,6 +1073,7 @@ impl Plan {
     /// How a cell's values of `metric` fold (the reader gives the columns
     /// and guards of one metric one fold).
     pub fn fold_of(&self, metric: &str) -> Fold {
+        use crate::bench::process::{SYSTEM, USER, WALL};
         self.columns
             .iter()
             .filter(|c| c.metric == metric)
@@ -1006,7 +1085,13 @@ impl Plan {
                     .map(|g| g.fold),
             )
             .next()
-            .unwrap_or_default()
+            .unwrap_or(
+                if self.fastest_times && [WALL, USER, SYSTEM].contains(&metric) {
+                    Fold::Min
+                } else {
+                    Fold::Mean
+                },
+            )
     }
 
     /// Whether its cells load libtorch (an `lcx` workload) or one of its
@@ -1069,6 +1154,13 @@ impl Plan {
                     }
                 }
             }
+            Order::Randomized => {
+                for repeat in 1..=self.repeats {
+                    for arm in round_order(self.arms.len(), self.order_seed, repeat) {
+                        cells.push(CellSpec { arm, repeat });
+                    }
+                }
+            }
         }
         cells
     }
@@ -1080,6 +1172,11 @@ impl Plan {
         match self.order {
             Order::Interleaved => u64::from(repeat.saturating_sub(1)) * arms + arm as u64,
             Order::Sequential => arm as u64 * repeats + u64::from(repeat.saturating_sub(1)),
+            Order::Randomized => {
+                let round = round_order(self.arms.len(), self.order_seed, repeat.max(1));
+                let at = round.iter().position(|&a| a == arm).unwrap_or(arm);
+                u64::from(repeat.saturating_sub(1)) * arms + at as u64
+            }
         }
     }
 
@@ -1104,12 +1201,21 @@ impl Plan {
                     .map(|c| c.metric.clone())
             })
             // Commands lcx times: their wall time, never an alphabetical
-            // accident (`process/max_rss_bytes`).
+            // accident (`process/max_rss_bytes`); commands it counts, their
+            // instructions.
             .or_else(|| {
-                self.arms
+                let timed: Vec<&Arm> = self
+                    .arms
                     .iter()
-                    .any(|a| a.program == Program::Timer)
-                    .then(|| crate::bench::process::WALL.to_string())
+                    .filter(|a| a.program == Program::Timer)
+                    .collect();
+                match timed.first() {
+                    None => None,
+                    Some(_) if timed.iter().all(|a| a.counts_instructions()) => {
+                        Some(crate::bench::cachegrind::INSTRUCTIONS.to_string())
+                    }
+                    Some(_) => Some(crate::bench::process::WALL.to_string()),
+                }
             })
     }
 }
@@ -1140,10 +1246,34 @@ pub fn load(path: &Path, cli: &Overrides) -> Result<(Plan, String), PlanError> {
         isolated.as_ref(),
     )?;
     plan.check_exec_size(ExecLimits::here(), inherited_env_bytes())?;
+    plan.check_counter(std::env::var_os("PATH").as_deref())?;
     Ok((plan, text))
 }
 
 impl Plan {
+    /// Refuses a plan whose local cells count instructions (`timing =
+    /// "instructions"`) where valgrind is not on `path`: every cell would
+    /// fail. Slurm cells run on other hosts, which say so themselves.
+    pub fn check_counter(&self, path: Option<&std::ffi::OsStr>) -> Result<(), PlanError> {
+        let Some(arm) = self.arms.iter().find(|a| a.counts_instructions()) else {
+            return Ok(());
+        };
+        if !matches!(self.executor, Executor::Local)
+            || crate::bench::cachegrind::find_valgrind(path).is_some()
+        {
+            return Ok(());
+        }
+        Err(PlanError::Invalid {
+            path: self.file.clone(),
+            key: format!("arms (`{}`).timing", arm.name),
+            message: format!(
+                "\"instructions\" counts each run under valgrind's cachegrind, and `valgrind` \
+                 is not on PATH: {}",
+                crate::bench::cachegrind::INSTALL_HINT
+            ),
+        })
+    }
+
     /// Fits the arms' CPUs to this host, where local cells run: `[measurement]
     /// pin = true` chooses one set for every arm
     /// ([`crate::system::affinity::pin_set`]); an arm's own `cpus` must be

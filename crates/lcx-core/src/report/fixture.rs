@@ -48,10 +48,12 @@ fn plan(gate_min: f64, columns: bool) -> Plan {
         warmup_auto: false,
         host_lock: true,
         sweep: None,
+        fastest_times: false,
         adaptive: None,
         repeats: 1,
         baseline: "recursive".into(),
         order: Order::Interleaved,
+        order_seed: 0,
         file_set: vec!["evaluation.eval_every=0".into()],
         cli_set: vec!["traversal.traversals_per_iteration=64".into()],
         cli_flags: Vec::new(),
@@ -334,6 +336,7 @@ fn bare_input(
         metric_names: names.iter().map(|n| n.to_string()).collect(),
         moments,
         medians: Vec::new(),
+        unfolded: Vec::new(),
         nonfinite: Vec::new(),
         perf: Vec::new(),
         series: Vec::new(),
@@ -598,6 +601,90 @@ mod tests {
             },
         );
         assert_eq!(allowed.check, Decision::Fail);
+    }
+
+    /// Randomized rounds are judged as pairs: rounds whose cells were
+    /// equally busy are kept and decide the gate whatever the load (the
+    /// host slowing whole rounds by up to 2.2× cancels in each ratio), a
+    /// round whose arms saw uneven contention is left out, and the Cells
+    /// section says which. The same cells in interleaved order are judged
+    /// as independent samples, and `--check` stays INCONCLUSIVE on them.
+    #[test]
+    fn randomized_rounds_pair_evenly_contended_rounds_and_leave_uneven_ones_out() {
+        let build = |order: Order| {
+            let mut p = plan(0.95, true);
+            p.arms.truncate(2);
+            p.repeats = 4;
+            p.order = order;
+            let mut experiment = experiment_of(&p);
+            experiment.repeats = 4;
+            let (mut runs, mut m) = (Vec::new(), Vec::new());
+            for round in 1..=4i64 {
+                for (i, arm) in ["recursive", "interleaved"].into_iter().enumerate() {
+                    let id = 400 + 2 * round + i as i64;
+                    let mut r = run(id, arm, i as i64, RunStatus::Completed);
+                    r.repeat = round;
+                    // Busy throughout, but for the baseline's cell of round 4.
+                    let foreign = if round == 4 && i == 0 { 0.0 } else { 1.0 };
+                    r.contention.foreign_cpu_seconds = Some(20.0 * foreign);
+                    r.contention.host_seconds = Some(20.0);
+                    r.contention.host_cpus = Some(2);
+                    runs.push(r);
+                    let host = 1.0 + 0.3 * round as f64;
+                    let slower = if i == 1 { 1.2 } else { 1.0 };
+                    let mut x = moments(
+                        id,
+                        arm,
+                        "time/traversal_seconds",
+                        &series(3.0 * host * slower, 0.01),
+                    );
+                    x.repeat = round;
+                    m.push(x);
+                }
+            }
+            assemble(
+                bare_input(experiment, runs, &["time/traversal_seconds"], m),
+                Options::default(),
+            )
+        };
+        let paired = build(Order::Randomized);
+        let c = paired.arms[1]
+            .metric("time/traversal_seconds")
+            .and_then(|m| m.comparison)
+            .unwrap();
+        assert_eq!((c.paired_rounds, c.uneven_rounds), (Some(3), 1));
+        let s = c.speedup.unwrap();
+        assert!((s.ratio - 1.0 / 1.2).abs() < 1e-9, "{s:?}");
+        assert_eq!(paired.gate.as_ref().unwrap().decision, Decision::Fail);
+        assert_eq!(paired.check, Decision::Fail);
+        assert!(!paired.check_on_contended);
+        let rounds: Vec<(i64, Option<bool>)> = paired
+            .contended
+            .iter()
+            .map(|c| (c.repeat, c.round_even))
+            .collect();
+        assert_eq!(rounds.len(), 7, "{rounds:?}");
+        assert!(
+            rounds.iter().all(|&(r, even)| even == Some(r != 4)),
+            "{rounds:?}"
+        );
+        let md = super::super::render::render_markdown(&paired);
+        assert!(md.contains("judged on the 3 rounds as pairs"), "{md}");
+        assert!(md.contains("is judged as a pair (3 rounds here)"), "{md}");
+        assert!(md.contains("left out (1 round)"), "{md}");
+        assert!(
+            md.contains("unevenly loaded: left out of the pairs"),
+            "{md}"
+        );
+
+        let independent = build(Order::Interleaved);
+        let c = independent.arms[1]
+            .metric("time/traversal_seconds")
+            .and_then(|m| m.comparison)
+            .unwrap();
+        assert_eq!(c.paired_rounds, None);
+        assert_eq!(independent.check, Decision::Inconclusive);
+        assert!(independent.contended.iter().all(|c| c.round_even.is_none()));
     }
 
     /// A command that printed more metrics than the default table shows

@@ -221,8 +221,14 @@ pub struct MetricResult {
     pub metric: String,
     #[serde(serialize_with = "report_direction")]
     pub direction: Direction,
-    /// Pooled over every post-warm-up iteration of the arm's runs.
+    /// Pooled over every post-warm-up iteration of the arm's runs (each
+    /// cell's folded value, where a fold makes it one).
     pub summary: Option<Summary>,
+    /// Where each cell folds to its median or fastest run: every
+    /// post-warm-up run before the fold, pooled (the range and run count
+    /// hyperfine prints).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runs: Option<Summary>,
     /// What the test used: the pooled summary with one run, the summary of
     /// the run means with several.
     pub replicate: Option<Summary>,
@@ -294,6 +300,11 @@ pub struct ContendedCell {
     pub foreign_cores: f64,
     /// The load above which a cell is contended.
     pub threshold: f64,
+    /// In randomized rounds: whether every cell of its round saw the same
+    /// contention, so the round is still judged as a pair (`false`: left
+    /// out); `None` in other orders.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub round_even: Option<bool>,
 }
 
 /// A cell that did not complete, never silently missing.

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::stats::{replicates, Summary};
+use crate::experiment::Fold;
 use crate::store::report_read::{CellSeries, HistoryRun, RunMoments};
 use crate::store::{Store, StoreError};
 
@@ -55,26 +56,48 @@ pub struct Summaries {
     pub moments: Vec<RunMoments>,
     /// (arm, metric, warm-up-excluded median), sorted by arm then metric.
     pub medians: Vec<(String, String, f64)>,
+    /// Per (cell, metric) folded to its median or minimum, the moments of
+    /// every run before the fold (for a range over runs, as hyperfine's).
+    pub unfolded: Vec<RunMoments>,
 }
 
 /// Moments and medians of `names` over cells `runs` (every cell of the
-/// experiment when empty). A metric in `last` counts each cell's last
-/// post-warm-up value only (`fold = "last"`), so a cell is one value of it.
+/// experiment when empty). A metric in `folds` as `Fold::Last` counts each
+/// cell's last post-warm-up value only, and as `Fold::Median` each cell's
+/// median, so a cell is one value of it.
 pub fn summaries(
     store: &Store,
     experiment_id: i64,
     names: &[String],
     runs: &[i64],
-    last: &[String],
+    folds: &[(String, Fold)],
 ) -> Result<Summaries, StoreError> {
     let mut out = Summaries::default();
     // Post-warm-up values per (arm, metric), for the medians.
     let mut pooled: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
     store.for_each_series(experiment_id, names, runs, |c| {
-        let c = if last.iter().any(|n| n == c.name) {
-            only_last(c)
-        } else {
-            c
+        let how = folds
+            .iter()
+            .find(|(n, _)| n == c.name)
+            .map_or(Fold::Mean, |(_, f)| *f);
+        let mut sorted = Vec::new();
+        let median;
+        let c = match how {
+            Fold::Mean => c,
+            Fold::Last => only_last(c),
+            Fold::Median | Fold::Min => {
+                out.unfolded.push(fold(&c));
+                sorted.extend_from_slice(c.values);
+                median = match how {
+                    Fold::Min => sorted.iter().copied().reduce(f64::min),
+                    _ => crate::sample::median_in_place(&mut sorted),
+                };
+                let values = match &median {
+                    Some(m) => std::slice::from_ref(m),
+                    None => &[],
+                };
+                CellSeries { values, ..c }
+            }
         };
         let m = fold(&c);
         pooled
@@ -208,7 +231,8 @@ mod tests {
         assert_eq!(first_only, vec![("a".into(), "t".into(), 3.0)]);
 
         // Folded to the last value: each cell is its final iteration's.
-        let last = summaries(&store, id, &names, &[], &names).unwrap();
+        let folds: Vec<(String, Fold)> = names.iter().map(|n| (n.clone(), Fold::Last)).collect();
+        let last = summaries(&store, id, &names, &[], &folds).unwrap();
         let m = &last.moments;
         assert_eq!((m[0].n, m[0].sum, m[0].min, m[0].max), (1, 4.0, 4.0, 4.0));
         assert_eq!((m[1].n, m[1].sum), (1, 12.0));
@@ -216,5 +240,13 @@ mod tests {
         // Arm a: {4, 12} → 8; arm b: {8}.
         assert_eq!(last.medians[0], ("a".into(), "t".into(), 8.0));
         assert_eq!(last.medians[1], ("b".into(), "t".into(), 8.0));
+
+        // Folded to the median: each cell is its post-warm-up median.
+        let folds: Vec<(String, Fold)> = names.iter().map(|n| (n.clone(), Fold::Median)).collect();
+        let median = summaries(&store, id, &names, &[], &folds).unwrap();
+        let m = &median.moments;
+        assert_eq!((m[0].n, m[0].sum), (1, 3.0));
+        assert_eq!((m[1].n, m[1].sum), (1, 9.0));
+        assert_eq!((m[2].n, m[2].sum, m[2].excluded), (1, 6.0, 1));
     }
 }

@@ -38,6 +38,23 @@ fn comparison_detail(c: &Comparison) -> String {
     parts.join(", ")
 }
 
+/// "5 rounds" (or "3 to 5 rounds") when any comparison was judged on
+/// rounds as pairs.
+fn paired_rounds(report: &Report) -> Option<String> {
+    let counts: Vec<usize> = report
+        .arms
+        .iter()
+        .flat_map(|a| &a.metrics)
+        .filter_map(|m| m.comparison.and_then(|c| c.paired_rounds))
+        .collect();
+    let (low, high) = (*counts.iter().min()?, *counts.iter().max()?);
+    Some(if low == high {
+        counted(high as u64, "round")
+    } else {
+        format!("{low} to {high} rounds")
+    })
+}
+
 /// What one replicate is, said once when every arm agrees, and per arm
 /// where they differ (an arm with one completed repeat of several is tested
 /// on its iterations while the others use repeat means).
@@ -178,10 +195,11 @@ pub fn guard_lines(report: &Report) -> Option<String> {
             "- {} vs {} on {}{} (margin {}, {}): {}{detail}{why}",
             code(&g.arm),
             code(&g.baseline),
-            if g.fold == crate::experiment::Fold::Last {
-                "the final "
-            } else {
-                ""
+            match g.fold {
+                crate::experiment::Fold::Last => "the final ",
+                crate::experiment::Fold::Median => "the median ",
+                crate::experiment::Fold::Min => "the fastest ",
+                crate::experiment::Fold::Mean => "",
             },
             md(&g.metric),
             num(g.margin),
@@ -340,10 +358,50 @@ fn contended_line(report: &Report) -> Option<String> {
     } else {
         format!("{low:.2} to {high:.2}")
     };
+    // A gate on a count (`timing = "instructions"`) is the same on a busy
+    // host: it is judged, and `--check` follows it.
+    // A gate on randomized rounds as pairs keeps the rounds every arm of
+    // which was equally busy, and leaves the others out.
+    let paired = |g: &crate::report::model::GateOutcome| {
+        !g.arms.is_empty()
+            && g.arms.iter().all(|a| {
+                report
+                    .arms
+                    .iter()
+                    .find(|r| r.name == a.arm)
+                    .and_then(|r| r.metric(&g.metric))
+                    .and_then(|m| m.comparison)
+                    .is_some_and(|c| c.paired_rounds.is_some())
+            })
+    };
+    let consequence = match report.gate.as_ref() {
+        Some(g) if crate::metrics::load_independent(&g.metric) => format!(
+            "the gate's {} is a count that load cannot move, so it was judged on them; \
+             times above come from contended data",
+            code(&g.metric)
+        ),
+        Some(g) if paired(g) => {
+            let rounds = |even: bool| {
+                let r: std::collections::BTreeSet<i64> = report
+                    .contended
+                    .iter()
+                    .filter(|c| c.round_even == Some(even))
+                    .map(|c| c.repeat)
+                    .collect();
+                r.len() as u64
+            };
+            format!(
+                "the gate pairs randomized rounds, so a round whose arms were equally busy \
+                 is judged as a pair ({} here) and one whose arms were not is left out ({})",
+                counted(rounds(true), "round"),
+                counted(rounds(false), "round")
+            )
+        }
+        _ => "speedups, verdicts, the gate and guards above come from contended data".to_string(),
+    };
     Some(format!(
         "**{} of {} contended** (other programs used {load} of a core on average, above \
-         {:.2}; {}; each in the Cells section): speedups, verdicts, the gate and guards \
-         above come from contended data.",
+         {:.2}; {}; each in the Cells section): {consequence}.",
         report.contended.len(),
         // Only completed cells are judged, so only they are counted here, as
         // `--check` counts them.
@@ -559,7 +617,14 @@ fn arms_section(report: &Report) -> String {
     }
     out.push_str(&arm_table(report));
     out.push_str("\n\n");
-    let unit = replicate_units(report);
+    let mut unit = replicate_units(report);
+    if let Some(rounds) = paired_rounds(report) {
+        unit.push_str(&format!(
+            "; the arms ran in randomized rounds, so each speedup is judged on the {rounds} \
+             as pairs (each round's ratio to the baseline one replicate, a paired t interval on \
+             their logs), and what the host did to a whole round cancels"
+        ));
+    }
     let excluded = if e.warmup_auto {
         "warm-up detected per cell (MSER and the first iterations against the rest), its length in the Runs table".to_string()
     } else {
@@ -574,7 +639,7 @@ fn arms_section(report: &Report) -> String {
         .filter(|c| c.fold == crate::experiment::Fold::Last && c.kind == ColumnKind::Value)
         .map(|c| md(&c.label))
         .collect();
-    let finals = if finals.is_empty() {
+    let mut finals = if finals.is_empty() {
         String::new()
     } else {
         format!(
@@ -583,6 +648,36 @@ fn arms_section(report: &Report) -> String {
             finals.join(", ")
         )
     };
+    let medians: Vec<String> = report
+        .columns
+        .iter()
+        .filter(|c| c.fold == crate::experiment::Fold::Median && c.kind == ColumnKind::Value)
+        .map(|c| md(&c.label))
+        .collect();
+    if !medians.is_empty() {
+        finals.push_str(&format!(
+            " In {} (`fold = \"median\"`) a cell's value is the median of its post-warm-up \
+             iterations, what a typical run took: the mean and ± shown are over the cells' \
+             medians, and the few runs a busy host slows several times do not move them (the \
+             outlier notes below count them).",
+            medians.join(", ")
+        ));
+    }
+    let fastest: Vec<String> = report
+        .columns
+        .iter()
+        .filter(|c| c.fold == crate::experiment::Fold::Min && c.kind == ColumnKind::Value)
+        .map(|c| md(&c.label))
+        .collect();
+    if !fastest.is_empty() {
+        finals.push_str(&format!(
+            " In {} (`fold = \"min\"`) a cell's value is its fastest post-warm-up iteration, \
+             what the work costs with the least the host added: the mean and ± shown are over \
+             the cells' fastest runs; slower runs are kept in the database and counted in the \
+             outlier notes below.",
+            fastest.join(", ")
+        ));
+    }
     let _ = writeln!(
         out,
         "Warm-up-excluded means ({excluded}); {SPREAD_LEGEND}; in the tests \
@@ -855,16 +950,27 @@ fn contended_cells(report: &Report) -> String {
          host's busy time less the cell's own and the runner's, averaged over the \
          cell, in cores).\n"
     );
+    let rounds = report.contended.iter().any(|c| c.round_even.is_some());
     let mut t = markdown_table();
-    t.set_header(vec!["Run", "Arm", "Repeat", "Foreign CPU", "Limit"]);
+    let mut header = vec!["Run", "Arm", "Repeat", "Foreign CPU", "Limit"];
+    if rounds {
+        header.push("Its round");
+    }
+    t.set_header(header);
     for c in &report.contended {
-        t.add_row(vec![
+        let mut row = vec![
             c.run_id.to_string(),
             md(&c.arm),
             c.repeat.to_string(),
             format!("{:.2} cores", c.foreign_cores),
             format!("{:.2}", c.threshold),
-        ]);
+        ];
+        match c.round_even {
+            Some(true) => row.push("evenly loaded: judged as a pair".to_string()),
+            Some(false) => row.push("unevenly loaded: left out of the pairs".to_string()),
+            None => {}
+        }
+        t.add_row(row);
     }
     let _ = writeln!(out, "{t}\n");
     out

@@ -340,6 +340,18 @@ pub struct Comparison {
     /// replicates per arm would narrow the interval enough to decide, at
     /// the spread and the speedup seen so far.
     pub more_replicates: Option<usize>,
+    /// Judged on this many rounds as pairs ([`compare_paired`]); `None`:
+    /// the arms' replicates as independent samples.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paired_rounds: Option<usize>,
+    /// Rounds both arms completed that were left out of the pairs because
+    /// contention fell unevenly on them.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub uneven_rounds: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// The band of speedups the minimum effect `m` counts as no change:
@@ -467,6 +479,83 @@ pub fn compare(
         relative_change,
         verdict,
         more_replicates,
+        paired_rounds: None,
+        uneven_rounds: 0,
+    }
+}
+
+/// The speedup over rounds run as pairs: `pairs` holds (baseline, arm)
+/// values, one per round both ran. Each round's log ratio is one
+/// replicate, and the interval is the one-sample t interval of their mean
+/// (n − 1 degrees of freedom): what the host did to a whole round cancels
+/// in its ratio (decision 0030). `None` with fewer than two rounds or a
+/// value ≤ 0 (no ratio).
+pub fn paired_speedup(pairs: &[(f64, f64)], direction: Direction, alpha: f64) -> Option<Speedup> {
+    if pairs.len() < 2 || pairs.iter().any(|&(b, a)| !(b > 0.0 && a > 0.0)) {
+        return None;
+    }
+    let logs: Vec<f64> = pairs
+        .iter()
+        .map(|&(b, a)| match direction {
+            Direction::Lower | Direction::Neither => (b / a).ln(),
+            Direction::Higher => (a / b).ln(),
+        })
+        .collect();
+    let n = logs.len() as f64;
+    let mean = logs.iter().sum::<f64>() / n;
+    let var = logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    // Rounding leaves a spread of ~1e-17 between equal ratios: below
+    // 1e-12 of a log the rounds agree exactly.
+    let log_se = if var.sqrt() < 1e-12 {
+        0.0
+    } else {
+        (var / n).sqrt()
+    };
+    let df = n - 1.0;
+    let half = if log_se > 0.0 {
+        t_quantile(1.0 - alpha / 2.0, df) * log_se
+    } else {
+        0.0
+    };
+    let ratio = mean.exp();
+    Some(Speedup {
+        ratio,
+        se: ratio * log_se,
+        ci_low: (mean - half).exp(),
+        ci_high: (mean + half).exp(),
+        log_se,
+        df,
+    })
+}
+
+/// [`compare`] on rounds as pairs ([`paired_speedup`]): the verdict rule
+/// is the same, on the paired interval.
+pub fn compare_paired(pairs: &[(f64, f64)], direction: Direction, rule: VerdictRule) -> Comparison {
+    let n = pairs.len().max(1) as f64;
+    let (base, arm) = pairs
+        .iter()
+        .fold((0.0, 0.0), |(b, a), &(pb, pa)| (b + pb / n, a + pa / n));
+    let relative_change = if base != 0.0 {
+        (arm - base) / f64::abs(base)
+    } else {
+        f64::NAN
+    };
+    let speedup = paired_speedup(pairs, direction, rule.alpha);
+    let verdict = verdict_of(speedup.as_ref(), rule.min_effect);
+    let more_replicates = match (verdict, &speedup) {
+        (Verdict::Inconclusive, Some(s)) => replicates_to_decide(s, rule.min_effect, pairs.len()),
+        _ => None,
+    };
+    Comparison {
+        speedup,
+        welch: speedup
+            .filter(|s| s.df.is_finite())
+            .map(|s| log_ratio_test(&s)),
+        relative_change,
+        verdict,
+        more_replicates,
+        paired_rounds: Some(pairs.len()),
+        uneven_rounds: 0,
     }
 }
 
@@ -1461,6 +1550,92 @@ mod tests {
         );
         assert_eq!(worse[0], 0, "a 0.15 drop passed: {worse:?}");
         assert!(worse[1] >= 300, "a 0.15 drop rarely failed: {worse:?}");
+    }
+
+    /// Rounds whose host slowed them by a shared factor (±15 %, a load
+    /// switching on and off), each cell adding ±1 % of its own: judged as
+    /// pairs, the shared factor cancels in each round's ratio. A/A is
+    /// called changed in at most 5 % of 400 seeds and a 10 % slowdown
+    /// regressed in at least 90 % at 5 rounds; judged as independent
+    /// samples, the same data rarely decide.
+    #[test]
+    fn paired_rounds_cancel_what_the_host_does_to_a_whole_round() {
+        let rule = VerdictRule {
+            alpha: 0.05,
+            min_effect: 0.05,
+        };
+        // [changed or regressed, equivalent] paired and unpaired.
+        let run = |slowdown: f64| {
+            let (mut paired, mut unpaired) = ([0; 4], [0; 4]);
+            for seed in 0..400u64 {
+                let mut rng = ChaCha8Rng::seed_from_u64(210_000 + seed);
+                let host = normal_series(&mut rng, 5, 0.0, 0.15);
+                let cell = |rng: &mut ChaCha8Rng, h: f64, k: f64| {
+                    k * (h + normal_series(rng, 1, 0.0, 0.01)[0]).exp()
+                };
+                let pairs: Vec<(f64, f64)> = host
+                    .iter()
+                    .map(|&h| (cell(&mut rng, h, 1.0), cell(&mut rng, h, slowdown)))
+                    .collect();
+                let index = |v: Verdict| match v {
+                    Verdict::Improved => 0,
+                    Verdict::Regressed => 1,
+                    Verdict::Equivalent => 2,
+                    Verdict::Inconclusive => 3,
+                };
+                let c = compare_paired(&pairs, Direction::Lower, rule);
+                assert_eq!(c.paired_rounds, Some(5));
+                paired[index(c.verdict)] += 1;
+                let (b, a): (Vec<f64>, Vec<f64>) = pairs.iter().copied().unzip();
+                let (b, a) = (
+                    Summary::from_values(&b).unwrap(),
+                    Summary::from_values(&a).unwrap(),
+                );
+                unpaired[index(compare(&b, &a, Direction::Lower, rule).verdict)] += 1;
+            }
+            (paired, unpaired)
+        };
+        let (aa, aa_unpaired) = run(1.0);
+        let (slow, slow_unpaired) = run(1.10);
+        eprintln!(
+            "[improved, regressed, equivalent, inconclusive] of 400, 5 rounds: A/A paired \
+             {aa:?}, unpaired {aa_unpaired:?}; 10 % slower paired {slow:?}, unpaired \
+             {slow_unpaired:?}"
+        );
+        assert!(aa[0] + aa[1] <= 20, "A/A called changed: {aa:?}");
+        assert!(aa[2] >= 360, "A/A rarely shown equivalent: {aa:?}");
+        assert!(slow[1] >= 360, "a 10 % slowdown rarely regressed: {slow:?}");
+        assert!(slow_unpaired[1] < slow[1] / 2, "{slow_unpaired:?}");
+    }
+
+    /// Counts that repeat exactly (cachegrind's) have no spread: the ratio
+    /// is the interval, equal counts are equivalent and a 0.5 % change is
+    /// a change beyond a 0.1 % minimum effect, paired or not.
+    #[test]
+    fn zero_variance_verdicts_are_exact() {
+        let rule = VerdictRule {
+            alpha: 0.05,
+            min_effect: 0.001,
+        };
+        let same = [(61_912_345.0, 61_912_345.0); 3];
+        let c = compare_paired(&same, Direction::Lower, rule);
+        assert_eq!(c.verdict, Verdict::Equivalent, "{c:?}");
+        let more: Vec<(f64, f64)> = same.iter().map(|&(b, a)| (b, a * 1.005)).collect();
+        let c = compare_paired(&more, Direction::Lower, rule);
+        assert_eq!(c.verdict, Verdict::Regressed, "{c:?}");
+        let s = c.speedup.unwrap();
+        assert!((s.ci_low - s.ci_high).abs() < 1e-12 && (s.ratio - 1.0 / 1.005).abs() < 1e-12);
+        // Unpaired, through the moments the report folds.
+        let summary = |x: f64| Summary::from_moments(3, 3.0 * x, 3.0 * x * x, x, x).unwrap();
+        let b = summary(61_912_345.0);
+        for (a, expected) in [
+            (61_912_345.0, Verdict::Equivalent),
+            (61_912_345.0 * 1.005, Verdict::Regressed),
+            (61_912_345.0 / 1.005, Verdict::Improved),
+        ] {
+            let c = compare(&b, &summary(a), Direction::Lower, rule);
+            assert_eq!(c.verdict, expected, "{a}: {c:?}");
+        }
     }
 
     #[test]

@@ -79,8 +79,9 @@ pub fn dry_run_text(plan: &Plan, builds: &[Planned], host: HostCan, verbose: boo
         counted(u64::from(plan.iterations), "iteration"),
         plan.warmup,
         match plan.order {
-            Order::Interleaved => "interleaved",
-            Order::Sequential => "sequential",
+            Order::Interleaved => "interleaved".to_string(),
+            Order::Sequential => "sequential".to_string(),
+            Order::Randomized => format!("randomized (seed {})", plan.order_seed),
         },
         plan.baseline
     ));

@@ -164,7 +164,8 @@ fn command_arm(
     revision: Option<Revision>,
 ) -> Arm {
     let mut argv = raw.command.unwrap_or_default();
-    let (program, args) = if raw.timed == Some(true) {
+    let timing = raw.timed.unwrap_or(Timing::Lines);
+    let (program, args) = if timing.by_lcx() {
         // lcx runs the command once per iteration and writes the
         // lines (bench::process); the count is on its command line
         // too, so that the report's reproduce line runs as pasted.
@@ -173,6 +174,9 @@ fn command_arm(
             "--iterations".into(),
             iterations,
         ];
+        if timing == Timing::Instructions {
+            timer.push("--instructions".into());
+        }
         // A string runs as its words when it holds no shell syntax;
         // otherwise through `sh -c`, the shell's start-up taken off
         // (decision 0023).

@@ -10,8 +10,11 @@ use super::Plan;
 /// since reads with its default (`#[serde(default)]`). A change that old
 /// readers would misread gets a new number: 2 is a plan with a `[sweep]`
 /// (an lcx before it would drop the sweep and compare across points); a
-/// plan without one is still written as 1, which every lcx reads.
-pub const PLAN_VERSION: u64 = 2;
+/// plan without one is still written as 1, which every lcx reads; 3 is a
+/// plan with randomized rounds or arms counted under cachegrind (an lcx
+/// before them cannot read the order, or would start cells its timer
+/// refuses).
+pub const PLAN_VERSION: u64 = 3;
 
 /// Why a stored plan cannot be read.
 #[derive(Debug, thiserror::Error)]
@@ -30,8 +33,11 @@ impl Plan {
     pub fn to_json(&self) -> String {
         // A plan is strings, numbers and maps: serialising cannot fail.
         let mut value = serde_json::to_value(self).unwrap_or_default();
-        let version = if self.sweep.is_some() {
-            PLAN_VERSION
+        let counted = self.arms.iter().any(|a| a.counts_instructions());
+        let version = if self.order == super::Order::Randomized || counted {
+            3
+        } else if self.sweep.is_some() {
+            2
         } else {
             1
         };

@@ -58,6 +58,53 @@ fn cells_interleave_or_run_sequentially() {
 }
 
 #[test]
+fn randomized_rounds_draw_each_rounds_order_from_the_stored_seed() {
+    let four = format!(
+        "{COMMAND}[[arms]]\nname = \"c\"\ncommand = \"true\"\n[[arms]]\nname = \"d\"\ncommand = \"true\"\n"
+    )
+    .replace("warmup = 1", "warmup = 1\nrepeats = 40\norder = \"randomized\"\norder_seed = 7");
+    let p = plan(&four).unwrap();
+    assert_eq!((p.order, p.order_seed), (Order::Randomized, 7));
+    let cells = p.cells();
+    // Rounds stay whole: each round runs every arm once, rounds in turn.
+    for (round, chunk) in cells.chunks(4).enumerate() {
+        let mut arms: Vec<usize> = chunk.iter().map(|c| c.arm).collect();
+        assert!(chunk.iter().all(|c| c.repeat == round as u32 + 1));
+        arms.sort_unstable();
+        assert_eq!(arms, vec![0, 1, 2, 3]);
+    }
+    // The order differs from round to round, and every arm leads some.
+    let firsts: std::collections::BTreeSet<usize> = cells.chunks(4).map(|c| c[0].arm).collect();
+    assert_eq!(firsts.len(), 4, "{cells:?}");
+    for (rank, c) in cells.iter().enumerate() {
+        assert_eq!(p.cell_rank(c.arm, c.repeat), rank as u64);
+    }
+    // The seed is stored: the plan a resume reads runs the same rounds.
+    let back = Plan::from_stored(&p.to_json()).unwrap();
+    assert_eq!(back.cells(), cells);
+    // Another seed, other rounds; the same seed, the same ones.
+    let other = plan(&four.replace("order_seed = 7", "order_seed = 8")).unwrap();
+    assert_ne!(other.cells(), cells);
+    assert_eq!(plan(&four).unwrap().cells(), cells);
+    // A seed without a randomized order, or not a count, is refused.
+    let err = error(&four.replace("order = \"randomized\"\n", ""));
+    assert!(
+        err.contains("order_seed") && err.contains("randomized"),
+        "{err}"
+    );
+    let err = error(&four.replace("order_seed = 7", "order_seed = -1"));
+    assert!(
+        err.contains("order_seed") && err.contains("integer"),
+        "{err}"
+    );
+    // A stored plan from before the seed existed reads as seed 0.
+    let mut stored: serde_json::Value = serde_json::from_str(&p.to_json()).unwrap();
+    stored.as_object_mut().unwrap().remove("order_seed");
+    let old = Plan::from_stored(&stored.to_string()).unwrap();
+    assert_eq!(old.order_seed, 0);
+}
+
+#[test]
 fn matrix_crosses_arms_and_names_from_values() {
     let text = r#"
 name = "m"
@@ -805,13 +852,47 @@ fn a_metric_has_one_fold_which_silent_columns_and_guards_take() {
         e.contains("guard[0].fold") && e.contains("folded `mean` by columns[0].fold"),
         "{e}"
     );
-    let e = with("[[columns]]\nmetric = \"w\"\nfold = \"median\"\n")
+    let e = with("[[columns]]\nmetric = \"w\"\nfold = \"mode\"\n")
         .expect_err("unknown fold")
         .to_string();
     assert!(
-        e.contains("columns[0].fold") && e.contains("expected mean or last"),
+        e.contains("columns[0].fold") && e.contains("expected mean, median, min or last"),
         "{e}"
     );
+    let median = with("[[columns]]\nmetric = \"w\"\nfold = \"median\"\n").unwrap();
+    assert_eq!(median.fold_of("w"), Fold::Median);
+}
+
+/// The times of commands lcx times fold to each cell's fastest run by
+/// default, where there are cells enough for an interval of them; a
+/// column's own fold wins, counts and other names keep the mean, and plans
+/// stored before the default keep their means.
+#[test]
+fn timed_commands_fold_their_times_to_the_fastest_run() {
+    let timed =
+        format!("timing = \"process\"\n{COMMAND}").replace("warmup = 1", "warmup = 1\nrepeats = 3");
+    let p = plan(&timed).unwrap();
+    assert!(p.fastest_times);
+    assert_eq!(p.fold_of("process/wall_seconds"), Fold::Min);
+    assert_eq!(p.fold_of("process/user_seconds"), Fold::Min);
+    assert_eq!(p.fold_of("process/max_rss_bytes"), Fold::Mean);
+    let own = plan(&format!(
+        "{timed}[[columns]]\nmetric = \"process/wall_seconds\"\nfold = \"mean\"\n"
+    ))
+    .unwrap();
+    assert_eq!(own.fold_of("process/wall_seconds"), Fold::Mean);
+    // One repeat: one median per arm would have no interval.
+    let once = plan(&timed.replace("repeats = 3", "repeats = 1")).unwrap();
+    assert_eq!(once.fold_of("process/wall_seconds"), Fold::Mean);
+    // Commands that print their own lines, and counted ones, keep means.
+    let lines = plan(&COMMAND.replace("warmup = 1", "warmup = 1\nrepeats = 3")).unwrap();
+    assert!(!lines.fastest_times);
+    let counted = plan(&timed.replace("\"process\"", "\"instructions\"")).unwrap();
+    assert!(!counted.fastest_times);
+    let mut stored: serde_json::Value = serde_json::from_str(&p.to_json()).unwrap();
+    stored.as_object_mut().unwrap().remove("fastest_times");
+    let old = Plan::from_stored(&stored.to_string()).unwrap();
+    assert_eq!(old.fold_of("process/wall_seconds"), Fold::Mean);
 }
 
 #[test]

@@ -135,7 +135,7 @@ fn reruns<'r>(plan: &Plan, runs: &'r [Run], round: u32) -> Vec<(usize, &'r Run, 
             .position(|a| a.name == entry.1.arm)
             .unwrap_or(0);
     }
-    again.sort_by_key(|(arm, run, _)| plan.cell_rank(*arm, run.repeat.max(1) as u32));
+    again.sort_by_cached_key(|(arm, run, _)| plan.cell_rank(*arm, run.repeat.max(1) as u32));
     // A contended baseline cell is rerun once, not also as a partner.
     again.dedup_by_key(|(_, run, _)| run.id);
     again

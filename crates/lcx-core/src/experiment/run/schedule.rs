@@ -144,7 +144,7 @@ fn submit_ahead(
             }
         }
     }
-    todo.sort_by_key(|(arm, run)| plan.cell_rank(*arm, run.repeat.max(1) as u32));
+    todo.sort_by_cached_key(|(arm, run)| plan.cell_rank(*arm, run.repeat.max(1) as u32));
     Ok((todo, placement))
 }
 
@@ -482,7 +482,7 @@ pub(crate) fn cells_to_run(
             todo.push((arm, run.clone()));
         }
     }
-    todo.sort_by_key(|(arm, run)| plan.cell_rank(*arm, run.repeat.max(1) as u32));
+    todo.sort_by_cached_key(|(arm, run)| plan.cell_rank(*arm, run.repeat.max(1) as u32));
     Ok((todo, resumed))
 }
 

@@ -4,12 +4,13 @@
 //! `--check` are judged from these rows elsewhere (`judge`, `guards`,
 //! `check`); nothing here reads the store.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::bench::trainer::ran_as_asked;
+use crate::experiment::Order;
 use crate::experiment::Plan;
 use crate::report::model::{ArmResult, MetricResult, Prose};
-use crate::report::stats::{compare, Summary, VerdictRule};
+use crate::report::stats::{compare, compare_paired, Summary, VerdictRule};
 use crate::store::report_read::RunMoments;
 use crate::store::{Run, RunStatus};
 
@@ -111,6 +112,48 @@ struct Stat {
     replicates: usize,
     unit: &'static str,
     excluded: i64,
+    /// Every run before a median or minimum fold, pooled.
+    runs: Option<Summary>,
+    /// Each counted cell's mean by round (repeat), for rounds judged as
+    /// pairs.
+    by_round: BTreeMap<i64, f64>,
+}
+
+/// The rounds (repeats) of a randomized plan whose completed cells saw
+/// uneven contention: the foreign loads of two of its cells differ by
+/// more than what counts as contended at all, so one arm of the round ran
+/// on a busier host than another by a contended amount (a round whose
+/// cells were all equally busy is even, however busy). A cell without a
+/// record of the load makes its round uneven unless none has one.
+pub(super) fn uneven_rounds(plan: Option<&Plan>, runs: &[Run]) -> BTreeSet<i64> {
+    let Some(plan) = plan.filter(|p| p.order == Order::Randomized) else {
+        return BTreeSet::new();
+    };
+    let mut by_round: BTreeMap<i64, Vec<(Option<f64>, f64)>> = BTreeMap::new();
+    for r in runs.iter().filter(|r| r.status == RunStatus::Completed) {
+        let threshold = plan.measurement.threshold(r.contention.host_cpus);
+        by_round
+            .entry(r.repeat)
+            .or_default()
+            .push((r.contention.foreign_cores(), threshold));
+    }
+    by_round
+        .into_iter()
+        .filter(|(_, cells)| {
+            let loads: Vec<f64> = cells.iter().filter_map(|(f, _)| *f).collect();
+            if loads.is_empty() {
+                return false;
+            }
+            let limit = cells.iter().map(|(_, t)| *t).fold(f64::INFINITY, f64::min);
+            let (low, high) = loads
+                .iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), x| {
+                    (l.min(*x), h.max(*x))
+                });
+            loads.len() < cells.len() || high - low > limit
+        })
+        .map(|(round, _)| round)
+        .collect()
 }
 
 /// [`Stat`]s by (arm, metric).
@@ -149,6 +192,20 @@ fn statistics(arms: &[ArmName], needed: &[String], input: &Input, counted: &[i64
                     replicates,
                     unit,
                     excluded,
+                    runs: {
+                        let raw: Vec<&RunMoments> = input
+                            .unfolded
+                            .iter()
+                            .filter(|m| {
+                                &m.arm == arm
+                                    && &m.name == metric
+                                    && m.n > 0
+                                    && counted.contains(&m.run_id)
+                            })
+                            .collect();
+                        crate::report::moments::shown_summary(&raw)
+                    },
+                    by_round: with_data.iter().map(|m| (m.repeat, m.mean())).collect(),
                 },
             );
         }
@@ -172,6 +229,8 @@ pub(super) struct Basis<'a> {
     pub rule: VerdictRule,
     /// The arms whose numbers no verdict may use, with why.
     pub unjudged: &'a BTreeMap<&'a str, Prose>,
+    /// Rounds left out of every pair ([`uneven_rounds`]).
+    pub uneven: &'a BTreeSet<i64>,
 }
 
 /// The arm rows in plan order, and the remarks they call for, per arm in
@@ -254,14 +313,23 @@ fn metric_results(arm: &str, uncompared: bool, stats: &Stats, basis: &Basis) -> 
             let base = &stats
                 .get(&(basis.baselines.of(arm).to_string(), metric.clone()))
                 .and_then(|b| b.replicate);
+            let base_stat = stats.get(&(basis.baselines.of(arm).to_string(), metric.clone()));
             let comparison = match (uncompared || descriptive, base, &st.replicate) {
-                (false, Some(b), Some(a)) => Some(compare(b, a, direction, basis.rule)),
+                (false, Some(b), Some(a)) => Some(match rounds(basis, base_stat, st) {
+                    Some((pairs, uneven)) => {
+                        let mut c = compare_paired(&pairs, direction, basis.rule);
+                        c.uneven_rounds = uneven;
+                        c
+                    }
+                    None => compare(b, a, direction, basis.rule),
+                }),
                 _ => None,
             };
             MetricResult {
                 metric: metric.clone(),
                 direction,
                 summary: st.pooled,
+                runs: st.runs,
                 replicate: st.replicate,
                 replicates: st.replicates,
                 replicate_unit: st.unit.to_string(),
@@ -271,6 +339,32 @@ fn metric_results(arm: &str, uncompared: bool, stats: &Stats, basis: &Basis) -> 
             }
         })
         .collect()
+}
+
+/// The rounds an arm and its baseline both completed, as (baseline, arm)
+/// pairs, less the rounds contention fell on unevenly ([`uneven_rounds`]),
+/// and how many of those were left out; where the plan ran its arms in
+/// randomized rounds and at least two even rounds are left. What a
+/// round's host did to every arm of it cancels in their ratio. Otherwise
+/// `None`, and the replicates are compared as independent samples
+/// (interleaved rounds keep their old judgement).
+fn rounds(basis: &Basis, base: Option<&Stat>, arm: &Stat) -> Option<(Vec<(f64, f64)>, usize)> {
+    if basis.plan?.order != Order::Randomized || arm.unit != "repeats" {
+        return None;
+    }
+    let base = base?;
+    let both: Vec<(i64, f64, f64)> = arm
+        .by_round
+        .iter()
+        .filter_map(|(round, a)| Some((*round, *base.by_round.get(round)?, *a)))
+        .collect();
+    let pairs: Vec<(f64, f64)> = both
+        .iter()
+        .filter(|(round, _, _)| !basis.uneven.contains(round))
+        .map(|&(_, b, a)| (b, a))
+        .collect();
+    let uneven = both.len() - pairs.len();
+    (pairs.len() >= 2).then_some((pairs, uneven))
 }
 
 /// Each (precision asked for, precision that ran) of `arm`'s cells where

@@ -44,7 +44,10 @@ pub(super) fn check(
     // Data from a busy host prove neither PASS nor FAIL: a gate or guard
     // that rests on a contended cell is INCONCLUSIVE whichever way it
     // leaned (a contended arm no gate or guard compares changes nothing).
-    let judged = judged_arms(&outcomes);
+    // A gate judged on randomized rounds as pairs rests only on rounds
+    // whose arms saw the same contention (the others were left out of its
+    // pairs), so contention does not unsettle it.
+    let judged = judged_arms(&outcomes, arms);
     let undecided = !allow_contended && contended.iter().any(|c| judged.contains(&c.arm.as_str()));
     if undecided {
         notes.push(contended_note(runs, &contended));
@@ -130,6 +133,8 @@ fn unfinished(e: &Experiment, runs: &[Run], arms: &[ArmResult]) -> Vec<Prose> {
 /// on them did not measure what it claims.
 fn contended_cells(plan: Option<&Plan>, runs: &[Run]) -> Vec<ContendedCell> {
     let measurement = plan.map(|p| p.measurement).unwrap_or_default();
+    let randomized = plan.is_some_and(|p| p.order == crate::experiment::Order::Randomized);
+    let uneven = super::arms::uneven_rounds(plan, runs);
     runs.iter()
         .filter(|r| r.status == RunStatus::Completed)
         .filter_map(|r| {
@@ -141,25 +146,41 @@ fn contended_cells(plan: Option<&Plan>, runs: &[Run]) -> Vec<ContendedCell> {
                 repeat: r.repeat,
                 foreign_cores: foreign,
                 threshold,
+                round_even: randomized.then(|| !uneven.contains(&r.repeat)),
             })
         })
         .collect()
 }
 
-/// The arms a gate or guard compares, baselines included.
-fn judged_arms<'a>(outcomes: &Outcomes<'a>) -> Vec<&'a str> {
+/// The arms a gate or guard compares, baselines included, where what it
+/// judges is something load can move (a count of instructions is the same
+/// on a busy host, `metrics::load_independent`) and the gate's comparison
+/// did not pair the rounds by their contention: either way, contention
+/// leaves the gate decided.
+fn judged_arms<'a>(outcomes: &Outcomes<'a>, arms: &[ArmResult]) -> Vec<&'a str> {
+    use crate::metrics::load_independent;
+    let paired = |metric: &str, arm: &str| {
+        arms.iter()
+            .find(|a| a.name == arm)
+            .and_then(|a| a.metric(metric))
+            .and_then(|m| m.comparison)
+            .is_some_and(|c| c.paired_rounds.is_some())
+    };
     outcomes
         .gate
         .into_iter()
+        .filter(|g| !load_independent(&g.metric))
         .flat_map(|g| {
             g.arms
                 .iter()
+                .filter(|a| !paired(&g.metric, &a.arm))
                 .flat_map(|a| [a.arm.as_str(), outcomes.baselines.of(&a.arm)])
         })
         .chain(
             outcomes
                 .guards
                 .iter()
+                .filter(|g| !load_independent(&g.metric))
                 .flat_map(|g| [g.arm.as_str(), g.baseline.as_str()]),
         )
         .collect()

@@ -113,6 +113,25 @@ fn default_columns(workload: &str, present: &[String]) -> Vec<(String, String, C
             cols.push(v(metric, "ms/call"));
             cols.push(s(metric, "ms/call speedup"));
         }
+        // Commands lcx counted (`timing = "instructions"`): instructions
+        // lead, judged; the other counts and the time under valgrind follow.
+        _ if has(crate::bench::cachegrind::INSTRUCTIONS) => {
+            use crate::bench::cachegrind::{
+                ESTIMATED_CYCLES, INSTRUCTIONS, L1_MISSES, LL_MISSES, VALGRIND_SECONDS,
+            };
+            cols.push(v(INSTRUCTIONS, "instructions"));
+            cols.push(s(INSTRUCTIONS, "instructions speedup"));
+            for (m, l) in [
+                (ESTIMATED_CYCLES, "est. cycles"),
+                (L1_MISSES, "L1 misses"),
+                (LL_MISSES, "LL misses"),
+                (VALGRIND_SECONDS, "valgrind s"),
+            ] {
+                if has(m) {
+                    cols.push(v(m, l));
+                }
+            }
+        }
         // Commands lcx timed (`timing = "process"`): the wall time leads,
         // judged; the rest of what lcx measured follows as values.
         _ if has(crate::bench::process::WALL) => {

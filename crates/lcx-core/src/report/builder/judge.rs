@@ -291,6 +291,8 @@ fn gate_arm(
                 .and_then(|a| a.metric(&g.metric))
                 .map_or(0, |m| m.replicates),
         );
+        // Rounds judged as pairs are the replicates of a paired speedup.
+        let replicates = c.and_then(|c| c.paired_rounds).unwrap_or(replicates);
         let (d, why) = test.decide(speedup.as_ref(), replicates);
         (
             d,
@@ -315,13 +317,19 @@ fn gate_arm(
 /// command's iteration is one run of it; with `fold = "last"` the values
 /// are one per cell.
 fn range(arm: &ArmResult, metric: &str, columns: &[ReportColumn], workload: &str) -> Prose {
-    let Some(s) = arm.metric(metric).and_then(|m| m.summary.as_ref()) else {
+    let Some(m) = arm.metric(metric) else {
+        return Prose::default();
+    };
+    // Every run's, where the cells fold to their median or fastest run.
+    let Some(s) = m.runs.as_ref().or(m.summary.as_ref()) else {
         return Prose::default();
     };
     let num = crate::report::words::num;
-    let last = columns
-        .iter()
-        .any(|c| c.metric == metric && c.fold == crate::experiment::Fold::Last);
+    // One value per cell under `fold = "last"`.
+    let last = m.runs.is_none()
+        && columns
+            .iter()
+            .any(|c| c.metric == metric && !c.fold.is_mean());
     let noun = match () {
         _ if last => "cell",
         _ if workload == "command" => "run",

@@ -63,6 +63,9 @@ pub struct Input {
     pub moments: Vec<RunMoments>,
     /// (arm, metric, median) over the runs the statistics use.
     pub medians: Vec<(String, String, f64)>,
+    /// Per-run moments before the fold of metrics folded to a cell's
+    /// median or minimum ([`super::moments::Summaries::unfolded`]).
+    pub unfolded: Vec<RunMoments>,
     /// Live non-finite values: (run id, iteration, metric, value).
     pub nonfinite: Vec<(i64, i64, String, String)>,
     /// Per-run moments of [`PERF_METRICS`] (for the fraction of peak).
@@ -114,12 +117,12 @@ pub fn load(store: &Store, experiment_id: i64, options: Options) -> Result<Repor
     let columns = resolve_columns(&experiment, plan.as_ref(), &metric_names);
     let needed = needed_metrics(&columns, plan.as_ref());
     let counted = counted_runs(&runs);
-    let last: Vec<String> = needed
+    let folds: Vec<(String, Fold)> = needed
         .iter()
-        .filter(|m| plan.as_ref().is_some_and(|p| p.fold_of(m) == Fold::Last))
-        .cloned()
+        .filter_map(|m| Some((m.clone(), plan.as_ref()?.fold_of(m))))
+        .filter(|(_, f)| !f.is_mean())
         .collect();
-    let summaries = super::moments::summaries(store, experiment_id, &needed, &counted, &last)?;
+    let summaries = super::moments::summaries(store, experiment_id, &needed, &counted, &folds)?;
     let nonfinite = store.nonfinite_values(experiment_id)?;
     let perf_names: Vec<String> = PERF_METRICS
         .iter()
@@ -143,6 +146,7 @@ pub fn load(store: &Store, experiment_id: i64, options: Options) -> Result<Repor
             metric_names,
             moments: summaries.moments,
             medians: summaries.medians,
+            unfolded: summaries.unfolded,
             nonfinite,
             perf,
             series,
@@ -190,12 +194,14 @@ pub fn assemble(input: Input, options: Options) -> Report {
     let mut unjudged = judge::unjudged_arms(&order, runs, e.iterations);
     judge::mismatched_precision(&order, &input.precisions, &mut unjudged);
     let baselines = arms::Baselines::new(baseline.clone(), plan);
+    let uneven = arms::uneven_rounds(plan, runs);
     let basis = arms::Basis {
         plan,
         needed: &needed,
         baselines: &baselines,
         rule,
         unjudged: &unjudged,
+        uneven: &uneven,
     };
     let (arms, arm_remarks) = arms::arm_results(&input, &counted, &order, &basis);
     remarks.extend(arm_remarks);

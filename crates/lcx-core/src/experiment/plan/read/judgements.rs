@@ -162,14 +162,18 @@ impl Reader<'_> {
         concerned: impl Iterator<Item = &'a RawArm>,
     ) -> Result<(), PlanError> {
         let concerned: Vec<&RawArm> = concerned.collect();
-        let timed = !concerned.is_empty() && concerned.iter().all(|a| a.timed == Some(true));
+        let all = |t: Timing| !concerned.is_empty() && concerned.iter().all(|a| a.timed == Some(t));
         let (writer, who) = match workload.writers() {
             Some(writer) if concerned.iter().any(|a| a.revision.is_none()) => {
                 (writer, format!("the {} workload", workload.as_str()))
             }
-            None if timed => (
+            None if all(Timing::Process) => (
                 crate::metrics::Writers::PROCESS,
                 "a command lcx times (`timing = \"process\"`)".to_string(),
+            ),
+            None if all(Timing::Instructions) => (
+                crate::metrics::Writers::COUNTED,
+                "a command lcx counts (`timing = \"instructions\"`)".to_string(),
             ),
             _ => return Ok(()),
         };
@@ -346,9 +350,11 @@ impl Reader<'_> {
             None => Ok(None),
             Some("mean") => Ok(Some(Fold::Mean)),
             Some("last") => Ok(Some(Fold::Last)),
+            Some("median") => Ok(Some(Fold::Median)),
+            Some("min") => Ok(Some(Fold::Min)),
             Some(other) => Err(self.err(
                 format!("{prefix}fold"),
-                format!("unknown `{other}` (expected mean or last)"),
+                format!("unknown `{other}` (expected mean, median, min or last)"),
             )),
         }
     }
@@ -485,5 +491,7 @@ fn fold_name(f: Fold) -> &'static str {
     match f {
         Fold::Mean => "mean",
         Fold::Last => "last",
+        Fold::Median => "median",
+        Fold::Min => "min",
     }
 }

@@ -42,6 +42,7 @@ pub(super) const TOP_KEYS: &[&str] = &[
     "baseline",
     "set",
     "order",
+    "order_seed",
     "arms",
     "matrix",
     "sweep",
@@ -140,9 +141,9 @@ pub(super) struct RawArm {
     /// Whether the arm said `variable_iterations` itself (it wins over the
     /// file's).
     pub(super) variable_set: bool,
-    /// `timing = "process"`: lcx times each run of the command (`None`:
-    /// the arm did not say; the file's applies).
-    pub(super) timed: Option<bool>,
+    /// `timing`: whether lcx times or counts each run of the command
+    /// (`None`: the arm did not say; the file's applies).
+    pub(super) timed: Option<super::Timing>,
     /// `command` as the file gave it when it is a string (its argv is then
     /// `sh -c STRING`): a timed arm runs plain words without the shell,
     /// and has the shell's start-up taken off otherwise (`shell`).
@@ -254,6 +255,7 @@ impl Reader<'_> {
             adaptive,
             baseline,
             order: shape.order,
+            order_seed: shape.order_seed,
             file_set: shape.file_set,
             cli_set: cli.sets.clone(),
             cli_flags: cli.flag_words(),
@@ -264,6 +266,7 @@ impl Reader<'_> {
             notes: shape.notes,
             measurement: placed.measurement,
             sweep,
+            fastest_times: false,
         };
         let base_dir = self.base_dir();
         for raw in arms {
@@ -276,6 +279,14 @@ impl Reader<'_> {
             let arm = self.resolve_arm(&plan, raw, &base_dir, revision)?;
             plan.arms.push(arm);
         }
+        // What the work costs with the least the host added, where lcx
+        // times the runs and several cells give an interval of their
+        // fastest runs (decision 0030).
+        plan.fastest_times = plan.repeats >= 2
+            && plan
+                .arms
+                .iter()
+                .any(|a| a.program == Program::Timer && !a.counts_instructions());
         Ok(plan)
     }
 }

@@ -19,6 +19,7 @@ pub(super) struct Shape {
     pub(super) repeats: u32,
     pub(super) adaptive: Option<Adaptive>,
     pub(super) order: Order,
+    pub(super) order_seed: u64,
     pub(super) config: Option<PathBuf>,
     pub(super) file_set: Vec<String>,
 }
@@ -50,6 +51,7 @@ impl Reader<'_> {
         let length = self.length(t, cli)?;
         let (repeats, adaptive) = self.repeats(t, cli.repeats)?;
         let order = self.order(t, adaptive.is_some())?;
+        let order_seed = self.order_seed(t, order)?;
         let config = self.config(t, workload)?;
         let file_set = self.file_set(t, workload, &cli.sets)?;
         Ok(Shape {
@@ -63,6 +65,7 @@ impl Reader<'_> {
             repeats,
             adaptive,
             order,
+            order_seed,
             config,
             file_set,
         })
@@ -240,11 +243,36 @@ impl Reader<'_> {
         match order_text.as_deref() {
             None | Some("interleaved") => Ok(Order::Interleaved),
             Some("sequential") => Ok(Order::Sequential),
+            Some("randomized") => Ok(Order::Randomized),
             Some(other) => Err(self.err(
                 "order",
-                format!("unknown order `{other}` (expected interleaved or sequential)"),
+                format!("unknown order `{other}` (expected interleaved, randomized or sequential)"),
             )),
         }
+    }
+
+    /// `order_seed`: what a randomized order is drawn from (0 unless
+    /// given; only a randomized order reads it).
+    fn order_seed(&self, t: &toml::Table, order: Order) -> Result<u64, PlanError> {
+        let Some(value) = t.get("order_seed") else {
+            return Ok(0);
+        };
+        if order != Order::Randomized {
+            return Err(self.err(
+                "order_seed",
+                "only `order = \"randomized\"` draws an order from a seed; add it, or remove \
+                 `order_seed`",
+            ));
+        }
+        value
+            .as_integer()
+            .and_then(|n| u64::try_from(n).ok())
+            .ok_or_else(|| {
+                self.err(
+                    "order_seed",
+                    format!("expected an integer ≥ 0, found {value}"),
+                )
+            })
     }
 
     /// `config`: the trainer config file, relative to the experiment file.

@@ -229,38 +229,44 @@ impl Reader<'_> {
     }
 
     /// `timing` in `table` (the file's top level or an arm): `"process"`
-    /// (lcx times each run of the command) or `"lines"` (the command
-    /// prints its own metric lines, the default). Command workloads only.
+    /// (lcx times each run of the command), `"instructions"` (lcx counts
+    /// each run under cachegrind) or `"lines"` (the command prints its own
+    /// metric lines, the default). Command workloads only.
     pub(in crate::experiment::plan) fn timing(
         &self,
         table: &toml::Table,
         prefix: &str,
         workload: Workload,
-    ) -> Result<Option<bool>, PlanError> {
+    ) -> Result<Option<Timing>, PlanError> {
         let key = format!("{prefix}timing");
         let Some(value) = self.read(at(table, prefix).string("timing"))? else {
             return Ok(None);
         };
-        let timed = match value.as_str() {
-            "process" => true,
-            "lines" => false,
+        let timing = match value.as_str() {
+            "process" => Timing::Process,
+            "instructions" => Timing::Instructions,
+            "lines" => Timing::Lines,
             other => {
                 return Err(self.err(
                     key,
                     format!(
-                        "expected \"process\" (lcx times each run of the command) or \"lines\" \
-                         (the command prints its metric lines), found \"{other}\""
+                        "expected \"process\" (lcx times each run of the command), \
+                         \"instructions\" (lcx counts each run's instructions under valgrind) \
+                         or \"lines\" (the command prints its metric lines), found \"{other}\""
                     ),
                 ))
             }
         };
-        if timed && workload.uses_config() {
+        if timing.by_lcx() && workload.uses_config() {
             return Err(self.err(
                 key,
-                "timing = \"process\" times a command arm; lcx workloads write their own lines",
+                format!(
+                    "timing = \"{value}\" measures a command arm; lcx workloads write their own \
+                     lines"
+                ),
             ));
         }
-        Ok(Some(timed))
+        Ok(Some(timing))
     }
 }
 
