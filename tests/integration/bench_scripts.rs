@@ -83,6 +83,8 @@ fn the_sweep_crossover_script_counts_both_kinds() {
     for row in [
         "| planted: 1.0× below n = 4, 1.3× from it; crossover at 4 | 2 | ",
         "| flat A/A: no crossover | 2 | ",
+        "| spikes, cells' means: planted, crossover at 4 | 2 | ",
+        "| spikes, cells' medians: flat A/A, no crossover | 2 | ",
     ] {
         assert!(table.contains(row), "no `{row}` in\n{table}");
     }

@@ -151,18 +151,13 @@ pub fn count_once(
     let wall = started.elapsed().as_secs_f64();
     let collected = collect(scratch);
     if !status.success() {
-        use std::os::unix::process::ExitStatusExt;
-        let (how, code) = match (status.code(), status.signal()) {
-            (Some(code), _) => (format!("exited with {code} under valgrind"), code),
-            (None, Some(sig)) => (format!("was killed by signal {sig} under valgrind"), 1),
-            (None, None) => ("ended without an exit code".to_string(), 1),
-        };
+        let (how, code) = super::process::failure(status);
         return Err(TimingError::Failed {
             iteration,
             program: program.to_string(),
             how: match collected {
-                Err(log) if !log.is_empty() => format!("{how}: {log}"),
-                _ => how,
+                Err(log) if !log.is_empty() => format!("{how} under valgrind: {log}"),
+                _ => format!("{how} under valgrind"),
             },
             code,
         });

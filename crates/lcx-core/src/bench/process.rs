@@ -202,6 +202,17 @@ fn shell_cost(shell: &str, flag: &str) -> Result<Cost, TimingError> {
     })
 }
 
+/// How a run that did not succeed ended, and the exit code a cell passes
+/// on for it (1 for a signal).
+pub(super) fn failure(status: std::process::ExitStatus) -> (String, i32) {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => (format!("exited with {code}"), code),
+        (None, Some(sig)) => (format!("was killed by signal {sig}"), 1),
+        (None, None) => ("ended without an exit code".to_string(), 1),
+    }
+}
+
 /// One run of `program args`, timed from spawn to exit; a failed run is
 /// the cell's end (`iteration` 0: the shell's calibration).
 fn run_once(program: &str, args: &[String], iteration: u32) -> Result<Cost, TimingError> {
@@ -237,12 +248,7 @@ fn run_once(program: &str, args: &[String], iteration: u32) -> Result<Cost, Timi
     let wall = started.elapsed().as_secs_f64();
     drop(child);
     if !status.success() {
-        use std::os::unix::process::ExitStatusExt;
-        let (how, code) = match (status.code(), status.signal()) {
-            (Some(code), _) => (format!("exited with {code}"), code),
-            (None, Some(sig)) => (format!("was killed by signal {sig}"), 1),
-            (None, None) => ("ended without an exit code".to_string(), 1),
-        };
+        let (how, code) = failure(status);
         return Err(TimingError::Failed {
             iteration,
             program: program.to_string(),

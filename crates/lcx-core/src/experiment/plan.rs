@@ -912,8 +912,8 @@ pub struct Plan {
     /// `[sweep]`: the axes every arm runs along.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<Sweep>,
-    /// The times of commands lcx times fold to each cell's fastest run
-    /// unless the file says otherwise (`Fold::Min`): set when the file was
+    /// The wall time of commands lcx times folds to each cell's fastest
+    /// run unless the file says otherwise (`Fold::Min`): set when the file was
     /// read with such arms and at least two repeats (one cell's minimum
     /// would be one value, with no interval). Plans stored before it keep
     /// their means.
@@ -1073,7 +1073,9 @@ impl Plan {
     /// How a cell's values of `metric` fold (the reader gives the columns
     /// and guards of one metric one fold).
     pub fn fold_of(&self, metric: &str) -> Fold {
-        use crate::bench::process::{SYSTEM, USER, WALL};
+        // The wall time only: user and system time are totals of CPU
+        // the run used, which the host's delays do not add to.
+        use crate::bench::process::WALL;
         self.columns
             .iter()
             .filter(|c| c.metric == metric)
@@ -1085,13 +1087,11 @@ impl Plan {
                     .map(|g| g.fold),
             )
             .next()
-            .unwrap_or(
-                if self.fastest_times && [WALL, USER, SYSTEM].contains(&metric) {
-                    Fold::Min
-                } else {
-                    Fold::Mean
-                },
-            )
+            .unwrap_or(if self.fastest_times && metric == WALL {
+                Fold::Min
+            } else {
+                Fold::Mean
+            })
     }
 
     /// Whether its cells load libtorch (an `lcx` workload) or one of its

@@ -111,7 +111,7 @@ pub const KEYS: &[KeyDoc] = &[
     key("columns", "label", "string", "the metric", ALL, "The column's header (visible text)."),
     key("columns", "show", "string", "`value`", ALL, "`value`, `speedup` or `both`."),
     key("columns", "direction", "string", "the metric's (else `lower`)", ALL, "`lower`, `higher` (better) or `none` (shown, never judged)."),
-    key("columns", "fold", "string", "`mean` (`min` for a timed command's times)", ALL, "`mean` of the post-warm-up iterations, `median` of them (what a typical iteration took: a few runs several times slower move it not at all), `min` (the fastest: what the work costs with the least the host added), or `last` (each cell's last value). The times of commands lcx times (`timing = \"process\"`) fold to `min` by default when the file has at least 2 repeats."),
+    key("columns", "fold", "string", "`mean` (`min` for a timed command's wall time)", ALL, "`mean` of the post-warm-up iterations, `median` of them (what a typical iteration took: a few runs several times slower move it not at all), `min` (the fastest: what the work costs with the least the host added), or `last` (each cell's last value). The wall time of commands lcx times (`timing = \"process\"`) folds to `min` by default when the file has at least 2 repeats."),
     key("gate", "metric", "string", "required", ALL, "The metric judged."),
     key("gate", "min_speedup", "number > 0", "one of this or `max_slowdown`", ALL, "> 1: PASS when the arm is shown at least this much faster; ≤ 1: a non-inferiority margin."),
     key("gate", "max_slowdown", "number in [0, 1)", "one of this or `min_speedup`", ALL, "PASS when the arm is shown at most this fraction slower (0.03: 3 %)."),

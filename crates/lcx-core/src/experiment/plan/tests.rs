@@ -874,7 +874,7 @@ fn timed_commands_fold_their_times_to_the_fastest_run() {
     let p = plan(&timed).unwrap();
     assert!(p.fastest_times);
     assert_eq!(p.fold_of("process/wall_seconds"), Fold::Min);
-    assert_eq!(p.fold_of("process/user_seconds"), Fold::Min);
+    assert_eq!(p.fold_of("process/user_seconds"), Fold::Mean);
     assert_eq!(p.fold_of("process/max_rss_bytes"), Fold::Mean);
     let own = plan(&format!(
         "{timed}[[columns]]\nmetric = \"process/wall_seconds\"\nfold = \"mean\"\n"
