@@ -278,6 +278,14 @@ impl ArmResult {
     pub fn metric(&self, name: &str) -> Option<&MetricResult> {
         self.metrics.iter().find(|m| m.metric == name)
     }
+
+    /// Whether its comparison on `metric` was judged on randomized rounds
+    /// as pairs.
+    pub fn paired_on(&self, metric: &str) -> bool {
+        self.metric(metric)
+            .and_then(|m| m.comparison)
+            .is_some_and(|c| c.paired_rounds.is_some())
+    }
 }
 
 /// A cell run again after the schedule (`[measurement] rerun_contended`).

@@ -81,19 +81,24 @@ pub fn summaries(
             .find(|(n, _)| n == c.name)
             .map_or(Fold::Mean, |(_, f)| *f);
         let mut sorted = Vec::new();
-        let median;
+        let one;
         let c = match how {
             Fold::Mean => c,
             Fold::Last => only_last(c),
             Fold::Median | Fold::Min => {
-                out.unfolded.push(fold(&c));
-                sorted.extend_from_slice(c.values);
-                median = match how {
-                    Fold::Min => sorted.iter().copied().reduce(f64::min),
-                    _ => crate::sample::median_in_place(&mut sorted),
+                // The unfolded moments hold the minimum already; only the
+                // median needs the values sorted.
+                let unfolded = fold(&c);
+                one = match how {
+                    Fold::Min => (unfolded.n > 0).then_some(unfolded.min),
+                    _ => {
+                        sorted.extend_from_slice(c.values);
+                        crate::sample::median_in_place(&mut sorted)
+                    }
                 };
-                let values = match &median {
-                    Some(m) => std::slice::from_ref(m),
+                out.unfolded.push(unfolded);
+                let values = match &one {
+                    Some(v) => std::slice::from_ref(v),
                     None => &[],
                 };
                 CellSeries { values, ..c }

@@ -368,10 +368,7 @@ fn contended_line(report: &Report) -> Option<String> {
                 report
                     .arms
                     .iter()
-                    .find(|r| r.name == a.arm)
-                    .and_then(|r| r.metric(&g.metric))
-                    .and_then(|m| m.comparison)
-                    .is_some_and(|c| c.paired_rounds.is_some())
+                    .any(|r| r.name == a.arm && r.paired_on(&g.metric))
             })
     };
     let consequence = match report.gate.as_ref() {
@@ -633,50 +630,42 @@ fn arms_section(report: &Report) -> String {
             counted(e.warmup.max(0) as u64, "iteration")
         )
     };
-    let finals: Vec<String> = report
-        .columns
-        .iter()
-        .filter(|c| c.fold == crate::experiment::Fold::Last && c.kind == ColumnKind::Value)
-        .map(|c| md(&c.label))
-        .collect();
-    let mut finals = if finals.is_empty() {
-        String::new()
-    } else {
-        format!(
-            " In {} (`fold = \"last\"`) a cell's value is its last recorded one, not \
-             the mean of its iterations.",
-            finals.join(", ")
-        )
-    };
-    let medians: Vec<String> = report
-        .columns
-        .iter()
-        .filter(|c| c.fold == crate::experiment::Fold::Median && c.kind == ColumnKind::Value)
-        .map(|c| md(&c.label))
-        .collect();
-    if !medians.is_empty() {
-        finals.push_str(&format!(
-            " In {} (`fold = \"median\"`) a cell's value is the median of its post-warm-up \
-             iterations, what a typical run took: the mean and ± shown are over the cells' \
-             medians, and the few runs a busy host slows several times do not move them (the \
-             outlier notes below count them).",
-            medians.join(", ")
-        ));
-    }
-    let fastest: Vec<String> = report
-        .columns
-        .iter()
-        .filter(|c| c.fold == crate::experiment::Fold::Min && c.kind == ColumnKind::Value)
-        .map(|c| md(&c.label))
-        .collect();
-    if !fastest.is_empty() {
-        finals.push_str(&format!(
-            " In {} (`fold = \"min\"`) a cell's value is its fastest post-warm-up iteration, \
-             what the work costs with the least the host added: the mean and ± shown are over \
-             the cells' fastest runs; slower runs are kept in the database and counted in the \
-             outlier notes below.",
-            fastest.join(", ")
-        ));
+    // Each fold other than the mean, with what a cell's value then is.
+    use crate::experiment::Fold;
+    let mut finals = String::new();
+    for (fold, key, what) in [
+        (
+            Fold::Last,
+            "last",
+            "a cell's value is its last recorded one, not the mean of its iterations.",
+        ),
+        (
+            Fold::Median,
+            "median",
+            "a cell's value is the median of its post-warm-up iterations, what a typical run \
+             took: the mean and ± shown are over the cells' medians, and the few runs a busy \
+             host slows several times do not move them (the outlier notes below count them).",
+        ),
+        (
+            Fold::Min,
+            "min",
+            "a cell's value is its fastest post-warm-up iteration, what the work costs with the \
+             least the host added: the mean and ± shown are over the cells' fastest runs; \
+             slower runs are kept in the database and counted in the outlier notes below.",
+        ),
+    ] {
+        let labels: Vec<String> = report
+            .columns
+            .iter()
+            .filter(|c| c.fold == fold && c.kind == ColumnKind::Value)
+            .map(|c| md(&c.label))
+            .collect();
+        if !labels.is_empty() {
+            finals.push_str(&format!(
+                " In {} (`fold = \"{key}\"`) {what}",
+                labels.join(", ")
+            ));
+        }
     }
     let _ = writeln!(
         out,

@@ -16,6 +16,8 @@ pub(super) struct Outcomes<'a> {
     pub gate: Option<&'a GateOutcome>,
     pub guards: &'a [GuardOutcome],
     pub baselines: &'a super::arms::Baselines,
+    /// The rounds left out of every pair (`arms::uneven_rounds`).
+    pub uneven: &'a std::collections::BTreeSet<i64>,
 }
 
 /// `--check`'s decision, the notes that say why it is not PASS, and the
@@ -40,7 +42,7 @@ pub(super) fn check(
     allow_contended: bool,
 ) -> Check {
     let mut notes = unfinished(e, runs, arms);
-    let contended = contended_cells(plan, runs);
+    let contended = contended_cells(plan, runs, outcomes.uneven);
     // Data from a busy host prove neither PASS nor FAIL: a gate or guard
     // that rests on a contended cell is INCONCLUSIVE whichever way it
     // leaned (a contended arm no gate or guard compares changes nothing).
@@ -131,10 +133,13 @@ fn unfinished(e: &Experiment, runs: &[Run], arms: &[ArmResult]) -> Vec<Prose> {
 
 /// Completed cells measured on a busy host: a gate or guard that rests
 /// on them did not measure what it claims.
-fn contended_cells(plan: Option<&Plan>, runs: &[Run]) -> Vec<ContendedCell> {
+fn contended_cells(
+    plan: Option<&Plan>,
+    runs: &[Run],
+    uneven: &std::collections::BTreeSet<i64>,
+) -> Vec<ContendedCell> {
     let measurement = plan.map(|p| p.measurement).unwrap_or_default();
     let randomized = plan.is_some_and(|p| p.order == crate::experiment::Order::Randomized);
-    let uneven = super::arms::uneven_rounds(plan, runs);
     runs.iter()
         .filter(|r| r.status == RunStatus::Completed)
         .filter_map(|r| {
@@ -159,13 +164,8 @@ fn contended_cells(plan: Option<&Plan>, runs: &[Run]) -> Vec<ContendedCell> {
 /// leaves the gate decided.
 fn judged_arms<'a>(outcomes: &Outcomes<'a>, arms: &[ArmResult]) -> Vec<&'a str> {
     use crate::metrics::load_independent;
-    let paired = |metric: &str, arm: &str| {
-        arms.iter()
-            .find(|a| a.name == arm)
-            .and_then(|a| a.metric(metric))
-            .and_then(|m| m.comparison)
-            .is_some_and(|c| c.paired_rounds.is_some())
-    };
+    let paired =
+        |metric: &str, arm: &str| arms.iter().any(|a| a.name == arm && a.paired_on(metric));
     outcomes
         .gate
         .into_iter()

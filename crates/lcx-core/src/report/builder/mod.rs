@@ -221,6 +221,7 @@ pub fn assemble(input: Input, options: Options) -> Report {
         gate: gate.as_ref(),
         guards: &guards,
         baselines: &baselines,
+        uneven: &uneven,
     };
     let check = check::check(e, plan, runs, &arms, outcomes, options.allow_contended);
     let primary = primary_metric(plan, &columns);
