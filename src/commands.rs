@@ -3,19 +3,18 @@
 //! report's reproduce line and `--resume` find it; a dry run writes it in a
 //! folder of lcx's own under the temporary folder (`crate::files`). Each
 //! command is an arm lcx times (`timing = "process"`), the first the
-//! baseline; `-P`/`-L` make one arm per value as hyperfine does (decision
-//! 0027): `{VAR}` in a command replaced by the value's text in one pass
-//! (so plain words stay plain, decision 0023, and a value's own `{…}` stays
-//! as it is), one way of running (its words, or `sh -c`) for every arm of a
-//! command, and `$VAR` set to the value unless lcx's environment already
-//! has a `VAR` (or it is one of lcx's own `LCX_` names). Every flag is
-//! checked here, before anything is written, and its errors name the flag.
+//! baseline. `-P`/`-L` make a `[sweep]` of `"{VAR}"` keys (decision 0027):
+//! each command at every value, `{VAR}` replaced as hyperfine does and
+//! `$VAR` set (`plan::placeholder`), a second command compared with the
+//! first at each value, one command's values reported as a scan. Every
+//! flag is checked here, before anything is written, and its errors name
+//! the flag.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use lcx_core::experiment::plan;
+use lcx_core::experiment::plan::{self, placeholder};
 
 /// hyperfine's defaults: 10 runs after 1 warm-up, in 3 interleaved repeats.
 const RUNS: u32 = 10;
@@ -134,10 +133,13 @@ fn experiment_text(asked: &Asked) -> anyhow::Result<(String, String)> {
         }
     };
     let arms = arms(asked, &axes)?;
-    if arms.len() > plan::MAX_ARMS {
+    let count = axes
+        .iter()
+        .try_fold(arms.len(), |n, (_, values)| n.checked_mul(values.len()));
+    if count.is_none_or(|n| n > plan::MAX_ARMS) {
         return Err(bad(format!(
             "--command with -P/-L: {} arms; at most {} in one experiment",
-            arms.len(),
+            count.map_or_else(|| "more than 2^64".to_string(), |n| n.to_string()),
             plan::MAX_ARMS
         )));
     }
@@ -165,31 +167,35 @@ fn experiment_text(asked: &Asked) -> anyhow::Result<(String, String)> {
             quote(&label),
             quote(&arm.command)
         ));
-        if arm.shell {
-            text.push_str("shell = true\n");
+    }
+    // A scan is a sweep along its parameters: each command at every
+    // point, a second command compared with the first at the same point,
+    // and one command's cost reported per point, not judged against its
+    // first value as an A/B test would.
+    if let Some((first, _)) = axes.first() {
+        text.push_str("\n[sweep]\n");
+        for (var, values) in &axes {
+            let values: Vec<String> = values.iter().map(|v| quote(v)).collect();
+            text.push_str(&format!(
+                "{} = [{}]\n",
+                quote(&format!("{{{var}}}")),
+                values.join(", ")
+            ));
         }
-        if !arm.env.is_empty() {
-            let env: Vec<String> = arm
-                .env
-                .iter()
-                .map(|(k, v)| format!("{k} = {}", quote(v)))
-                .collect();
-            text.push_str(&format!("env = {{ {} }}\n", env.join(", ")));
+        if axes.len() > 1 {
+            text.push_str(&format!("axis = {}\n", quote(&format!("{{{first}}}"))));
         }
     }
     Ok((name, text))
 }
 
-/// One arm of the experiment.
+/// One arm of the experiment: one command, at every point of the sweep
+/// that `-P`/`-L` make.
 struct ArmText {
     name: String,
     /// Whether the name is the user's (`-n`), not `cmdN`.
     named: bool,
     command: String,
-    env: Vec<(String, String)>,
-    /// Through `sh -c` even when its own words are plain: a sibling of the
-    /// same command needs a shell.
-    shell: bool,
 }
 
 /// `text` as an error shows it: escaped by the terminal rule, one line,
@@ -198,144 +204,43 @@ fn shown(text: &str) -> String {
     format!("`{}`", lcx_core::escape::terminal_short(text, 60))
 }
 
-/// `template` with every `{VAR}` of `values` replaced by its value, in one
-/// pass from left to right (hyperfine's rule): a value's own text is never
-/// read again, so a value that holds `{OTHER}` keeps it as it is. Where two
-/// names could match at one place, the longer wins. `${VAR}` is the
-/// shell's, not a placeholder after a `$`: it is left for the shell to
-/// read the variable lcx sets (replaced, `${n}` would become `$1000`, an
-/// empty positional parameter).
-fn substitute(template: &str, values: &[(&str, &str)]) -> String {
-    let mut keys: Vec<(String, &str)> = values
-        .iter()
-        .map(|(var, value)| (format!("{{{var}}}"), *value))
-        .collect();
-    keys.sort_by_key(|(key, _)| std::cmp::Reverse(key.len()));
-    let mut out = String::with_capacity(template.len());
-    let mut rest = template;
-    'text: while let Some(c) = rest.chars().next() {
-        let shells = out.ends_with('$');
-        for (key, value) in keys.iter().filter(|_| !shells) {
-            if let Some(after) = rest.strip_prefix(key.as_str()) {
-                out.push_str(value);
-                rest = after;
-                continue 'text;
-            }
-        }
-        out.push(c);
-        rest = &rest[c.len_utf8()..];
-    }
-    out
-}
-
-/// Whether a parameter is also set as `$VAR` in the arm's environment:
-/// not where lcx's own environment has a variable of that name (`-L PATH
-/// …` replaces `{PATH}` and leaves `$PATH` alone) and not for the names lcx
-/// gives its cells (`LCX_…`).
-fn exported(var: &str) -> bool {
-    !var.starts_with("LCX_") && std::env::var_os(var).is_none()
-}
-
-/// Whether `command` uses the parameter `var`: its `{VAR}`, or its `$VAR`
-/// where lcx sets that variable ([`exported`]).
-fn uses(command: &str, var: &str) -> bool {
-    let placeholder = format!("{{{var}}}");
-    let replaced = command
-        .match_indices(&placeholder)
-        .any(|(at, _)| !command[..at].ends_with('$'));
-    replaced || (exported(var) && reads_variable(command, var))
-}
-
-/// Whether `command` reads the shell variable `var`: `$VAR` or `${VAR…}`
-/// not followed by a character that would make a longer name (`$nn` and
-/// `${nx}` are not `n`'s). A name a shell cannot read as a variable
-/// (`1bad`: `$1` then `bad`) never is.
-fn reads_variable(command: &str, var: &str) -> bool {
-    let name_char = |c: char| c.is_ascii_alphanumeric() || c == '_';
-    let readable = var
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && var.chars().all(name_char);
-    readable
-        && command.match_indices('$').any(|(at, _)| {
-            let after = &command[at + 1..];
-            let after = after.strip_prefix('{').unwrap_or(after);
-            after
-                .strip_prefix(var)
-                .is_some_and(|rest| !rest.starts_with(name_char))
-        })
-}
-
-/// Each command at each combination of the axes' values.
+/// Each command, named; checked here so that an error names the flag.
 fn arms(asked: &Asked, axes: &[Axis]) -> anyhow::Result<Vec<ArmText>> {
-    let mut combos: Vec<Vec<(&str, &str)>> = vec![Vec::new()];
-    for (var, values) in axes {
-        combos = combos
-            .iter()
-            .flat_map(|c| {
-                values.iter().map(move |v| {
-                    let mut c = c.clone();
-                    c.push((var.as_str(), v.as_str()));
-                    c
-                })
-            })
-            .collect();
-    }
     let mut arms: Vec<ArmText> = Vec::new();
     for (i, command) in asked.commands.iter().enumerate() {
-        let named = asked.names.get(i).is_some();
-        let base = match asked.names.get(i) {
+        let (name, named) = match asked.names.get(i) {
             Some(n) => {
                 plan::check_arm_name(n).map_err(|m| bad(format!("--command-name: {m}")))?;
-                n.clone()
+                (n.clone(), true)
             }
-            None => format!("cmd{}", i + 1),
+            None => (format!("cmd{}", i + 1), false),
         };
-        let first = arms.len();
-        for combo in &combos {
-            let mut name = base.clone();
-            for (var, value) in combo {
-                name.push_str(&format!(
-                    "-{}-{}",
-                    plan::sanitize(var),
-                    plan::sanitize(value)
-                ));
-            }
-            let command = substitute(command, combo);
-            if arms.iter().any(|a| a.name == name) {
+        if arms.iter().any(|a| a.name == name) {
+            return Err(bad(format!(
+                "--command-name: two commands are named `{name}` (each needs its own name)"
+            )));
+        }
+        arms.push(ArmText {
+            name,
+            named,
+            command: command.clone(),
+        });
+    }
+    // A point's arm is named after its values (`cmd1-n-1000`), as an arm
+    // name can hold them: two values that read the same there would make
+    // two arms of one name.
+    for (var, values) in axes {
+        let mut seen: Vec<String> = Vec::new();
+        for value in values {
+            let part = plan::sanitize(value);
+            if seen.contains(&part) {
                 return Err(bad(format!(
-                    "--command-name or -P/-L: two arms would be named `{name}` (each needs \
-                     its own name; values that differ only in characters an arm name cannot \
-                     hold read the same)"
+                    "-P/-L {var}: two values would name their arms `…-{}-{part}` (values that \
+                     differ only in characters an arm name cannot hold read the same)",
+                    plan::sanitize(&var.to_lowercase())
                 )));
             }
-            let env = combo
-                .iter()
-                .filter(|(k, _)| exported(k))
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect();
-            arms.push(ArmText {
-                name,
-                named,
-                command,
-                env,
-                shell: false,
-            });
-        }
-        // One way of running for every arm of a command: when one value
-        // needs a shell, its siblings run through one too, so the arms
-        // differ by the value alone (a shell's start-up is taken off, but
-        // only as well as a mean measured beforehand can).
-        let of_command = &mut arms[first..];
-        if of_command
-            .iter()
-            .any(|a| plan::shell::needs_shell(&a.command))
-        {
-            for arm in of_command {
-                // Said only where the arm's own text would not say it.
-                arm.shell = !plan::shell::needs_shell(&arm.command);
-            }
+            seen.push(part);
         }
     }
     Ok(arms)
@@ -409,13 +314,18 @@ fn axes(asked: &Asked) -> anyhow::Result<Vec<Axis>> {
         if axes[..i].iter().any(|(v, _)| v == var) {
             return Err(bad(format!("-P/-L: `{var}` is given twice")));
         }
-        if !asked.commands.iter().any(|c| uses(c, var)) {
-            let set = if exported(var) {
+        if !asked.commands.iter().any(|c| placeholder::uses(c, var)) {
+            let set = if placeholder::exported(var) {
                 format!(" or `${var}`")
             } else {
                 String::new()
             };
-            let why = if exported(var) || !asked.commands.iter().any(|c| reads_variable(c, var)) {
+            let why = if placeholder::exported(var)
+                || !asked
+                    .commands
+                    .iter()
+                    .any(|c| placeholder::reads_variable(c, var))
+            {
                 String::new()
             } else {
                 format!(
@@ -430,64 +340,4 @@ fn axes(asked: &Asked) -> anyhow::Result<Vec<Axis>> {
         }
     }
     Ok(axes)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn values_are_substituted_in_one_pass_as_hyperfine_does() {
-        // hyperfine's `test_get_command_line_nonoverlapping`.
-        let values = [("foo", "{bar} baz"), ("bar", "quux")];
-        assert_eq!(
-            substitute("echo {foo} {bar}", &values),
-            "echo {bar} baz quux"
-        );
-        let values = [("v", "{w}"), ("w", "X")];
-        assert_eq!(substitute("echo {v} {w}", &values), "echo {w} X");
-        // Every place, text around it kept, names that share a start.
-        let values = [("n", "1"), ("nn", "2")];
-        assert_eq!(substitute("{n}{nn}-{n}é{x}", &values), "12-1é{x}");
-        // `${n}` is the shell's variable, left for it.
-        assert_eq!(
-            substitute("echo ${n} {n} $n", &[("n", "5")]),
-            "echo ${n} 5 $n"
-        );
-        // Where lcx does not set the variable, `${PATH}` is no use of `-L PATH`.
-        assert!(!uses("echo ${PATH}", "PATH"));
-        assert!(uses("echo {PATH}", "PATH"));
-    }
-
-    #[test]
-    fn a_variable_is_read_as_dollar_name_or_braced_name_alone() {
-        for command in [
-            "echo $n",
-            "python3 -c \"sum(range($n))\"",
-            "echo ${n}",
-            "x${n:-1}",
-            "$n",
-        ] {
-            assert!(reads_variable(command, "n"), "{command}");
-        }
-        for command in [
-            "echo $nn",
-            "echo ${nx}",
-            "echo n",
-            "echo {n}",
-            "echo $N",
-            "echo $",
-        ] {
-            assert!(!reads_variable(command, "n"), "{command}");
-        }
-        assert!(reads_variable("echo $n_1.", "n_1"));
-        assert!(!reads_variable("echo $1bad", "1bad"));
-    }
-
-    #[test]
-    fn lcx_own_and_taken_names_are_not_exported() {
-        assert!(!exported("PATH"));
-        assert!(!exported("LCX_ARM"));
-        assert!(exported("lcx_test_surely_unset_parameter_q"));
-    }
 }

@@ -323,8 +323,8 @@ fn shell_strings_have_the_shells_start_up_taken_off() {
     assert_eq!(format!("{:?}", shells[0][0]), "Integer(4)");
 }
 
-/// `-L` and `-P` make one arm per value through `[matrix]`, `{VAR}`
-/// standing for the value.
+/// `-L` and `-P` make one arm per value through a `[sweep]` of `"{VAR}"`
+/// keys, `{VAR}` standing for the value.
 #[test]
 fn parameter_lists_and_scans_make_an_arm_per_value() {
     let dir = tempfile::tempdir().unwrap();
@@ -371,10 +371,10 @@ fn parameter_lists_and_scans_make_an_arm_per_value() {
     assert_eq!(
         names,
         [
-            "cmd1-n--1-w-a",
-            "cmd1-n--1-w-b",
-            "cmd1-n-0-w-a",
-            "cmd1-n-0-w-b"
+            "cmd1-n--1_w-a",
+            "cmd1-n--1_w-b",
+            "cmd1-n-0_w-a",
+            "cmd1-n-0_w-b"
         ]
     );
     // A variable no command holds, or a scan backwards, is refused.
@@ -393,7 +393,7 @@ fn parameter_lists_and_scans_make_an_arm_per_value() {
         ),
         (
             &["-L", "x", "a b,a-b", "--command", "echo {x}"][..],
-            "two arms would be named",
+            "-P/-L x: two values would name their arms `…-x-a-b`",
         ),
         (
             &["-n", "old build", "--command", "true"][..],
@@ -411,6 +411,72 @@ fn parameter_lists_and_scans_make_an_arm_per_value() {
         .unwrap()
         .count();
     assert_eq!(kept, 2);
+}
+
+/// A `-P`/`-L` scan of one command is a sweep along the variable: its value
+/// per point and its speed against the first, never "regressed" because a
+/// bigger input costs more (issue 78); two commands are compared with each
+/// other at each value.
+#[test]
+fn a_parameter_scan_is_reported_as_a_sweep_not_as_regressions() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("lcx.db");
+    let sized = ["--runs", "3", "--warmup", "0", "--repeats", "2"];
+    let scan = ["-L", "ms", "10,40", "--command", "sleep 0.0{ms}"];
+    let out = run(dir.path(), &db, &[&scan[..], &sized[..]].concat());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let summary = text(&out.stdout);
+    assert!(
+        summary.contains("Net result: a scan of `cmd1` along `{ms}`"),
+        "{summary}"
+    );
+    assert!(summary.contains("against the first point"), "{summary}");
+    let report = lcx_ok(dir.path(), &db, &["report"]);
+    for said in [&summary, &report] {
+        assert!(!said.contains("regressed"), "{said}");
+    }
+    assert!(report.contains("## Sweep along `{ms}`"), "{report}");
+    assert!(!report.contains("## Verdicts"), "{report}");
+    // The sleep four times as long: its speed against the first point is
+    // in the sweep's table, well below 1×.
+    let json = report_json(dir.path(), &db);
+    let last = &json["sweep"]["points"][1]["cells"][0];
+    assert_eq!(last["run_arm"], "cmd1-ms-40");
+    let scaling = last["scaling"]["ratio"].as_f64().unwrap();
+    assert!(scaling < 0.5, "{last}");
+
+    // Two commands: the second against the first at each value.
+    let pair = [
+        "-n",
+        "short",
+        "--command",
+        "sleep 0.0{ms}",
+        "-n",
+        "long",
+        "--command",
+        "sleep 0.0{ms}5",
+        "-L",
+        "ms",
+        "1,2",
+    ];
+    let out = run(dir.path(), &db, &[&pair[..], &sized[..]].concat());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let json = report_json(dir.path(), &db);
+    let compared: Vec<(&str, &str)> = json["arms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| Some((a["name"].as_str()?, a["compared_with"].as_str()?)))
+        .collect();
+    assert_eq!(
+        compared,
+        [("long-ms-1", "short-ms-1"), ("long-ms-2", "short-ms-2")]
+    );
+    let report = lcx_ok(dir.path(), &db, &["report"]);
+    assert!(
+        report.contains("## Verdicts vs `short` at each point"),
+        "{report}"
+    );
 }
 
 /// The generated experiment files beside `db`, by name.
@@ -448,7 +514,7 @@ fn scans_substitute_once_run_one_way_and_clobber_no_variable() {
         "--command",
         "echo {v} {w}",
     ]);
-    let argv = argv_of(&db, "cmd1-v--w--w-X");
+    let argv = argv_of(&db, "cmd1-v--w-_w-X");
     assert_eq!(argv.last().unwrap(), "echo {w} X", "{argv:?}");
 
     // `-L PATH …` replaces `{PATH}` and leaves the PATH the command is

@@ -367,6 +367,25 @@ fn the_index_says_completed_without_a_gate_and_shows_a_regression() {
     assert!(row.contains("regressed: b 0.58×"), "{row}");
     let page = std::fs::read_to_string(site.join("e/1.html")).unwrap();
     assert!(!page.contains("badge pass"), "{page}");
+
+    // A scan (one arm along an axis): a bigger input that costs more is no
+    // regression on the index either.
+    let scan = write(
+        dir.path(),
+        "grow.toml",
+        "name = \"grow\"\nworkload = \"command\"\niterations = 6\nwarmup = 1\nhost_lock = false\n\n\
+         [[arms]]\nname = \"a\"\ncommand = 'for i in 1 2 3 4 5 6; do echo \"{\\\"t\\\": {n}.$i}\"; done'\n\n\
+         [sweep]\n\"{n}\" = [1, 2]\n",
+    );
+    succeed(lcx().arg("run").arg(&scan).arg("--db").arg(&db));
+    succeed(lcx().arg("publish").arg(&site).arg("--db").arg(&db));
+    let index = std::fs::read_to_string(site.join("index.html")).unwrap();
+    let row = index
+        .lines()
+        .find(|l| l.starts_with("<tr data-name=\"grow\""))
+        .unwrap_or_else(|| panic!("{index}"));
+    assert!(row.contains("data-check=\"completed\""), "{row}");
+    assert!(!row.contains("regressed"), "{row}");
 }
 
 /// The export names each value's host, date and commit, and a sweep's

@@ -26,6 +26,7 @@ mod arms;
 mod exec;
 pub mod keys;
 mod matrix;
+pub mod placeholder;
 mod probe;
 mod read;
 mod resolve;

@@ -86,8 +86,12 @@ impl IndexRow {
 
 /// `regressed: b 0.55×` for each arm and metric whose verdict against the
 /// baseline is a regression; `on METRIC` added when the report has several.
+/// None in a scan: a point slower than the first is no regression.
 fn regressions(report: &Report, name_metric: bool) -> Vec<String> {
     let mut out = Vec::new();
+    if crate::report::render::is_scan(report) {
+        return out;
+    }
     for arm in report.arms.iter().filter(|a| !a.is_baseline) {
         for m in &arm.metrics {
             let Some(c) = m.comparison.as_ref() else {

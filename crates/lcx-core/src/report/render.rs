@@ -687,7 +687,7 @@ fn verdicts_section(report: &Report) -> String {
         }
     }
     let others: Vec<_> = report.arms.iter().filter(|a| !a.is_baseline).collect();
-    if others.is_empty() || metrics.is_empty() {
+    if others.is_empty() || metrics.is_empty() || is_scan(report) {
         return out;
     }
     // A sweep compares at each point; a sweep of one arm, with its first.
@@ -737,6 +737,14 @@ fn verdicts_section(report: &Report) -> String {
     }
     out.push('\n');
     out
+}
+
+/// A sweep of one arm that no gate or guard judges: a scan, reported per
+/// point (the sweep section), not as verdicts against its first point.
+pub fn is_scan(report: &Report) -> bool {
+    report.sweep.as_ref().is_some_and(|s| s.arms.len() == 1)
+        && report.gate.is_none()
+        && report.guards.is_empty()
 }
 
 /// One arm's verdict on one metric, with its detail, or why it has none.

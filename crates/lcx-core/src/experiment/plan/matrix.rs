@@ -11,6 +11,8 @@ pub(super) struct Combo {
     pub(super) args: Vec<String>,
     pub(super) env: BTreeMap<String, String>,
     pub(super) revision: Option<String>,
+    /// `{VAR}` keys: each variable and its value, replaced in the command.
+    pub(super) placeholders: Vec<(String, String)>,
 }
 
 impl Reader<'_> {
@@ -39,6 +41,7 @@ impl Reader<'_> {
             .map(|(key, values)| self.axis("matrix", key, values, workload))
             .collect::<Result<Vec<Axis>, PlanError>>()?;
         self.check_matrix_size(&axes, arms.len())?;
+        self.check_placeholders_used("matrix", &axes, &arms)?;
         let combos = combinations(&axes);
         let bases = if arms.is_empty() {
             vec![None]
@@ -47,19 +50,22 @@ impl Reader<'_> {
         };
         let mut out = Vec::new();
         for base in &bases {
+            let first = out.len();
             for combo in &combos {
                 let arm = self.matrix_arm(base.as_ref(), combo_of(&axes, combo), workload)?;
                 check_arm_name(&arm.name).map_err(|m| self.err(arm.key.clone(), m))?;
                 check_visible(&arm.label).map_err(|m| self.err(arm.key.clone(), m))?;
                 out.push(arm);
             }
+            one_way_of_running(&mut out[first..]);
         }
         Ok(out)
     }
 
     /// One key of `table` (`matrix` or `sweep`) and its values. A key is
-    /// `revision`, `env.NAME`, a flag (`--batch-sizes`) or a config key; a
-    /// command workload takes only the first two.
+    /// `revision`, `env.NAME`, a placeholder (`{NAME}`), a flag
+    /// (`--batch-sizes`) or a config key; a command workload takes only the
+    /// first three.
     pub(super) fn axis(
         &self,
         table: &str,
@@ -69,14 +75,18 @@ impl Reader<'_> {
     ) -> Result<Axis, PlanError> {
         let full = format!("{table}.{key}");
         self.no_nul(&full, key)?;
-        if let Some(var) = key.strip_prefix("env.") {
-            // The rule an arm's own `env` keys follow.
+        let placed = placeholder::key_variable(key);
+        if let Some(var) = key.strip_prefix("env.").or(placed) {
+            // The rule an arm's own `env` keys follow: a placeholder's
+            // variable is set as `$NAME` too.
             check_env_name(var).map_err(|m| self.err(full.clone(), m))?;
         }
         let kind_ok = if key == "revision" {
             true
         } else if let Some(var) = key.strip_prefix("env.") {
             !var.is_empty()
+        } else if placed.is_some() {
+            !workload.uses_config()
         } else if key.starts_with("--") {
             workload.uses_config() && key.len() > 2
         } else {
@@ -85,13 +95,16 @@ impl Reader<'_> {
         if !kind_ok {
             return Err(self.err(
                 full,
-                if workload.uses_config() {
+                if placed.is_some() {
+                    "a placeholder key ({NAME}) replaces `{NAME}` in a command arm's command; \
+                     this workload has none (a config key, a flag, env.NAME or revision)"
+                } else if workload.uses_config() {
                     "expected a config key (traversal.scheduler), a flag (--batch-sizes), env.NAME or revision"
                 } else {
                     if table == "matrix" {
-                        "a command workload only takes env.NAME and revision matrix keys"
+                        "a command workload only takes env.NAME, {NAME} and revision matrix keys"
                     } else {
-                        "a command workload only takes env.NAME and revision sweep keys"
+                        "a command workload only takes env.NAME, {NAME} and revision sweep keys"
                     }
                 },
             ));
@@ -115,7 +128,8 @@ impl Reader<'_> {
         }
         // The arm names' part for this key: the rule arm names follow.
         let short = sanitize(
-            &key.trim_start_matches("--")
+            &placed
+                .unwrap_or_else(|| key.trim_start_matches("--"))
                 .rsplit('.')
                 .next()
                 .unwrap_or(key)
@@ -198,7 +212,20 @@ impl Reader<'_> {
         }
         let mut env = base.env.clone();
         env.extend(combo.env);
+        // One pass over every placeholder of the combination (hyperfine's
+        // rule: a value's own `{…}` is never read again).
+        let values: Vec<(&str, &str)> = combo
+            .placeholders
+            .iter()
+            .map(|(var, value)| (var.as_str(), value.as_str()))
+            .collect();
+        let fill = |text: &String| placeholder::substitute(text, &values);
         Ok(RawArm {
+            command: base
+                .command
+                .as_ref()
+                .map(|argv| argv.iter().map(fill).collect()),
+            command_string: base.command_string.as_ref().map(fill),
             name: format!("{}-{}", base.name, combo.name),
             label: format!("{}, {}", base.label, combo.label),
             key: format!("{} × {table} ({})", base.key, combo.name),
@@ -208,6 +235,60 @@ impl Reader<'_> {
             revision: combo.revision.or_else(|| base.revision.clone()),
             ..base.clone()
         })
+    }
+}
+
+/// One way of running for every arm grown from one command: where a
+/// value makes a timed string need a shell, its siblings run through one
+/// too, so that the arms differ by the value alone (the shell's start-up
+/// is taken off, but only as well as a mean measured beforehand can).
+pub(super) fn one_way_of_running(siblings: &mut [RawArm]) {
+    let needs = |a: &RawArm| a.command_string.as_deref().is_some_and(shell::needs_shell);
+    if siblings.iter().any(needs) {
+        for arm in siblings.iter_mut().filter(|a| a.command_string.is_some()) {
+            arm.shell = true;
+        }
+    }
+}
+
+impl Reader<'_> {
+    /// Each `{VAR}` key of `table` is used by some arm's command (its
+    /// `{VAR}`, or its `$VAR` where lcx sets it): else every value would
+    /// run the same command.
+    pub(super) fn check_placeholders_used(
+        &self,
+        table: &str,
+        axes: &[Axis],
+        arms: &[RawArm],
+    ) -> Result<(), PlanError> {
+        let texts: Vec<String> = arms
+            .iter()
+            .map(|a| match (&a.command_string, &a.command) {
+                (Some(s), _) => s.clone(),
+                (None, Some(argv)) => argv.join(" "),
+                (None, None) => String::new(),
+            })
+            .collect();
+        for (key, _, _) in axes {
+            let Some(var) = placeholder::key_variable(key) else {
+                continue;
+            };
+            if !texts.iter().any(|t| placeholder::uses(t, var)) {
+                return Err(self.err(
+                    format!("{table}.{key}"),
+                    format!(
+                        "no arm's command holds `{{{var}}}`{}, so every value would run the \
+                         same command",
+                        if placeholder::exported(var) {
+                            format!(" or reads `${var}`")
+                        } else {
+                            String::new()
+                        }
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -268,6 +349,7 @@ pub(super) fn combo_of(axes: &[Axis], combo: &[usize]) -> Combo {
         args: Vec::new(),
         env: BTreeMap::new(),
         revision: None,
+        placeholders: Vec::new(),
     };
     for ((key, short, vals), &i) in axes.iter().zip(combo) {
         let (raw, toml_text) = &vals[i];
@@ -277,6 +359,11 @@ pub(super) fn combo_of(axes: &[Axis], combo: &[usize]) -> Combo {
             out.revision = Some(raw.clone());
         } else if let Some(var) = key.strip_prefix("env.") {
             out.env.insert(var.to_string(), raw.clone());
+        } else if let Some(var) = placeholder::key_variable(key) {
+            out.placeholders.push((var.to_string(), raw.clone()));
+            if placeholder::exported(var) {
+                out.env.insert(var.to_string(), raw.clone());
+            }
         } else if key.starts_with("--") {
             out.args.push(key.clone());
             out.args.push(raw.clone());

@@ -3,7 +3,7 @@
 //! (a config key, a `--flag`, `env.NAME`, `revision`); `axis` names the
 //! key crossovers run along when there are several.
 
-use super::matrix::{combinations, combo_of};
+use super::matrix::{combinations, combo_of, one_way_of_running};
 use super::*;
 
 /// The `[sweep]` key that names the crossover's axis rather than giving
@@ -59,15 +59,18 @@ impl Reader<'_> {
                 ),
             ));
         }
+        self.check_placeholders_used("sweep", &axes, &arms)?;
         let points = combinations(&axes);
         let mut out = Vec::with_capacity(total.unwrap_or(0));
         for arm in &arms {
+            let first = out.len();
             for point in &points {
                 let swept = self.swept_arm(arm, &axes, point)?;
                 check_arm_name(&swept.name).map_err(|m| self.err(swept.key.clone(), m))?;
                 check_visible(&swept.label).map_err(|m| self.err(swept.key.clone(), m))?;
                 out.push(swept);
             }
+            one_way_of_running(&mut out[first..]);
         }
         let sweep = Sweep {
             axes: axes
@@ -275,6 +278,73 @@ iterations = 3
         assert!(p.sweep.unwrap().counts_workers(0));
     }
 
+    /// A timed command scanned as hyperfine scans one: `{n}` replaced per
+    /// point, `$n` set, and the arms of one command run one way.
+    const SCAN: &str = r#"
+name = "scan"
+workload = "command"
+timing = "process"
+iterations = 3
+[[arms]]
+name = "sum"
+command = "./sum {n} {nn}"
+[sweep]
+"{n}" = [10, "2;x"]
+"#;
+
+    #[test]
+    fn a_placeholder_key_fills_the_command_at_each_point_and_sets_its_variable() {
+        let p = plan(SCAN).unwrap();
+        let names: Vec<&str> = p.arms.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, ["sum-n-10", "sum-n-2-x"]);
+        // `{nn}` is no placeholder of `n`; `2;x` needs a shell, so `10`
+        // runs through one too (the arms differ by the value alone).
+        for (arm, text) in p.arms.iter().zip(["./sum 10 {nn}", "./sum 2;x {nn}"]) {
+            let args = &arm.args;
+            assert!(args.contains(&"--subtract-shell".to_string()), "{args:?}");
+            assert_eq!(args.last().map(String::as_str), Some(text), "{args:?}");
+        }
+        assert_eq!(p.arms[0].env.get("n").map(String::as_str), Some("10"));
+        let sweep = p.sweep.as_ref().unwrap();
+        assert_eq!(sweep.axes[0].key, "{n}");
+        assert_eq!(sweep.axes[0].values, ["10", "2;x"]);
+        // Plain values stay plain words, run without a shell.
+        let plain = plan(&SCAN.replace("\"2;x\"", "20").replace(" {nn}", "")).unwrap();
+        assert!(plain
+            .arms
+            .iter()
+            .all(|a| !a.args.contains(&"--subtract-shell".to_string())));
+        assert_eq!(plain.arms[1].args.last().map(String::as_str), Some("20"));
+        // Values replaced in one pass over every placeholder key.
+        let two = plan(&SCAN.replace(
+            "\"{n}\" = [10, \"2;x\"]",
+            "\"{n}\" = [\"{nn}\"]\n\"{nn}\" = [7]\naxis = \"{n}\"",
+        ))
+        .unwrap();
+        assert_eq!(
+            two.arms[0].args.last().map(String::as_str),
+            Some("./sum {nn} 7")
+        );
+    }
+
+    #[test]
+    fn a_placeholder_no_command_uses_or_a_trainer_workload_is_refused() {
+        let e = error(&SCAN.replace("\"{n}\"", "\"{m}\""));
+        assert!(
+            e.contains("sweep.{m}: no arm's command holds `{m}` or reads `$m`"),
+            "{e}"
+        );
+        let e = error(&SCAN.replace("\"{n}\"", "\"{1n}\""));
+        assert!(e.contains("sweep.{1n}:"), "{e}");
+        let e = error(
+            "name = \"t\"\nworkload = \"bench-forward\"\niterations = 3\n[sweep]\n\"{n}\" = [1, 2]\n",
+        );
+        assert!(
+            e.contains("sweep.{n}: a placeholder key ({NAME}) replaces `{NAME}` in a command arm"),
+            "{e}"
+        );
+    }
+
     #[test]
     fn bad_sweeps_are_refused_by_key() {
         let e = error(&SWEEP.replace("\"env.HIDDEN\" = [512, 1024, 2048]", ""));
@@ -286,7 +356,7 @@ iterations = 3
         );
         let e = error(&SWEEP.replace("\"env.HIDDEN\"", "\"model.hidden\""));
         assert!(
-            e.contains("only takes env.NAME and revision sweep keys"),
+            e.contains("only takes env.NAME, {NAME} and revision sweep keys"),
             "{e}"
         );
         let e = error(&SWEEP.replace("baseline = \"fp32\"", "baseline = \"fp32-hidden-512\""));

@@ -225,8 +225,14 @@ pub fn assemble(input: Input, options: Options) -> Report {
     };
     let check = check::check(e, plan, runs, &arms, outcomes, options.allow_contended);
     let primary = primary_metric(plan, &columns);
-    let net_result = judge::net_result(&arms, primary.as_deref(), &columns, &e.workload);
     let sweep = sweep::sweep(plan, &arms, primary.as_deref(), &columns, rule);
+    // A scan (one arm along an axis) is not an A/B test: its net result
+    // says how the arm's value moves, unless a gate asks for a verdict.
+    let net_result = match sweep.as_ref().filter(|_| gate.is_none()) {
+        Some(s) => sweep::scan_result(s),
+        None => None,
+    }
+    .unwrap_or_else(|| judge::net_result(&arms, primary.as_deref(), &columns, &e.workload));
 
     remarks.extend(remarks::non_numeric(&input.texts, &needed, names));
     remarks.extend(remarks::runner_stalls(runs));

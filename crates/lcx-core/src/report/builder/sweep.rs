@@ -8,7 +8,9 @@ use std::collections::BTreeMap;
 
 use crate::experiment::{Plan, Sweep};
 use crate::report::model::{series_of, ArmResult, Crossover, SweepCell, SweepReport, SweepRow};
-use crate::report::stats::{speedup_at, Verdict, VerdictRule};
+use crate::report::prose::Prose;
+use crate::report::stats::{speedup_at, Speedup, Verdict, VerdictRule};
+use crate::report::words::num;
 
 use super::columns::{label_of, metric_direction};
 use crate::report::model::ReportColumn;
@@ -151,6 +153,78 @@ fn scale(
         }
     }
 }
+
+/// The net result of a scan: a sweep of one arm, without a gate (what
+/// `lcx run --command` with `-P`/`-L` makes of one command). It says how
+/// the arm's value moves along the axis, never a verdict against the
+/// first point: a bigger input that costs more is no regression.
+pub(super) fn scan_result(sweep: &SweepReport) -> Option<Prose> {
+    let [arm] = sweep.arms.as_slice() else {
+        return None;
+    };
+    let (along, _) = sweep.along_axis()?;
+    let series = series_of(&sweep.points);
+    let mut parts: Vec<Prose> = Vec::new();
+    for s in series.iter().take(SCAN_SERIES) {
+        let values: Vec<(&str, f64, Option<Speedup>)> = sweep
+            .points
+            .iter()
+            .filter(|p| p.series == *s)
+            .filter_map(|p| {
+                let cell = p.cells.iter().find(|c| &c.arm == arm)?;
+                Some((
+                    p.values.get(along)?.as_str(),
+                    cell.summary?.mean,
+                    cell.scaling,
+                ))
+            })
+            .collect();
+        let (Some(first), Some(last)) = (values.first(), values.last()) else {
+            continue;
+        };
+        let mut part = if s.is_empty() {
+            Prose::default()
+        } else {
+            Prose::of_text(*s).and(": ")
+        };
+        part = part.and(format!("{} at ", num(first.1))).text(first.0);
+        if values.len() > 1 {
+            part = part.and(format!(" to {} at ", num(last.1))).text(last.0);
+            // The sweep table's own figure: the speed against the first
+            // point, with its interval (one statistic per claim).
+            if let Some(scaling) = &last.2 {
+                part = part.and(format!(
+                    ", {} against the first point",
+                    crate::report::words::speedup_text(scaling)
+                ));
+            }
+        }
+        parts.push(part);
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    if series.len() > SCAN_SERIES {
+        parts.push(Prose::ours(format!(
+            "{} more series",
+            series.len() - SCAN_SERIES
+        )));
+    }
+    Some(
+        Prose::ours("a scan of ")
+            .name(arm)
+            .and(" along ")
+            .name(&sweep.along)
+            .and(", one arm measured at each point and judged against none: on ")
+            .text(crate::metrics::with_unit(&sweep.label, &sweep.metric))
+            .and(", ")
+            .then(Prose::join(parts, "; "))
+            .and("; each point in the sweep section"),
+    )
+}
+
+/// The series a scan's net result names before it says how many more.
+const SCAN_SERIES: usize = 3;
 
 /// Where `arm` starts to pay along `series`: the first point of the
 /// trailing run of points where its verdict is improved, if that run is
