@@ -1039,7 +1039,8 @@ fn a_cells_wall_time_leaves_out_the_wait_for_the_database() {
 /// Every local cell records what the host was doing: a CPU burner started
 /// while one arm of an A/A experiment runs makes exactly what it overlapped
 /// contended (≥ 0.8 of a core of foreign CPU), the report marks those cells
-/// and its verdicts, and `--check` on a gate resting on them is
+/// and its verdicts and names the burner among the busiest other
+/// programs, and `--check` on a gate resting on them is
 /// INCONCLUSIVE (3) unless `--allow-contended`.
 #[test]
 fn a_cpu_burner_makes_the_cells_it_overlaps_contended() {
@@ -1082,10 +1083,16 @@ fn a_cpu_burner_makes_the_cells_it_overlaps_contended() {
         if run.arm == "b" {
             let foreign = c.foreign_cores().unwrap();
             assert!(foreign >= 0.8, "arm b #{}: {foreign} cores", run.repeat);
+            // The burner (`sh`) is named among the busiest other programs.
+            let busiest = c.foreign_processes.as_deref().unwrap_or_default();
+            assert!(busiest.iter().any(|p| p.name == "sh"), "{busiest:?}");
         }
     }
     let text = report_text(&db);
     assert!(text.contains("contended**"), "{text}");
+    // Who was busy: summarised under the verdicts and named per cell.
+    assert!(text.contains("; busiest: `sh` "), "{text}");
+    assert!(text.contains("| Busiest others "), "{text}");
     // Summarised under the verdicts (cells per arm), each in the Cells
     // section's table.
     assert!(text.contains("`b` 2 cells"), "{text}");

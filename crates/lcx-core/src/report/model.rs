@@ -313,6 +313,10 @@ pub struct ContendedCell {
     /// out); `None` in other orders.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub round_even: Option<bool>,
+    /// The programs that used the host most meanwhile, busiest first
+    /// (empty: not recorded, or none above 0.05 of a core).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub busiest: Vec<crate::store::ForeignProcess>,
 }
 
 /// A cell that did not complete, never silently missing.

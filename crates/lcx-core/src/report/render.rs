@@ -353,10 +353,12 @@ fn contended_line(report: &Report) -> Option<String> {
         .fold((f64::INFINITY, 0.0f64), |(l, h), c| {
             (l.min(c.foreign_cores), h.max(c.foreign_cores))
         });
-    let load = if high - low < 0.005 {
-        format!("{high:.2}")
+    // One figure where the range would print two equal ones.
+    let (low, high) = (format!("{low:.2}"), format!("{high:.2}"));
+    let load = if low == high {
+        high
     } else {
-        format!("{low:.2} to {high:.2}")
+        format!("{low} to {high}")
     };
     // A gate on a count (`timing = "instructions"`) is the same on a busy
     // host: it is judged, and `--check` follows it.
@@ -398,7 +400,7 @@ fn contended_line(report: &Report) -> Option<String> {
     };
     Some(format!(
         "**{} of {} contended** (other programs used {load} of a core on average, above \
-         {:.2}; {}; each in the Cells section): {consequence}.",
+         {:.2}{}; {}; each in the Cells section): {consequence}.",
         report.contended.len(),
         // Only completed cells are judged, so only they are counted here, as
         // `--check` counts them.
@@ -411,8 +413,35 @@ fn contended_line(report: &Report) -> Option<String> {
             "completed cell"
         ),
         first.threshold,
+        busiest_over(&report.contended)
+            .map(|b| format!("; busiest: {b}"))
+            .unwrap_or_default(),
         arms.join(", ")
     ))
+}
+
+/// The programs that used the host most over `cells`, by name: each one's
+/// load averaged over every one of those cells (0 where it was not among a
+/// cell's busiest), the three busiest, e.g. `` `cargo` 0.91, `rustc` 0.40
+/// of a core ``; `None` where no cell recorded any.
+fn busiest_over(cells: &[crate::report::model::ContendedCell]) -> Option<String> {
+    let mut load: Vec<(&str, f64)> = Vec::new();
+    for p in cells.iter().flat_map(|c| &c.busiest) {
+        match load.iter_mut().find(|(name, _)| *name == p.name) {
+            Some((_, cores)) => *cores += p.cores,
+            None => load.push((&p.name, p.cores)),
+        }
+    }
+    if load.is_empty() {
+        return None;
+    }
+    load.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let parts: Vec<String> = load
+        .iter()
+        .take(3)
+        .map(|(name, cores)| format!("{} {:.2}", code(name), cores / cells.len() as f64))
+        .collect();
+    Some(format!("{} of a core", parts.join(", ")))
 }
 
 /// The gate lines: the decision per arm, then the rule applied, e.g.
@@ -948,8 +977,12 @@ fn contended_cells(report: &Report) -> String {
          cell, in cores).\n"
     );
     let rounds = report.contended.iter().any(|c| c.round_even.is_some());
+    let named = report.contended.iter().any(|c| !c.busiest.is_empty());
     let mut t = markdown_table();
     let mut header = vec!["Run", "Arm", "Repeat", "Foreign CPU", "Limit"];
+    if named {
+        header.push("Busiest others");
+    }
     if rounds {
         header.push("Its round");
     }
@@ -962,6 +995,9 @@ fn contended_cells(report: &Report) -> String {
             format!("{:.2} cores", c.foreign_cores),
             format!("{:.2}", c.threshold),
         ];
+        if named {
+            row.push(busiest_over(std::slice::from_ref(c)).unwrap_or_default());
+        }
         match c.round_even {
             Some(true) => row.push("evenly loaded: judged as a pair".to_string()),
             Some(false) => row.push("unevenly loaded: left out of the pairs".to_string()),

@@ -73,6 +73,10 @@ const MIGRATIONS: &[(&str, &str)] = &[
         "0014_experiment_uuid.sql",
         include_str!("../../../../migrations/0014_experiment_uuid.sql"),
     ),
+    (
+        "0015_foreign_processes.sql",
+        include_str!("../../../../migrations/0015_foreign_processes.sql"),
+    ),
 ];
 
 /// The schema version this lcx writes.

@@ -27,7 +27,8 @@ const RUN_COLUMNS: &str = "id, experiment_id, arm, arm_label, arm_index, repeat,
     revision, revision_sha, revision_diff_sha256, binary_version, host, slurm_job,
     slurm_dir, node_json, slurm_run, db_wait_seconds, cpu_seconds, foreign_cpu_seconds,
     host_seconds, host_cpus, steal_seconds, load_start, load_end, cpu_mhz_min, cpu_mhz_max,
-    swapped_pages, gpu_other_processes, rerun_note, cpus, extra_lines, runner_stall_seconds";
+    swapped_pages, gpu_other_processes, rerun_note, cpus, extra_lines, runner_stall_seconds,
+    foreign_processes";
 
 /// The runner identity of an experiment row (`None` without a pid).
 pub(super) fn runner_identity(
@@ -203,6 +204,10 @@ fn run_from_row(row: &Row<'_>) -> rusqlite::Result<RawRun> {
             swapped_pages: row.get(44)?,
             gpu_other_processes: row.get(45)?,
             runner_stall_seconds: row.get(49)?,
+            // Written by lcx as JSON; a value it cannot read is unknown.
+            foreign_processes: row
+                .get::<_, Option<String>>("foreign_processes")?
+                .and_then(|text| serde_json::from_str(&text).ok()),
         },
         rerun_note: row.get(46)?,
         cpus: row.get(47)?,

@@ -388,6 +388,18 @@ pub struct Contention {
     /// Seconds the runner could not run during the cell (stopped, paused,
     /// starved): they are in the cell's wall time, not in the child's.
     pub runner_stall_seconds: Option<f64>,
+    /// The programs outside the measurement that used the most CPU during
+    /// the cell, busiest first (`None`: not measured).
+    pub foreign_processes: Option<Vec<ForeignProcess>>,
+}
+
+/// A program outside the measurement that used the host's CPUs during a
+/// cell: its name (`/proc/PID/stat`'s) and its load in cores, averaged
+/// over the cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ForeignProcess {
+    pub name: String,
+    pub cores: f64,
 }
 
 impl Contention {

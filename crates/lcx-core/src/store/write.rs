@@ -435,7 +435,8 @@ impl Store {
                 foreign_cpu_seconds = NULL, host_seconds = NULL, host_cpus = NULL,
                 steal_seconds = NULL, load_start = NULL, load_end = NULL, cpu_mhz_min = NULL,
                 cpu_mhz_max = NULL, swapped_pages = NULL, gpu_other_processes = NULL,
-                runner_stall_seconds = NULL, rerun_note = NULL, cpus = NULL
+                runner_stall_seconds = NULL, rerun_note = NULL, cpus = NULL,
+                foreign_processes = NULL
              WHERE id = ?1"
         );
         tx.execute(&sql, [run_id])?;
@@ -605,12 +606,16 @@ impl Store {
         run_id: i64,
         c: &super::Contention,
     ) -> Result<(), StoreError> {
+        let foreign = c
+            .foreign_processes
+            .as_ref()
+            .map(|list| serde_json::to_string(list).unwrap_or_else(|_| "[]".into()));
         self.write(
             "UPDATE runs SET cpu_seconds = ?1, foreign_cpu_seconds = ?2, host_seconds = ?3,
                 host_cpus = ?4, steal_seconds = ?5, load_start = ?6, load_end = ?7,
                 cpu_mhz_min = ?8, cpu_mhz_max = ?9, swapped_pages = ?10,
-                gpu_other_processes = ?11, runner_stall_seconds = ?12
-             WHERE id = ?13",
+                gpu_other_processes = ?11, runner_stall_seconds = ?12, foreign_processes = ?13
+             WHERE id = ?14",
             params![
                 c.cpu_seconds,
                 c.foreign_cpu_seconds,
@@ -624,6 +629,7 @@ impl Store {
                 c.swapped_pages,
                 c.gpu_other_processes,
                 c.runner_stall_seconds,
+                foreign,
                 run_id
             ],
         )?;

@@ -39,6 +39,8 @@ pub const ISOLATED_FILE: &str = "/sys/devices/system/cpu/isolated";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProcessTime {
     pub pid: u32,
+    /// Its parent's pid (0 for the kernel's own).
+    pub ppid: u32,
     pub name: String,
     /// User + system, in clock ticks.
     pub ticks: u64,
@@ -137,10 +139,12 @@ fn parse_process_stat(pid: u32, text: &str) -> Option<ProcessTime> {
     let name = text.get(open + 1..close)?.to_string();
     let fields: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
     // After the name: state is field 3 of the file, utime 14, stime 15.
+    let ppid: u32 = fields.get(1)?.parse().ok()?;
     let utime: u64 = fields.get(11)?.parse().ok()?;
     let stime: u64 = fields.get(12)?.parse().ok()?;
     Some(ProcessTime {
         pid,
+        ppid,
         name,
         ticks: utime + stime,
     })
@@ -219,6 +223,7 @@ mod tests {
             root.process_times(),
             [ProcessTime {
                 pid: 42,
+                ppid: 1,
                 name: "my (odd) prog".into(),
                 ticks: 300
             }]

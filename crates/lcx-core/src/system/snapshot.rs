@@ -69,9 +69,21 @@ fn foreign(root: &Root, sample: Duration) -> Option<Foreign> {
 /// this one left out; `per_core` is ticks per core over the sample.
 fn top(before: &[ProcessTime], after: &[ProcessTime], per_core: f64) -> Vec<(u32, String, f64)> {
     let me = std::process::id();
+    busiest(before, after, per_core, |p| p.pid == me)
+}
+
+/// The (at most three) processes that gained the most CPU time between two
+/// readings, in cores over `per_core` ticks per core, above 0.05 of a core;
+/// those `left_out` says are not counted.
+pub fn busiest(
+    before: &[ProcessTime],
+    after: &[ProcessTime],
+    per_core: f64,
+    left_out: impl Fn(&ProcessTime) -> bool,
+) -> Vec<(u32, String, f64)> {
     let mut used: Vec<(u32, String, f64)> = after
         .iter()
-        .filter(|p| p.pid != me)
+        .filter(|p| !left_out(p))
         .filter_map(|p| {
             // By pid alone: a kernel worker's name says what it does now.
             // A process born during the sample: all its time is in it.
@@ -86,6 +98,24 @@ fn top(before: &[ProcessTime], after: &[ProcessTime], per_core: f64) -> Vec<(u32
     used
 }
 
+/// Whether `p` is `root` or runs under it (its parent, or a parent's
+/// parent, is), by the parents `processes` name.
+pub fn descends_from(p: &ProcessTime, root: u32, processes: &[ProcessTime]) -> bool {
+    let mut pid = p.pid;
+    // A parent chain longer than the processes is a loop (pids reused
+    // between two readings).
+    for _ in 0..=processes.len() {
+        if pid == root {
+            return true;
+        }
+        match processes.iter().find(|q| q.pid == pid) {
+            Some(q) if q.ppid != pid => pid = q.ppid,
+            _ => return false,
+        }
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,6 +124,7 @@ mod tests {
     fn p(pid: u32, name: &str, ticks: u64) -> ProcessTime {
         ProcessTime {
             pid,
+            ppid: 1,
             name: name.into(),
             ticks,
         }
@@ -119,6 +150,52 @@ mod tests {
             top,
             [(2, "burner".to_string(), 1.0), (3, "new".to_string(), 0.3)]
         );
+    }
+
+    #[test]
+    fn a_process_tree_is_told_by_its_parents() {
+        let tree = [
+            ProcessTime {
+                pid: 10,
+                ppid: 1,
+                name: "lcx".into(),
+                ticks: 0,
+            },
+            ProcessTime {
+                pid: 11,
+                ppid: 10,
+                name: "sh".into(),
+                ticks: 0,
+            },
+            ProcessTime {
+                pid: 12,
+                ppid: 11,
+                name: "bench".into(),
+                ticks: 0,
+            },
+            ProcessTime {
+                pid: 20,
+                ppid: 1,
+                name: "cargo".into(),
+                ticks: 0,
+            },
+            // A loop (a reused pid): no hang, and not under 10.
+            ProcessTime {
+                pid: 30,
+                ppid: 31,
+                name: "a".into(),
+                ticks: 0,
+            },
+            ProcessTime {
+                pid: 31,
+                ppid: 30,
+                name: "b".into(),
+                ticks: 0,
+            },
+        ];
+        let under = |pid| descends_from(tree.iter().find(|p| p.pid == pid).unwrap(), 10, &tree);
+        assert!(under(10) && under(11) && under(12));
+        assert!(!under(20) && !under(30));
     }
 
     #[test]

@@ -7,8 +7,10 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::store::Contention;
+use crate::store::{Contention, ForeignProcess};
 use crate::system::proc::{self, CpuTimes, Root};
+use crate::system::settings::ProcessTime;
+use crate::system::snapshot::{busiest, descends_from};
 
 /// How often the clocks are sampled while a cell runs.
 const CLOCK_EVERY: Duration = Duration::from_millis(500);
@@ -22,6 +24,8 @@ pub(crate) struct HostWatch {
     load: Option<f64>,
     swapped: Option<u64>,
     gpu_others: Option<i64>,
+    /// Every process's CPU time at the start, to name the busiest others.
+    processes: Vec<ProcessTime>,
     clocks: Option<(mpsc::Sender<()>, JoinHandle<Sampled>)>,
 }
 
@@ -74,6 +78,7 @@ impl HostWatch {
             .map(|handle| (tx, handle));
         HostWatch {
             gpu_others: crate::system::gpu::compute_processes(),
+            processes: root.process_times(),
             cpu: root.cpu_times(),
             self_cpu: proc::self_cpu_seconds(),
             load: root.load_1m(),
@@ -109,6 +114,18 @@ impl HostWatch {
             (Some(d), Some(cell)) => Some((d.busy as f64 / tick - cell - self_cpu).max(0.0)),
             _ => None,
         };
+        // Who else used the CPUs: the runner and the cell's processes
+        // still alive (those under the runner) left out.
+        let me = std::process::id();
+        let after = self.root.process_times();
+        let foreign_processes = (!after.is_empty() && span > 0.0).then(|| {
+            busiest(&self.processes, &after, tick * span, |p| {
+                descends_from(p, me, &after)
+            })
+            .into_iter()
+            .map(|(_, name, cores)| ForeignProcess { name, cores })
+            .collect()
+        });
         let min = clocks.iter().copied().reduce(f64::min);
         let max = clocks.iter().copied().reduce(f64::max);
         let end_gpu = crate::system::gpu::compute_processes();
@@ -131,6 +148,7 @@ impl HostWatch {
                 (a, b) => a.or(b),
             },
             runner_stall_seconds: stalled,
+            foreign_processes,
         }
     }
 }
@@ -188,8 +206,23 @@ mod tests {
         write("proc/loadavg", "0.50 0.4 0.3 1/100 7\n");
         write("proc/vmstat", "pswpin 10\npswpout 0\n");
         write("proc/cpuinfo", "cpu MHz\t: 2000.0\ncpu MHz\t: 2100.0\n");
+        // Another program, this runner, and a process of the cell under it.
+        let me = std::process::id();
+        let stat = |pid: u32, name: &str, ppid: u32, ticks: u64| {
+            write(
+                &format!("proc/{pid}/stat"),
+                &format!("{pid} ({name}) R {ppid} 1 1 0 -1 0 0 0 0 0 {ticks} 0 0 0 20 0 1 0 5\n"),
+            );
+        };
+        let child = me.wrapping_add(1);
+        stat(77, "cargo", 1, 100);
+        stat(me, "lcx", 1, 0);
+        stat(child, "bench", me, 0);
         let watch = HostWatch::start(Root::new(dir.path()));
         let tick = proc::ticks_per_second();
+        stat(77, "cargo", 1, 100 + tick as u64);
+        stat(me, "lcx", 1, 5 * tick as u64);
+        stat(child, "bench", me, 9 * tick as u64);
         // 3 s of busy time went by on the host; the cell used 1 s of it.
         write("proc/stat", &host(1000 + (3.0 * tick) as u64));
         write("proc/loadavg", "1.50 0.4 0.3 1/100 7\n");
@@ -206,6 +239,16 @@ mod tests {
         assert_eq!((c.cpu_mhz_min, c.cpu_mhz_max), (Some(1500.0), Some(2100.0)));
         assert_eq!(c.steal_seconds, Some(0.0));
         assert!(c.foreign_cores().is_some());
+        // The busiest other program is named; the runner and its cell are
+        // not, however much they used.
+        let names: Vec<&str> = c
+            .foreign_processes
+            .as_deref()
+            .unwrap()
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect();
+        assert_eq!(names, ["cargo"]);
     }
 
     #[test]

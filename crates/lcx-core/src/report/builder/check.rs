@@ -152,6 +152,7 @@ fn contended_cells(
                 foreign_cores: foreign,
                 threshold,
                 round_even: randomized.then(|| !uneven.contains(&r.repeat)),
+                busiest: r.contention.foreign_processes.clone().unwrap_or_default(),
             })
         })
         .collect()
