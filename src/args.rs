@@ -74,6 +74,8 @@ pub enum Format {
     Markdown,
     Csv,
     Json,
+    /// A pull-request comment (`report`).
+    Comment,
 }
 
 impl Format {
@@ -84,6 +86,7 @@ impl Format {
             Format::Markdown => "markdown",
             Format::Csv => "csv",
             Format::Json => "json",
+            Format::Comment => "comment",
         }
     }
 }

@@ -45,8 +45,9 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
         other => crate::bad_input(other),
     })?;
     match args.format {
-        // `--format` offers table, csv and json; a table is markdown.
-        Format::Table | Format::Markdown => {
+        // `--format` offers table, csv and json; a table is markdown (and
+        // the parser refuses comment, a report's alone).
+        Format::Table | Format::Markdown | Format::Comment => {
             println!("{}", rows::table(&result));
             eprintln!("({})", counted(result.rows.len() as u64, "row"));
         }

@@ -15,7 +15,7 @@ use crate::db::{open_db, user_or_not};
 /// Output format of `lcx report`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  lcx report                      the latest experiment\n  lcx report option-b --archive   a dated report with plots under archive/\n  lcx report --check              in CI: exit 0 PASS, 1 FAIL, 3 undecided"
+    after_help = "Examples:\n  lcx report                      the latest experiment\n  lcx report option-b --archive   a dated report with plots under archive/\n  lcx report --check              in CI: exit 0 PASS, 1 FAIL, 3 undecided\n  lcx report --format comment     a pull request's comment (at most 25 lines)"
 )]
 pub struct Args {
     /// Which experiment: an id, an experiment name (its latest run) or `latest`.
@@ -24,8 +24,15 @@ pub struct Args {
     /// Report every experiment in the database, oldest first.
     #[arg(long, conflicts_with = "experiment")]
     all: bool,
-    #[arg(long, value_parser = formats(&[(Format::Markdown, None), (Format::Json, None), (Format::Csv, None)]), default_value = "markdown")]
+    /// `markdown`, `json`, `csv`, or `comment`: at most 25 lines for a pull
+    /// request (the --check decision, the verdict line, the metrics that
+    /// changed or are gated, a note, where the full report is).
+    #[arg(long, value_parser = formats(&[(Format::Markdown, None), (Format::Json, None), (Format::Csv, None), (Format::Comment, None)]), default_value = "markdown")]
     format: Format,
+    /// With --format comment: the full report's address (the CI job's
+    /// summary), linked from the comment's last line.
+    #[arg(long, value_name = "URL")]
+    link: Option<String>,
     /// Also write archive/YYYY-MM-DD-<slug>.md (never overwriting) with SVG plots beside it.
     #[arg(long)]
     archive: bool,
@@ -50,6 +57,17 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<u8> {
+    if args.link.is_some() && args.format != Format::Comment {
+        return Err(crate::bad_input(anyhow::anyhow!(
+            "--link: only with --format comment (the comment links to the full report)"
+        )));
+    }
+    if let Some(c) = args.link.as_deref().and_then(escape::first_hidden) {
+        return Err(crate::bad_input(anyhow::anyhow!(
+            "--link: contains {}; expected one line of visible text (a URL)",
+            escape::terminal_line(&c.to_string())
+        )));
+    }
     let store = open_db(&args.db)?;
     let ids = if args.all {
         let mut ids: Vec<i64> = store
@@ -111,7 +129,7 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
     }
 
     match args.format {
-        // `--format` offers markdown, json and csv.
+        // `--format` offers markdown, json, csv and comment.
         Format::Markdown | Format::Table => {
             // The renderer escaped every recorded string; the terminal rule
             // over the whole is the last guard and costs nothing on lcx's text.
@@ -126,6 +144,13 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             } else if let Some(r) = reports.first() {
                 println!("{}", report::render_json(r));
             }
+        }
+        Format::Comment => {
+            let texts: Vec<String> = reports
+                .iter()
+                .map(|r| report::render_comment(r, args.link.as_deref()))
+                .collect();
+            print!("{}", escape::terminal(&texts.join("\n")));
         }
         Format::Csv => {
             for (i, r) in reports.iter().enumerate() {

@@ -1284,3 +1284,83 @@ fn terminal_outputs_show_escapes_and_never_obey_them() {
         .unwrap()
         .contains('\u{1b}'));
 }
+
+/// `lcx report --format comment`: a pull request's comment of at most 25
+/// lines for an experiment of 20 arms, the regressed ones listed (gated
+/// first) and the rest counted, its heading the exit code `--check` gives
+/// on the same data; a hidden marker first, for the job to update it in
+/// place; `--link` only beside it.
+#[test]
+fn a_comment_for_twenty_arms_fits_in_twenty_five_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("lcx.db");
+    let mut file = String::from(
+        "name = \"wide\"\nworkload = \"command\"\niterations = 6\nwarmup = 1\nrepeats = 2\n\
+         [measurement]\nmax_foreign_cpu = 64\n",
+    );
+    // The baseline and 4 arms like it; 15 arms 40 % slower.
+    for i in 0..20 {
+        let whole = if i >= 5 { 2 } else { 1 };
+        file.push_str(&format!(
+            "[[arms]]\nname = \"arm{i:02}\"\ncommand = 'for i in 1 2 3 4 5 6; do echo \
+             \"{{\\\"t\\\": {whole}.$i$LCX_REPEAT}}\"; done'\n"
+        ));
+    }
+    file.push_str("[gate]\nmetric = \"t\"\narm = \"arm15\"\nmax_slowdown = 0.05\n");
+    std::fs::write(dir.path().join("wide.toml"), file).unwrap();
+    ok(&db, dir.path(), &["run", "wide.toml", "--plain"]);
+    let comment = ok(&db, dir.path(), &["report", "--format", "comment"]);
+    let lines: Vec<&str> = comment.lines().collect();
+    assert!(lines.len() <= 25, "{} lines:\n{comment}", lines.len());
+    assert_eq!(lines[0], "<!-- lcx-comment wide -->");
+    let check = run_lcx(&db, dir.path(), &["report", "--check"]);
+    assert_eq!(check.status.code(), Some(1), "{}", text(&check.stderr));
+    assert!(
+        lines[1].contains("FAIL (`lcx report --check` exits 1)"),
+        "{comment}"
+    );
+    assert!(
+        lines[2].starts_with("Verdict: FAIL for the t gate"),
+        "{comment}"
+    );
+    // The gated arm first, then the other regressions, the rest counted.
+    let rows: Vec<&&str> = lines.iter().filter(|l| l.starts_with("| arm")).collect();
+    assert!(rows[0].starts_with("| arm15 | t (gated) |"), "{comment}");
+    assert!(
+        rows.iter().all(|r| r.contains("**regressed**")),
+        "{comment}"
+    );
+    assert_eq!(rows.len(), 12, "{comment}");
+    assert!(
+        comment.contains("… and 3 more in the full report."),
+        "{comment}"
+    );
+    assert!(!comment.contains("arm03"), "{comment}");
+    // Where the full report is: the command, or the link given.
+    assert!(
+        lines.last().unwrap().contains("`lcx report 1`"),
+        "{comment}"
+    );
+    let linked = ok(
+        &db,
+        dir.path(),
+        &[
+            "report",
+            "--format",
+            "comment",
+            "--link",
+            "https://ci.example/1",
+        ],
+    );
+    assert!(
+        linked.contains("[The full report](https://ci.example/1)"),
+        "{linked}"
+    );
+    let out = run_lcx(
+        &db,
+        dir.path(),
+        &["report", "--link", "https://ci.example/1"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--link: only with --format comment"));
+}

@@ -7,6 +7,7 @@
 
 pub mod archive;
 pub mod builder;
+pub mod comment;
 pub mod compare;
 pub mod history;
 pub mod model;
@@ -23,5 +24,6 @@ pub mod words;
 pub(crate) mod fixture;
 
 pub use builder::{load, Options};
+pub use comment::render_comment;
 pub use model::Report;
 pub use render::{render_csv, render_json, render_markdown, render_summary};

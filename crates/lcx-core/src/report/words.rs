@@ -156,7 +156,9 @@ pub fn speedup_text(s: &Speedup) -> String {
         r if r >= 9.995 => 1,
         _ => 2,
     };
-    if s.se.is_finite() && s.se > 0.0 {
+    // A standard error under a ten-millionth of the ratio is the rounding
+    // of identical replicates, not a spread (as in `mean_sd`).
+    if s.se.is_finite() && s.se > 1e-7 * s.ratio.abs() {
         format!("{:.d$}× ± {}", s.ratio, spread(s.se, d))
     } else {
         format!("{:.d$}×", s.ratio)
