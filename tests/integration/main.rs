@@ -37,3 +37,4 @@ mod sweep;
 mod system;
 mod train;
 mod verdict;
+mod workflow;

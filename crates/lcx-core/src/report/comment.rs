@@ -26,18 +26,22 @@ const MAX_ROWS: usize = 12;
 /// The hidden first line a job looks for to update its comment: one per
 /// experiment name, in characters that cannot end an HTML comment.
 pub fn marker(report: &Report) -> String {
-    let name: String = report
+    let mut name: String = report
         .experiment
         .name
         .chars()
         .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '.' {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') {
                 c
             } else {
                 '_'
             }
         })
         .collect();
+    // `--` would end the comment early.
+    while name.contains("--") {
+        name = name.replace("--", "-_");
+    }
     format!("<!-- lcx-comment {name} -->")
 }
 
@@ -189,4 +193,30 @@ fn note(report: &Report) -> Option<String> {
     }
     line.push('.');
     Some(line)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_marker_keeps_a_name_and_cannot_end_its_comment_early() {
+        let mut report = crate::report::fixture::report(1.5, false);
+        for (name, expected) in [
+            ("ci-bench", "<!-- lcx-comment ci-bench -->"),
+            ("a-->b c", "<!-- lcx-comment a-__b_c -->"),
+            ("x---y", "<!-- lcx-comment x-_-y -->"),
+        ] {
+            report.experiment.name = name.into();
+            let m = marker(&report);
+            assert_eq!(m, expected, "{name}");
+            assert!(
+                !m["<!--".len()..m.len() - "-->".len()].contains("--"),
+                "{m}"
+            );
+        }
+        let comment = render_comment(&report, None);
+        assert!(comment.lines().count() <= MAX_LINES, "{comment}");
+        assert!(comment.starts_with("<!-- lcx-comment x-_-y -->\n### lcx `x---y`: "));
+    }
 }
