@@ -8,26 +8,7 @@ use std::process::{Command, Output};
 
 use lcx_core::store::Store;
 
-use crate::support::{count, lcx, write};
-
-fn git(repo: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(args)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
+use crate::support::{count, git, lcx, write};
 
 /// Prints `LCX_ITERATIONS` lines whose `time/iteration_seconds` is the
 /// number in `speed.txt`, with a little spread per iteration and repeat.

@@ -125,3 +125,26 @@ pub fn burner() -> std::process::Child {
         .spawn()
         .unwrap()
 }
+
+/// `git ARGS` in `dir`, which must succeed, as a test's author (no user
+/// configuration needed); its stdout, trimmed.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args([
+            "-c",
+            "init.defaultBranch=main",
+            "-c",
+            "advice.detachedHead=false",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}

@@ -15,6 +15,8 @@ use std::process::Command;
 
 use serde_yaml::Value;
 
+use crate::support::git;
+
 /// The fenced block of `lang` in `page` whose first line is `first`.
 fn block(page: &str, lang: &str, first: &str) -> String {
     let fence = format!("```{lang}\n{first}\n");
@@ -23,27 +25,6 @@ fn block(page: &str, lang: &str, first: &str) -> String {
         .unwrap_or_else(|| panic!("docs/ci.md has no ```{lang} block starting `{first}`"));
     let body = &page[at + 4 + lang.len()..];
     body[..body.find("\n```").unwrap()].to_string() + "\n"
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-        .args([
-            "-c",
-            "init.defaultBranch=main",
-            "-c",
-            "advice.detachedHead=false",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 /// A project to benchmark: `make` copies `bench.sh`, a shell loop, to
