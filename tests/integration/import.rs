@@ -580,3 +580,83 @@ fn list_and_the_site_name_the_host_each_experiment_ran_on() {
         );
     }
 }
+
+/// Another benchmarking tool's JSON, written over many lines or on one, is
+/// refused for what it is (the tool named from the file's shape, never its
+/// name), never as "line 1 is not JSON" about valid JSON; exit 2 and the
+/// history byte-identical (issue 79's refusals).
+#[test]
+fn another_tools_json_is_named_and_refused_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("history.db");
+    let made = lcx()
+        .args([
+            "run",
+            "--command",
+            "true",
+            "--runs",
+            "2",
+            "--repeats",
+            "1",
+            "--db",
+        ])
+        .arg(&history)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{}", text(&made.stderr));
+    let pretty = |v: serde_json::Value| serde_json::to_string_pretty(&v).unwrap();
+    let files = [
+        (
+            "hf.json",
+            pretty(
+                serde_json::json!({"results": [{"command": "sleep 0.1", "mean": 0.1,
+                "stddev": 0.001, "times": [0.1, 0.1], "exit_codes": [0, 0]}]}),
+            ),
+            "it is a hyperfine `--export-json` file, which lcx does not import",
+        ),
+        (
+            "pyperf.json",
+            serde_json::json!({"version": "1.0", "metadata": {"hostname": "x"},
+                "benchmarks": [{"runs": [{"values": [0.1]}]}]})
+            .to_string(),
+            "it is a pyperf JSON file, which lcx does not import",
+        ),
+        (
+            "results.json",
+            pretty(
+                serde_json::json!({"machine_info": {"node": "x"}, "commit_info": {},
+                "benchmarks": [{"name": "test_a", "stats": {"mean": 0.1}}]}),
+            ),
+            "it is a pytest-benchmark `--benchmark-json` file",
+        ),
+        (
+            "gbench.json",
+            pretty(serde_json::json!({"context": {"host_name": "x"},
+                "benchmarks": [{"name": "BM_a", "real_time": 10.0}]})),
+            "it is a Google Benchmark `--benchmark_format=json` file",
+        ),
+        (
+            "other.json",
+            pretty(serde_json::json!({"anything": [1, 2]})),
+            "it is JSON that is none of what lcx imports",
+        ),
+    ];
+    let before = std::fs::read(&history).unwrap();
+    for (name, body, said) in files {
+        let file = write(dir.path(), name, &body);
+        let out = import(&history, &[&file]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        assert!(err.contains(said), "{name}: {err}");
+        assert!(!err.contains("is not JSON"), "{name}: {err}");
+        assert!(
+            err.contains("lcx imports lcx databases and `lcx export --format json` files"),
+            "{name}: {err}"
+        );
+        assert_eq!(
+            std::fs::read(&history).unwrap(),
+            before,
+            "{name} changed the history"
+        );
+    }
+}

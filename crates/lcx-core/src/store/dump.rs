@@ -266,6 +266,48 @@ fn not_loaded(path: &Path, db: &Path, at: usize, table: &str, e: &rusqlite::Erro
     )
 }
 
+/// The refusal for a file that is one JSON document over many lines (an
+/// `lcx export` is one JSON value a line, its first the header), or `None`
+/// where it is no JSON at all.
+fn whole_document(path: &Path) -> Option<StoreError> {
+    let file = std::fs::File::open(path).ok()?;
+    let value: Value = serde_json::from_reader(std::io::BufReader::new(file)).ok()?;
+    Some(refused(path, not_an_export(&value)))
+}
+
+/// Why a JSON value is no `lcx export`: the tool that wrote it, where its
+/// shape says so, and what lcx imports.
+fn not_an_export(value: &Value) -> String {
+    const READS: &str = "lcx imports lcx databases and `lcx export --format json` files";
+    match other_tool(value) {
+        Some(tool) => format!("it is {tool}, which lcx does not import ({READS})"),
+        None => format!(
+            "it is JSON that is none of what lcx imports: an lcx database or an `lcx export \
+             --format json` file ({READS})"
+        ),
+    }
+}
+
+/// The benchmarking tool whose JSON export `value` looks like, by its
+/// shape (never by the file's name).
+fn other_tool(value: &Value) -> Option<&'static str> {
+    let benchmarks = value["benchmarks"].is_array();
+    let first = &value["results"][0];
+    if first.get("command").is_some()
+        && (first.get("times").is_some() || first.get("mean").is_some())
+    {
+        Some("a hyperfine `--export-json` file")
+    } else if benchmarks && value["machine_info"].is_object() {
+        Some("a pytest-benchmark `--benchmark-json` file")
+    } else if benchmarks && value["context"].is_object() {
+        Some("a Google Benchmark `--benchmark_format=json` file")
+    } else if benchmarks && (value.get("version").is_some() || value["metadata"].is_object()) {
+        Some("a pyperf JSON file")
+    } else {
+        None
+    }
+}
+
 /// Loads the JSON export at `path` into a new database at `db` (this lcx's
 /// schema, ids kept), refusing, with the line, a file that is not one, is
 /// cut short or comes from a newer lcx. Experiments exported without a
@@ -300,13 +342,20 @@ fn load_rows(path: &Path, db: &Path) -> Result<(), StoreError> {
         lines: std::io::BufReader::new(file).lines(),
         number: 0,
     };
-    let header = lines.next_value()?.unwrap_or(Value::Null);
+    // A file whose first line is no JSON may still be one JSON document
+    // written over many lines (another tool's export): say what it is
+    // rather than "line 1 is not JSON" about valid JSON.
+    let header = match lines.next_value() {
+        Ok(header) => header.unwrap_or(Value::Null),
+        Err(e) => return Err(whole_document(path).unwrap_or(e)),
+    };
     if header["record"] != HEADER {
         let why = if header.get("experiment_id").is_some() {
             "it holds values only (an `lcx export --format json` from before import): \
              export it again with this lcx, or import the database itself"
+                .to_string()
         } else {
-            "it is neither an lcx database nor an `lcx export --format json` file"
+            not_an_export(&header)
         };
         return Err(refused(path, why));
     }
