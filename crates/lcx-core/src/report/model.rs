@@ -101,6 +101,13 @@ pub struct SweepReport {
 }
 
 impl SweepReport {
+    /// A sweep of one arm that no gate or guard judges: a scan, reported
+    /// per point (the net result and the sweep section), never as verdicts
+    /// against its first point. The builder and every renderer ask this.
+    pub fn is_scan(&self, judged: bool) -> bool {
+        self.arms.len() == 1 && !judged
+    }
+
     /// The axis crossovers run along, with its place among the axes.
     pub fn along_axis(&self) -> Option<(usize, &crate::experiment::SweepAxis)> {
         self.axes

@@ -771,9 +771,8 @@ fn verdicts_section(report: &Report) -> String {
 /// A sweep of one arm that no gate or guard judges: a scan, reported per
 /// point (the sweep section), not as verdicts against its first point.
 pub fn is_scan(report: &Report) -> bool {
-    report.sweep.as_ref().is_some_and(|s| s.arms.len() == 1)
-        && report.gate.is_none()
-        && report.guards.is_empty()
+    let judged = report.gate.is_some() || !report.guards.is_empty();
+    report.sweep.as_ref().is_some_and(|s| s.is_scan(judged))
 }
 
 /// One arm's verdict on one metric, with its detail, or why it has none.

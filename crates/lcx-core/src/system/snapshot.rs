@@ -81,14 +81,18 @@ pub fn busiest(
     per_core: f64,
     left_out: impl Fn(&ProcessTime) -> bool,
 ) -> Vec<(u32, String, f64)> {
+    // One map of the first reading, not a search of it per process.
+    let was: std::collections::HashMap<u32, u64> =
+        before.iter().map(|b| (b.pid, b.ticks)).collect();
     let mut used: Vec<(u32, String, f64)> = after
         .iter()
         .filter(|p| !left_out(p))
         .filter_map(|p| {
             // By pid alone: a kernel worker's name says what it does now.
             // A process born during the sample: all its time is in it.
-            let was = before.iter().find(|b| b.pid == p.pid);
-            let gained = p.ticks.saturating_sub(was.map_or(0, |b| b.ticks));
+            let gained = p
+                .ticks
+                .saturating_sub(was.get(&p.pid).copied().unwrap_or(0));
             let cores = gained as f64 / per_core;
             (cores > 0.05).then(|| (p.pid, p.name.clone(), cores))
         })
@@ -98,22 +102,25 @@ pub fn busiest(
     used
 }
 
-/// Whether `p` is `root` or runs under it (its parent, or a parent's
-/// parent, is), by the parents `processes` name.
-pub fn descends_from(p: &ProcessTime, root: u32, processes: &[ProcessTime]) -> bool {
-    let mut pid = p.pid;
-    // A parent chain longer than the processes is a loop (pids reused
-    // between two readings).
-    for _ in 0..=processes.len() {
-        if pid == root {
-            return true;
-        }
-        match processes.iter().find(|q| q.pid == pid) {
-            Some(q) if q.ppid != pid => pid = q.ppid,
-            _ => return false,
+/// `root` and every process that runs under it (its child, a child's
+/// child…), by the parents `processes` name: built once from a parent map,
+/// so a reading of thousands of processes is walked once, and a pid loop
+/// (pids reused between readings) ends.
+pub fn tree_of(root: u32, processes: &[ProcessTime]) -> std::collections::HashSet<u32> {
+    let mut children: std::collections::HashMap<u32, Vec<u32>> = std::collections::HashMap::new();
+    for p in processes {
+        children.entry(p.ppid).or_default().push(p.pid);
+    }
+    let mut tree = std::collections::HashSet::from([root]);
+    let mut next = vec![root];
+    while let Some(pid) = next.pop() {
+        for &child in children.get(&pid).into_iter().flatten() {
+            if tree.insert(child) {
+                next.push(child);
+            }
         }
     }
-    false
+    tree
 }
 
 #[cfg(test)]
@@ -193,9 +200,9 @@ mod tests {
                 ticks: 0,
             },
         ];
-        let under = |pid| descends_from(tree.iter().find(|p| p.pid == pid).unwrap(), 10, &tree);
-        assert!(under(10) && under(11) && under(12));
-        assert!(!under(20) && !under(30));
+        let under = tree_of(10, &tree);
+        assert!(under.contains(&10) && under.contains(&11) && under.contains(&12));
+        assert!(!under.contains(&20) && !under.contains(&30));
     }
 
     #[test]

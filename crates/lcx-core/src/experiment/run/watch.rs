@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::store::{Contention, ForeignProcess};
 use crate::system::proc::{self, CpuTimes, Root};
 use crate::system::settings::ProcessTime;
-use crate::system::snapshot::{busiest, descends_from};
+use crate::system::snapshot::{busiest, tree_of};
 
 /// How often the clocks are sampled while a cell runs.
 const CLOCK_EVERY: Duration = Duration::from_millis(500);
@@ -119,8 +119,9 @@ impl HostWatch {
         let me = std::process::id();
         let after = self.root.process_times();
         let foreign_processes = (!after.is_empty() && span > 0.0).then(|| {
+            let ours = tree_of(me, &after);
             busiest(&self.processes, &after, tick * span, |p| {
-                descends_from(p, me, &after)
+                ours.contains(&p.pid)
             })
             .into_iter()
             .map(|(_, name, cores)| ForeignProcess { name, cores })

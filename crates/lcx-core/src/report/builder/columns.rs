@@ -298,7 +298,7 @@ pub fn needed_metrics(columns: &[ReportColumn], plan: Option<&Plan>) -> Vec<Stri
 
 /// The label a metric goes by in sentences: its value column's, else any
 /// column's, else its name.
-pub(super) fn label_of(columns: &[ReportColumn], metric: &str) -> String {
+pub(crate) fn label_of(columns: &[ReportColumn], metric: &str) -> String {
     columns
         .iter()
         .find(|c| c.metric == metric && c.kind == ColumnKind::Value)

@@ -16,6 +16,7 @@ mod arms;
 mod cells;
 mod check;
 mod columns;
+pub(crate) use columns::label_of;
 mod environment;
 mod guards;
 mod judge;
@@ -228,7 +229,8 @@ pub fn assemble(input: Input, options: Options) -> Report {
     let sweep = sweep::sweep(plan, &arms, primary.as_deref(), &columns, rule);
     // A scan (one arm along an axis) is not an A/B test: its net result
     // says how the arm's value moves, unless a gate asks for a verdict.
-    let net_result = match sweep.as_ref().filter(|_| gate.is_none()) {
+    let judged = gate.is_some() || !guards.is_empty();
+    let net_result = match sweep.as_ref().filter(|s| s.is_scan(judged)) {
         Some(s) => sweep::scan_result(s),
         None => None,
     }

@@ -10,7 +10,7 @@ use crate::experiment::{Plan, Sweep};
 use crate::report::model::{series_of, ArmResult, Crossover, SweepCell, SweepReport, SweepRow};
 use crate::report::prose::Prose;
 use crate::report::stats::{speedup_at, Speedup, Verdict, VerdictRule};
-use crate::report::words::num;
+use crate::report::words::{num, speedup_text};
 
 use super::columns::{label_of, metric_direction};
 use crate::report::model::ReportColumn;
@@ -154,14 +154,12 @@ fn scale(
     }
 }
 
-/// The net result of a scan: a sweep of one arm, without a gate (what
+/// The net result of a scan ([`SweepReport::is_scan`]: what
 /// `lcx run --command` with `-P`/`-L` makes of one command). It says how
 /// the arm's value moves along the axis, never a verdict against the
 /// first point: a bigger input that costs more is no regression.
 pub(super) fn scan_result(sweep: &SweepReport) -> Option<Prose> {
-    let [arm] = sweep.arms.as_slice() else {
-        return None;
-    };
+    let arm = sweep.arms.first()?;
     let (along, _) = sweep.along_axis()?;
     let series = series_of(&sweep.points);
     let mut parts: Vec<Prose> = Vec::new();
@@ -195,7 +193,7 @@ pub(super) fn scan_result(sweep: &SweepReport) -> Option<Prose> {
             if let Some(scaling) = &last.2 {
                 part = part.and(format!(
                     ", {} against the first point",
-                    crate::report::words::speedup_text(scaling)
+                    speedup_text(scaling)
                 ));
             }
         }
