@@ -68,6 +68,12 @@ pub fn run(args: Args) -> anyhow::Result<u8> {
             escape::terminal_line(&c.to_string())
         )));
     }
+    if let Some(link) = args.link.as_deref().filter(|l| !escape::safe_href(l)) {
+        return Err(crate::bad_input(anyhow::anyhow!(
+            "--link {}: expected an http(s) address or a relative path",
+            escape::terminal_line(link)
+        )));
+    }
     let store = open_db(&args.db)?;
     let ids = if args.all {
         let mut ids: Vec<i64> = store

@@ -1363,4 +1363,34 @@ fn a_comment_for_twenty_arms_fits_in_twenty_five_lines() {
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("--link: only with --format comment"));
+    // A link that would run script is refused; spaces and parentheses,
+    // which would end the markdown link early, are percent-encoded.
+    let out = run_lcx(
+        &db,
+        dir.path(),
+        &[
+            "report",
+            "--format",
+            "comment",
+            "--link",
+            "javascript:alert(1)",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("expected an http(s) address"));
+    let odd = ok(
+        &db,
+        dir.path(),
+        &[
+            "report",
+            "--format",
+            "comment",
+            "--link",
+            "https://ci.example/a (b)",
+        ],
+    );
+    assert!(
+        odd.contains("[The full report](https://ci.example/a%20%28b%29)"),
+        "{odd}"
+    );
 }

@@ -10,6 +10,7 @@
 
 use std::fmt::Write as _;
 
+use super::builder::label_of;
 use super::model::Report;
 use super::render::{is_scan, verdict_line};
 use super::stats::Verdict;
@@ -82,9 +83,13 @@ pub fn render_comment(report: &Report, link: Option<&str>) -> String {
         lines.push(note);
     }
     lines.push(match link {
+        // `--link` is an http(s) address (checked where it is read);
+        // what would end a markdown link's destination is percent-encoded.
         Some(url) => format!(
             "[The full report]({}) · experiment #{}",
-            url.replace(['(', ')', ' '], ""),
+            url.replace(' ', "%20")
+                .replace('(', "%28")
+                .replace(')', "%29"),
             report.experiment.id
         ),
         None => format!(
@@ -110,14 +115,6 @@ fn rows(report: &Report) -> Vec<String> {
             .gate
             .as_ref()
             .is_some_and(|g| g.metric == metric && g.arms.iter().any(|a| a.arm == arm))
-    };
-    let label = |metric: &str| -> String {
-        report
-            .columns
-            .iter()
-            .find(|c| c.metric == metric)
-            .map_or(metric, |c| c.label.as_str())
-            .to_string()
     };
     let mut found: Vec<(bool, f64, String)> = Vec::new();
     for arm in report.arms.iter().filter(|a| !a.is_baseline) {
@@ -151,7 +148,7 @@ fn rows(report: &Report) -> Vec<String> {
                 format!(
                     "| {} | {}{} | {speedup} | {interval} | {verdict} |",
                     md(&arm.name),
-                    md(&label(&m.metric)),
+                    md(&label_of(&report.columns, &m.metric)),
                     if is_gated { " (gated)" } else { "" }
                 ),
             ));
@@ -181,11 +178,13 @@ fn note(report: &Report) -> Option<String> {
     if parts.is_empty() && report.check_notes.is_empty() {
         return None;
     }
-    let mut line = format!("Note: {}", parts.join("; "));
-    if parts.is_empty() {
-        line = "Note: `--check` could not decide".into();
-    }
-    if report.check == super::stats::Decision::Inconclusive {
+    let mut line = if parts.is_empty() {
+        "Note: `--check` could not decide".to_string()
+    } else {
+        format!("Note: {}", parts.join("; "))
+    };
+    // What to do about contended cells, where they are what left it undecided.
+    if report.check == super::stats::Decision::Inconclusive && !report.contended.is_empty() {
         line.push_str(
             "; on a shared runner rerun the contended cells (`[measurement] rerun_contended`), \
              judge them anyway (`--allow-contended`), or count instructions (docs/ci.md)",
