@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use super::process::TimingError;
+use super::run_error::{failure, TimingError};
 
 pub const INSTRUCTIONS: &str = "process/instructions";
 pub const L1_MISSES: &str = "process/l1_misses";
@@ -151,7 +151,7 @@ pub fn count_once(
     let wall = started.elapsed().as_secs_f64();
     let collected = collect(scratch);
     if !status.success() {
-        let (how, code) = super::process::failure(status);
+        let (how, code) = failure(status);
         return Err(TimingError::Failed {
             iteration,
             program: program.to_string(),

@@ -7,4 +7,5 @@ pub mod forward;
 pub mod peak;
 pub mod peak_line;
 pub mod process;
+mod run_error;
 pub mod trainer;
